@@ -1,0 +1,323 @@
+"""TapeGraph: what the tape saw, as a networkx.MultiDiGraph plus a tensor store.
+
+Nodes are the things a student would point at: variables, constants, watched tensors and
+ops. A variable read (``ReadVariableOp``) is folded into its variable's node, so ``x``
+appears once however often it is read. Edges are tensors flowing from producer to
+consumer, keyed by the consumer's input position: ``x * x`` gives two parallel edges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import networkx as nx
+import numpy as np
+
+from .capture import Capture, OpRecord, is_trainable
+
+#: Tensors up to this many bytes keep their full value; larger ones keep a summary.
+DEFAULT_MAX_VALUE_BYTES = 1 << 20
+#: Total bytes of values one capture keeps before it falls back to summaries only.
+DEFAULT_BUDGET_BYTES = 64 << 20
+
+STATEFUL_OPS = frozenset(
+    {
+        "AssignVariableOp",
+        "AssignAddVariableOp",
+        "AssignSubVariableOp",
+        "ResourceScatterAdd",
+        "ResourceScatterSub",
+        "ResourceScatterUpdate",
+        "ResourceScatterMul",
+        "ResourceScatterDiv",
+        "ResourceScatterMin",
+        "ResourceScatterMax",
+        "ResourceScatterNdUpdate",
+        "ResourceScatterNdAdd",
+        "ResourceScatterNdSub",
+    }
+)
+
+
+@dataclass
+class TensorInfo:
+    """One tensor the tape saw: where it came from and what it held."""
+
+    id: int
+    dtype: str
+    shape: tuple
+    node: Any  # producing node id
+    index: int  # output position at the producer
+    value: np.ndarray | None  # full value, or None when only a summary was kept
+    summary: dict
+    name: str | None = None  # the Python name the user bound it to, if any
+    ref: Any = field(default=None, repr=False)  # the EagerTensor itself
+
+    @property
+    def trainable(self) -> bool:
+        return is_trainable(self.dtype)
+
+
+def summarize(value: np.ndarray) -> dict:
+    """Shape, dtype and statistics; enough to judge a tensor too big to show whole."""
+    s: dict[str, Any] = {"shape": tuple(value.shape), "dtype": str(value.dtype), "size": int(value.size)}
+    if value.size and np.issubdtype(value.dtype, np.number) and not np.iscomplexobj(value):
+        v = value.astype(np.float64, copy=False)
+        finite = np.isfinite(v)
+        s["nan"] = int(np.isnan(v).sum())
+        s["inf"] = int(np.isinf(v).sum())
+        if finite.any():
+            fv = v[finite]
+            s.update(min=float(fv.min()), max=float(fv.max()), mean=float(fv.mean()), norm=float(np.sqrt((fv * fv).sum())))
+    return s
+
+
+def format_value(value: np.ndarray | None, summary: dict | None = None, max_items: int = 6) -> str:
+    """A short, readable rendering of a value for a node or edge label."""
+    if value is None:
+        if not summary:
+            return "?"
+        shape = "x".join(str(d) for d in summary.get("shape", ())) or "scalar"
+        if "norm" in summary:
+            return f"{shape} |.|={summary['norm']:.3g}"
+        return shape
+    a = np.asarray(value)
+    if a.dtype.kind in "SUO":
+        return str(a.tolist())[:24]
+    if a.size <= max_items:
+        return _fmt_nested(a)
+    s = summarize(a)
+    return format_value(None, s)
+
+
+def _fmt_nested(a: np.ndarray) -> str:
+    if a.ndim == 0:
+        return _fmt_scalar(a.item())
+    return "[" + ", ".join(_fmt_nested(x) for x in a) + "]"
+
+
+def _fmt_scalar(x) -> str:
+    if isinstance(x, (bool, np.bool_)):
+        return str(bool(x))
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    if isinstance(x, complex):
+        return f"{x:.3g}"
+    x = float(x)
+    if np.isnan(x) or np.isinf(x):
+        return str(x)
+    if x == int(x) and abs(x) < 1e6:
+        return f"{x:.1f}"
+    return f"{x:.4g}"
+
+
+class TapeGraph:
+    """The captured program: ``nx`` is the graph, ``tensors`` the values on its edges."""
+
+    def __init__(
+        self,
+        capture: Capture,
+        *,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        budget_bytes: int = DEFAULT_BUDGET_BYTES,
+    ):
+        self.capture = capture
+        self.nx = nx.MultiDiGraph()
+        self.tensors: dict[int, TensorInfo] = {}
+        self.max_value_bytes = max_value_bytes
+        self.budget_bytes = budget_bytes
+        self.kept_bytes = 0
+        self.truncated = 0  # tensors whose value was dropped because the budget ran out
+        self.op_node: dict[int, Any] = {}  # op index -> node id
+        self._build()
+
+    # -- construction ------------------------------------------------------------------
+    def _build(self) -> None:
+        cap = self.capture
+        g = self.nx
+        var_by_handle = cap.variables
+        for op in cap.ops:
+            if op.op_type == "ReadVariableOp" and op.inputs and op.inputs[0]._id in var_by_handle:
+                var = var_by_handle[op.inputs[0]._id]
+                node = self._variable_node(var)
+                self.op_node[op.index] = node
+                self._add_tensor(op.outputs[0], node, 0)
+                g.nodes[node]["reads"].append(op.index)
+                continue
+            node = f"op{op.index}"
+            self.op_node[op.index] = node
+            g.add_node(
+                node,
+                kind="op",
+                op_type=op.op_type,
+                scope=op.scope,
+                recorded=op.recorded,
+                op_index=op.index,
+                name=None,
+                outputs=[o._id for o in op.outputs],
+            )
+            for k, t in enumerate(op.inputs):
+                src = self._producer(t, op)
+                g.add_edge(src, node, key=k, tensor=t._id, kind="data", dst_index=k)
+            for i, o in enumerate(op.outputs):
+                self._add_tensor(o, node, i)
+        self._link_outside_values()
+        for n, d in g.nodes(data=True):
+            d["label"] = self._label(n, d)
+
+    def _variable_node(self, var) -> str:
+        node = f"var{var.handle._id}"
+        if node not in self.nx:
+            name = self.capture.names.get(id(var)) or var.name.split(":")[0]
+            self.nx.add_node(
+                node,
+                kind="variable",
+                name=name,
+                trainable=bool(var.trainable),
+                watched=var.handle._id in self.capture.watched_variable_ids,
+                handle=var.handle._id,
+                variable=var,
+                reads=[],
+                outputs=[],
+                scope="",
+                recorded=True,
+            )
+        return node
+
+    def _producer(self, t, consumer: OpRecord):
+        info = self.tensors.get(t._id)
+        if info is not None:
+            return info.node
+        cap = self.capture
+        if t._id in cap.variables:  # a resource handle (assign ops)
+            return self._variable_node(cap.variables[t._id])
+        node = f"t{t._id}"
+        if t._id in cap.watched:
+            kind = "watched"
+        elif t._id > cap.start_uid:
+            kind = "constant"
+        else:
+            kind = "input"
+        self.nx.add_node(
+            node, kind=kind, name=cap.names.get(id(t)), outputs=[t._id], scope="", recorded=kind == "watched"
+        )
+        self._add_tensor(t, node, 0)
+        return node
+
+    def _add_tensor(self, t, node, index: int) -> None:
+        if t._id in self.tensors:
+            return
+        dtype = t.dtype
+        value, summary = None, {"shape": tuple(t.shape), "dtype": dtype.name}
+        if dtype != "resource" and dtype != "variant":
+            nbytes = int(np.prod(t.shape, dtype=np.int64)) * max(dtype.size, 1) if t.shape.is_fully_defined() else 0
+            try:
+                arr = t._numpy()
+            except Exception:  # e.g. a tensor on a device we cannot copy from
+                arr = None
+            if arr is not None:
+                summary = summarize(np.asarray(arr))
+                if nbytes <= self.max_value_bytes and self.kept_bytes + nbytes <= self.budget_bytes:
+                    value = np.array(arr, copy=True)
+                    self.kept_bytes += nbytes
+                elif nbytes <= self.max_value_bytes:
+                    self.truncated += 1
+        self.tensors[t._id] = TensorInfo(
+            id=t._id,
+            dtype=dtype.name,
+            shape=tuple(t.shape),
+            node=node,
+            index=index,
+            value=value,
+            summary=summary,
+            name=self.capture.names.get(id(t)),
+            ref=t,
+        )
+        if self.nx.nodes[node].get("name") is None and self.capture.names.get(id(t)):
+            self.nx.nodes[node]["name"] = self.capture.names[id(t)]
+
+    def _link_outside_values(self) -> None:
+        """A constant made in the block that equals a value exported by .numpy() came back
+        from outside TensorFlow: draw that round trip as an 'outside' edge."""
+        exported = [
+            self.tensors[tid]
+            for tid in self.capture.exported
+            if tid in self.tensors and self.tensors[tid].value is not None and self.tensors[tid].trainable
+        ]
+        if not exported:
+            return
+        for n, d in list(self.nx.nodes(data=True)):
+            if d["kind"] != "constant":
+                continue
+            c = self.tensors[d["outputs"][0]]
+            if c.value is None:
+                continue
+            for e in exported:
+                if e.node != n and e.shape == c.shape and np.array_equal(e.value, c.value.astype(e.value.dtype, copy=False)):
+                    self.nx.add_edge(e.node, n, key="outside", tensor=e.id, kind="outside", dst_index=None)
+                    d["came_from"] = e.node
+                    break
+
+    def _label(self, n, d) -> str:
+        kind = d["kind"]
+        if kind == "variable":
+            return d["name"]
+        if kind == "op":
+            return d["op_type"]
+        if kind == "constant":
+            return format_value(self.tensors[d["outputs"][0]].value, self.tensors[d["outputs"][0]].summary)
+        return d.get("name") or kind
+
+    # -- queries -------------------------------------------------------------------------
+    def node_of(self, obj) -> Any:
+        """The node for a tf.Variable, a tensor seen by the tape, or a node id."""
+        if isinstance(obj, str) and obj in self.nx:
+            return obj
+        handle = getattr(obj, "handle", None)
+        if handle is not None and hasattr(handle, "_id"):
+            node = f"var{handle._id}"
+            return node if node in self.nx else None
+        tid = getattr(obj, "_id", None)
+        if tid is not None and tid in self.tensors:
+            return self.tensors[tid].node
+        return None
+
+    def value_of(self, node) -> np.ndarray | None:
+        """The node's forward value: the first read for a variable, output 0 otherwise."""
+        info = self.output_info(node)
+        return None if info is None else info.value
+
+    def output_info(self, node) -> TensorInfo | None:
+        d = self.nx.nodes[node]
+        if d["kind"] == "variable":
+            reads = d["reads"]
+            if not reads:
+                return None
+            return self.tensors[self.capture.ops[reads[0]].outputs[0]._id]
+        outs = d.get("outputs") or []
+        return self.tensors[outs[0]] if outs else None
+
+    def display_name(self, node) -> str:
+        """How messages refer to a node: its Python name, else its label."""
+        d = self.nx.nodes[node]
+        if d.get("name"):
+            return d["name"]
+        if d["kind"] == "op":
+            return f"the {d['op_type']} op"
+        if d["kind"] == "constant":
+            return f"the constant {d['label']}"
+        return d["label"]
+
+    def data_edges(self, node=None, out: bool = True) -> Iterable:
+        edges = self.nx.out_edges(node, keys=True, data=True) if out else self.nx.in_edges(node, keys=True, data=True)
+        return [(u, v, k, d) for u, v, k, d in edges if d["kind"] == "data"]
+
+    def ops(self) -> list[OpRecord]:
+        return self.capture.ops
+
+    def __len__(self) -> int:
+        return self.nx.number_of_nodes()
+
+    def __repr__(self) -> str:
+        return f"TapeGraph({self.nx.number_of_nodes()} nodes, {self.nx.number_of_edges()} edges)"
