@@ -10,9 +10,11 @@ import tensorflow as tf
 
 from .capture import Recorder
 from .flow import GradientFlow
+from .export import check_path, save_view
 from .graph import DEFAULT_BUDGET_BYTES, DEFAULT_MAX_VALUE_BYTES, TapeGraph
+from .render import GraphView
 
-__all__ = ["GradientTape", "record", "Recording", "flow", "TapeGraph", "GradientFlow"]
+__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "TapeGraph", "GradientFlow", "GraphView"]
 
 
 class _GraphHolder:
@@ -154,3 +156,33 @@ def flow(tape: Any, target, *, sources=None, output_gradients=None) -> GradientF
     if not graph.capture.ops:
         raise ValueError("The tape recorded no operations: run your computation inside the `with` block.")
     return GradientFlow(graph, target, sources=sources, output_gradients=output_gradients)
+
+
+def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str | None = None,
+         caption: str | None = None, output_gradients=None) -> GraphView:
+    """A GraphView of what ``tape`` recorded; with a target, its backward pass at ``step``."""
+    graph = _graph_of(tape)
+    fl = flow(tape, target, output_gradients=output_gradients) if target is not None else None
+    v = GraphView(graph, fl, ax=ax, title=title, caption=caption)
+    if step is not None:
+        v.set_step(step)
+    return v
+
+
+def draw(tape: Any, target=None, step: int | None = None, *, ax=None, title: str | None = None,
+         caption: str | None = None, output_gradients=None):
+    """A matplotlib Figure of the recorded graph and, given a target, its gradient flow.
+
+    ``step=None`` shows the finished backward pass, ``step=k`` the state after k steps.
+    Pass ``ax=`` to draw into an existing Axes (its figure is returned).
+    """
+    return view(tape, target, step=step, ax=ax, title=title, caption=caption,
+                output_gradients=output_gradients).figure
+
+
+def save(tape: Any, path, *, target=None, step: int | None = None, dpi: int = 100, fps: float = 1.5,
+         caption: str | None = None, output_gradients=None):
+    """Write a .png / .svg picture, or a .gif of the backward pass (one frame a step)."""
+    check_path(path)  # fail before any work on a bad path
+    v = view(tape, target, step=step, caption=caption, output_gradients=output_gradients)
+    return save_view(v, path, dpi=dpi, fps=fps)

@@ -169,6 +169,12 @@ class GradientFlow:
             self.steps.append(step)
         self._np_cache: dict = {}
 
+    def step_of(self, node) -> int | None:
+        """The backward step at which node received its gradient (0 for the target)."""
+        if node in self.target_nodes:
+            return 0
+        return self._processed.get(node)
+
     # -- totals --------------------------------------------------------------------------
     def grad_tensor(self, obj):
         """The TF value (Tensor or IndexedSlices) of d target / d obj, or None."""

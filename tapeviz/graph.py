@@ -191,7 +191,10 @@ class TapeGraph:
             return info.node
         cap = self.capture
         if t._id in cap.variables:  # a resource handle (assign ops)
-            return self._variable_node(cap.variables[t._id])
+            node = self._variable_node(cap.variables[t._id])
+            # Every edge names a tensor in self.tensors, the handle included.
+            self._add_tensor(t, node, 0)
+            return node
         node = f"t{t._id}"
         if t._id in cap.watched:
             kind = "watched"

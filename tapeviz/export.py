@@ -1,0 +1,53 @@
+"""Export: PNG, SVG and animated GIF files of a drawn graph, with no system binaries."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from matplotlib.animation import FuncAnimation, PillowWriter
+
+from .render import GraphView
+
+FORMATS = (".png", ".svg", ".gif")
+
+
+def check_path(path: str | os.PathLike) -> Path:
+    """Refuse unsupported suffixes and unwritable folders before any drawing work."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in FORMATS:
+        raise ValueError(f"Cannot export to {p.name!r}: use a file name ending in .png, .svg or .gif.")
+    folder = p.parent if str(p.parent) else Path(".")
+    if not folder.is_dir():
+        raise FileNotFoundError(f"Cannot write {p}: the folder {folder} does not exist. Create it first.")
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(f"Cannot write {p}: the folder {folder} is not writable. Choose another path.")
+    return p
+
+
+def save_view(view: GraphView, path: str | os.PathLike, *, dpi: int = 100, fps: float = 1.5) -> Path:
+    """Write the view: a still picture (.png/.svg) or the backward pass animated (.gif)."""
+    p = check_path(path)
+    if p.suffix.lower() == ".gif":
+        save_gif(view, p, dpi=dpi, fps=fps)
+    else:
+        view.figure.savefig(p, dpi=dpi)
+    return p
+
+
+def save_gif(view: GraphView, path: Path, *, dpi: int = 80, fps: float = 1.5) -> None:
+    """One frame per backward step, then a last frame holding the finished flow."""
+    n = max(view.n_steps, 1)
+    frames = list(range(n)) + [None, None]
+    before = view.step
+
+    def show(k):
+        view.set_step(k)
+        return []
+
+    anim = FuncAnimation(view.figure, show, frames=frames, blit=False, repeat=False, cache_frame_data=False)
+    try:
+        anim.save(str(path), writer=PillowWriter(fps=fps), dpi=dpi)
+    finally:
+        view.set_step(before)

@@ -1,0 +1,367 @@
+"""Render: matplotlib artists for a TapeGraph and the state of its GradientFlow.
+
+Nodes, node labels, edges and edge labels are drawn by separate functions that each
+return their artists (keyed by node or edge), so callers can restyle them. ``GraphView``
+keeps those artists and, when the step or the shown gradients change, updates texts and
+colours in place instead of drawing the picture again. Nothing here computes a gradient:
+every number comes from the GradientFlow it is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
+from matplotlib.text import Text
+
+from .flow import REASONS, GradientFlow
+from .graph import TapeGraph, format_value
+from .layout import layered_layout
+
+# Geometry, in data units: one layer is INCH_X inches wide, one row INCH_Y inches tall.
+INCH_X, INCH_Y = 2.3, 1.15
+BOX_W, BOX_H = 0.66, 0.56  # node box, as a fraction of a layer / a row
+FONT = 8.0
+
+KIND_STYLE = {
+    "variable": dict(fc="#dbeafe", ec="#1d4ed8"),
+    "watched": dict(fc="#dcfce7", ec="#15803d"),
+    "constant": dict(fc="#f1f5f9", ec="#94a3b8"),
+    "input": dict(fc="#f8fafc", ec="#94a3b8"),
+    "op": dict(fc="#ffffff", ec="#334155"),
+}
+KIND_NAMES = {"variable": "variable", "watched": "watched tensor", "constant": "constant", "input": "tensor from outside", "op": "op"}
+C_FORWARD = "#64748b"
+C_GRAD = "#ea580c"
+C_ACTIVE = "#f59e0b"
+C_STOP = "#a3a3a3"
+C_BAD = "#dc2626"  # NaN / Inf gradients
+C_TARGET = "#b91c1c"
+C_GRADTEXT = "#9a3412"
+
+REASON_STYLE = {
+    "stop_gradient": (0, (4, 2)),
+    "not_recorded": (0, (1, 2)),
+    "not_watched": (0, (3, 2, 1, 2)),
+    "integer_dtype": (0, (6, 2)),
+    "no_gradient": (0, (2, 2)),
+    "stateful": (0, (5, 1, 1, 1)),
+    "outside_tf": (0, (1, 1)),
+    "unconnected": (0, (3, 3)),
+}
+
+
+def _short(text: str, n: int = 18) -> str:
+    """Cut long labels; scoped names (``model/dense/kernel``) keep their informative tail."""
+    if len(text) <= n:
+        return text
+    if "/" in text:
+        return "…" + text[-(n - 1):]
+    return text[: n - 1] + "…"
+
+
+def _is_bad(value) -> bool:
+    if value is None:
+        return False
+    a = np.asarray(value)
+    return a.dtype.kind in "fc" and not np.all(np.isfinite(a))
+
+
+def node_title(graph: TapeGraph, node) -> str:
+    """First line of a box: the user's name for it, else what it is."""
+    d = graph.nx.nodes[node]
+    if d.get("name"):
+        return d["name"]
+    if d["kind"] == "op":
+        return d["op_type"]
+    return "constant" if d["kind"] == "constant" else d["label"]
+
+
+def node_value_text(graph: TapeGraph, node) -> str:
+    """Second line: the op type when the title is a name, then the forward value."""
+    d = graph.nx.nodes[node]
+    info = graph.output_info(node)
+    value = "" if info is None else format_value(info.value, info.summary)
+    if d["kind"] == "op" and d.get("name"):
+        return f"{d['op_type']} · {value}" if value else d["op_type"]
+    return value
+
+
+def grad_text(value) -> str:
+    return "∂ " + ("None" if value is None else format_value(np.asarray(value)))
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+def figure_size(pos: Mapping[Any, tuple[float, float]], *, max_inches: float = 60.0) -> tuple[float, float]:
+    """Inches so that one layer / one row keeps a constant, legible size."""
+    if not pos:
+        return (4.0, 3.0)
+    xs = [p[0] for p in pos.values()]
+    ys = [p[1] for p in pos.values()]
+    w = (max(xs) - min(xs) + 1.0) * INCH_X + 0.6
+    h = (max(ys) - min(ys) + 1.0) * INCH_Y + 1.6
+    return (min(max(w, 4.5), max_inches), min(max(h, 3.2), max_inches))
+
+
+def draw_nodes(ax: Axes, graph: TapeGraph, pos, *, targets=()) -> dict[Any, FancyBboxPatch]:
+    """One rounded box per node, styled by kind; targets get a red border."""
+    boxes = {}
+    for n, d in graph.nx.nodes(data=True):
+        x, y = pos[n]
+        style = KIND_STYLE.get(d["kind"], KIND_STYLE["op"])
+        box = FancyBboxPatch(
+            (x - BOX_W / 2, y - BOX_H / 2), BOX_W, BOX_H,
+            boxstyle="round,pad=0.0,rounding_size=0.08", fc=style["fc"], ec=style["ec"],
+            lw=2.6 if n in targets else 1.1, zorder=3,
+        )
+        if n in targets:
+            box.set_edgecolor(C_TARGET)
+        box.set_gid(f"node-{n}")
+        ax.add_patch(box)
+        boxes[n] = box
+    return boxes
+
+
+def draw_node_labels(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT) -> dict[Any, tuple[Text, Text]]:
+    """(title, forward value) texts inside each box."""
+    labels = {}
+    for n in graph.nx.nodes:
+        x, y = pos[n]
+        title = ax.text(x, y + BOX_H * 0.17, _short(node_title(graph, n)), ha="center", va="center",
+                        fontsize=fontsize, fontweight="bold", zorder=4)
+        value = ax.text(x, y - BOX_H * 0.2, _short(node_value_text(graph, n), 24), ha="center", va="center",
+                        fontsize=fontsize - 0.5, color="#334155", zorder=4)
+        labels[n] = (title, value)
+    return labels
+
+
+def draw_node_grads(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT) -> dict[Any, Text]:
+    """The gradient reaching each node, under its box (empty until the flow fills it)."""
+    return {
+        n: ax.text(pos[n][0], pos[n][1] - BOX_H / 2 - 0.07, "", ha="center", va="top", fontsize=fontsize - 0.5,
+                   color=C_GRADTEXT, zorder=4)
+        for n in graph.nx.nodes
+    }
+
+
+def _edge_geometry(graph: TapeGraph, pos):
+    """Start/end points and curvature for each edge; parallel edges fan out."""
+    geo = {}
+    for u, v in set(graph.nx.edges()):
+        keys = sorted(graph.nx[u][v], key=str)
+        n = len(keys)
+        (x0, y0), (x1, y1) = pos[u], pos[v]
+        for i, k in enumerate(keys):
+            off = (i - (n - 1) / 2) * 0.12
+            rad = (i - (n - 1) / 2) * 0.35
+            geo[(u, v, k)] = ((x0 + BOX_W / 2, y0 + off), (x1 - BOX_W / 2, y1 + off), rad)
+    return geo
+
+
+def draw_edges(ax: Axes, graph: TapeGraph, pos) -> dict[tuple, FancyArrowPatch]:
+    """One arrow per edge, producer → consumer (the forward direction)."""
+    arrows = {}
+    geo = _edge_geometry(graph, pos)
+    for u, v, k in graph.nx.edges(keys=True):
+        a, b, rad = geo[(u, v, k)]
+        arrow = FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=10, lw=1.1, color=C_FORWARD,
+                                connectionstyle=f"arc3,rad={rad}", shrinkA=0, shrinkB=0, zorder=2)
+        arrow.set_gid(f"edge-{u}-{v}-{k}")
+        ax.add_patch(arrow)
+        arrows[(u, v, k)] = arrow
+    return arrows
+
+
+def draw_edge_labels(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT) -> dict[tuple, Text]:
+    """A text at each edge's middle for the gradient (or stop reason) it carries."""
+    texts = {}
+    geo = _edge_geometry(graph, pos)
+    for e, (a, b, rad) in geo.items():
+        mx, my = (a[0] + b[0]) / 2, (a[1] + b[1]) / 2
+        # arc3 bends the midpoint sideways by rad * length / 2
+        dx, dy = b[0] - a[0], b[1] - a[1]
+        mx, my = mx + rad * dy / 2, my - rad * dx / 2
+        texts[e] = ax.text(mx, my, "", ha="center", va="center", fontsize=fontsize - 1, zorder=5, color=C_GRADTEXT,
+                           bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85))
+    return texts
+
+
+def draw_legend(fig: Figure, reasons=(), kinds=()) -> Any:
+    """Legend of node kinds, gradient edges and the stop reasons present."""
+    handles = [Patch(fc=KIND_STYLE[k]["fc"], ec=KIND_STYLE[k]["ec"], label=KIND_NAMES[k]) for k in kinds]
+    handles.append(Line2D([], [], color=C_GRAD, lw=2, label="gradient flowing back"))
+    for r in reasons:
+        handles.append(Line2D([], [], color=C_STOP, lw=1.6, ls=REASON_STYLE.get(r, "--"), label=f"no gradient: {REASONS[r]}"))
+    return fig.legend(handles=handles, loc="lower center", ncol=min(4, len(handles)), fontsize=FONT - 0.5,
+                      frameon=False, bbox_to_anchor=(0.5, 0.0))
+
+
+# --------------------------------------------------------------------------- the view
+
+
+@dataclass
+class Artists:
+    boxes: dict
+    labels: dict
+    grads: dict
+    arrows: dict
+    edge_labels: dict
+    title: Text
+    legend: Any
+
+
+class GraphView:
+    """A drawn graph whose gradient state can be changed in place.
+
+    ``set_step(k)`` shows the backward pass after k steps (None: all of it);
+    ``set_grad_overrides`` replaces the gradient texts of some nodes (e.g. clipped values)
+    without touching the rest. Only texts and colours change; nothing is re-created.
+    """
+
+    def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, ax: Axes | None = None,
+                 pos=None, title: str | None = None, caption: str | None = None):
+        self.graph = graph
+        self.flow = flow
+        self.pos = pos if pos is not None else layered_layout(graph.nx)
+        if ax is None:
+            self.figure = Figure(figsize=figure_size(self.pos), dpi=100)
+            self.ax = self.figure.add_axes((0.01, 0.09, 0.98, 0.82))
+        else:
+            self.ax, self.figure = ax, ax.figure
+        ax = self.ax
+        ax.set_axis_off()
+        self._set_limits()
+        targets = flow.target_nodes if flow is not None else ()
+        kinds = [k for k in KIND_STYLE if any(d["kind"] == k for _, d in graph.nx.nodes(data=True))]
+        reasons = sorted({r.reason for r in flow.edge_reason.values()}) if flow is not None else []
+        self.artists = Artists(
+            boxes=draw_nodes(ax, graph, self.pos, targets=targets),
+            labels=draw_node_labels(ax, graph, self.pos),
+            grads=draw_node_grads(ax, graph, self.pos),
+            arrows=draw_edges(ax, graph, self.pos),
+            edge_labels=draw_edge_labels(ax, graph, self.pos),
+            title=self.figure.suptitle(title or "", fontsize=FONT + 2, y=0.985),
+            legend=draw_legend(self.figure, reasons, kinds),
+        )
+        self._custom_title = title
+        self.caption = self.figure.text(0.5, 0.935, caption or "", ha="center", va="top", fontsize=FONT + 0.5,
+                                        color="#334155")
+        self.overrides: dict[Any, str] = {}
+        self.step: int | None = None
+        self.set_step(None)
+
+    def _set_limits(self) -> None:
+        if not self.pos:
+            return
+        xs = [p[0] for p in self.pos.values()]
+        ys = [p[1] for p in self.pos.values()]
+        self.ax.set_xlim(min(xs) - 0.5, max(xs) + 0.5)
+        self.ax.set_ylim(min(ys) - 0.65, max(ys) + 0.5)
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.flow.steps) if self.flow is not None else 0
+
+    def set_step(self, step: int | None) -> None:
+        """Show the flow as it stands after `step` backward steps (None = finished)."""
+        fl = self.flow
+        a = self.artists
+        if fl is None:
+            return
+        last = len(fl.steps) - 1
+        k = last if step is None else max(0, min(int(step), last))
+        self.step = None if step is None else k
+        active_node = fl.steps[k].node if step is not None else None
+        active_edges = set(fl.steps[k].edges) if step is not None else set()
+        for e, arrow in a.arrows.items():
+            text = a.edge_labels[e]
+            stop = fl.edge_reason.get(e)
+            if stop is not None:
+                arrow.set_color(C_STOP)
+                arrow.set_linestyle(REASON_STYLE.get(stop.reason, "--"))
+                arrow.set_linewidth(1.2)
+                text.set_text(stop.reason)
+                text.set_color("#737373")
+                text.set_fontstyle("italic")
+                continue
+            arrived = fl.step_of(e[1]) is not None and fl.step_of(e[1]) <= k and e in fl._edge_grad
+            value = fl.edge_grad(*e) if arrived else None
+            arrow.set_linestyle("-")
+            if arrived:
+                arrow.set_color(C_BAD if _is_bad(value) else (C_ACTIVE if e in active_edges else C_GRAD))
+                arrow.set_linewidth(3.0 if e in active_edges else 1.8)
+                text.set_text(format_value(value))
+                text.set_color(C_BAD if _is_bad(value) else C_GRADTEXT)
+            else:
+                arrow.set_color(C_FORWARD)
+                arrow.set_linewidth(1.1)
+                text.set_text("")
+        for n, box in a.boxes.items():
+            s = fl.step_of(n)
+            if n in self.overrides:
+                a.grads[n].set_text(self.overrides[n])
+                a.grads[n].set_color(C_GRADTEXT)
+            elif s is not None and s <= k:
+                value = fl.steps[s].grad if n not in fl.target_nodes else fl.steps[0].grad
+                if fl.graph.nx.nodes[n]["kind"] == "variable" or step is None:
+                    value = fl.grad(n) if n not in fl.target_nodes else value
+                a.grads[n].set_text(grad_text(value if not isinstance(value, list) else value[0]))
+                a.grads[n].set_color(C_BAD if _is_bad(value) else C_GRADTEXT)
+            elif n in fl.node_reason and step is None and fl.graph.nx.nodes[n]["kind"] != "op":
+                a.grads[n].set_text("∂ None")
+                a.grads[n].set_color("#737373")
+            else:
+                a.grads[n].set_text("")
+            box.set_linewidth(2.6 if n in fl.target_nodes else 1.1)
+            if n == active_node:
+                box.set_edgecolor(C_ACTIVE)
+                box.set_linewidth(3.4)
+            elif n in fl.target_nodes:
+                box.set_edgecolor(C_TARGET)
+            else:
+                box.set_edgecolor(KIND_STYLE.get(fl.graph.nx.nodes[n]["kind"], KIND_STYLE["op"])["ec"])
+        a.title.set_text(self._custom_title or self._step_title(k, step is None))
+
+    def _step_title(self, k: int, finished: bool) -> str:
+        fl = self.flow
+        g = fl.graph
+        target = g.display_name(fl.target_nodes[0])
+        if finished:
+            return f"Backward pass of {target}: all {len(fl.steps) - 1} steps done"
+        st = fl.steps[k]
+        n = len(fl.steps) - 1
+        if k == 0:
+            return f"Step 0/{n}: start at {target} with d{target}/d{target} = {format_value(st.grad)}"
+        grad = format_value(st.grad if not isinstance(st.grad, list) else st.grad[0])
+        to = sorted({g.display_name(u) for u, _, _ in st.edges})
+        if not to:
+            return f"Step {k}/{n}: {g.display_name(st.node)} has received its gradient {grad}"
+        return f"Step {k}/{n}: {g.display_name(st.node)} got {grad} and passes gradient back to {', '.join(to)}"
+
+    def set_grad_overrides(self, texts: Mapping[Any, str]) -> None:
+        """Show these texts as the gradient of some nodes (e.g. after clipping)."""
+        self.overrides = dict(texts)
+        self.set_step(self.step)
+
+    def png(self, dpi: int = 100) -> bytes:
+        import io
+
+        buf = io.BytesIO()
+        self.figure.savefig(buf, format="png", dpi=dpi)
+        return buf.getvalue()
+
+
+def draw(graph: TapeGraph, flow: GradientFlow | None = None, *, step: int | None = None, ax: Axes | None = None,
+         title: str | None = None, caption: str | None = None) -> GraphView:
+    """Draw a graph (and optionally its flow at a step); returns the GraphView."""
+    view = GraphView(graph, flow, ax=ax, title=title, caption=caption)
+    if step is not None:
+        view.set_step(step)
+    return view
