@@ -32,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python import pywrap_tfe
 from tensorflow.python.eager import backprop as _backprop
+from tensorflow.python.eager import context as _context
 from tensorflow.python.eager import record as _record
 from tensorflow.python.eager import tape as _tape_lib
 from tensorflow.python.framework import op_callbacks as _op_callbacks
@@ -108,7 +109,8 @@ class _Patches:
                 _ops._EagerTensorBase.numpy = o["numpy"]
                 _ops._EagerTensorBase.__float__ = o["float"]
                 _ops._EagerTensorBase.__array__ = o["array"]
-                cls.originals = {}
+                # Keep cls.originals: another thread may have looked up a wrapper just
+                # before this release and still calls through it (it must reach TF).
 
     @classmethod
     def installed(cls) -> bool:
@@ -177,7 +179,7 @@ class Capture:
 
     ops: list[OpRecord]
     variables: dict[int, Any]  # resource handle id -> tf.Variable
-    watched_variable_ids: set[int]  # handle ids the tape watched
+    watched_variables: tuple  # the variables the tape watched when the block ended
     watched: dict[int, Any]  # tensor id -> tensors passed to tape.watch
     exported: dict[int, Any]  # tensor id -> tensors whose value left TF
     start_uid: int
@@ -185,8 +187,36 @@ class Capture:
     persistent: bool
     thread_id: int
     tape_ref: Any = None
+    final_generation: int = -1
     reset_count: int = 0
-    extra: dict = field(default_factory=dict)
+    watched_variable_ids: set = field(default_factory=set)
+    settled: bool = False
+
+    def settle(self) -> "Capture":
+        """Decide which ops this tape recorded (TF's ShouldRecord rule, replayed).
+
+        An op is on the tape when the tape was live and recording and one of its inputs
+        was on the tape: a watched variable's handle, a watched tensor, or an output of
+        an op already on the tape. Done once, after the block, to keep recording cheap.
+        """
+        if self.settled:
+            return self
+        self.watched_variable_ids = {v.handle._id for v in self.watched_variables}
+        for v in self.watched_variables:
+            self.variables.setdefault(v.handle._id, v)
+        on_tape: set[int] = set(self.watched_variable_ids) | set(self.watched)
+        final = self.final_generation
+        for op in self.ops:
+            op.inputs_on_tape = tuple(t._id in on_tape and is_trainable(t.dtype) for t in op.inputs)
+            if op.scope.endswith("/"):
+                op.scope = op.scope[:-1]
+            if final < 0 or not op.tape_recording or op.generation != final:
+                continue
+            if any(op.inputs_on_tape):
+                op.recorded = True
+                on_tape.update(o._id for o in op.outputs)
+        self.settled = True
+        return self
 
 
 class Recorder:
@@ -213,6 +243,7 @@ class Recorder:
             raise RuntimeError("This tapeviz recorder is already recording; use a new one.")
         self._thread_id = threading.get_ident()
         self._start_uid = _ops.uid()
+        self._tld = _context.context()._thread_local_data  # name scope of this thread
         _Patches.acquire()
         try:
             _active().append(self)
@@ -268,7 +299,7 @@ class Recorder:
                 inputs=tuple(inputs),
                 attrs=tuple(attrs) if attrs else (),
                 outputs=tuple(outputs) if outputs else (),
-                scope=_ops.get_name_scope(),
+                scope=self._tld.scope_name,
                 tape_recording=recording,
                 generation=len(self._generations) - 1,
             )
@@ -277,6 +308,7 @@ class Recorder:
 
     # -- after the block -------------------------------------------------------------
     def _finish(self, frame) -> Capture:
+        """Snapshot the tape's state now; the per-op bookkeeping waits for Capture.settle()."""
         tape = self.tape
         final_tape = tape._tape
         # Which generation is "the" tape: the last live one (gradient() on a
@@ -286,59 +318,43 @@ class Recorder:
             if self._generations[i] is not None:
                 final_gen = i
                 break
-        if final_tape is not None:
-            watched_vars = final_tape.watched_variables()
-        else:
-            watched_vars = tape._watched_variables
-        watched_var_ids = {v.handle._id for v in watched_vars}
-        for v in watched_vars:
-            self._variables.setdefault(v.handle._id, v)
-
-        # An op is on this tape when the tape was live and recording, and one of its
-        # inputs is something the tape watches (TF's own ShouldRecord rule).
-        on_tape: set[int] = set(watched_var_ids) | set(self._watched)
-        for op in self._ops:
-            op.inputs_on_tape = tuple(t._id in on_tape and is_trainable(t.dtype) for t in op.inputs)
-            if not op.tape_recording or op.generation != final_gen or final_gen < 0:
-                continue
-            if any(op.inputs_on_tape):
-                op.recorded = True
-                on_tape.update(o._id for o in op.outputs)
-
-        names = _names_in_frame(frame) if frame is not None else {}
+        watched_vars = final_tape.watched_variables() if final_tape is not None else tape._watched_variables
         return Capture(
             ops=self._ops,
             variables=self._variables,
-            watched_variable_ids=watched_var_ids,
+            watched_variables=tuple(watched_vars),
             watched=self._watched,
             exported=self._exported,
             start_uid=self._start_uid,
-            names=names,
+            names=_names_in_frame(frame) if frame is not None else {},
             persistent=bool(tape._persistent),
             thread_id=self._thread_id,
             tape_ref=weakref.ref(tape),
+            final_generation=final_gen,
             reset_count=max(0, len([g for g in self._generations if g is not None]) - 1),
         )
 
 
+_TRAINABLE: dict[Any, bool] = {}
+
+
 def is_trainable(dtype) -> bool:
     """Same dtype rule as TF's tape: floats, complex, resources and variants."""
-    dtype = tf.as_dtype(dtype)
-    return dtype.is_floating or dtype.is_complex or dtype in (tf.resource, tf.variant)
+    known = _TRAINABLE.get(dtype)
+    if known is None:
+        d = tf.as_dtype(dtype)
+        known = _TRAINABLE[dtype] = bool(d.is_floating or d.is_complex or d in (tf.resource, tf.variant))
+    return known
 
 
 def _names_in_frame(frame) -> dict[int, str]:
-    """id(object) -> the name the user gave it, for variables, tensors and models."""
-    names: dict[int, str] = {}
-    scopes = [frame.f_locals]
-    if frame.f_globals is not frame.f_locals:
-        scopes.append(frame.f_globals)
-    for scope in scopes:
-        for name, obj in list(scope.items()):
-            if name.startswith("_") or id(obj) in names:
-                continue
-            if isinstance(obj, (tf.Variable, tf.Tensor)):
-                names[id(obj)] = name
+    """id(object) -> the name the user bound it to in the frame that ran the block.
+
+    Ids are only looked up for objects the capture keeps alive, and every named object
+    was alive when this ran, so an id cannot point at the wrong object. Module-level
+    names count too (notebooks run cells at module level); private names do not.
+    """
+    names = {id(v): k for k, v in frame.f_locals.items() if k[:1] != "_"}
     return names
 
 
@@ -390,23 +406,29 @@ def replay_backward(
     The ops are re-recorded on a private tape with a backward function that calls the
     op's registered gradient function (the same function and attrs TF's tape uses) and
     logs what it returned. TF's C++ tape then orders the calls, fills zeros and
-    aggregates fan-out exactly as ``tape.gradient`` does. It runs in a fresh thread so
-    it never touches the user's active tapes or op callbacks (both are per thread).
+    aggregates fan-out exactly as ``tape.gradient`` does. When the calling thread has an
+    active tape or op callback, it runs on a worker thread instead, so it never touches
+    the user's tapes or callbacks (both are per thread).
     """
-    box: dict[str, Any] = {}
+    args = (ops, watched_ids, targets, sources, output_gradients)
+    if pywrap_tfe.TFE_Py_TapeSetIsEmpty() and not callbacks_on_this_thread():
+        return _replay(*args)  # nothing here could see the replay: run it inline
+    return _replay_worker().submit(_replay, *args).result()
 
-    def work():
-        try:
-            box["result"] = _replay(ops, watched_ids, targets, sources, output_gradients)
-        except BaseException as e:  # re-raised in the caller's thread
-            box["error"] = e
 
-    th = threading.Thread(target=work, name="tapeviz-replay", daemon=True)
-    th.start()
-    th.join()
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+_worker = None
+_worker_lock = threading.Lock()
+
+
+def _replay_worker():
+    """One long-lived thread: TF's per-thread eager state is set up once, not per flow."""
+    global _worker
+    with _worker_lock:
+        if _worker is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tapeviz-replay")
+        return _worker
 
 
 def _replay(ops, watched_ids, targets, sources, output_gradients):

@@ -20,6 +20,7 @@ from .capture import BackwardCall, replay_backward
 from .graph import STATEFUL_OPS, TapeGraph, format_value
 
 STOP_GRADIENT_OPS = frozenset({"StopGradient", "PreventGradient"})
+CAST_OPS = frozenset({"Cast", "Bitcast"})
 
 REASONS = {
     "stop_gradient": "tf.stop_gradient",
@@ -315,7 +316,7 @@ class GradientFlow:
         for u, _, k, dd in g.data_edges(n, out=False):
             info = g.tensors[dd["tensor"]]
             if not info.trainable:
-                ints = ints or StopReason(n, "integer_dtype", self._msg_integer(u, info.dtype), n)
+                ints = ints or self._integer_cause(n, u, info.dtype, n)
                 continue
             cause = self._off.get(u)
             if cause is not None:
@@ -334,7 +335,7 @@ class GradientFlow:
         if op is not None and op.op_type in STOP_GRADIENT_OPS:
             return StopReason(e, "stop_gradient", f"{uname} goes through tf.stop_gradient, which tells the tape to pass no gradient back to it.", e)
         if not info.trainable:
-            return StopReason(e, "integer_dtype", self._msg_integer(u, info.dtype), e)
+            return self._integer_cause(e, u, info.dtype, e)
         if op is not None and op.op_type in STATEFUL_OPS:
             var = self._assigned_variable(v)
             var = g.display_name(var) if var is not None else "a variable"
@@ -364,7 +365,7 @@ class GradientFlow:
             return off
         info = g.output_info(n)
         if info is not None and not info.trainable:
-            return StopReason(n, "integer_dtype", self._msg_integer(n, info.dtype), n)
+            return self._integer_cause(n, n, info.dtype, n)
         return StopReason(n, "unconnected", f"{self._target_name} does not depend on {g.display_name(n)}.", n)
 
     def _assigned_variable(self, v):
@@ -386,6 +387,25 @@ class GradientFlow:
         if d["kind"] == "input":
             return f"{name} is a plain tensor, not a variable; the tape only tracks it after tape.watch({name})."
         return f"{name} was computed only from values the tape does not watch, so it is not on the tape."
+
+    def _integer_cause(self, where, producer, dtype, origin) -> StopReason:
+        """A non-float tensor made by `producer` cuts the path at `where`.
+
+        If an op other than a cast made it from float inputs (ArgMax, Shape, Equal, ...),
+        that op is the cut: it has no gradient, and casting its result back to float
+        does not change that. Otherwise the dtype is the reason (a tf.cast to int)."""
+        g = self.graph
+        d = g.nx.nodes[producer]
+        if d["kind"] == "op" and d["op_type"] not in CAST_OPS and any(
+            g.tensors[dd["tensor"]].trainable for _, _, _, dd in g.data_edges(producer, out=False)
+        ):
+            return StopReason(
+                where, "no_gradient",
+                f"{g.display_name(producer)} comes from {d['op_type']}, which has no gradient in TensorFlow: "
+                f"its {dtype} result is not differentiable, and casting it to float does not change that.",
+                producer,
+            )
+        return StopReason(where, "integer_dtype", self._msg_integer(producer, dtype), origin)
 
     def _msg_integer(self, n, dtype) -> str:
         return f"{self.graph.display_name(n)} is a {dtype} tensor; gradients only flow through floating-point tensors (cast to tf.float32 first)."

@@ -122,7 +122,7 @@ class TapeGraph:
         max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
         budget_bytes: int = DEFAULT_BUDGET_BYTES,
     ):
-        self.capture = capture
+        self.capture = capture.settle()
         self.nx = nx.MultiDiGraph()
         self.tensors: dict[int, TensorInfo] = {}
         self.max_value_bytes = max_value_bytes
