@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from matplotlib import rc_context
 from matplotlib.animation import FuncAnimation, PillowWriter
 
 from .render import GraphView
@@ -31,15 +32,19 @@ def save_view(view: GraphView, path: str | os.PathLike, *, dpi: int = 100, fps: 
     p = check_path(path)
     if p.suffix.lower() == ".gif":
         save_gif(view, p, dpi=dpi, fps=fps)
+    elif p.suffix.lower() == ".svg":
+        # Keep text as <text> elements: searchable, selectable, and far smaller than glyph paths.
+        with rc_context({"svg.fonttype": "none"}):
+            view.figure.savefig(p, dpi=dpi)
     else:
         view.figure.savefig(p, dpi=dpi)
     return p
 
 
 def save_gif(view: GraphView, path: Path, *, dpi: int = 80, fps: float = 1.5) -> None:
-    """One frame per backward step, then a last frame holding the finished flow."""
+    """One frame per backward step, then the finished flow."""
     n = max(view.n_steps, 1)
-    frames = list(range(n)) + [None, None]
+    frames = list(range(n)) + [None]
     before = view.step
 
     def show(k):

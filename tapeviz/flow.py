@@ -307,7 +307,9 @@ class GradientFlow:
         if op.op_type in STOP_GRADIENT_OPS:
             src = [g.display_name(u) for u, _, _, _ in g.data_edges(n, out=False)]
             what = f"tf.stop_gradient({src[0]})" if src else "tf.stop_gradient"
-            return StopReason(n, "stop_gradient", f"{name} comes out of {what}, which tells the tape to pass no gradient back.", n)
+            if d.get("name"):
+                return StopReason(n, "stop_gradient", f"{name} comes out of {what}, which tells the tape to pass no gradient back.", n)
+            return StopReason(n, "stop_gradient", f"{what} tells the tape to pass no gradient back through it.", n)
         if not op.tape_recording:
             return StopReason(n, "not_recorded", f"{name} was computed while the tape was paused (tape.stop_recording()), so it was never recorded.", n)
         if self._last_gen is not None and op.generation < self._last_gen:

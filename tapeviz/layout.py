@@ -68,7 +68,7 @@ def layered_layout(
     """
     if layer_gap <= 0 or node_gap <= 0:
         raise ValueError("layer_gap and node_gap must be positive")
-    nodes, layer_of, order = _ordered_layers(g, sweeps)
+    nodes, order, _, _ = _ordered_layers(g, sweeps)
     if not nodes:
         return {}
     # Centred rank r in a column of k nodes: (k - 1) / 2 - r, i.e. top-down.
@@ -88,7 +88,7 @@ def layers(g: nx.DiGraph, *, sweeps: int = 4) -> list[list[Node]]:
     collapsible groups, text dumps) want the structure without committing to
     coordinates; the lists are exactly what the layout turns into positions.
     """
-    nodes, _, order = _ordered_layers(g, sweeps)
+    nodes, order, _, _ = _ordered_layers(g, sweeps)
     return [[nodes[i] for i in members.tolist()] for members in order]
 
 
@@ -136,10 +136,12 @@ def count_crossings(g: nx.DiGraph, pos: Mapping[Node, Sequence[float]]) -> int:
     y_left = ya * (1.0 - t_left) + yb * t_left
     y_right = ya * (1.0 - t_right) + yb * t_right
     # Interpolated values that are mathematically equal may differ in the
-    # last bits; snapping to a fine grid makes "meet in the same point" exact.
-    eps = 1e-9 * max(1.0, float(np.abs(np.concatenate([y1, y2])).max()))
-    ql = np.rint(y_left / eps).astype(np.int64)
-    qr = np.rint(y_right / eps).astype(np.int64)
+    # last bits; snapping to a grid ~1e-9 of the drawing's height makes "meet
+    # in the same point" exact.  A power-of-two grid scales without rounding.
+    top = float(np.abs(np.concatenate([y1, y2])).max())
+    scale = 2.0 ** (30 - int(np.frexp(max(top, 1.0))[1]))
+    ql = np.rint(y_left * scale).astype(np.int64)
+    qr = np.rint(y_right * scale).astype(np.int64)
 
     # Crossing strictly inside a strip: the two pieces swap order.
     order = np.lexsort((qr, ql, strip))
@@ -314,14 +316,19 @@ class _Proper:
             else:
                 _reorder_numpy(rank, lo, hi, who[a:b], rank[other[a:b]])
 
-    def crossings(self) -> int:
-        """Crossings between neighbouring columns, long edges via their dummies."""
+    def crossings(self, stop_at: int | None = None) -> int:
+        """Crossings between neighbouring columns, long edges via their dummies.
+
+        With ``stop_at`` the result is exact only when it is below that value.
+        """
         if self.seg_u.size < 2:
             return 0
         ru, rv = self.rank[self.seg_u], self.rank[self.seg_v]
         w = max(self.width, 1)
-        order = np.argsort((self.seg_col * w + ru) * w + rv, kind="stable")
-        return _grouped_inversions(self.seg_col[order], rv[order], w)
+        # (column, left rank, right rank) is unique per segment, so an
+        # unstable sort of the packed key is safe and much faster.
+        order = np.argsort((self.seg_col * w + ru) * w + rv)
+        return _grouped_inversions(self.seg_col[order], rv[order], w, stop_at)
 
     def columns(self) -> list[np.ndarray]:
         """Original node indices per column, in rank order, dummies dropped."""
@@ -356,32 +363,40 @@ def _reorder_small(rank: np.ndarray, lo: int, hi: int, who: list[int], other_ran
     rank[[lo + k for k in new_order]] = np.arange(w)
 
 
-def _ordered_layers(g: nx.DiGraph, sweeps: int) -> tuple[list[Node], np.ndarray, list[np.ndarray]]:
+def _ordered_layers(
+    g: nx.DiGraph, sweeps: int
+) -> tuple[list[Node], list[np.ndarray], int | None, int | None]:
     """Layer ``g`` and run the crossing reduction, keeping the best order seen.
 
-    Barycentre sweeps are not monotone: a pass can make things worse, so the
-    ranks after every pass are scored and the best set is kept.  Scoring
-    costs about as much as a pass, which is affordable and makes ``sweeps``
-    a pure "try harder" knob.
+    Barycentre sweeps are not monotone (a pass can undo part of the previous
+    one's gain), so the ranks after every pass are scored and the best set
+    is kept; ``sweeps`` is then a pure "try harder" knob that can never make
+    the result worse.
+
+    Returns (nodes, original indices per column, crossings of the initial
+    order, crossings of the kept order), the counts being the internal
+    objective with long edges routed through their dummies; with no sweeps
+    nothing is counted and both are None.
     """
     if sweeps < 0:
         raise ValueError("sweeps must be >= 0")
     nodes, depth, succ = _assign_layers(g)
     if not nodes:
-        return [], np.empty(0, np.int64), []
+        return [], [], 0, 0
     proper = _Proper(depth, succ)
-    if sweeps:
-        best = proper.crossings()
-        best_rank = proper.rank.copy()
-        for i in range(2 * sweeps):
-            if best == 0:
-                break
-            proper.sweep(forward=(i % 2 == 0))
-            score = proper.crossings()
-            if score < best:
-                best, best_rank = score, proper.rank.copy()
-        proper.rank = best_rank
-    return nodes, np.asarray(depth, np.int64), proper.columns()
+    if not sweeps:
+        return nodes, proper.columns(), None, None
+    initial = best = proper.crossings()
+    best_rank = proper.rank.copy()
+    for i in range(2 * sweeps):
+        if best == 0:
+            break
+        proper.sweep(forward=(i % 2 == 0))
+        score = proper.crossings(stop_at=best)
+        if score < best:
+            best, best_rank = score, proper.rank.copy()
+    proper.rank = best_rank
+    return nodes, proper.columns(), initial, best
 
 
 # --------------------------------------------------------------------------
@@ -389,54 +404,70 @@ def _ordered_layers(g: nx.DiGraph, sweeps: int) -> tuple[list[Node], np.ndarray,
 # --------------------------------------------------------------------------
 
 
-def _grouped_inversions(group: np.ndarray, values: np.ndarray, bound: int) -> int:
+def _grouped_inversions(group: np.ndarray, values: np.ndarray, bound: int, stop_at: int | None = None) -> int:
     """Count pairs i < j with group[i] == group[j] and values[i] > values[j].
 
     ``group`` must be non-decreasing and ``0 <= values < bound``.  With the
     segments of each column pair sorted by their left end, inversions of the
-    right ends are exactly the crossings.  A Fenwick tree would need a Python
-    loop per segment, far too slow for the hundreds of thousands of segments
-    a big graph produces, so this walks the bits of the values from the top
-    instead: pairs that first differ in bit b are counted with one cumulative
-    sum, then each group is stably split on that bit so the next level sees
-    groups of equal prefix, still in original order.  O(n log bound) numpy.
+    right ends are exactly the crossings.
+
+    A Fenwick tree would need a Python loop per segment, far too slow for the
+    hundreds of thousands of segments a big graph produces, so this walks the
+    bits of the values from the top instead: pairs that first differ in bit b
+    are counted with one cumulative sum, then every group is stably split on
+    that bit so the next level sees groups of equal prefix, still in original
+    order.  O(n log bound), a couple of dozen array passes per bit.  The
+    passes are memory bound, hence int32 and reused buffers (fresh
+    temporaries of this size cost more in page faults than in arithmetic).
+
+    The total only grows from level to level, so with ``stop_at`` the count
+    gives up once it reaches that value: a candidate ordering that is already
+    no better than the best one known needs no exact score.
     """
     n = values.size
     if n < 2:
         return 0
-    values = values.astype(np.int64, copy=True)
-    group = np.asarray(group)
-    idx = np.arange(n)
-    fresh = np.empty(n, dtype=bool)
+    dt = np.int32 if n < 2**31 - 1 else np.int64
+    v = values.astype(dt)
+    spare_v = np.empty(n, dt)
+    fresh = np.empty(n, dtype=bool)  # True where a group of equal prefix starts
     fresh[0] = True
     np.not_equal(group[1:], group[:-1], out=fresh[1:])
+    idx = np.arange(n, dtype=dt)
+    bit, ones, before, tmp, dest = (np.empty(n, dt) for _ in range(5))
     total = 0
     for b in range(max(1, (bound - 1).bit_length()) - 1, -1, -1):
-        starts = np.flatnonzero(fresh)
+        starts = np.flatnonzero(fresh).astype(dt)
         if starts.size == n:  # every element alone in its group
             break
-        gnum = np.cumsum(fresh) - 1
-        start = starts[gnum]
-        bit = (values >> b) & 1
-        ones_incl = np.cumsum(bit)
-        ones_excl = ones_incl - bit
-        ones_before = ones_excl - ones_excl[start]
-        zero = bit == 0
-        total += int(ones_before[zero].sum())
-        ends = np.append(starts[1:], n)
-        zeros_total = (ends - starts) - (ones_incl[ends - 1] - ones_excl[starts])
-        new_pos = np.where(zero, idx - ones_before, start + zeros_total[gnum] + ones_before)
-        moved = np.empty_like(values)
-        moved[new_pos] = values
-        new_fresh = np.empty(n, dtype=bool)
-        # a new group starts at every old start and where the ones begin
-        new_fresh[:] = False
-        new_fresh[starts] = True
-        ones_start = starts + zeros_total
-        has_ones = ones_start < ends
-        has_zeros = zeros_total > 0
-        new_fresh[ones_start[has_ones & has_zeros]] = True
-        values, fresh = moved, new_fresh
+        ends = np.append(starts[1:], dt(n))
+        sizes = ends - starts
+        np.right_shift(v, b, out=bit)
+        np.bitwise_and(bit, 1, out=bit)
+        np.cumsum(bit, out=ones)
+        np.subtract(ones, bit, out=before)  # ones strictly before, globally
+        ones_pre = before[starts]  # ... before each group starts
+        zeros_in = sizes - (ones[ends - 1] - ones_pre)
+        # Each zero pairs with the ones before it in its own group.
+        np.multiply(before, bit, out=tmp)
+        total += (
+            int(before.sum(dtype=np.int64))
+            - int(tmp.sum(dtype=np.int64))
+            - int(np.dot(zeros_in.astype(np.int64), ones_pre.astype(np.int64)))
+        )
+        if stop_at is not None and total >= stop_at:
+            return total
+        # Stable split: zeros go to idx - before + ones_pre[group], ones to
+        # starts + zeros_in - ones_pre [group] + before; blend by the bit.
+        np.subtract(idx, before, out=dest)
+        dest += np.repeat(ones_pre, sizes)
+        np.add(before, np.repeat(starts + zeros_in - ones_pre, sizes), out=tmp)
+        tmp -= dest
+        tmp *= bit
+        dest += tmp
+        spare_v[dest] = v
+        v, spare_v = spare_v, v
+        fresh[(starts + zeros_in)[(zeros_in > 0) & (zeros_in < sizes)]] = True
     return total
 
 

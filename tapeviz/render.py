@@ -25,7 +25,7 @@ from .layout import layered_layout
 
 # Geometry, in data units: one layer is INCH_X inches wide, one row INCH_Y inches tall.
 INCH_X, INCH_Y = 2.3, 1.15
-BOX_W, BOX_H = 0.66, 0.56  # node box, as a fraction of a layer / a row
+BOX_W, BOX_H = 0.74, 0.6  # node box, as a fraction of a layer / a row
 FONT = 8.0
 
 KIND_STYLE = {
@@ -82,14 +82,16 @@ def node_title(graph: TapeGraph, node) -> str:
     return "constant" if d["kind"] == "constant" else d["label"]
 
 
-def node_value_text(graph: TapeGraph, node) -> str:
-    """Second line: the op type when the title is a name, then the forward value."""
+def node_subtitle(graph: TapeGraph, node) -> str:
+    """Middle line: the op type when the title is the user's name for the op."""
     d = graph.nx.nodes[node]
+    return d["op_type"] if d["kind"] == "op" and d.get("name") else ""
+
+
+def node_value_text(graph: TapeGraph, node) -> str:
+    """Bottom line: the forward value (or its summary)."""
     info = graph.output_info(node)
-    value = "" if info is None else format_value(info.value, info.summary)
-    if d["kind"] == "op" and d.get("name"):
-        return f"{d['op_type']} · {value}" if value else d["op_type"]
-    return value
+    return "" if info is None else format_value(info.value, info.summary)
 
 
 def grad_text(value) -> str:
@@ -129,16 +131,20 @@ def draw_nodes(ax: Axes, graph: TapeGraph, pos, *, targets=()) -> dict[Any, Fanc
     return boxes
 
 
-def draw_node_labels(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT) -> dict[Any, tuple[Text, Text]]:
-    """(title, forward value) texts inside each box."""
+def draw_node_labels(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT) -> dict[Any, tuple[Text, Text, Text]]:
+    """(title, subtitle, forward value) texts inside each box."""
     labels = {}
     for n in graph.nx.nodes:
         x, y = pos[n]
-        title = ax.text(x, y + BOX_H * 0.17, _short(node_title(graph, n)), ha="center", va="center",
+        sub = node_subtitle(graph, n)
+        top = y + BOX_H * (0.24 if sub else 0.15)
+        title = ax.text(x, top, _short(node_title(graph, n), 20), ha="center", va="center",
                         fontsize=fontsize, fontweight="bold", zorder=4)
-        value = ax.text(x, y - BOX_H * 0.2, _short(node_value_text(graph, n), 24), ha="center", va="center",
+        subtitle = ax.text(x, y + BOX_H * 0.02, sub, ha="center", va="center", fontsize=fontsize - 1,
+                           color="#64748b", fontstyle="italic", zorder=4)
+        value = ax.text(x, y - BOX_H * 0.24, _short(node_value_text(graph, n), 28), ha="center", va="center",
                         fontsize=fontsize - 0.5, color="#334155", zorder=4)
-        labels[n] = (title, value)
+        labels[n] = (title, subtitle, value)
     return labels
 
 
@@ -314,7 +320,7 @@ class GraphView:
                     value = fl.grad(n) if n not in fl.target_nodes else value
                 a.grads[n].set_text(grad_text(value if not isinstance(value, list) else value[0]))
                 a.grads[n].set_color(C_BAD if _is_bad(value) else C_GRADTEXT)
-            elif n in fl.node_reason and step is None and fl.graph.nx.nodes[n]["kind"] != "op":
+            elif n in fl.node_reason and step is None and fl.graph.nx.nodes[n]["kind"] in ("variable", "watched", "input"):
                 a.grads[n].set_text("∂ None")
                 a.grads[n].set_color("#737373")
             else:
