@@ -1,0 +1,120 @@
+# ---------------------------------------------------------------------------
+# Browser-test fixtures (JupyterLab + headless Chromium). See tests/browser.py.
+# Other fixtures may be appended below this block.
+# ---------------------------------------------------------------------------
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also under --import-mode=importlib
+import browser as _browser  # noqa: E402  (tests/browser.py)
+
+_LABS = {}  # source dir -> JupyterLab started in this process
+
+_BROWSER_FIXTURES = {"jupyterlab", "jupyterlab_factory", "chromium_browser", "page"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Tests that use a browser fixture count as `browser` tests even without the
+    mark, and all browser tests share one xdist worker under `--dist loadgroup`
+    (one JupyterLab and one Chromium per run instead of one per worker)."""
+    for item in items:
+        if _BROWSER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            if item.get_closest_marker("browser") is None:
+                item.add_marker(pytest.mark.browser)
+        if item.get_closest_marker("browser") is not None:
+            item.add_marker(pytest.mark.xdist_group("browser"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("browser") is None:
+        return
+    missing = _browser.missing_requirements()
+    if not missing:
+        return
+    reason = "browser test needs: " + "; ".join(missing)
+    if _browser.is_ci():
+        pytest.fail(f"{reason} (CI is set, so this fails instead of skipping)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Remember each phase's outcome so the `page` fixture can keep evidence on failure.
+    report = yield
+    setattr(item, f"_tv_rep_{report.when}", report)
+    return report
+
+
+@pytest.fixture(scope="session")
+def jupyterlab_factory(tmp_path_factory):
+    """Start a JupyterLab serving a temp copy of a directory: ``factory(source=None)``
+    (``None`` = the repo's notebooks/). One server per source per session."""
+    def start(source=None):
+        src = Path(source) if source is not None else _browser.NOTEBOOKS_DIR
+        key = str(src.resolve())
+        if key not in _LABS:
+            workdir = tmp_path_factory.mktemp("jupyterlab")
+            _LABS[key] = _browser.start_jupyterlab(workdir, src)
+        return _LABS[key]
+
+    try:
+        yield start
+    finally:
+        while _LABS:
+            _LABS.popitem()[1].stop()
+
+
+@pytest.fixture(scope="session")
+def jupyterlab(jupyterlab_factory):
+    """The session's JupyterLab on a temp copy of notebooks/.
+
+    ``.url(path)``, ``.root`` (write extra notebooks here), ``.token``, ``.api(path)``.
+    """
+    return jupyterlab_factory(None)
+
+
+@pytest.fixture(scope="session")
+def chromium_browser():
+    """Debian Chromium launched once per session through Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = _browser.launch_chromium(pw)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(request, chromium_browser):
+    """A fresh browser context + page (1400x1000). On failure a screenshot and the
+    JupyterLab log tail go to tests/artifacts/FAILED-<test>.*; afterwards all
+    kernels/sessions/workspaces of the session's lab are reset."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=_browser.DEFAULT_TIMEOUT_MS)
+    pg = _browser.new_page(chromium_browser)
+    try:
+        yield pg
+    finally:
+        rep = getattr(request.node, "_tv_rep_call", None)
+        failed = rep is not None and rep.failed
+        name = "FAILED-" + request.node.name
+        if failed:
+            try:
+                path = _browser.screenshot(pg, name)
+                print(f"\n[browser] failure screenshot: {path}")
+            except Exception as exc:  # the page may be gone
+                print(f"\n[browser] no failure screenshot: {exc}")
+        pg.context.close()
+        for i, lab in enumerate(_LABS.values()):
+            if failed:
+                _browser.ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)
+                log = _browser.ARTIFACTS_DIR / f"{name}.jupyterlab{i or ''}.log"
+                log.write_text(lab.log_tail(400))
+            lab.shutdown_kernels()
