@@ -101,7 +101,10 @@ def count_crossings(g: nx.DiGraph, pos: Mapping[Node, Sequence[float]]) -> int:
     crossing when their segments meet in exactly one point that is interior
     to both; edges that share an end node, an edge running through a node,
     and collinear overlaps are not crossings.  Parallel edges are drawn on the
-    same route and count once.
+    same route and count once.  Points closer than about 1e-9 of the
+    drawing's height count as the same point, so that meets which are exact
+    on paper (but off by float rounding, e.g. with ``layer_gap=0.37``) do not
+    flip between "crossing" and "touching" as the drawing is scaled.
 
     The drawing is cut into the vertical strips between consecutive distinct
     x values, so the cost grows with the number of strips each edge spans;
@@ -159,16 +162,6 @@ def count_crossings(g: nx.DiGraph, pos: Mapping[Node, Sequence[float]]) -> int:
 # --------------------------------------------------------------------------
 # layer assignment
 # --------------------------------------------------------------------------
-
-
-def _edge_sort_key(g: nx.DiGraph):
-    """Order edges by the insertion order of their end nodes.
-
-    Needed because node ids may be a mix of ints and strings, which do not
-    compare with each other, and set order must not leak into any result.
-    """
-    index = {n: i for i, n in enumerate(g.nodes)}
-    return lambda e: (index[e[0]], index[e[1]])
 
 
 def _assign_layers(g: nx.DiGraph) -> tuple[list[Node], list[int], list[list[int]]]:
@@ -281,7 +274,6 @@ class _Proper:
         self.u_local = self.seg_u - self.col_start[self.seg_col]
         self.v_local = self.seg_v - self.col_start[self.seg_col + 1]
         self.width = int(col_size.max()) if n_layers else 0
-        self.nbits = max(1, (self.width - 1).bit_length())
         # rank of each node within its column; starts as the id order
         self.rank = np.arange(old_ids.size) - self.col_start[self.layer]
         self._u_local_list = self.u_local.tolist()
@@ -402,6 +394,16 @@ def _ordered_layers(
 # --------------------------------------------------------------------------
 # counting helpers
 # --------------------------------------------------------------------------
+
+
+def _edge_sort_key(g: nx.DiGraph):
+    """Order edges by the insertion order of their end nodes.
+
+    Needed because node ids may be a mix of ints and strings, which do not
+    compare with each other, and set order must not leak into any result.
+    """
+    index = {n: i for i, n in enumerate(g.nodes)}
+    return lambda e: (index[e[0]], index[e[1]])
 
 
 def _grouped_inversions(group: np.ndarray, values: np.ndarray, bound: int, stop_at: int | None = None) -> int:
