@@ -1,6 +1,19 @@
 """tapeviz: see what tf.GradientTape recorded and how the gradient flows back."""
 
-from .api import GradientFlow, GradientTape, GraphView, Recording, TapeGraph, draw, flow, record, save, view
+from .api import (
+    GradientFlow,
+    GradientTape,
+    GraphView,
+    Recording,
+    TapeGraph,
+    draw,
+    explore,
+    flow,
+    record,
+    save,
+    view,
+)
 
-__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "TapeGraph", "GradientFlow", "GraphView"]
+__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "TapeGraph",
+           "GradientFlow", "GraphView"]
 __version__ = "0.1.0"

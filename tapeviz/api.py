@@ -14,7 +14,8 @@ from .export import check_path, save_view
 from .graph import DEFAULT_BUDGET_BYTES, DEFAULT_MAX_VALUE_BYTES, TapeGraph
 from .render import GraphView
 
-__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "TapeGraph", "GradientFlow", "GraphView"]
+__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "TapeGraph",
+           "GradientFlow", "GraphView"]
 
 
 class _GraphHolder:
@@ -186,3 +187,19 @@ def save(tape: Any, path, *, target=None, step: int | None = None, dpi: int = 10
     check_path(path)  # fail before any work on a bad path
     v = view(tape, target, step=step, caption=caption, output_gradients=output_gradients)
     return save_view(v, path, dpi=dpi, fps=fps)
+
+
+def explore(tape: Any, targets, *, output_gradients=None):
+    """A live Explorer widget: ``targets`` is one tensor or {name: tensor} (persistent tapes)."""
+    from .widget import Explorer
+
+    graph = _graph_of(tape)
+    if isinstance(targets, dict):
+        if not targets:
+            raise ValueError("explore() needs at least one target.")
+        named = {str(k): v for k, v in targets.items()}
+    else:
+        named = {graph.display_name(graph.node_of(targets)) if graph.node_of(targets) is not None else "target": targets}
+    for name, t in named.items():  # fail now, with flow's clear message, not inside a callback
+        flow(tape, t, output_gradients=output_gradients)
+    return Explorer(graph, named, flow_factory=lambda t: flow(tape, t, output_gradients=output_gradients))

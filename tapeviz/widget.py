@@ -1,0 +1,280 @@
+"""The Explorer: a live ipywidgets view of a recorded tape.
+
+Controls hold the parameters (step, target, clipping, learning rate, inspected node);
+callbacks registered on them update the matplotlib artists of one GraphView in place,
+and one redraw turns them into an inline SVG for the canvas. Clipping numbers are
+computed by TensorFlow (clipping.py); gradients come from the GradientFlow. The widget
+never touches TF internals and never computes a gradient itself.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from typing import Any, Mapping
+
+import ipywidgets as W
+import numpy as np
+from matplotlib import rc_context
+
+from . import clipping
+from .flow import GradientFlow
+from .graph import TapeGraph, format_value
+from .render import GraphView
+
+CSS = """
+<style>
+.tv-panel table { border-collapse: collapse; font-size: 12px; }
+.tv-panel td, .tv-panel th { padding: 2px 6px; text-align: left; vertical-align: middle; }
+.tv-panel th { color: #475569; font-weight: 600; }
+.tv-bar { height: 9px; display: inline-block; vertical-align: middle; }
+.tv-raw { background: #94a3b8; }
+.tv-clip { background: #ea580c; }
+.tv-none { color: #737373; font-style: italic; }
+.tv-bad { color: #dc2626; font-weight: 600; }
+.tv-inspect pre { font-size: 11px; max-height: 220px; overflow: auto; background: #f8fafc; padding: 4px; }
+</style>
+"""
+
+
+def _esc(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _arr(a: np.ndarray | None, precision: int = 4) -> str:
+    if a is None:
+        return "None"
+    return np.array2string(np.asarray(a), precision=precision, separator=", ", threshold=64)
+
+
+def _bad(a) -> bool:
+    return a is not None and np.asarray(a).dtype.kind in "fc" and not np.all(np.isfinite(a))
+
+
+class Explorer(W.VBox):
+    """Step through the backward pass, switch targets, clip gradients, inspect nodes."""
+
+    def __init__(self, graph: TapeGraph, targets: Mapping[str, Any], *, flow_factory, dpi: int = 72):
+        super().__init__()
+        self.graph = graph
+        self.targets = dict(targets)
+        self._flow_factory = flow_factory
+        self._flows: dict[str, GradientFlow] = {}
+        self._views: dict[str, GraphView] = {}
+        self.dpi = dpi
+        self.add_class("tv-explorer")
+
+        names = list(self.targets)
+        c: dict[str, W.Widget] = {}
+        c["step"] = W.IntSlider(value=0, min=0, max=1, description="step", continuous_update=True,
+                                layout=W.Layout(width="420px")).add_class("tv-step")
+        c["play"] = W.Play(value=0, min=0, max=1, interval=900, description="play").add_class("tv-play")
+        W.jslink((c["play"], "value"), (c["step"], "value"))
+        c["prev"] = W.Button(description="◀", layout=W.Layout(width="40px"), tooltip="previous step").add_class("tv-prev")
+        c["next"] = W.Button(description="▶", layout=W.Layout(width="40px"), tooltip="next step").add_class("tv-next")
+        if len(names) > 1:
+            c["target"] = W.Dropdown(options=names, value=names[0], description="target").add_class("tv-target")
+        c["clip"] = W.Dropdown(options=list(clipping.MODES), value="none", description="clip").add_class("tv-clip-mode")
+        c["clip_norm"] = W.FloatSlider(value=1.0, min=0.01, max=10.0, step=0.01, description="clip_norm",
+                                       continuous_update=True).add_class("tv-clip-norm")
+        c["clip_value"] = W.FloatRangeSlider(value=(-1.0, 1.0), min=-10.0, max=10.0, step=0.05,
+                                             description="clip_value", continuous_update=True).add_class("tv-clip-value")
+        c["lr"] = W.FloatSlider(value=0.01, min=0.0, max=1.0, step=0.001, readout_format=".3f",
+                                description="lr", continuous_update=True).add_class("tv-lr")
+        c["node"] = W.Dropdown(options=self._node_options(), description="inspect").add_class("tv-node")
+        self.controls = c
+
+        self.canvas = W.HTML(layout=W.Layout(overflow="auto")).add_class("tv-canvas")
+        self.panel = W.HTML().add_class("tv-panel")
+        self.inspector = W.HTML().add_class("tv-inspect")
+        self.message = W.HTML().add_class("tv-message")
+
+        c["prev"].on_click(lambda _: self._nudge(-1))
+        c["next"].on_click(lambda _: self._nudge(+1))
+        c["step"].observe(lambda ch: self._on_view(), names="value")
+        if "target" in c:
+            c["target"].observe(lambda ch: self._on_target(), names="value")
+        for k in ("clip", "clip_norm", "clip_value", "lr"):
+            c[k].observe(lambda ch: self._on_clip(), names="value")
+        c["node"].observe(lambda ch: self._show_inspector(), names="value")
+
+        top = [c[k] for k in ("target",) if k in c] + [c["clip"], c["clip_norm"], c["clip_value"], c["lr"]]
+        self.children = [
+            W.HTML(CSS),
+            W.HBox([c["play"], c["prev"], c["next"], c["step"]]),
+            self.canvas,
+            W.HBox(top[:3]),
+            W.HBox(top[3:]),
+            self.message,
+            W.HBox([self.panel, W.VBox([c["node"], self.inspector])]),
+        ]
+        self._report: clipping.ClipReport | None = None
+        self._on_target()
+
+    # -- state ---------------------------------------------------------------------
+    @property
+    def target_name(self) -> str:
+        return self.controls["target"].value if "target" in self.controls else next(iter(self.targets))
+
+    @property
+    def flow(self) -> GradientFlow:
+        name = self.target_name
+        if name not in self._flows:
+            self._flows[name] = self._flow_factory(self.targets[name])
+        return self._flows[name]
+
+    @property
+    def view(self) -> GraphView:
+        name = self.target_name
+        if name not in self._views:
+            self._views[name] = GraphView(self.graph, self.flow)
+        return self._views[name]
+
+    def _variables(self) -> dict[str, Any]:
+        return {d["name"]: n for n, d in self.graph.nx.nodes(data=True) if d["kind"] == "variable"}
+
+    def _node_options(self):
+        opts = []
+        for n, d in self.graph.nx.nodes(data=True):
+            label = d.get("name") or d["label"]
+            opts.append((f"{label} ({d['kind']}{', ' + d['op_type'] if d['kind'] == 'op' else ''})", n))
+        return opts
+
+    def gradients(self, clipped: bool = True) -> dict[str, np.ndarray | None]:
+        """{variable name: gradient} under the current controls (TF's clip functions)."""
+        c = self.controls
+        raw = {name: self.flow.grad_tensor(node) for name, node in self._variables().items()}
+        if not clipped:
+            return {k: clipping.to_numpy(v) for k, v in raw.items()}
+        out = clipping.clip(raw, c["clip"].value, c["clip_norm"].value, tuple(c["clip_value"].value))
+        return {k: clipping.to_numpy(v) for k, v in out.items()}
+
+    # -- callbacks -----------------------------------------------------------------------
+    def _nudge(self, d: int) -> None:
+        s = self.controls["step"]
+        s.value = max(s.min, min(s.max, s.value + d))
+
+    def _on_target(self) -> None:
+        n = len(self.flow.steps)
+        for k in ("step", "play"):
+            w = self.controls[k]
+            w.max = n  # the last position shows the finished pass
+            w.value = min(w.value, n)
+        self.controls["step"].value = n
+        self._on_clip()
+
+    def _on_clip(self) -> None:
+        c = self.controls
+        c["clip_norm"].layout.display = None if c["clip"].value in ("by_norm", "by_global_norm") else "none"
+        c["clip_value"].layout.display = None if c["clip"].value == "by_value" else "none"
+        try:
+            self._report = self._make_report()
+            self.message.value = ""
+        except ValueError as e:
+            self.message.value = f"<span class='tv-bad'>{_esc(e)}</span>"
+            return
+        self.panel.value = self._panel_html(self._report)
+        self._on_view()
+        self._show_inspector()
+
+    def _make_report(self) -> clipping.ClipReport:
+        c = self.controls
+        raw = {name: self.flow.grad_tensor(node) for name, node in self._variables().items()}
+        weights = {name: self.graph.value_of(node) for name, node in self._variables().items()}
+        weights = {k: v for k, v in weights.items() if v is not None}
+        return clipping.report(raw, weights, mode=c["clip"].value, clip_norm=c["clip_norm"].value,
+                               clip_value=tuple(c["clip_value"].value), lr=c["lr"].value)
+
+    def _on_view(self) -> None:
+        """Update the artists for step + clipping, then one redraw into the canvas."""
+        view = self.view
+        step = self.controls["step"].value
+        finished = step >= len(self.flow.steps)
+        overrides = {}
+        rep = self._report
+        if rep is not None and rep.mode != "none" and finished:
+            for name, node in self._variables().items():
+                g = rep.clipped.get(name)
+                overrides[node] = f"∂ {format_value(rep.raw.get(name))} → {format_value(g)}" if g is not None else "∂ None"
+        view.overrides = overrides
+        view.set_step(None if finished else step)
+        self.canvas.value = self._svg(view)
+
+    def _svg(self, view: GraphView) -> str:
+        buf = io.StringIO()
+        with rc_context({"svg.fonttype": "none", "svg.hashsalt": "tapeviz"}):
+            view.figure.savefig(buf, format="svg", dpi=self.dpi)
+        svg = buf.getvalue()
+        return svg[svg.find("<svg"):]
+
+    def _show_inspector(self) -> None:
+        node = self.controls["node"].value
+        if node is None:
+            self.inspector.value = ""
+            return
+        g, fl = self.graph, self.flow
+        d = g.nx.nodes[node]
+        info = g.output_info(node)
+        parts = [f"<b>{_esc(d.get('name') or d['label'])}</b> <i>{_esc(d['kind'])}"
+                 f"{' · ' + _esc(d['op_type']) if d['kind'] == 'op' else ''}</i>"]
+        if d.get("scope"):
+            parts.append(f"scope: {_esc(d['scope'])}")
+        if info is not None:
+            value = info.value if info.value is not None else info.summary
+            parts.append(f"value ({_esc(info.dtype)}, shape {_esc(info.shape)}):<pre>{_esc(_arr(value) if info.value is not None else value)}</pre>")
+        grad = fl.grad(node)
+        cls = "tv-bad" if _bad(grad) else ""
+        parts.append(f"d{_esc(g.display_name(fl.target_nodes[0]))}/d·:<pre class='{cls}'>{_esc(_arr(grad))}</pre>")
+        why = fl.why_none(node) if grad is None else None
+        if why is not None:
+            parts.append(f"<span class='tv-none'>no gradient ({_esc(why.reason)}): {_esc(why.message)}</span>")
+        self.inspector.value = "<br>".join(parts)
+
+    def _panel_html(self, rep: clipping.ClipReport) -> str:
+        rows = []
+        scale = max([v for v in rep.norm_before.values() if v] + [1e-12])
+        for name in rep.raw:
+            raw, clipped = rep.raw[name], rep.clipped[name]
+            if raw is None:
+                why = self.flow.why_none(self._variables()[name])
+                rows.append(f"<tr><td>{_esc(name)}</td><td colspan='5' class='tv-none'>gradient is None"
+                            f"{' (' + _esc(why.reason) + ': ' + _esc(why.message) + ')' if why else ''}. "
+                            f"{_esc(clipping.NONE_ADVICE)}</td></tr>")
+                continue
+            nb, na = rep.norm_before[name], rep.norm_after[name]
+            bars = (f"<span class='tv-bar tv-raw' style='width:{120 * nb / scale:.1f}px'></span><br>"
+                    f"<span class='tv-bar tv-clip' style='width:{120 * na / scale:.1f}px'></span>")
+            bad = " class='tv-bad'" if _bad(raw) else ""
+            w, upd = rep.weights.get(name), rep.updated.get(name)
+            rows.append(
+                f"<tr><td>{_esc(name)}</td><td{bad}>{_esc(_small(raw))}</td><td>{_esc(_small(clipped))}</td>"
+                f"<td class='tv-norm' data-var='{_esc(name)}'>{nb:.4g} → <b class='tv-clipped-norm'>{na:.4g}</b></td>"
+                f"<td>{bars}</td><td>{_esc(_small(w))} − {rep.lr:g}·g = {_esc(_small(upd))}</td></tr>"
+            )
+        head = ("<tr><th>variable</th><th>raw g</th><th>clipped g</th><th>‖g‖ before → after</th>"
+                "<th>bars</th><th>SGD preview w − lr·g</th></tr>")
+        foot = (f"<div>global norm: {rep.global_norm_before:.4g} → "
+                f"<b class='tv-global-norm'>{rep.global_norm_after:.4g}</b> ({_esc(rep.mode)})</div>")
+        return f"<div class='tv-panel'><table>{head}{''.join(rows)}</table>{foot}</div>"
+
+    # -- output --------------------------------------------------------------------------
+    def save(self, path) -> Any:
+        """Write what is on screen now (.png or .svg)."""
+        from .export import check_path
+
+        p = check_path(path)
+        if p.suffix.lower() == ".gif":
+            raise ValueError("Explorer.save writes the current view: use .png or .svg (tv.save makes GIFs).")
+        with rc_context({"svg.fonttype": "none"}):
+            self.view.figure.savefig(p, dpi=100)
+        return p
+
+
+def _small(a: np.ndarray | None, max_items: int = 4) -> str:
+    """Components for small tensors, the norm for large ones."""
+    if a is None:
+        return "None"
+    a = np.asarray(a)
+    if a.size <= max_items:
+        return format_value(a, max_items=max_items)
+    return f"{'x'.join(map(str, a.shape))} ‖·‖={float(np.linalg.norm(a)):.4g}"
