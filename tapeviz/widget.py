@@ -44,7 +44,10 @@ def _esc(x: Any) -> str:
 def _arr(a: np.ndarray | None, precision: int = 4) -> str:
     if a is None:
         return "None"
-    return np.array2string(np.asarray(a), precision=precision, separator=", ", threshold=64)
+    a = np.asarray(a)
+    if a.size <= 6:
+        return format_value(a)
+    return np.array2string(a, precision=precision, separator=", ", threshold=64)
 
 
 def _bad(a) -> bool:
