@@ -7,6 +7,7 @@ from .api import (
     Recording,
     TapeGraph,
     draw,
+    explain,
     explore,
     flow,
     record,
@@ -14,6 +15,6 @@ from .api import (
     view,
 )
 
-__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "TapeGraph",
+__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "explain", "TapeGraph",
            "GradientFlow", "GraphView"]
 __version__ = "0.1.0"

@@ -14,7 +14,7 @@ from .export import check_path, save_view
 from .graph import DEFAULT_BUDGET_BYTES, DEFAULT_MAX_VALUE_BYTES, TapeGraph
 from .render import GraphView
 
-__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "TapeGraph",
+__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "explain", "TapeGraph",
            "GradientFlow", "GraphView"]
 
 
@@ -203,3 +203,10 @@ def explore(tape: Any, targets, *, output_gradients=None):
     for name, t in named.items():  # fail now, with flow's clear message, not inside a callback
         flow(tape, t, output_gradients=output_gradients)
     return Explorer(graph, named, flow_factory=lambda t: flow(tape, t, output_gradients=output_gradients))
+
+
+def explain(tape: Any, target, source, *, output_gradients=None):
+    """Why d target / d source is None: a Diagnosis (reason, message, fix), or None if it is not."""
+    from .diagnose import explain_flow
+
+    return explain_flow(flow(tape, target, output_gradients=output_gradients), source)

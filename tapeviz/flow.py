@@ -138,6 +138,10 @@ class GradientFlow:
                         on_tape[o._id] = o
         for t in watched:
             on_tape.setdefault(t._id, t)
+        for t in self._targets:  # TF gives d target / d target (the seed) even off the tape
+            info = g.tensors.get(t._id)
+            if info is not None and info.trainable and info.dtype != "resource":
+                on_tape.setdefault(t._id, t)
         self._source_ids = list(on_tape)
         if output_gradients is not None:
             output_gradients = [None if x is None else tf.convert_to_tensor(x) for x in tf.nest.flatten(output_gradients)]
@@ -157,9 +161,10 @@ class GradientFlow:
             if g.nx.nodes[node]["kind"] == "op":
                 outs = [None if x is None else x for x in call.out_grads]
                 step.grad = _to_numpy(outs[0]) if len(outs) == 1 else [_to_numpy(x) for x in outs]
+                on = call.op.inputs_on_tape
                 for k, gi in enumerate(call.in_grads):
-                    if gi is None:
-                        continue
+                    if gi is None or (k < len(on) and not on[k]):
+                        continue  # TF drops what reaches an input that is not on the tape
                     t = call.op.inputs[k]
                     src = g.tensors[t._id].node
                     e = (src, node, k)
@@ -254,7 +259,7 @@ class GradientFlow:
         g = self.graph
         G = g.nx
         cap = g.capture
-        self._last_gen = max((op.generation for op in cap.ops if op.recorded), default=None)
+        self._last_gen = cap.final_generation if cap.final_generation >= 0 else None
         self._target_name = g.display_name(self.target_nodes[0])
         called = {g.op_node[c.op.index] for c in self.calls}
         try:
@@ -293,7 +298,12 @@ class GradientFlow:
         name = g.display_name(n)
         kind = d["kind"]
         if kind == "variable":
-            return None if d["watched"] else StopReason(n, "not_watched", self._msg_not_watched(n), n)
+            if d["watched"]:
+                return None
+            ops = g.capture.ops
+            if self._last_gen is not None and any(ops[i].tape_recording and ops[i].generation < self._last_gen for i in d["reads"]):
+                return StopReason(n, "not_recorded", f"{name} was read before tape.reset(), which erased everything recorded so far.", n)
+            return StopReason(n, "not_watched", self._msg_not_watched(n), n)
         if kind in ("constant", "input"):
             if d.get("came_from") is not None:
                 src = g.display_name(d["came_from"])
@@ -351,6 +361,9 @@ class GradientFlow:
             return StopReason(e, off.reason, off.message, off.origin)
         if op is not None and consumer_called:
             return StopReason(e, "no_gradient", f"{op.op_type} has no gradient in TensorFlow (it is not differentiable), so nothing flows back to {uname}.", e)
+        if vd.get("replaced_by") is not None:
+            custom = g.nx.nodes[vd["replaced_by"]].get("op_type")
+            return StopReason(e, "unconnected", f"{custom} (tf.custom_gradient) supplies the gradient of what {vname} computed, so the tape does not differentiate {vname} and {uname} gets nothing through it.", e)
         inner = node_reason.get(v)
         if inner is None or inner.reason == "unconnected":
             return StopReason(e, "unconnected", f"{vname} does not lead to {self._target_name}, so {uname} gets no gradient through it.", e)

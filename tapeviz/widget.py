@@ -18,6 +18,7 @@ import numpy as np
 from matplotlib import rc_context
 
 from . import clipping
+from .diagnose import explain_flow
 from .flow import GradientFlow
 from .graph import TapeGraph, format_value
 from .render import GraphView
@@ -228,9 +229,9 @@ class Explorer(W.VBox):
         grad = fl.grad(node)
         cls = "tv-bad" if _bad(grad) else ""
         parts.append(f"d{_esc(g.display_name(fl.target_nodes[0]))}/d·:<pre class='{cls}'>{_esc(_arr(grad))}</pre>")
-        why = fl.why_none(node) if grad is None else None
+        why = explain_flow(fl, node) if grad is None else None
         if why is not None:
-            parts.append(f"<span class='tv-none'>no gradient ({_esc(why.reason)}): {_esc(why.message)}</span>")
+            parts.append(f"<span class='tv-none'>no gradient ({_esc(why.reason)}): {_esc(why)}</span>")
         self.inspector.value = "<br>".join(parts)
 
     def _panel_html(self, rep: clipping.ClipReport) -> str:
@@ -239,9 +240,9 @@ class Explorer(W.VBox):
         for name in rep.raw:
             raw, clipped = rep.raw[name], rep.clipped[name]
             if raw is None:
-                why = self.flow.why_none(self._variables()[name])
+                why = explain_flow(self.flow, self._variables()[name])
                 rows.append(f"<tr><td>{_esc(name)}</td><td colspan='5' class='tv-none'>gradient is None"
-                            f"{' (' + _esc(why.reason) + ': ' + _esc(why.message) + ')' if why else ''}. "
+                            f"{' (' + _esc(why.reason) + '): ' + _esc(why) if why else ''} "
                             f"{_esc(clipping.NONE_ADVICE)}</td></tr>")
                 continue
             nb, na = rep.norm_before[name], rep.norm_after[name]
