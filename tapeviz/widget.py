@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import io
+from contextlib import contextmanager
 from typing import Any, Mapping
 
 import ipywidgets as W
@@ -60,6 +61,7 @@ class Explorer(W.VBox):
 
     def __init__(self, graph: TapeGraph, targets: Mapping[str, Any], *, flow_factory, dpi: int = 72):
         super().__init__()
+        self._muted = False
         self.graph = graph
         self.targets = dict(targets)
         self._flow_factory = flow_factory
@@ -73,7 +75,7 @@ class Explorer(W.VBox):
         c["step"] = W.IntSlider(value=0, min=0, max=1, description="step", continuous_update=True,
                                 layout=W.Layout(width="420px")).add_class("tv-step")
         c["play"] = W.Play(value=0, min=0, max=1, interval=900, description="play").add_class("tv-play")
-        W.jslink((c["play"], "value"), (c["step"], "value"))
+        self._link = W.jslink((c["play"], "value"), (c["step"], "value"))
         c["prev"] = W.Button(description="◀", layout=W.Layout(width="40px"), tooltip="previous step").add_class("tv-prev")
         c["next"] = W.Button(description="▶", layout=W.Layout(width="40px"), tooltip="next step").add_class("tv-next")
         if len(names) > 1:
@@ -160,12 +162,21 @@ class Explorer(W.VBox):
 
     def _on_target(self) -> None:
         n = len(self.flow.steps)
-        for k in ("step", "play"):
-            w = self.controls[k]
-            w.max = n  # the last position shows the finished pass
-            w.value = min(w.value, n)
-        self.controls["step"].value = n
+        with self._quiet():
+            for k in ("step", "play"):
+                w = self.controls[k]
+                w.max = n  # the last position shows the finished pass
+                w.value = n
         self._on_clip()
+
+    @contextmanager
+    def _quiet(self):
+        """Change several controls, then redraw once (not once per change)."""
+        self._muted = True
+        try:
+            yield
+        finally:
+            self._muted = False
 
     def _on_clip(self) -> None:
         c = self.controls
@@ -191,6 +202,8 @@ class Explorer(W.VBox):
 
     def _on_view(self) -> None:
         """Update the artists for step + clipping, then one redraw into the canvas."""
+        if self._muted:
+            return
         view = self.view
         step = self.controls["step"].value
         finished = step >= len(self.flow.steps)
@@ -260,6 +273,24 @@ class Explorer(W.VBox):
         foot = (f"<div>global norm: {rep.global_norm_before:.4g} → "
                 f"<b class='tv-global-norm'>{rep.global_norm_after:.4g}</b> ({_esc(rep.mode)})</div>")
         return f"<div class='tv-panel'><table>{head}{''.join(rows)}</table>{foot}</div>"
+
+    def close(self) -> None:
+        """Close every widget this explorer made and drop its figures (ipywidgets keeps
+        widgets alive in a registry until closed, so closing only the box would leak)."""
+        for w in [self._link, *self.controls.values(), self.canvas, self.panel, self.inspector, self.message,
+                  *self._boxes()]:
+            w.close()
+        self._views.clear()
+        self._flows.clear()
+        super().close()
+
+    def _boxes(self) -> list:
+        out, todo = [], list(self.children)
+        while todo:
+            w = todo.pop()
+            out.append(w)
+            todo.extend(getattr(w, "children", ()))
+        return out
 
     # -- output --------------------------------------------------------------------------
     def save(self, path) -> Any:
