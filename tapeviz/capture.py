@@ -46,6 +46,7 @@ _REQUIRED = (
     (_op_callbacks, "add_op_callback"),
     (_op_callbacks, "remove_op_callback"),
     (_record, "record_operation"),
+    (_record, "record_operation_backprop_only"),
     (_tape_lib, "push_new_tape"),
     (_tape_lib, "pop_tape"),
     (_tape_lib, "watch"),
@@ -90,8 +91,12 @@ class _Patches:
                     "numpy": _ops._EagerTensorBase.numpy,
                     "float": _ops._EagerTensorBase.__float__,
                     "array": _ops._EagerTensorBase.__array__,
+                    "record": _record.record_operation,
+                    "record_bp": _record.record_operation_backprop_only,
                 }
                 pywrap_tfe.TFE_Py_FastPathExecute = _fast_path_execute
+                _record.record_operation = _record_operation
+                _record.record_operation_backprop_only = _record_operation_backprop_only
                 _rvo.BaseResourceVariable._read_variable_op = _read_variable_op
                 _ops._EagerTensorBase.numpy = _numpy
                 _ops._EagerTensorBase.__float__ = _float
@@ -109,6 +114,8 @@ class _Patches:
                 _ops._EagerTensorBase.numpy = o["numpy"]
                 _ops._EagerTensorBase.__float__ = o["float"]
                 _ops._EagerTensorBase.__array__ = o["array"]
+                _record.record_operation = o["record"]
+                _record.record_operation_backprop_only = o["record_bp"]
                 # Keep cls.originals: another thread may have looked up a wrapper just
                 # before this release and still calls through it (it must reach TF).
 
@@ -122,6 +129,25 @@ def _fast_path_execute(*args):
     if recs:
         args = tuple(a.value() if isinstance(a, _rvo.BaseResourceVariable) else a for a in args)
     return _Patches.originals["fast"](*args)
+
+
+def _record_operation(op_type, output_tensors, input_tensors, backward_function, forward_function=None):
+    out = _Patches.originals["record"](op_type, output_tensors, input_tensors, backward_function, forward_function)
+    _note_record(op_type, output_tensors, input_tensors, backward_function)
+    return out
+
+
+def _record_operation_backprop_only(op_type, output_tensors, input_tensors, backward_function):
+    out = _Patches.originals["record_bp"](op_type, output_tensors, input_tensors, backward_function)
+    _note_record(op_type, output_tensors, input_tensors, backward_function)
+    return out
+
+
+def _note_record(op_type, outputs, inputs, backward) -> None:
+    recs = getattr(_local, "recorders", None)
+    if recs:
+        for r in recs:
+            r._note_record(op_type, outputs, inputs, backward)
 
 
 def _read_variable_op(self, *args, **kwargs):
@@ -170,7 +196,11 @@ class OpRecord:
     tape_recording: bool  # the tape was recording (not paused, not globally stopped)
     generation: int  # which internal tape object was live (reset() starts a new one)
     recorded: bool = False  # filled in by Recorder.stop(): did *this* tape record the op
-    inputs_on_tape: tuple = ()  # per input: was it on this tape when the op ran
+    inputs_on_tape: tuple = ()  # per input: does the final tape know it (TF keeps its gradient)
+    # Set when the op reached the tape through record.record_operation (a tf.function
+    # call, tf.custom_gradient): TF's tape calls this Python function, not the op's
+    # registered gradient.
+    backward: Any = None
 
 
 @dataclass
@@ -191,6 +221,13 @@ class Capture:
     reset_count: int = 0
     watched_variable_ids: set = field(default_factory=set)
     settled: bool = False
+    # (tensor id or variable handle id, generation, number of ops seen before) per tape.watch
+    watch_log: list = field(default_factory=list)
+    watch_accessed_variables: bool = True
+    # Filled by settle(): when each thing the final tape watches joined it (op index) and
+    # the tensors among them; a watch before tape.reset() or after a use does not count there.
+    watch_joined: dict = field(default_factory=dict)
+    tape_watched: dict = field(default_factory=dict)
 
     def settle(self) -> "Capture":
         """Decide which ops this tape recorded (TF's ShouldRecord rule, replayed).
@@ -204,17 +241,38 @@ class Capture:
         self.watched_variable_ids = {v.handle._id for v in self.watched_variables}
         for v in self.watched_variables:
             self.variables.setdefault(v.handle._id, v)
-        on_tape: set[int] = set(self.watched_variable_ids) | set(self.watched)
         final = self.final_generation
+        # TF decides at each op whether to record it: something watched only later (or
+        # only before tape.reset()) does not make an op recorded.
+        joined: dict[int, int] = {}
+        for key, gen, at in self.watch_log:
+            if gen == final:
+                joined.setdefault(key, at)
+        for v in self.watched_variables:
+            hid = v.handle._id
+            if hid not in joined or (self.watch_accessed_variables and v.trainable):
+                joined[hid] = 0  # watched on access, before its first read
+        pending = sorted((at, key) for key, at in joined.items())
+        on_tape: set[int] = set()
+        p = 0
         for op in self.ops:
-            op.inputs_on_tape = tuple(t._id in on_tape and is_trainable(t.dtype) for t in op.inputs)
+            while p < len(pending) and pending[p][0] <= op.index:
+                on_tape.add(pending[p][1])
+                p += 1
             if op.scope.endswith("/"):
                 op.scope = op.scope[:-1]
             if final < 0 or not op.tape_recording or op.generation != final:
                 continue
-            if any(op.inputs_on_tape):
+            if any(t._id in on_tape and is_trainable(t.dtype) for t in op.inputs):
                 op.recorded = True
                 on_tape.update(o._id for o in op.outputs)
+        # At gradient time, TF keeps what reaches a tensor the tape knows in the end
+        # (watched at any point of the final tape, or made by a recorded op).
+        known = on_tape | set(joined)
+        for op in self.ops:
+            op.inputs_on_tape = tuple(t._id in known and is_trainable(t.dtype) for t in op.inputs)
+        self.watch_joined = joined
+        self.tape_watched = {tid: t for tid, t in self.watched.items() if tid in joined}
         self.settled = True
         return self
 
@@ -234,6 +292,7 @@ class Recorder:
         self._exported: dict[int, Any] = {}
         self._watched: dict[int, Any] = {}
         self._generations: list[Any] = []
+        self._watch_log: list = []
         self._started = False
         self.capture: Capture | None = None
 
@@ -274,11 +333,21 @@ class Recorder:
 
     def note_watch(self, tensors) -> None:
         """Called from GradientTape.watch: remember tensors the user asked to watch."""
+        gen = self._generation()
         for t in tf.nest.flatten(tensors):
             if isinstance(t, tf.Variable):
-                continue  # variables are read back from the tape itself
-            if hasattr(t, "_id"):
+                # the tape lists its variables itself; only the moment is noted here
+                self._watch_log.append((t.handle._id, gen, len(self._ops)))
+            elif hasattr(t, "_id"):
                 self._watched[t._id] = t
+                self._watch_log.append((t._id, gen, len(self._ops)))
+
+    def _generation(self) -> int:
+        """Index of the tape object live now (tape.reset() replaces it)."""
+        live = self.tape._tape
+        if not self._generations or self._generations[-1] is not live:
+            self._generations.append(live)
+        return len(self._generations) - 1
 
     # -- the callback ----------------------------------------------------------------
     def _callback(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
@@ -286,9 +355,7 @@ class Recorder:
         if graph is not None or threading.get_ident() != self._thread_id:
             return None
         tape = self.tape
-        live = tape._tape
-        if not self._generations or self._generations[-1] is not live:
-            self._generations.append(live)
+        gen = self._generation()
         recording = bool(tape._recording) and not pywrap_tfe.TFE_Py_TapeSetIsStopped()
         if isinstance(op_type, bytes):
             op_type = op_type.decode()
@@ -301,10 +368,48 @@ class Recorder:
                 outputs=tuple(outputs) if outputs else (),
                 scope=self._tld.scope_name,
                 tape_recording=recording,
-                generation=len(self._generations) - 1,
+                generation=gen,
             )
         )
         return None
+
+    def _note_record(self, op_type, outputs, inputs, backward) -> None:
+        """record.record_operation puts an entry with its own backward function on the tape.
+
+        A tf.function call runs with recording stopped and is recorded by hand right
+        after: that is the call op the callback already logged, so it gets the backward
+        function in place. A tf.custom_gradient entry re-declares outputs other ops
+        computed: it is logged as an op of its own (graph.py makes it their producer).
+        """
+        if threading.get_ident() != self._thread_id or not _context.executing_eagerly():
+            return
+        outputs, inputs = tuple(outputs), tuple(inputs)
+        if not all(isinstance(t, _ops.EagerTensor) for t in outputs + inputs):
+            return  # symbolic tensors: a graph being traced, not an eager execution
+        if isinstance(op_type, bytes):
+            op_type = op_type.decode()
+        tape = self.tape
+        gen = self._generation()
+        recording = bool(tape._recording) and not pywrap_tfe.TFE_Py_TapeSetIsStopped()
+        out_ids = [o._id for o in outputs]
+        for op in self._ops[:-17:-1]:  # the call op ran just before (a few ops at most)
+            if op.backward is None and op.op_type == op_type and [o._id for o in op.outputs] == out_ids:
+                op.inputs, op.backward, op.tape_recording = inputs, backward, recording
+                op.generation = gen
+                return
+        self._ops.append(
+            OpRecord(
+                index=len(self._ops),
+                op_type=op_type,
+                inputs=inputs,
+                attrs=(),
+                outputs=outputs,
+                scope=self._tld.scope_name,
+                tape_recording=recording,
+                generation=gen,
+                backward=backward,
+            )
+        )
 
     # -- after the block -------------------------------------------------------------
     def _finish(self, frame) -> Capture:
@@ -313,11 +418,10 @@ class Recorder:
         final_tape = tape._tape
         # Which generation is "the" tape: the last live one (gradient() on a
         # non-persistent tape sets _tape to None, reset() starts a new one).
-        final_gen = -1
-        for i in range(len(self._generations) - 1, -1, -1):
-            if self._generations[i] is not None:
-                final_gen = i
-                break
+        if final_tape is not None:
+            final_gen = self._generation()  # also right after a reset() that no op followed
+        else:
+            final_gen = next((i for i in range(len(self._generations) - 1, -1, -1) if self._generations[i] is not None), -1)
         watched_vars = final_tape.watched_variables() if final_tape is not None else tape._watched_variables
         return Capture(
             ops=self._ops,
@@ -331,6 +435,8 @@ class Recorder:
             thread_id=self._thread_id,
             tape_ref=weakref.ref(tape),
             final_generation=final_gen,
+            watch_log=self._watch_log,
+            watch_accessed_variables=bool(tape._watch_accessed_variables),
             reset_count=max(0, len([g for g in self._generations if g is not None]) - 1),
         )
 
@@ -453,10 +559,13 @@ def _backward_fn(op: OpRecord, calls: list) -> Callable:
     skip = tuple(i for i, on in enumerate(op.inputs_on_tape) if not on)
 
     def backward(*out_grads):
-        grads = _backprop._gradient_function(
-            op.op_type, op.attrs, len(op.inputs), list(op.inputs), list(op.outputs),
-            list(out_grads), skip, op.scope,
-        )
+        if op.backward is not None:  # the Python function TF's tape was given
+            grads = op.backward(*out_grads)
+        else:
+            grads = _backprop._gradient_function(
+                op.op_type, op.attrs, len(op.inputs), list(op.inputs), list(op.outputs),
+                list(out_grads), skip, op.scope,
+            )
         grads = list(grads) if isinstance(grads, (list, tuple)) else [grads]
         calls.append(BackwardCall(op, list(out_grads), grads))
         return grads

@@ -128,7 +128,7 @@ class GradientFlow:
         g = self.graph
         cap = g.capture
         watched = [v.handle for hid, v in cap.variables.items() if hid in cap.watched_variable_ids]
-        watched += list(cap.watched.values())
+        watched += list(cap.tape_watched.values())  # a watch erased by tape.reset() does not count
         # d target / d t for every float tensor the tape holds, plus every watched leaf.
         on_tape = {}
         for op in cap.ops:
@@ -310,7 +310,9 @@ class GradientFlow:
                 return StopReason(n, "outside_tf", f"{src} left TensorFlow through .numpy() and came back as the constant {d['label']}; the tape cannot follow values through Python or NumPy.", n)
             return StopReason(n, "not_watched", self._msg_not_watched(n), n)
         if kind == "watched":
-            return None
+            if d["outputs"][0] in g.capture.tape_watched:
+                return None
+            return StopReason(n, "not_recorded", f"tape.reset() erased the watch on {name}; call tape.watch({name}) again after the reset.", n)
         op = g.capture.ops[d["op_index"]]
         if op.recorded:
             return None
@@ -324,6 +326,12 @@ class GradientFlow:
             return StopReason(n, "not_recorded", f"{name} was computed while the tape was paused (tape.stop_recording()), so it was never recorded.", n)
         if self._last_gen is not None and op.generation < self._last_gen:
             return StopReason(n, "not_recorded", f"{name} was computed before tape.reset(), which erased everything recorded so far.", n)
+        joined = g.capture.watch_joined
+        for u, _, _, dd in g.data_edges(n, out=False):
+            key = g.nx.nodes[u].get("handle") if g.nx.nodes[u]["kind"] == "variable" else dd["tensor"]
+            if joined.get(key, -1) > op.index:
+                uname = g.display_name(u)
+                return StopReason(n, "not_watched", f"{name} was computed before tape.watch({uname}), so the tape did not record it.", n)
         ints = None
         for u, _, k, dd in g.data_edges(n, out=False):
             info = g.tensors[dd["tensor"]]

@@ -162,6 +162,12 @@ class TapeGraph:
                 g.add_edge(src, node, key=k, tensor=t._id, kind="data", dst_index=k)
             for i, o in enumerate(op.outputs):
                 self._add_tensor(o, node, i)
+                info = self.tensors[o._id]
+                if op.backward is not None and info.node != node:
+                    # tf.custom_gradient re-declares what other ops computed: the tape
+                    # differentiates this entry, so later uses hang off it.
+                    g.nodes[info.node]["replaced_by"] = node
+                    info.node, info.index = node, i
         self._link_outside_values()
         for n, d in g.nodes(data=True):
             d["label"] = self._label(n, d)
