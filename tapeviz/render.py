@@ -17,15 +17,18 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
+from matplotlib.path import Path
 from matplotlib.text import Text
 
 from .flow import REASONS, GradientFlow
 from .graph import TapeGraph, format_value
-from .layout import layered_layout
+from .layout import layered_routes
 
 # Geometry, in data units: one layer is INCH_X inches wide, one row INCH_Y inches tall.
 INCH_X, INCH_Y = 2.3, 1.15
-BOX_W, BOX_H = 0.74, 0.6  # node box, as a fraction of a layer / a row
+BOX_W, BOX_H = 0.74, 0.6  # node box, as a fraction of a layer / a row (layout.py keeps bends clear of it)
+PARALLEL_GAP = 0.12  # vertical distance between the ends of parallel edges (x * x)
+LABEL_PAD = 0.03  # between a routed edge's label and the end of the run it sits on
 FONT = 8.0
 
 KIND_STYLE = {
@@ -101,12 +104,21 @@ def grad_text(value) -> str:
 # --------------------------------------------------------------------------- drawing
 
 
-def figure_size(pos: Mapping[Any, tuple[float, float]], *, max_inches: float = 60.0) -> tuple[float, float]:
+def _extent_ys(pos, routes=None) -> list[float]:
+    """Every y the drawing uses: node centres and the bend points of routed edges."""
+    ys = [p[1] for p in pos.values()]
+    for bends in (routes or {}).values():
+        ys.extend(b[1] for b in bends)
+    return ys
+
+
+def figure_size(pos: Mapping[Any, tuple[float, float]], *, max_inches: float = 60.0,
+                routes=None) -> tuple[float, float]:
     """Inches so that one layer / one row keeps a constant, legible size."""
     if not pos:
         return (4.0, 3.0)
     xs = [p[0] for p in pos.values()]
-    ys = [p[1] for p in pos.values()]
+    ys = _extent_ys(pos, routes)
     w = (max(xs) - min(xs) + 1.0) * INCH_X + 0.6
     h = (max(ys) - min(ys) + 1.0) * INCH_Y + 1.6
     return (min(max(w, 4.5), max_inches), min(max(h, 3.2), max_inches))
@@ -157,44 +169,95 @@ def draw_node_grads(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT) 
     }
 
 
-def _edge_geometry(graph: TapeGraph, pos):
-    """Start/end points and curvature for each edge; parallel edges fan out."""
+def _routed_path(a, b, bends, shift: float) -> tuple[Path, tuple[float, float, str]]:
+    """Path from ``a`` to ``b`` through the bend points; also the label anchor (x, y, ha).
+
+    The edge crosses each column it passes horizontally at its bend point's
+    height, from the left side of that column's boxes to their right side
+    (layout.py puts bend points between boxes, so this stays off them), and
+    changes height only in the empty space between columns, with an S-curve
+    that leaves and enters horizontally.  The label anchor is the right end
+    of the last horizontal run: a right-aligned text there sits on the
+    straight stretch just before the final bend into the consumer, in the
+    free band between boxes, where a long value has room to be read.
+    """
+    stops = [a]
+    for bx, by in bends:
+        stops += [(bx - BOX_W / 2, by + shift), (bx + BOX_W / 2, by + shift)]
+    stops.append(b)
+    verts, codes = [a], [Path.MOVETO]
+    for i in range(0, len(stops) - 1, 2):
+        (x0, y0), (x1, y1) = stops[i], stops[i + 1]
+        if i:  # the horizontal run through the column before this gap
+            verts.append((x0, y0))
+            codes.append(Path.LINETO)
+        c = (x1 - x0) / 2
+        verts += [(x0 + c, y0), (x1 - c, y1), (x1, y1)]
+        codes += [Path.CURVE4] * 3
+    x0, y0 = stops[-2]
+    return Path(verts, codes), (x0 - LABEL_PAD, y0, "right")
+
+
+def _edge_geometry(graph: TapeGraph, pos, routes=None):
+    """Per edge key: (start, end, arc3 rad, path or None, (label x, label y, label ha)).
+
+    Edges with an entry in ``routes`` get a path through their bend points;
+    the others are drawn straight (parallel ones fanned out as arcs).
+    """
     geo = {}
     for u, v in set(graph.nx.edges()):
         keys = sorted(graph.nx[u][v], key=str)
         n = len(keys)
         (x0, y0), (x1, y1) = pos[u], pos[v]
+        bends = routes.get((u, v)) if routes else None
         for i, k in enumerate(keys):
-            off = (i - (n - 1) / 2) * 0.12
+            off = (i - (n - 1) / 2) * PARALLEL_GAP
             rad = (i - (n - 1) / 2) * 0.35
-            geo[(u, v, k)] = ((x0 + BOX_W / 2, y0 + off), (x1 - BOX_W / 2, y1 + off), rad)
+            a, b = (x0 + BOX_W / 2, y0 + off), (x1 - BOX_W / 2, y1 + off)
+            if bends:
+                # Parallel routes run closer together than their ends: bend
+                # points between boxes may have little room to spare.
+                path, mid = _routed_path(a, b, bends, off / 2)
+            else:
+                path = None
+                mx, my = (a[0] + b[0]) / 2, (a[1] + b[1]) / 2
+                # arc3 bends the midpoint sideways by rad * length / 2
+                dx, dy = b[0] - a[0], b[1] - a[1]
+                mid = (mx + rad * dy / 2, my - rad * dx / 2, "center")
+            geo[(u, v, k)] = (a, b, rad, path, mid)
     return geo
 
 
-def draw_edges(ax: Axes, graph: TapeGraph, pos) -> dict[tuple, FancyArrowPatch]:
-    """One arrow per edge, producer → consumer (the forward direction)."""
+def draw_edges(ax: Axes, graph: TapeGraph, pos, *, routes=None) -> dict[tuple, FancyArrowPatch]:
+    """One arrow per edge, producer → consumer (the forward direction).
+
+    With ``routes`` (from :func:`tapeviz.layout.layered_routes`) edges that span
+    several layers follow their bend points around the boxes in between.
+    """
     arrows = {}
-    geo = _edge_geometry(graph, pos)
+    geo = _edge_geometry(graph, pos, routes)
     for u, v, k in graph.nx.edges(keys=True):
-        a, b, rad = geo[(u, v, k)]
-        arrow = FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=10, lw=1.1, color=C_FORWARD,
-                                connectionstyle=f"arc3,rad={rad}", shrinkA=0, shrinkB=0, zorder=2)
+        a, b, rad, path, _ = geo[(u, v, k)]
+        style = dict(arrowstyle="-|>", mutation_scale=10, lw=1.1, color=C_FORWARD, zorder=2)
+        if path is not None:
+            arrow = FancyArrowPatch(path=path, **style)
+        else:
+            arrow = FancyArrowPatch(a, b, connectionstyle=f"arc3,rad={rad}", shrinkA=0, shrinkB=0, **style)
         arrow.set_gid(f"edge-{u}-{v}-{k}")
         ax.add_patch(arrow)
         arrows[(u, v, k)] = arrow
     return arrows
 
 
-def draw_edge_labels(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT) -> dict[tuple, Text]:
-    """A text at each edge's middle for the gradient (or stop reason) it carries."""
+def draw_edge_labels(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT, routes=None) -> dict[tuple, Text]:
+    """A text on each edge for the gradient (or stop reason) it carries.
+
+    Straight edges are labelled at their middle; routed ones on their last
+    horizontal stretch, ending where it bends into the consumer.
+    """
     texts = {}
-    geo = _edge_geometry(graph, pos)
-    for e, (a, b, rad) in geo.items():
-        mx, my = (a[0] + b[0]) / 2, (a[1] + b[1]) / 2
-        # arc3 bends the midpoint sideways by rad * length / 2
-        dx, dy = b[0] - a[0], b[1] - a[1]
-        mx, my = mx + rad * dy / 2, my - rad * dx / 2
-        texts[e] = ax.text(mx, my, "", ha="center", va="center", fontsize=fontsize - 1, zorder=5, color=C_GRADTEXT,
+    for e, (*_, (mx, my, ha)) in _edge_geometry(graph, pos, routes).items():
+        texts[e] = ax.text(mx, my, "", ha=ha, va="center", fontsize=fontsize - 1, zorder=5, color=C_GRADTEXT,
                            bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85))
     return texts
 
@@ -229,15 +292,23 @@ class GraphView:
     ``set_step(k)`` shows the backward pass after k steps (None: all of it);
     ``set_grad_overrides`` replaces the gradient texts of some nodes (e.g. clipped values)
     without touching the rest. Only texts and colours change; nothing is re-created.
+
+    Positions and edge routes come from ``layered_routes``: edges that skip layers run
+    around the boxes in between. Given ``pos`` (and no ``routes``) every edge is drawn
+    straight, as the caller's positions carry no routes.
     """
 
     def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, ax: Axes | None = None,
-                 pos=None, title: str | None = None, caption: str | None = None):
+                 pos=None, title: str | None = None, caption: str | None = None, routes=None):
         self.graph = graph
         self.flow = flow
-        self.pos = pos if pos is not None else layered_layout(graph.nx)
+        if pos is None:
+            pos, computed = layered_routes(graph.nx)
+            routes = computed if routes is None else routes
+        self.pos = pos
+        self.routes = routes or {}  # (u, v) -> bend points; edges not in it are drawn straight
         if ax is None:
-            self.figure = Figure(figsize=figure_size(self.pos), dpi=100)
+            self.figure = Figure(figsize=figure_size(self.pos, routes=self.routes), dpi=100)
             self.ax = self.figure.add_axes((0.01, 0.09, 0.98, 0.82))
         else:
             self.ax, self.figure = ax, ax.figure
@@ -251,8 +322,8 @@ class GraphView:
             boxes=draw_nodes(ax, graph, self.pos, targets=targets),
             labels=draw_node_labels(ax, graph, self.pos),
             grads=draw_node_grads(ax, graph, self.pos),
-            arrows=draw_edges(ax, graph, self.pos),
-            edge_labels=draw_edge_labels(ax, graph, self.pos),
+            arrows=draw_edges(ax, graph, self.pos, routes=self.routes),
+            edge_labels=draw_edge_labels(ax, graph, self.pos, routes=self.routes),
             title=self.figure.suptitle(title or "", fontsize=FONT + 2, y=0.985),
             legend=draw_legend(self.figure, reasons, kinds),
         )
@@ -267,7 +338,7 @@ class GraphView:
         if not self.pos:
             return
         xs = [p[0] for p in self.pos.values()]
-        ys = [p[1] for p in self.pos.values()]
+        ys = _extent_ys(self.pos, self.routes)
         self.ax.set_xlim(min(xs) - 0.5, max(xs) + 0.5)
         self.ax.set_ylim(min(ys) - 0.65, max(ys) + 0.5)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tapeviz import layout as layout_mod
-from tapeviz.layout import count_crossings, layered_layout, layers
+from tapeviz.layout import count_crossings, layered_layout, layered_routes, layers
 
 # --------------------------------------------------------------------------
 # helpers
@@ -409,6 +409,151 @@ def test_count_matches_brute_force_on_a_real_layout():
 
 
 # --------------------------------------------------------------------------
+# routes: bend points for edges spanning several columns
+# --------------------------------------------------------------------------
+
+ROUTE_GRAPHS = [
+    dict(n=60, m=130, seed=0, locality=None),
+    dict(n=200, m=450, seed=1, locality=6.0),
+    dict(n=400, m=800, seed=2, locality=20.0),
+    dict(n=300, m=700, seed=3, locality=None),
+]
+
+
+def route_graph(spec, labels=None):
+    return random_dag(spec["n"], spec["m"], spec["seed"], locality=spec["locality"], labels=labels)
+
+
+def test_routes_on_trivial_graphs():
+    assert layered_routes(nx.MultiDiGraph()) == ({}, {})
+    g = nx.MultiDiGraph([("a", "b"), ("b", "c")])
+    assert layered_routes(g) == (layered_layout(g), {})  # no edge skips a column
+    with pytest.raises(ValueError):
+        layered_routes(g, layer_gap=0)
+    with pytest.raises(ValueError, match="cycle"):
+        layered_routes(nx.MultiDiGraph([("a", "b"), ("b", "a")]))
+
+
+def test_routes_for_the_tape_example():
+    # w -> a = w*w -> b = a + w -> c = b * 2: the w -> b edge skips a's column.
+    g = nx.MultiDiGraph([("w", "a"), ("w", "a"), ("a", "b"), ("w", "b"), ("b", "c"), ("two", "c")])
+    pos, routes = layered_routes(g)
+    assert list(routes) == [("w", "b")]
+    [(bx, by)] = routes[("w", "b")]
+    assert bx == pos["a"][0]
+    assert abs(by - pos["a"][1]) >= 0.3 + 0.15  # off a's box and the caption strip under it
+
+
+@pytest.mark.parametrize("spec", ROUTE_GRAPHS)
+@pytest.mark.parametrize("gaps", [(1.0, 1.0), (2.5, 0.7), (0.37, 1.3)])
+def test_routes_keep_layout_positions_and_bend_once_per_skipped_column(spec, gaps):
+    g = route_graph(spec, labels=mixed_label)
+    layer_gap, node_gap = gaps
+    pos, routes = layered_routes(g, layer_gap=layer_gap, node_gap=node_gap)
+    assert list(pos.items()) == list(layered_layout(g, layer_gap=layer_gap, node_gap=node_gap).items())
+    col = column_of(pos)
+    long_edges = {(u, v) for u, v in g.edges() if col[v] - col[u] > 1}
+    assert set(routes) == long_edges
+    for (u, v), bends in routes.items():
+        assert len(bends) == col[v] - col[u] - 1
+        # one bend per skipped column, in order from u to v, at that column's x
+        assert [x for x, _ in bends] == pytest.approx([(col[u] + i) * layer_gap for i in range(1, col[v] - col[u])])
+        assert all(type(x) is float and type(y) is float for x, y in bends)
+
+
+@pytest.mark.parametrize("spec", ROUTE_GRAPHS)
+@pytest.mark.parametrize("gaps", [(1.0, 1.0), (2.5, 0.7)])
+def test_bend_points_stay_out_of_node_boxes(spec, gaps):
+    g = route_graph(spec)
+    layer_gap, node_gap = gaps
+    pos, routes = layered_routes(g, layer_gap=layer_gap, node_gap=node_gap)
+    half_w, half_h = 0.37 * layer_gap, 0.3 * node_gap
+    ys_in_col = defaultdict(list)
+    for x, y in pos.values():
+        ys_in_col[x].append(y)
+    bends_in_col = defaultdict(list)
+    for bends in routes.values():
+        for x, y in bends:
+            bends_in_col[x].append(y)
+            # boxes of every column, not only the bend's own (wide layer gaps)
+            for cx, ys in ys_in_col.items():
+                if abs(x - cx) < half_w:
+                    assert all(abs(y - ny) >= half_h for ny in ys), (x, y)
+    for x, ys in bends_in_col.items():
+        assert len(set(ys)) == len(ys), "two routes share a bend point"
+        # and bends never sit on a node's centre line (where its box would be)
+        assert not set(ys) & set(ys_in_col[x])
+
+
+@pytest.mark.parametrize("spec", ROUTE_GRAPHS)
+def test_routed_drawing_shows_exactly_the_routed_objective(spec):
+    # Slots follow the order the reduction chose, so drawing long edges
+    # through their bends shows the crossings it minimised, no more.
+    g = route_graph(spec)
+    _, _, initial, best = layout_mod._ordered_layers(g, sweeps=4)
+    pos, routes = layered_routes(g)
+    assert count_crossings(g, pos, routes) == best
+    pos0, routes0 = layered_routes(g, sweeps=0)
+    assert count_crossings(g, pos0, routes0) == layout_mod._ordered_layers(g, sweeps=1)[2] == initial
+    assert count_crossings(g, pos, routes) <= count_crossings(g, pos)
+
+
+def test_routes_are_deterministic():
+    spec = dict(n=300, m=700, seed=11, locality=5.0)
+    a, b = route_graph(spec, labels=mixed_label), route_graph(spec, labels=mixed_label)
+    pa, ra = layered_routes(a)
+    pb, rb = layered_routes(b)
+    assert list(pa.items()) == list(pb.items())
+    assert list(ra.items()) == list(rb.items())
+    assert layered_routes(a) == (pa, ra)
+
+
+def test_routes_numpy_and_python_reorder_paths_agree(monkeypatch):
+    g = random_dag(300, 700, seed=6, locality=8.0)
+    monkeypatch.setattr(layout_mod, "_SMALL_LAYER", 0)
+    all_numpy = layered_routes(g)
+    monkeypatch.setattr(layout_mod, "_SMALL_LAYER", 10**9)
+    assert layered_routes(g) == all_numpy
+
+
+def test_bend_slots_between_above_and_below_nodes():
+    # Column 1 holds m0 and m1 (rows 0.5 and -0.5); four long edges pass it:
+    # one above m0, two between m0 and m1, one below m1.
+    g = nx.MultiDiGraph()
+    for s, m in [("s0", "m0"), ("s1", "m0"), ("s2", "m1"), ("s3", "m1")]:
+        g.add_edge(s, m)
+    for s, t in [("s0", "t0"), ("s1", "t1"), ("s2", "t2"), ("s3", "t3")]:
+        g.add_edge(s, t)  # column 0 -> column 2
+    g.add_edges_from([("m0", "t1"), ("m1", "t2"), ("m0", "t2")])
+    pos, routes = layered_routes(g)
+    assert layers(g) == [["s0", "s1", "s2", "s3"], ["m0", "m1"], ["t0", "t1", "t2", "t3"]]
+    assert pos["m0"] == (1.0, 0.5) and pos["m1"] == (1.0, -0.5)
+    ys = {t: routes[(s, t)] for s, t in [("s0", "t0"), ("s1", "t1"), ("s2", "t2"), ("s3", "t3")]}
+    assert all(len(b) == 1 and b[0][0] == 1.0 for b in ys.values())
+    ys = {t: b[0][1] for t, b in ys.items()}
+    box, caption, free = 0.3, 0.15, 1.0 - 0.6 - 0.15
+    assert ys["t0"] == pytest.approx(0.5 + box + free / 2)  # above the top box
+    # the band between m0's caption and m1's box, split in three
+    assert ys["t1"] == pytest.approx(0.5 - box - caption - free / 3)
+    assert ys["t2"] == pytest.approx(0.5 - box - caption - 2 * free / 3)
+    assert ys["t3"] == pytest.approx(-0.5 - box - caption - free / 2)  # below the bottom caption
+    assert count_crossings(g, pos, routes) == layout_mod._ordered_layers(g, sweeps=4)[3]
+
+
+def test_count_crossings_with_routes_by_hand():
+    g = nx.MultiDiGraph([("a", "c"), ("b", "d"), ("b", "m"), ("m", "d")])
+    pos = {"a": (0, 1), "b": (0, 0), "m": (1, 0.5), "c": (2, 1), "d": (2, 0)}
+    assert count_crossings(g, pos) == 0
+    # a -> c dipping below m crosses b -> m and m -> d once each and b -> d
+    # twice (going down, then up again): 4, where the straight line shows 0
+    assert count_crossings(g, pos, {("a", "c"): [(1, -1)]}) == 4
+    # routes for edges that are not in g are ignored; vertical pieces are refused
+    assert count_crossings(g, pos, {("x", "y"): [(1, 5)]}) == 0
+    with pytest.raises(ValueError, match="vertical"):
+        count_crossings(g, pos, {("a", "c"): [(0, -1)]})
+
+
+# --------------------------------------------------------------------------
 # internal inversion counter (the core of both crossing counts)
 # --------------------------------------------------------------------------
 
@@ -426,3 +571,25 @@ def test_grouped_inversions_matches_brute_force():
         assert layout_mod._grouped_inversions(group, values, bound) == expected
         capped = layout_mod._grouped_inversions(group, values, bound, stop_at=3)
         assert capped == expected if expected < 3 else capped >= 3
+
+
+@pytest.mark.parametrize("locality", [None, 3.0, 20.0])
+def test_fast_crossing_count_matches_sorting_count(locality):
+    # The count that skips uncrossed long-edge chains must agree with the
+    # plain one on every order the sweeps produce, and fall back otherwise.
+    g = random_dag(600, 1_200, seed=7, locality=locality)
+    _, depth, succ = layout_mod._assign_layers(g)
+    proper = layout_mod._Proper(depth, succ)
+    assert proper.chain_u.size >= 64
+    assert proper.crossings() == proper.crossings_by_sorting()
+    for i in range(6):
+        proper.sweep(forward=i % 2 == 0)
+        fast = proper._crossings_around_chains()
+        assert fast is not None  # after a sweep chains never cross each other
+        assert fast == proper.crossings() == proper.crossings_by_sorting()
+    rng = np.random.default_rng(0)
+    for _ in range(5):  # arbitrary orders: exact either way
+        for c in range(proper.col_start.size - 1):
+            lo, hi = proper.col_start[c], proper.col_start[c + 1]
+            proper.rank[lo:hi] = rng.permutation(hi - lo)
+        assert proper.crossings() == proper.crossings_by_sorting()
