@@ -160,32 +160,34 @@ def flow(tape: Any, target, *, sources=None, output_gradients=None) -> GradientF
 
 
 def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str | None = None,
-         caption: str | None = None, output_gradients=None) -> GraphView:
-    """A GraphView of what ``tape`` recorded; with a target, its backward pass at ``step``."""
+         caption: str | None = None, output_gradients=None, collapsed="auto") -> GraphView:
+    """A GraphView of what ``tape`` recorded; with a target, its backward pass at ``step``.
+
+    ``collapsed``: "auto" (layers collapse above 60 ops), True, False, or layer names."""
     graph = _graph_of(tape)
     fl = flow(tape, target, output_gradients=output_gradients) if target is not None else None
-    v = GraphView(graph, fl, ax=ax, title=title, caption=caption)
+    v = GraphView(graph, fl, ax=ax, title=title, caption=caption, collapsed=collapsed)
     if step is not None:
         v.set_step(step)
     return v
 
 
 def draw(tape: Any, target=None, step: int | None = None, *, ax=None, title: str | None = None,
-         caption: str | None = None, output_gradients=None):
+         caption: str | None = None, output_gradients=None, collapsed="auto"):
     """A matplotlib Figure of the recorded graph and, given a target, its gradient flow.
 
     ``step=None`` shows the finished backward pass, ``step=k`` the state after k steps.
     Pass ``ax=`` to draw into an existing Axes (its figure is returned).
     """
     return view(tape, target, step=step, ax=ax, title=title, caption=caption,
-                output_gradients=output_gradients).figure
+                output_gradients=output_gradients, collapsed=collapsed).figure
 
 
 def save(tape: Any, path, *, target=None, step: int | None = None, dpi: int = 100, fps: float = 1.5,
-         caption: str | None = None, output_gradients=None):
+         caption: str | None = None, output_gradients=None, collapsed="auto"):
     """Write a .png / .svg picture, or a .gif of the backward pass (one frame a step)."""
     check_path(path)  # fail before any work on a bad path
-    v = view(tape, target, step=step, caption=caption, output_gradients=output_gradients)
+    v = view(tape, target, step=step, caption=caption, output_gradients=output_gradients, collapsed=collapsed)
     return save_view(v, path, dpi=dpi, fps=fps)
 
 

@@ -31,7 +31,7 @@ from collections.abc import Hashable, Mapping, Sequence
 import networkx as nx
 import numpy as np
 
-__all__ = ["layered_layout", "layered_routes", "layers", "count_crossings"]
+__all__ = ["layered_layout", "layered_routes", "layers", "count_crossings", "layer_groups", "collapse", "Collapsed"]
 
 Node = Hashable
 Point = tuple[float, float]
@@ -724,3 +724,108 @@ def _pairs_meeting(strip: np.ndarray, y_here: np.ndarray, y_next: np.ndarray) ->
     _, meet = np.unique(key[:2], axis=1, return_counts=True)
     _, same = np.unique(key, axis=1, return_counts=True)
     return int((meet * (meet - 1) // 2).sum() - (same * (same - 1) // 2).sum())
+
+
+# --------------------------------------------------------------------------- collapse by layer
+
+#: Graphs with more ops than this open collapsed, one box per layer.
+COLLAPSE_THRESHOLD = 60
+
+
+def layer_groups(g: nx.MultiDiGraph) -> dict[Node, str | None]:
+    """Node -> the layer it belongs to (a name scope), or None for nodes outside layers.
+
+    Ops group by name scope. When every scoped op shares one outer scope (a Keras
+    model's name, e.g. ``sequential/dense``), layers are one level deeper, so the model
+    does not become one giant box. A variable or constant joins the layer of its first
+    consumer; inputs and watched tensors stay visible on their own.
+    """
+    scopes = {n: d.get("scope") or "" for n, d in g.nodes(data=True) if d.get("kind") == "op"}
+    parts = [s.split("/") for s in scopes.values() if s]
+    depth = 1
+    if parts and len({p[0] for p in parts}) == 1 and any(len(p) > 1 for p in parts):
+        depth = 2
+    group: dict[Node, str | None] = {}
+    for n, s in scopes.items():
+        group[n] = "/".join(s.split("/")[:depth]) if s else None
+    for n, d in g.nodes(data=True):
+        if d.get("kind") in ("variable", "constant"):
+            first = next((v for _, v in g.out_edges(n) if group.get(v)), None)
+            group[n] = group.get(first) if first is not None else None
+        elif n not in group:
+            group[n] = None
+    return group
+
+
+class Collapsed:
+    """A display graph in which some layers are one node each.
+
+    ``nx`` has the original nodes that stay visible plus one node per collapsed layer
+    (id ``"layer:<name>"``, attributes ``kind="layer"``, ``layer`` and ``members``).
+    Edges between two visible original nodes keep their keys; edges into or out of a
+    collapsed layer are merged into one edge per pair of display nodes whose
+    ``members`` lists the original edges it stands for. Edges inside a layer vanish.
+    """
+
+    def __init__(self, g: nx.MultiDiGraph, groups: Mapping[Node, str | None], collapsed):
+        self.source = g
+        self.collapsed = {c for c in collapsed if c is not None}
+        self.of: dict[Node, Node] = {}
+        self.members: dict[Node, list[Node]] = {}
+        d = nx.MultiDiGraph()
+        for n, data in g.nodes(data=True):
+            layer = groups.get(n)
+            if layer in self.collapsed:
+                dn = f"layer:{layer}"
+                if dn not in d:
+                    d.add_node(dn, kind="layer", layer=layer, members=[])
+                    self.members[dn] = d.nodes[dn]["members"]
+                d.nodes[dn]["members"].append(n)
+            else:
+                dn = n
+                d.add_node(n, **data)
+                self.members[n] = [n]
+            self.of[n] = dn
+        for u, v, k, data in g.edges(keys=True, data=True):
+            du, dv = self.of[u], self.of[v]
+            if du == dv and du != u:
+                continue  # inside a collapsed layer
+            if du == u and dv == v:
+                d.add_edge(u, v, key=k, members=[(u, v, k)], **data)
+            elif d.has_edge(du, dv, "merged"):
+                d.edges[du, dv, "merged"]["members"].append((u, v, k))
+            else:
+                d.add_edge(du, dv, key="merged", members=[(u, v, k)], kind=data.get("kind", "data"))
+        self.nx = d
+
+    def display_edges_of(self, original_edges) -> set:
+        """The display edges that stand for some of these original edges."""
+        out = set()
+        for u, v, k in original_edges:
+            du, dv = self.of[u], self.of[v]
+            if du == u and dv == v:
+                out.add((u, v, k))
+            elif du != dv:
+                out.add((du, dv, "merged"))
+        return out
+
+
+def collapse(g: nx.MultiDiGraph, collapsed="auto", *, threshold: int = COLLAPSE_THRESHOLD) -> Collapsed:
+    """Collapse layers of ``g``: ``"auto"`` collapses every layer when the graph has
+    more than ``threshold`` ops, ``True``/``False`` all or none, or pass the set of
+    layer names to collapse."""
+    groups = layer_groups(g)
+    names = {x for x in groups.values() if x is not None}
+    if collapsed == "auto":
+        n_ops = sum(1 for _, d in g.nodes(data=True) if d.get("kind") == "op")
+        chosen = names if n_ops > threshold else set()
+    elif collapsed is True:
+        chosen = names
+    elif collapsed is False or collapsed is None:
+        chosen = set()
+    else:
+        chosen = set(collapsed)
+        unknown = chosen - names
+        if unknown:
+            raise ValueError(f"No layer named {sorted(unknown)}; layers are: {sorted(names)}")
+    return Collapsed(g, groups, chosen)

@@ -22,7 +22,7 @@ from matplotlib.text import Text
 
 from .flow import REASONS, GradientFlow
 from .graph import TapeGraph, format_value
-from .layout import layered_routes
+from .layout import collapse, layer_groups, layered_routes
 
 # Geometry, in data units: one layer is INCH_X inches wide, one row INCH_Y inches tall.
 INCH_X, INCH_Y = 2.3, 1.15
@@ -37,8 +37,10 @@ KIND_STYLE = {
     "constant": dict(fc="#f1f5f9", ec="#94a3b8"),
     "input": dict(fc="#f8fafc", ec="#94a3b8"),
     "op": dict(fc="#ffffff", ec="#334155"),
+    "layer": dict(fc="#ede9fe", ec="#6d28d9"),
 }
-KIND_NAMES = {"variable": "variable", "watched": "watched tensor", "constant": "constant", "input": "tensor from outside", "op": "op"}
+KIND_NAMES = {"variable": "variable", "watched": "watched tensor", "constant": "constant", "input": "tensor from outside",
+              "op": "op", "layer": "layer (collapsed)"}
 C_FORWARD = "#64748b"
 C_GRAD = "#ea580c"
 C_ACTIVE = "#f59e0b"
@@ -75,8 +77,10 @@ def _is_bad(value) -> bool:
     return a.dtype.kind in "fc" and not np.all(np.isfinite(a))
 
 
-def node_title(graph: TapeGraph, node) -> str:
+def node_title(graph: TapeGraph, node, display=None) -> str:
     """First line of a box: the user's name for it, else what it is."""
+    if display is not None and display.nx.nodes[node].get("kind") == "layer":
+        return display.nx.nodes[node]["layer"].split("/")[-1]
     d = graph.nx.nodes[node]
     if d.get("name"):
         return d["name"]
@@ -85,20 +89,38 @@ def node_title(graph: TapeGraph, node) -> str:
     return "constant" if d["kind"] == "constant" else d["label"]
 
 
-def node_subtitle(graph: TapeGraph, node) -> str:
+def node_subtitle(graph: TapeGraph, node, display=None) -> str:
     """Middle line: the op type when the title is the user's name for the op."""
+    if display is not None and display.nx.nodes[node].get("kind") == "layer":
+        members = display.members[node]
+        ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
+        return f"layer · {ops} ops"
     d = graph.nx.nodes[node]
     return d["op_type"] if d["kind"] == "op" and d.get("name") else ""
 
 
-def node_value_text(graph: TapeGraph, node) -> str:
-    """Bottom line: the forward value (or its summary)."""
+def node_value_text(graph: TapeGraph, node, display=None) -> str:
+    """Bottom line: the forward value (or its summary); a layer shows its output's."""
+    if display is not None and display.nx.nodes[node].get("kind") == "layer":
+        ops = [m for m in display.members[node] if graph.nx.nodes[m]["kind"] == "op"]
+        node = ops[-1] if ops else display.members[node][-1]
     info = graph.output_info(node)
     return "" if info is None else format_value(info.value, info.summary)
 
 
+def _nodes(graph: TapeGraph, display=None):
+    return (display.nx if display is not None else graph.nx).nodes(data=True)
+
+
 def grad_text(value) -> str:
     return "∂ " + ("None" if value is None else format_value(np.asarray(value)))
+
+
+def _norm_text(value) -> str:
+    if value is None:
+        return "None"
+    a = np.asarray(value)
+    return format_value(a) if a.size == 1 else f"{float(np.linalg.norm(a)):.3g}"
 
 
 # --------------------------------------------------------------------------- drawing
@@ -124,10 +146,10 @@ def figure_size(pos: Mapping[Any, tuple[float, float]], *, max_inches: float = 6
     return (min(max(w, 4.5), max_inches), min(max(h, 3.2), max_inches))
 
 
-def draw_nodes(ax: Axes, graph: TapeGraph, pos, *, targets=()) -> dict[Any, FancyBboxPatch]:
+def draw_nodes(ax: Axes, graph: TapeGraph, pos, *, targets=(), display=None) -> dict[Any, FancyBboxPatch]:
     """One rounded box per node, styled by kind; targets get a red border."""
     boxes = {}
-    for n, d in graph.nx.nodes(data=True):
+    for n, d in _nodes(graph, display):
         x, y = pos[n]
         style = KIND_STYLE.get(d["kind"], KIND_STYLE["op"])
         box = FancyBboxPatch(
@@ -138,35 +160,38 @@ def draw_nodes(ax: Axes, graph: TapeGraph, pos, *, targets=()) -> dict[Any, Fanc
         if n in targets:
             box.set_edgecolor(C_TARGET)
         box.set_gid(f"node-{n}")
-        ax.add_patch(box)
+        ax.add_artist(box)  # not add_patch: limits are set once, and autoscaling costs O(n) per patch
         boxes[n] = box
     return boxes
 
 
-def draw_node_labels(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT) -> dict[Any, tuple[Text, Text, Text]]:
+def draw_node_labels(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT,
+                     display=None) -> dict[Any, tuple[Text, Text, Text]]:
     """(title, subtitle, forward value) texts inside each box."""
     labels = {}
-    for n in graph.nx.nodes:
+    for n, _ in _nodes(graph, display):
         x, y = pos[n]
-        sub = node_subtitle(graph, n)
+        sub = node_subtitle(graph, n, display)
         top = y + BOX_H * (0.24 if sub else 0.15)
-        title = ax.text(x, top, _short(node_title(graph, n), 20), ha="center", va="center",
+        title = ax.text(x, top, _short(node_title(graph, n, display), 20), ha="center", va="center",
                         fontsize=fontsize, fontweight="bold", zorder=4)
         subtitle = ax.text(x, y + BOX_H * 0.02, sub, ha="center", va="center", fontsize=fontsize - 1,
                            color="#64748b", fontstyle="italic", zorder=4)
-        value = ax.text(x, y - BOX_H * 0.24, _short(node_value_text(graph, n), 28), ha="center", va="center",
+        value = ax.text(x, y - BOX_H * 0.24, _short(node_value_text(graph, n, display), 28), ha="center", va="center",
                         fontsize=fontsize - 0.5, color="#334155", zorder=4)
         labels[n] = (title, subtitle, value)
     return labels
 
 
-def draw_node_grads(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT) -> dict[Any, Text]:
+def draw_node_grads(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT, display=None) -> dict[Any, Text]:
     """The gradient reaching each node, under its box (empty until the flow fills it)."""
-    return {
-        n: ax.text(pos[n][0], pos[n][1] - BOX_H / 2 - 0.07, "", ha="center", va="top", fontsize=fontsize - 0.5,
-                   color=C_GRADTEXT, zorder=4)
-        for n in graph.nx.nodes
-    }
+    grads = {}
+    for n, _ in _nodes(graph, display):
+        t = ax.text(pos[n][0], pos[n][1] - BOX_H / 2 - 0.07, "", ha="center", va="top", fontsize=fontsize - 0.5,
+                    color=C_GRADTEXT, zorder=4)
+        t.set_gid(f"grad-{n}")
+        grads[n] = t
+    return grads
 
 
 def _routed_path(a, b, bends, shift: float) -> tuple[Path, tuple[float, float, str]]:
@@ -198,15 +223,16 @@ def _routed_path(a, b, bends, shift: float) -> tuple[Path, tuple[float, float, s
     return Path(verts, codes), (x0 - LABEL_PAD, y0, "right")
 
 
-def _edge_geometry(graph: TapeGraph, pos, routes=None):
+def _edge_geometry(graph: TapeGraph, pos, routes=None, display=None):
     """Per edge key: (start, end, arc3 rad, path or None, (label x, label y, label ha)).
 
     Edges with an entry in ``routes`` get a path through their bend points;
     the others are drawn straight (parallel ones fanned out as arcs).
     """
     geo = {}
-    for u, v in set(graph.nx.edges()):
-        keys = sorted(graph.nx[u][v], key=str)
+    g = display.nx if display is not None else graph.nx
+    for u, v in set(g.edges()):
+        keys = sorted(g[u][v], key=str)
         n = len(keys)
         (x0, y0), (x1, y1) = pos[u], pos[v]
         bends = routes.get((u, v)) if routes else None
@@ -228,15 +254,15 @@ def _edge_geometry(graph: TapeGraph, pos, routes=None):
     return geo
 
 
-def draw_edges(ax: Axes, graph: TapeGraph, pos, *, routes=None) -> dict[tuple, FancyArrowPatch]:
+def draw_edges(ax: Axes, graph: TapeGraph, pos, *, routes=None, display=None) -> dict[tuple, FancyArrowPatch]:
     """One arrow per edge, producer → consumer (the forward direction).
 
     With ``routes`` (from :func:`tapeviz.layout.layered_routes`) edges that span
     several layers follow their bend points around the boxes in between.
     """
     arrows = {}
-    geo = _edge_geometry(graph, pos, routes)
-    for u, v, k in graph.nx.edges(keys=True):
+    geo = _edge_geometry(graph, pos, routes, display)
+    for u, v, k in (display.nx if display is not None else graph.nx).edges(keys=True):
         a, b, rad, path, _ = geo[(u, v, k)]
         style = dict(arrowstyle="-|>", mutation_scale=10, lw=1.1, color=C_FORWARD, zorder=2)
         if path is not None:
@@ -244,19 +270,20 @@ def draw_edges(ax: Axes, graph: TapeGraph, pos, *, routes=None) -> dict[tuple, F
         else:
             arrow = FancyArrowPatch(a, b, connectionstyle=f"arc3,rad={rad}", shrinkA=0, shrinkB=0, **style)
         arrow.set_gid(f"edge-{u}-{v}-{k}")
-        ax.add_patch(arrow)
+        ax.add_artist(arrow)
         arrows[(u, v, k)] = arrow
     return arrows
 
 
-def draw_edge_labels(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT, routes=None) -> dict[tuple, Text]:
+def draw_edge_labels(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT, routes=None,
+                     display=None) -> dict[tuple, Text]:
     """A text on each edge for the gradient (or stop reason) it carries.
 
     Straight edges are labelled at their middle; routed ones on their last
     horizontal stretch, ending where it bends into the consumer.
     """
     texts = {}
-    for e, (*_, (mx, my, ha)) in _edge_geometry(graph, pos, routes).items():
+    for e, (*_, (mx, my, ha)) in _edge_geometry(graph, pos, routes, display).items():
         texts[e] = ax.text(mx, my, "", ha=ha, va="center", fontsize=fontsize - 1, zorder=5, color=C_GRADTEXT,
                            bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85))
     return texts
@@ -293,17 +320,25 @@ class GraphView:
     ``set_grad_overrides`` replaces the gradient texts of some nodes (e.g. clipped values)
     without touching the rest. Only texts and colours change; nothing is re-created.
 
+    Graphs with more than ``layout.COLLAPSE_THRESHOLD`` ops open with each layer (name
+    scope) collapsed into one box that shows its variables' gradient norms;
+    ``collapsed=`` picks layers by name (``True``/``False`` for all/none) and
+    :meth:`expanded` returns a view with some layers opened.
+
     Positions and edge routes come from ``layered_routes``: edges that skip layers run
     around the boxes in between. Given ``pos`` (and no ``routes``) every edge is drawn
     straight, as the caller's positions carry no routes.
     """
 
     def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, ax: Axes | None = None,
-                 pos=None, title: str | None = None, caption: str | None = None, routes=None):
+                 pos=None, title: str | None = None, caption: str | None = None, routes=None,
+                 collapsed="auto"):
         self.graph = graph
         self.flow = flow
+        self.display = collapse(graph.nx, collapsed if pos is None else False)
+        dg = self.display.nx
         if pos is None:
-            pos, computed = layered_routes(graph.nx)
+            pos, computed = layered_routes(dg)
             routes = computed if routes is None else routes
         self.pos = pos
         self.routes = routes or {}  # (u, v) -> bend points; edges not in it are drawn straight
@@ -315,24 +350,59 @@ class GraphView:
         ax = self.ax
         ax.set_axis_off()
         self._set_limits()
-        targets = flow.target_nodes if flow is not None else ()
-        kinds = [k for k in KIND_STYLE if any(d["kind"] == k for _, d in graph.nx.nodes(data=True))]
+        self.targets = {self.display.of[t] for t in flow.target_nodes} if flow is not None else set()
+        kinds = [k for k in KIND_STYLE if any(d["kind"] == k for _, d in dg.nodes(data=True))]
         reasons = sorted({r.reason for r in flow.edge_reason.values()}) if flow is not None else []
+        disp = self.display
         self.artists = Artists(
-            boxes=draw_nodes(ax, graph, self.pos, targets=targets),
-            labels=draw_node_labels(ax, graph, self.pos),
-            grads=draw_node_grads(ax, graph, self.pos),
-            arrows=draw_edges(ax, graph, self.pos, routes=self.routes),
-            edge_labels=draw_edge_labels(ax, graph, self.pos, routes=self.routes),
+            boxes=draw_nodes(ax, graph, self.pos, targets=self.targets, display=disp),
+            labels=draw_node_labels(ax, graph, self.pos, display=disp),
+            grads=draw_node_grads(ax, graph, self.pos, display=disp),
+            arrows=draw_edges(ax, graph, self.pos, routes=self.routes, display=disp),
+            edge_labels=draw_edge_labels(ax, graph, self.pos, routes=self.routes, display=disp),
             title=self.figure.suptitle(title or "", fontsize=FONT + 2, y=0.985),
             legend=draw_legend(self.figure, reasons, kinds),
         )
         self._custom_title = title
-        self.caption = self.figure.text(0.5, 0.935, caption or "", ha="center", va="top", fontsize=FONT + 0.5,
-                                        color="#334155")
+        self.caption = self.figure.text(0.5, 0.935, self._caption(caption), ha="center", va="top",
+                                        fontsize=FONT + 0.5, color="#334155")
         self.overrides: dict[Any, str] = {}
         self.step: int | None = None
         self.set_step(None)
+
+    def _caption(self, caption: str | None) -> str:
+        notes = [caption] if caption else []
+        if self.display.collapsed:
+            notes.append(f"{len(self.display.collapsed)} layers collapsed "
+                         f"({self.graph.nx.number_of_nodes()} nodes in all); expand them to see their ops")
+        budget = getattr(self.graph, "budget_note", None)
+        if budget:
+            notes.append(budget)
+        return "\n".join(notes)
+
+    @property
+    def layers(self) -> list[str]:
+        """Names of the layers this graph groups its ops into."""
+        return sorted({x for x in layer_groups(self.graph.nx).values() if x is not None})
+
+    def expanded(self, *layers: str) -> "GraphView":
+        """A new view with these layers opened (the others stay as they are)."""
+        unknown = set(layers) - set(self.layers)
+        if unknown:
+            raise ValueError(f"No layer named {sorted(unknown)}; layers are: {self.layers}")
+        view = GraphView(self.graph, self.flow, collapsed=self.display.collapsed - set(layers),
+                         title=self._custom_title)
+        view.overrides = dict(self.overrides)
+        view.set_step(self.step)
+        return view
+
+    def collapsed_view(self, *layers: str) -> "GraphView":
+        """A new view with these layers (all, when none are named) collapsed."""
+        chosen = set(layers) or set(self.layers)
+        view = GraphView(self.graph, self.flow, collapsed=self.display.collapsed | chosen, title=self._custom_title)
+        view.overrides = dict(self.overrides)
+        view.set_step(self.step)
+        return view
 
     def _set_limits(self) -> None:
         if not self.pos:
@@ -355,56 +425,89 @@ class GraphView:
         last = len(fl.steps) - 1
         k = last if step is None else max(0, min(int(step), last))
         self.step = None if step is None else k
-        active_node = fl.steps[k].node if step is not None else None
-        active_edges = set(fl.steps[k].edges) if step is not None else set()
+        disp = self.display
+        active_node = disp.of[fl.steps[k].node] if step is not None else None
+        active_edges = disp.display_edges_of(fl.steps[k].edges) if step is not None else set()
+        dg = disp.nx
         for e, arrow in a.arrows.items():
-            text = a.edge_labels[e]
-            stop = fl.edge_reason.get(e)
-            if stop is not None:
-                arrow.set_color(C_STOP)
-                arrow.set_linestyle(REASON_STYLE.get(stop.reason, "--"))
-                arrow.set_linewidth(1.2)
-                text.set_text(stop.reason)
-                text.set_color("#737373")
-                text.set_fontstyle("italic")
-                continue
-            arrived = fl.step_of(e[1]) is not None and fl.step_of(e[1]) <= k and e in fl._edge_grad
-            value = fl.edge_grad(*e) if arrived else None
-            arrow.set_linestyle("-")
-            if arrived:
-                arrow.set_color(C_BAD if _is_bad(value) else (C_ACTIVE if e in active_edges else C_GRAD))
-                arrow.set_linewidth(3.0 if e in active_edges else 1.8)
-                text.set_text(format_value(value))
-                text.set_color(C_BAD if _is_bad(value) else C_GRADTEXT)
-            else:
-                arrow.set_color(C_FORWARD)
-                arrow.set_linewidth(1.1)
-                text.set_text("")
+            self._style_edge(e, dg.edges[e]["members"], arrow, a.edge_labels[e], k, e in active_edges)
         for n, box in a.boxes.items():
-            s = fl.step_of(n)
-            if n in self.overrides:
-                a.grads[n].set_text(self.overrides[n])
-                a.grads[n].set_color(C_GRADTEXT)
-            elif s is not None and s <= k:
-                value = fl.steps[s].grad if n not in fl.target_nodes else fl.steps[0].grad
-                if fl.graph.nx.nodes[n]["kind"] == "variable" or step is None:
-                    value = fl.grad(n) if n not in fl.target_nodes else value
-                a.grads[n].set_text(grad_text(value if not isinstance(value, list) else value[0]))
-                a.grads[n].set_color(C_BAD if _is_bad(value) else C_GRADTEXT)
-            elif n in fl.node_reason and step is None and fl.graph.nx.nodes[n]["kind"] in ("variable", "watched", "input"):
-                a.grads[n].set_text("∂ None")
-                a.grads[n].set_color("#737373")
-            else:
-                a.grads[n].set_text("")
-            box.set_linewidth(2.6 if n in fl.target_nodes else 1.1)
+            kind = dg.nodes[n]["kind"]
+            text, color = self._node_grad_text(n, kind, k, step is None)
+            a.grads[n].set_text(text)
+            a.grads[n].set_color(color)
             if n == active_node:
                 box.set_edgecolor(C_ACTIVE)
                 box.set_linewidth(3.4)
-            elif n in fl.target_nodes:
+            elif n in self.targets:
                 box.set_edgecolor(C_TARGET)
+                box.set_linewidth(2.6)
             else:
-                box.set_edgecolor(KIND_STYLE.get(fl.graph.nx.nodes[n]["kind"], KIND_STYLE["op"])["ec"])
+                box.set_edgecolor(KIND_STYLE.get(kind, KIND_STYLE["op"])["ec"])
+                box.set_linewidth(1.1)
         a.title.set_text(self._custom_title or self._step_title(k, step is None))
+
+    def _arrived(self, e, k: int) -> bool:
+        s = self.flow.step_of(e[1])
+        return s is not None and s <= k and e in self.flow._edge_grad
+
+    def _style_edge(self, e, members, arrow, text, k: int, active: bool) -> None:
+        fl = self.flow
+        stops = [fl.edge_reason.get(m) for m in members]
+        if all(r is not None for r in stops):
+            arrow.set_color(C_STOP)
+            arrow.set_linestyle(REASON_STYLE.get(stops[0].reason, "--"))
+            arrow.set_linewidth(1.2)
+            text.set_text(stops[0].reason if len(members) == 1 else f"{stops[0].reason} ({len(members)})")
+            text.set_color("#737373")
+            text.set_fontstyle("italic")
+            return
+        carried = [m for m in members if self._arrived(m, k)]
+        arrow.set_linestyle("-")
+        text.set_fontstyle("normal")
+        if not carried:
+            arrow.set_color(C_FORWARD)
+            arrow.set_linewidth(1.1)
+            text.set_text("")
+            return
+        values = [fl.edge_grad(*m) for m in carried]
+        bad = any(_is_bad(v) for v in values)
+        arrow.set_color(C_BAD if bad else (C_ACTIVE if active else C_GRAD))
+        arrow.set_linewidth(3.0 if active else 1.8)
+        text.set_text(format_value(values[0]) if len(values) == 1 else f"{len(values)} gradients")
+        text.set_color(C_BAD if bad else C_GRADTEXT)
+
+    def _node_grad_text(self, n, kind: str, k: int, finished: bool) -> tuple[str, str]:
+        fl = self.flow
+        g = self.graph
+        if kind == "layer":
+            parts, bad = [], False
+            for m in self.display.members[n]:
+                if g.nx.nodes[m]["kind"] != "variable":
+                    continue
+                name = g.nx.nodes[m]["name"].split("/")[-1]
+                if m in self.overrides:
+                    parts.append(f"{name} {self.overrides[m].removeprefix('∂ ')}")
+                    continue
+                s = fl.step_of(m)
+                if s is None or s > k:
+                    continue
+                value = fl.grad(m)
+                bad = bad or _is_bad(value)
+                parts.append(f"{name} {_norm_text(value)}")
+            return ("∂‖·‖ " + " · ".join(parts) if parts else ""), (C_BAD if bad else C_GRADTEXT)
+        if n in self.overrides:
+            return self.overrides[n], C_GRADTEXT
+        s = fl.step_of(n)
+        if s is not None and s <= k:
+            value = fl.steps[s].grad if n not in fl.target_nodes else fl.steps[0].grad
+            if kind == "variable" or finished:
+                value = fl.grad(n) if n not in fl.target_nodes else value
+            value = value if not isinstance(value, list) else value[0]
+            return grad_text(value), (C_BAD if _is_bad(value) else C_GRADTEXT)
+        if n in fl.node_reason and finished and kind in ("variable", "watched", "input"):
+            return "∂ None", "#737373"
+        return "", C_GRADTEXT
 
     def _step_title(self, k: int, finished: bool) -> str:
         fl = self.flow
