@@ -22,6 +22,7 @@ from . import clipping
 from .diagnose import explain_flow
 from .flow import GradientFlow
 from .graph import TapeGraph, format_value
+from .layout import collapse, layer_groups
 from .render import GraphView
 
 CSS = """
@@ -88,6 +89,11 @@ class Explorer(W.VBox):
         c["lr"] = W.FloatSlider(value=0.01, min=0.0, max=1.0, step=0.001, readout_format=".3f",
                                 description="lr", continuous_update=True).add_class("tv-lr")
         c["node"] = W.Dropdown(options=self._node_options(), description="inspect").add_class("tv-node")
+        layers = sorted({x for x in layer_groups(graph.nx).values() if x is not None})
+        self._collapsed = set(collapse(graph.nx, "auto").collapsed)
+        if layers:
+            c["layers"] = W.SelectMultiple(options=layers, value=[x for x in layers if x not in self._collapsed],
+                                           description="expanded", rows=min(6, len(layers))).add_class("tv-layers")
         self.controls = c
 
         self.canvas = W.HTML(layout=W.Layout(overflow="auto")).add_class("tv-canvas")
@@ -103,6 +109,8 @@ class Explorer(W.VBox):
         for k in ("clip", "clip_norm", "clip_value", "lr"):
             c[k].observe(lambda ch: self._on_clip(), names="value")
         c["node"].observe(lambda ch: self._show_inspector(), names="value")
+        if "layers" in c:
+            c["layers"].observe(lambda ch: self._on_layers(), names="value")
 
         top = [c[k] for k in ("target",) if k in c] + [c["clip"], c["clip_norm"], c["clip_value"], c["lr"]]
         self.children = [
@@ -112,7 +120,7 @@ class Explorer(W.VBox):
             W.HBox(top[:3]),
             W.HBox(top[3:]),
             self.message,
-            W.HBox([self.panel, W.VBox([c["node"], self.inspector])]),
+            W.HBox([self.panel, W.VBox([c[k] for k in ("node", "layers") if k in c] + [self.inspector])]),
         ]
         self._report: clipping.ClipReport | None = None
         self._on_target()
@@ -133,8 +141,15 @@ class Explorer(W.VBox):
     def view(self) -> GraphView:
         name = self.target_name
         if name not in self._views:
-            self._views[name] = GraphView(self.graph, self.flow)
+            self._views[name] = GraphView(self.graph, self.flow, collapsed=self._collapsed)
         return self._views[name]
+
+    def _on_layers(self) -> None:
+        """Expanding or collapsing layers changes the picture's structure: new views."""
+        c = self.controls["layers"]
+        self._collapsed = set(c.options) - set(c.value)
+        self._views.clear()
+        self._on_view()
 
     def _variables(self) -> dict[str, Any]:
         return {d["name"]: n for n, d in self.graph.nx.nodes(data=True) if d["kind"] == "variable"}
