@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS='-k smoke -x'`.
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test bench
+.PHONY: venv demo export test bench
 
 venv: $(STAMP)
 
@@ -18,8 +18,14 @@ $(STAMP): pyproject.toml
 	$(VPY) -m pip install -e '.[cpu,test]'
 	@touch $(STAMP)
 
+# Opens the teaching notebooks in JupyterLab (prints the URL; a browser opens when there
+# is a display). Stop with Ctrl+C.
 demo: venv
 	$(VENV)/bin/tapeviz demo
+
+# Every built-in example as PNG/SVG/GIF in out/demo (no Jupyter needed).
+export: venv
+	$(VENV)/bin/tapeviz demo --export
 
 # Browser tests (marker `browser`) run too. `--dist loadgroup` is meant to keep them
 # on one worker (one JupyterLab + one Chromium per run; tests/conftest.py marks them

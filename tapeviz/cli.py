@@ -1,10 +1,19 @@
-"""The `tapeviz` command: list the built-in examples, export their pictures, run the demo."""
+"""The `tapeviz` command: list the built-in examples, export their pictures, run the demo.
+
+``tapeviz demo`` opens the teaching notebooks in JupyterLab; ``tapeviz demo --export``
+writes every example as PNG/SVG/GIF instead (no Jupyter needed).
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import signal
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +53,159 @@ def export_all(out: Path, formats=("png", "svg", "gif")) -> list[Path]:
     return written
 
 
+# ----------------------------------------------------------------------------- demo: JupyterLab
+
+#: The teaching notebooks of a source checkout (not part of an installed wheel).
+REPO_NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def has_display() -> bool:
+    """Whether a browser window could be opened here."""
+    if sys.platform in ("win32", "darwin"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_port(preferred: int = 8888, tries: int = 50) -> int:
+    """``preferred`` or the next free port after it; any free port as a last resort."""
+    for port in range(preferred, preferred + tries):
+        if _port_free(port):
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def prepare_workdir(source: Path, workdir: Path) -> list[Path]:
+    """Copy the notebooks (and their images) into ``workdir``, keeping copies already there.
+
+    The server runs on the copies: JupyterLab autosaves outputs into the notebooks it
+    serves, and the originals are kept output-free. Returns the files copied now.
+    """
+    copied = []
+    workdir.mkdir(parents=True, exist_ok=True)
+    for src in sorted(source.rglob("*")):
+        rel = src.relative_to(source)
+        if not src.is_file() or any(part.startswith(".") for part in rel.parts):
+            continue
+        dst = workdir / rel
+        if dst.exists():
+            continue  # the student's copy, maybe edited: never overwritten
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+        copied.append(dst)
+    return copied
+
+
+def _wait_ready(proc: subprocess.Popen, url: str, timeout: float) -> bool:
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return True
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.25)
+    return False
+
+
+def run_jupyterlab(args) -> int:
+    """Serve the notebooks with JupyterLab until Ctrl+C (or SIGTERM)."""
+    import importlib.util
+    import secrets
+
+    if importlib.util.find_spec("jupyterlab") is None:
+        print("tapeviz demo: JupyterLab is not installed. Install it with pip install 'tapeviz[notebook]', "
+              "or run `tapeviz demo --export` for pictures only.", file=sys.stderr)
+        return 2
+    source = Path(args.notebooks).expanduser() if args.notebooks else REPO_NOTEBOOKS
+    if not source.is_dir() or not any(source.glob("*.ipynb")):
+        print(f"tapeviz demo: no notebooks in {source}. The notebooks ship with the source checkout; "
+              "pass --notebooks DIR, or run `tapeviz demo --export` for pictures only.", file=sys.stderr)
+        return 2
+    if args.in_place:
+        served = source.resolve()
+    else:
+        served = Path(args.workdir).expanduser().resolve()
+        copied = prepare_workdir(source, served)
+        kept = len([p for p in served.glob("*.ipynb")]) - len([p for p in copied if p.suffix == ".ipynb"])
+        note = f" ({kept} kept from an earlier run; delete the folder for fresh copies)" if kept else ""
+        print(f"tapeviz demo: working copies of {source} in {served}{note}", flush=True)
+
+    port = args.port or pick_port()
+    token = secrets.token_hex(24)
+    cmd = [
+        sys.executable, "-m", "jupyterlab",
+        f"--notebook-dir={served}",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--ServerApp.allow_root=True")  # containers often run as root; Jupyter refuses otherwise
+    # Own session: Ctrl+C reaches only us, and we stop the server cleanly (no y/n prompt).
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=(os.name == "posix"))
+
+    def _stop(signum, frame):  # SIGTERM / SIGHUP: stop the server too
+        raise KeyboardInterrupt
+
+    previous = {}
+    for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            previous[sig] = signal.signal(sig, _stop)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        if not _wait_ready(proc, f"{base}/api/status?token={token}", args.timeout):
+            code = proc.poll()
+            print(f"tapeviz demo: JupyterLab did not start"
+                  f"{f' (exit code {code})' if code is not None else f' within {args.timeout:.0f} s'}.",
+                  file=sys.stderr)
+            return 1
+        url = f"{base}/lab?token={token}"
+        print(f"tapeviz demo: JupyterLab is running. Open this URL:\n\n    {url}\n\n"
+              f"Start with 01_basics.ipynb. Stop with Ctrl+C.", flush=True)
+        if not args.no_browser and has_display():
+            import webbrowser
+
+            webbrowser.open(f"{base}/lab/tree/01_basics.ipynb?token={token}")
+        return proc.wait() or 0
+    except KeyboardInterrupt:
+        print("\ntapeviz demo: stopping JupyterLab", file=sys.stderr, flush=True)
+        return 0
+    finally:
+        _terminate(proc)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _terminate(proc: subprocess.Popen, timeout: float = 20.0) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()  # SIGTERM: the server shuts its kernels down and exits
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tapeviz", description="See what tf.GradientTape records.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -52,8 +214,20 @@ def main(argv: list[str] | None = None) -> int:
     p_exp.add_argument("name")
     p_exp.add_argument("-o", "--output", required=True, help="FILE.png, FILE.svg or FILE.gif")
     p_exp.add_argument("--step", type=int, default=None, help="backward step to show (default: finished)")
-    p_demo = sub.add_parser("demo", help="export every example as PNG/SVG/GIF into a folder")
-    p_demo.add_argument("--out", default="out/demo", help="folder to write into (default: out/demo)")
+    p_demo = sub.add_parser(
+        "demo", help="open the teaching notebooks in JupyterLab (--export: write every example as PNG/SVG/GIF)")
+    p_demo.add_argument("--export", action="store_true",
+                        help="write every example as PNG/SVG/GIF into --out instead of starting JupyterLab")
+    p_demo.add_argument("--out", default=None, help="--export folder (default: out/demo); implies --export")
+    p_demo.add_argument("--notebooks", default=None, help="notebooks to serve (default: the checkout's notebooks/)")
+    p_demo.add_argument("--workdir", default="out/notebooks",
+                        help="where the server's working copies live (default: out/notebooks); "
+                             "copies already there are kept")
+    p_demo.add_argument("--in-place", action="store_true",
+                        help="serve the notebooks themselves, not copies (outputs get saved into them)")
+    p_demo.add_argument("--port", type=int, default=0, help="port (default: 8888 or the next free one)")
+    p_demo.add_argument("--no-browser", action="store_true", help="only print the URL, even with a display")
+    p_demo.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for JupyterLab to start")
     args = parser.parse_args(argv)
 
     if args.command == "examples":
@@ -77,7 +251,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {path}")
         return 0
     if args.command == "demo":
-        out = Path(args.out).resolve()
+        if not (args.export or args.out):
+            return run_jupyterlab(args)
+        out = Path(args.out or "out/demo").resolve()
         written = export_all(out)
         print(f"tapeviz demo: wrote {len(written)} files for {len(written) // 3} examples into {out}")
         return 0

@@ -1,0 +1,230 @@
+"""Key press -> new picture, measured in a real JupyterLab + headless Chromium.
+
+Starts a JupyterLab on a temp copy of notebooks/ and Debian's Chromium with the test
+harness (tests/browser.py, no pytest), opens a notebook, runs all cells, switches the clip
+menu to by_norm, then presses arrow keys on two sliders of the Explorer:
+
+- step       (``.tv-step .noUi-handle``): kernel moves the backward pass one step;
+- clip_norm  (``.tv-clip-norm .noUi-handle``): kernel recomputes the clipping (TF) and the
+  clipped values drawn under each variable.
+
+Latency is measured inside the page: a capture-phase ``keydown`` listener stamps
+``performance.now()``; a MutationObserver on the canvas stamps the first DOM change after
+it (the new SVG is in the document), a ``requestAnimationFrame`` callback queued from
+there stamps the next frame (the headline number), and a task posted from that callback
+stamps "after paint" (the frame that lays out and paints the new SVG has finished). To split the total, the kernel's side is timed too: through a
+second client on the notebook's kernel (jupyter_client) the Explorer's callbacks are
+wrapped with timers (``_on_view``, ``_on_clip``, and ``_svg`` = matplotlib ``savefig`` to
+SVG), so "rest" = total - kernel callback = comm + widget manager + DOM + layout.
+
+Run:  .venv/bin/python bench/bench_browser.py [--notebook 08_clipping_in_training.ipynb] [--presses 26]
+Prints markdown tables.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+import browser as B  # noqa: E402  (tests/browser.py: the harness)
+
+EXPLORER = f"{B.SEL_PANEL} .tv-explorer"
+
+_INSTALL_JS = r"""
+(explorerSel) => {
+  const root = document.querySelector(explorerSel);
+  const canvas = root.querySelector('.tv-canvas');
+  const L = window.__tvLat = {armed: false, t0: 0, mut: [], frame: [], paint: [], keys: 0};
+  const chan = new MessageChannel();  // a task queued after the frame = after its paint
+  let pending = null;
+  chan.port1.onmessage = () => { if (pending !== null) { L.paint.push(performance.now() - pending); pending = null; } };
+  document.addEventListener('keydown', (e) => {
+    if (!(e.target && e.target.closest && e.target.closest(explorerSel + ' .noUi-handle'))) return;
+    L.keys += 1;
+    L.armed = true;
+    L.t0 = performance.now();
+  }, true);
+  const obs = new MutationObserver(() => {
+    if (!L.armed) return;
+    L.armed = false;
+    const t0 = L.t0;
+    L.mut.push(performance.now() - t0);
+    requestAnimationFrame(() => {
+      L.frame.push(performance.now() - t0);
+      pending = t0;
+      chan.port2.postMessage(0);
+    });
+  });
+  obs.observe(canvas, {subtree: true, childList: true, characterData: true, attributes: true});
+  return true;
+}
+"""
+
+# Runs in the notebook's kernel (a second client), around the Explorer instance `ex`.
+_KERNEL_WRAP = r"""
+import time as _tvb_time
+_tvb = {"_on_view": [], "_on_clip": [], "_svg": []}
+def _tvb_wrap(obj, name):
+    f = getattr(type(obj), name).__get__(obj)
+    def timed(*a, **k):
+        t = _tvb_time.perf_counter()
+        try:
+            return f(*a, **k)
+        finally:
+            _tvb[name].append(_tvb_time.perf_counter() - t)
+    setattr(obj, name, timed)
+for _n in _tvb:
+    _tvb_wrap(ex, _n)
+print(len(ex.canvas.value))
+"""
+
+
+def pct(values, q):
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    k = (len(values) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def kernel_client(lab):
+    from jupyter_client import BlockingKernelClient
+
+    kernels = lab.api("api/kernels")
+    if len(kernels) != 1:
+        raise RuntimeError(f"expected one kernel, found {len(kernels)}")
+    cf = lab.state_dir / "runtime" / f"kernel-{kernels[0]['id']}.json"
+    kc = BlockingKernelClient(connection_file=str(cf))
+    kc.load_connection_file()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=30)
+    return kc
+
+
+def kernel_eval(kc, code: str) -> str:
+    out = []
+
+    def hook(msg):
+        if msg["msg_type"] == "stream":
+            out.append(msg["content"]["text"])
+        elif msg["msg_type"] == "error":
+            out.append("\n".join(msg["content"]["traceback"]))
+
+    reply = kc.execute_interactive(code, output_hook=hook, timeout=60)
+    if reply["content"]["status"] != "ok":
+        raise RuntimeError("kernel code failed:\n" + "".join(out))
+    return "".join(out)
+
+
+def press_series(page, handle, keys, settle_s: float):
+    """Press each key, wait for the canvas to change; return (mutation, frame, paint ms lists, misses)."""
+    page.evaluate("() => { const L = window.__tvLat; L.mut.length = L.frame.length = L.paint.length = 0; L.armed = false; }")
+    misses = 0
+    for key in keys:
+        n = page.evaluate("() => window.__tvLat.paint.length")
+        handle.press(key)
+        try:
+            page.wait_for_function("n => window.__tvLat.paint.length > n", arg=n, timeout=10_000, polling=10)
+        except Exception:  # no visible change for this key (should not happen)
+            misses += 1
+            page.evaluate("() => { window.__tvLat.armed = false; }")
+        time.sleep(settle_s)  # let the kernel go idle: each press is measured alone
+    lat = page.evaluate("() => ({mut: window.__tvLat.mut.slice(), frame: window.__tvLat.frame.slice(), paint: window.__tvLat.paint.slice()})")
+    return lat["mut"], lat["frame"], lat["paint"], misses
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--notebook", default="08_clipping_in_training.ipynb")
+    ap.add_argument("--presses", type=int, default=26, help="key presses per slider (>= 20)")
+    ap.add_argument("--settle", type=float, default=0.25, help="pause after each change (s)")
+    ap.add_argument("--json", type=Path, default=None, help="also write raw numbers here")
+    args = ap.parse_args(argv)
+    missing = B.missing_requirements()
+    if missing:  # `make bench` runs every bench: skip, do not fail, on a machine without a browser
+        print("bench_browser skipped, missing:", "; ".join(missing))
+        return 0
+
+    from playwright.sync_api import sync_playwright
+
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="tapeviz-bench-") as tmp, \
+            B.running_jupyterlab(Path(tmp)) as lab, sync_playwright() as pw:
+        browser = B.launch_chromium(pw)
+        try:
+            page = B.new_page(browser)
+            B.open_notebook(page, lab, args.notebook)
+            run_s = B.run_all(page)
+            page.locator(f"{EXPLORER} .tv-canvas svg").wait_for()
+            page.locator(EXPLORER).scroll_into_view_if_needed()
+            page.locator(f"{EXPLORER} .tv-clip-mode select").select_option("by_norm")
+            clip = page.locator(f"{EXPLORER} .tv-clip-norm .noUi-handle")
+            clip.wait_for(state="visible")
+            time.sleep(1.0)
+            page.evaluate(_INSTALL_JS, EXPLORER)
+
+            kc = kernel_client(lab)
+            try:
+                svg_chars = int(kernel_eval(kc, _KERNEL_WRAP).strip() or 0)
+                step = page.locator(f"{EXPLORER} .tv-step .noUi-handle")
+                n_steps = int(step.get_attribute("aria-valuemax").split(".")[0])
+                half = args.presses // 2
+                # step: walk back from the finished pass and forward again (never past the ends)
+                back = min(half, n_steps)
+                step_keys = (["ArrowLeft"] * back + ["ArrowRight"] * back) * -(-args.presses // (2 * back))
+                step_keys = step_keys[: max(args.presses, 20)]
+                kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
+                results["step"] = press_series(page, step, step_keys, args.settle)
+                k_step = json.loads(kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
+                # clip_norm: down by 0.01 per key and back up; every value below the largest norm clips
+                clip_keys = ["ArrowLeft"] * half + ["ArrowRight"] * (max(args.presses, 20) - half)
+                kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
+                results["clip_norm"] = press_series(page, clip, clip_keys, args.settle)
+                k_clip = json.loads(kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
+            finally:
+                kc.stop_channels()
+            B.screenshot(page, "bench_browser_last")
+        finally:
+            browser.close()
+
+    def ms(v):
+        return f"{v:.0f}"
+
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+    print(f"\n### Explorer latency, {args.notebook} (run all {run_s:.1f} s, canvas SVG {svg_chars / 1024:.0f} KiB, "
+          f"{os.cpu_count()} CPUs, load average {load})\n")
+    print("| slider | presses | key → SVG in DOM, median / p95 | **key → next frame, median** | **p95** "
+          "| key → after paint, median / p95 | misses |")
+    print("|---|---|---|---|---|---|---|")
+    for name, (mut, frame, paint, misses) in results.items():
+        print(f"| {name} | {len(frame)} | {ms(statistics.median(mut))} / {ms(pct(mut, 0.95))} ms "
+              f"| **{ms(statistics.median(frame))} ms** | **{ms(pct(frame, 0.95))} ms** "
+              f"| {ms(statistics.median(paint))} / {ms(pct(paint, 0.95))} ms | {misses} |")
+
+    print("\n### Where the time goes (kernel callbacks timed inside the kernel, per key press)\n")
+    print("| slider | kernel callback, median | of which savefig SVG | p95 callback "
+          "| rest = next frame − callback (comm + widgets + DOM), median |")
+    print("|---|---|---|---|---|")
+    for name, k in (("step", k_step), ("clip_norm", k_clip)):
+        handler = k["_on_view"] if name == "step" else k["_on_clip"]
+        frame = results[name][1]
+        med_h = statistics.median(handler) * 1000 if handler else float("nan")
+        med_svg = statistics.median(k["_svg"]) * 1000 if k["_svg"] else float("nan")
+        print(f"| {name} | {ms(med_h)} ms | {ms(med_svg)} ms | {ms(pct([h * 1000 for h in handler], 0.95))} ms | "
+              f"{ms(statistics.median(frame) - med_h)} ms |")
+    if args.json:
+        args.json.write_text(json.dumps({"browser": results, "kernel": {"step": k_step, "clip_norm": k_clip}}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""The Explorer in a real JupyterLab, driven like a student drives it: keyboard on the
+sliders, the clip menu, the target menu. What the page shows is checked against numbers
+TensorFlow computes in this test process (tf.clip_by_norm on the same gradients).
+
+Waits use Playwright's retrying expectations; nothing here asserts how long anything took.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import re
+
+import pytest
+
+from browser import SEL_PANEL, open_notebook, run_all, screenshot
+
+pytestmark = pytest.mark.browser
+
+EXPLORER = f"{SEL_PANEL} .tv-explorer"
+CANVAS = f"{EXPLORER} .tv-canvas"
+PANEL = f"{EXPLORER} .tv-panel"
+
+# The canvas's SVG markup, and the figure title (render.py's step title) among its texts.
+_SVG_JS = "sel => { const s = document.querySelector(sel + ' svg'); return s ? s.outerHTML : null; }"
+_TITLE_JS = r"""
+sel => {
+  const texts = Array.from(document.querySelectorAll(sel + ' svg text')).map(t => (t.textContent || '').trim());
+  return texts.find(t => /^(Step \d+\/\d+|Backward pass)/.test(t)) || null;
+}
+"""
+_CHANGED_JS = "([sel, old]) => { const s = document.querySelector(sel + ' svg'); return !!s && s.outerHTML !== old; }"
+
+
+def _svg(page) -> str:
+    return page.evaluate(_SVG_JS, CANVAS)
+
+
+def _title(page) -> str | None:
+    return page.evaluate(_TITLE_JS, CANVAS)
+
+
+def _wait_svg_changed(page, old: str) -> str:
+    page.wait_for_function(_CHANGED_JS, arg=[CANVAS, old], polling=50)
+    return _svg(page)
+
+
+def _wait_title_changed(page, old: str) -> str:
+    js = "([sel, old]) => { const t = (" + _TITLE_JS + ")(sel); return t !== null && t !== old; }"
+    page.wait_for_function(js, arg=[CANVAS, old], polling=50)
+    return _title(page)
+
+
+def value_text_of(x: float) -> str:
+    """How the slider handle spells a value in aria-valuetext (0.3 -> "0.3")."""
+    return f"{round(x, 6):g}"
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"  # the panel's format
+
+
+@functools.lru_cache(maxsize=1)
+def _notebook_08_gradients():
+    """The 08 notebook's gradients, recomputed in this process: tapeviz.examples runs the same
+    model, batch and loss (the notebook's cells and examples.clip_in_training are the same code)."""
+    from tapeviz import examples
+
+    return tuple(g.numpy() for g in examples.clip_in_training().extra["gradients"])
+
+
+def _expected_norms(clip_norm: float):
+    """(raw norms, norms after tf.clip_by_norm(g, clip_norm)), both computed by TF."""
+    import tensorflow as tf
+
+    grads = [tf.constant(g) for g in _notebook_08_gradients()]
+    raw = [float(tf.norm(g)) for g in grads]
+    clipped = [float(tf.norm(tf.clip_by_norm(g, clip_norm))) for g in grads]
+    return raw, clipped
+
+
+def _panel_norms(page) -> list[tuple[str, str]]:
+    """[(before, after)] for each variable row of the clipping panel."""
+    cells = page.locator(f"{PANEL} td.tv-norm").all_inner_texts()
+    out = []
+    for text in cells:
+        before, _, after = text.partition("→")
+        out.append((before.strip(), after.strip()))
+    return out
+
+
+def _open_explorer(page, lab, notebook: str):
+    from playwright.sync_api import expect
+
+    open_notebook(page, lab, notebook)
+    run_all(page)
+    explorer = page.locator(EXPLORER)
+    expect(explorer).to_be_visible()
+    expect(page.locator(f"{CANVAS} svg")).to_be_visible()
+    explorer.scroll_into_view_if_needed()
+    return explorer
+
+
+def test_clip_norm_slider_and_step_slider(jupyterlab, page):
+    from playwright.sync_api import expect
+
+    from tapeviz.render import C_ACTIVE
+
+    _open_explorer(page, jupyterlab, "08_clipping_in_training.ipynb")
+    svg0 = _svg(page)
+    assert svg0 and "<text" in svg0
+
+    # -- clip mode: none -> by_norm (the notebook set clip_norm to 0.3) -------------------
+    page.locator(f"{EXPLORER} .tv-clip-mode select").select_option("by_norm")
+    handle = page.locator(f"{EXPLORER} .tv-clip-norm .noUi-handle")
+    expect(handle).to_be_visible()  # shown only for by_norm / by_global_norm
+    start = float(handle.get_attribute("aria-valuetext"))
+    raw, clipped = _expected_norms(start)
+    after_cells = page.locator(f"{PANEL} b.tv-clipped-norm")
+    expect(after_cells).to_have_text([_fmt(c) for c in clipped])
+    svg1 = _wait_svg_changed(page, svg0)  # clipped values appear under the variables
+    screenshot(page, "explorer_08_by_norm")
+
+    # -- clip_norm slider with the keyboard -------------------------------------------
+    for _ in range(3):
+        handle.press("ArrowLeft")  # one slider step (0.01) each
+    expect(handle).to_have_attribute("aria-valuetext", value_text_of(start - 0.03))
+    clip_norm = float(handle.get_attribute("aria-valuetext"))
+    raw, clipped = _expected_norms(clip_norm)
+    assert any(c < r for c, r in zip(clipped, raw)), "the test needs a clip_norm that actually clips"
+
+    # (b) the panel's clipped norms are what tf.clip_by_norm gives for the slider's value
+    expect(after_cells).to_have_text([_fmt(c) for c in clipped])
+    norms = _panel_norms(page)
+    assert [b for b, _ in norms] == [_fmt(r) for r in raw], "the page shows other gradients than TF computed here"
+    for (before, after), r, c in zip(norms, raw, clipped):
+        assert float(after) == pytest.approx(min(r, clip_norm), rel=1e-3)
+    gn_text = page.locator(f"{PANEL} b.tv-global-norm").inner_text()
+    assert float(gn_text) == pytest.approx(math.sqrt(sum(c * c for c in clipped)), rel=1e-3)
+
+    # (a) the canvas changed, and a variable's gradient text now reads "raw → clipped" with the
+    # new clip_norm as the clipped norm (the first kernel's norm, 0.41, is above every value here)
+    _wait_svg_changed(page, svg1)
+    page.wait_for_function(
+        """([sel, v]) => Array.from(document.querySelectorAll(sel + ' svg text'))
+             .some(t => { const s = t.textContent.split('→'); return s.length === 2 && s[1].includes(v); })""",
+        arg=[CANVAS, f"{clip_norm:g}"], polling=50,
+    )
+    svg2 = _svg(page)
+    screenshot(page, "explorer_08_clip_norm_moved")
+
+    # -- step slider: back one step from the finished pass ----------------------------
+    step = page.locator(f"{EXPLORER} .tv-step .noUi-handle")
+    last = int(step.get_attribute("aria-valuetext"))
+    title_before = _title(page)
+    assert title_before and title_before.startswith("Backward pass"), title_before
+    assert C_ACTIVE not in svg2, "nothing is highlighted once the pass is finished"
+    step.press("ArrowLeft")
+    expect(step).to_have_attribute("aria-valuetext", str(last - 1))
+    _wait_svg_changed(page, svg2)
+    title_after = _wait_title_changed(page, title_before)
+    assert re.match(rf"Step {last - 1}/{last - 1}\b", title_after), title_after
+    assert C_ACTIVE in _svg(page), "the active step is highlighted in amber"
+    screenshot(page, "explorer_08_step_back")
+
+
+def test_target_menu_switches_the_backward_pass(jupyterlab, page):
+    from playwright.sync_api import expect
+
+    _open_explorer(page, jupyterlab, "04_persistent_tape.ipynb")
+    title = _title(page)
+    assert title and "f1" in title, title
+    svg0 = _svg(page)
+    page.locator(f"{EXPLORER} .tv-target select").select_option("f2")
+    _wait_svg_changed(page, svg0)
+    _wait_title_changed(page, title)
+    assert "f2" in _title(page)
+    # x's gradient in the panel is now df2/dx = y = 4 (TF printed 4.0 in the notebook)
+    x_row = page.locator(f"{PANEL} td.tv-norm[data-var='x']")
+    expect(x_row).to_contain_text("4 →")
+    screenshot(page, "explorer_04_target_f2")
