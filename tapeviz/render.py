@@ -302,6 +302,18 @@ def draw_legend(fig: Figure, reasons=(), kinds=()) -> Any:
 # --------------------------------------------------------------------------- the view
 
 
+class TapeFigure(Figure):
+    """A Figure that shows itself in Jupyter without ``%matplotlib inline`` or pyplot
+    (pyplot-free figures otherwise display as their text repr)."""
+
+    def _repr_png_(self) -> bytes:
+        import io
+
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", dpi=self.dpi)
+        return buf.getvalue()
+
+
 @dataclass
 class Artists:
     boxes: dict
@@ -343,7 +355,7 @@ class GraphView:
         self.pos = pos
         self.routes = routes or {}  # (u, v) -> bend points; edges not in it are drawn straight
         if ax is None:
-            self.figure = Figure(figsize=figure_size(self.pos, routes=self.routes), dpi=100)
+            self.figure = TapeFigure(figsize=figure_size(self.pos, routes=self.routes), dpi=100)
             self.ax = self.figure.add_axes((0.01, 0.09, 0.98, 0.82))
         else:
             self.ax, self.figure = ax, ax.figure

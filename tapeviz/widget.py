@@ -123,6 +123,7 @@ class Explorer(W.VBox):
             W.HBox([self.panel, W.VBox([c[k] for k in ("node", "layers") if k in c] + [self.inspector])]),
         ]
         self._report: clipping.ClipReport | None = None
+        self._frames: dict = {}  # picture cache, see _on_view
         self._on_target()
 
     # -- state ---------------------------------------------------------------------
@@ -149,7 +150,7 @@ class Explorer(W.VBox):
         c = self.controls["layers"]
         self._collapsed = set(c.options) - set(c.value)
         self._views.clear()
-        self._on_view()
+        self._on_view()  # the cache key includes the layers, so old pictures stay valid
 
     def _variables(self) -> dict[str, Any]:
         return {d["name"]: n for n, d in self.graph.nx.nodes(data=True) if d["kind"] == "variable"}
@@ -183,6 +184,7 @@ class Explorer(W.VBox):
                 w.max = n  # the last position shows the finished pass
                 w.value = n
         self._on_clip()
+        self._show_inspector()
 
     @contextmanager
     def _quiet(self):
@@ -205,7 +207,6 @@ class Explorer(W.VBox):
             return
         self.panel.value = self._panel_html(self._report)
         self._on_view()
-        self._show_inspector()
 
     def _make_report(self) -> clipping.ClipReport:
         c = self.controls
@@ -216,21 +217,47 @@ class Explorer(W.VBox):
                                clip_value=tuple(c["clip_value"].value), lr=c["lr"].value)
 
     def _on_view(self) -> None:
-        """Update the artists for step + clipping, then one redraw into the canvas."""
+        """Update the artists for step + clipping, then one redraw into the canvas.
+
+        A picture is keyed by everything it shows (target, layers, step, clipped texts):
+        moves that change nothing drawn (the learning rate, clipping while an earlier
+        step is shown) cost no SVG rendering, and pictures seen before come from a cache.
+        """
         if self._muted:
             return
+        key = self._state_key()
+        view = self._apply_state()  # cheap, and keeps the artists true to the screen
+        svg = self._frames.get(key)
+        if svg is None:
+            svg = self._svg(view)
+            if len(self._frames) >= 128:
+                self._frames.pop(next(iter(self._frames)))
+            self._frames[key] = svg
+        if self.canvas.value != svg:
+            self.canvas.value = svg
+
+    def _overrides(self) -> dict:
+        """Clipped gradients replace the variables' texts on the finished picture."""
+        rep = self._report
+        if rep is None or rep.mode == "none" or self.controls["step"].value < len(self.flow.steps):
+            return {}
+        out = {}
+        for name, node in self._variables().items():
+            g = rep.clipped.get(name)
+            out[node] = f"∂ {format_value(rep.raw.get(name))} → {format_value(g)}" if g is not None else "∂ None"
+        return out
+
+    def _state_key(self) -> tuple:
+        return (self.target_name, frozenset(self._collapsed), self.controls["step"].value,
+                tuple(sorted(self._overrides().items())))
+
+    def _apply_state(self) -> GraphView:
+        """Bring the view's artists to what the controls say."""
         view = self.view
         step = self.controls["step"].value
-        finished = step >= len(self.flow.steps)
-        overrides = {}
-        rep = self._report
-        if rep is not None and rep.mode != "none" and finished:
-            for name, node in self._variables().items():
-                g = rep.clipped.get(name)
-                overrides[node] = f"∂ {format_value(rep.raw.get(name))} → {format_value(g)}" if g is not None else "∂ None"
-        view.overrides = overrides
-        view.set_step(None if finished else step)
-        self.canvas.value = self._svg(view)
+        view.overrides = self._overrides()
+        view.set_step(None if step >= len(self.flow.steps) else step)
+        return view
 
     def _svg(self, view: GraphView) -> str:
         buf = io.StringIO()
@@ -297,6 +324,7 @@ class Explorer(W.VBox):
             w.close()
         self._views.clear()
         self._flows.clear()
+        self._frames.clear()
         super().close()
 
     def _boxes(self) -> list:
@@ -315,8 +343,9 @@ class Explorer(W.VBox):
         p = check_path(path)
         if p.suffix.lower() == ".gif":
             raise ValueError("Explorer.save writes the current view: use .png or .svg (tv.save makes GIFs).")
+        view = self._apply_state()
         with rc_context({"svg.fonttype": "none"}):
-            self.view.figure.savefig(p, dpi=100)
+            view.figure.savefig(p, dpi=100)
         return p
 
 

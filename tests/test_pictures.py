@@ -166,3 +166,10 @@ def test_fifty_op_graph_is_legible():
     fw, fh = view.figure.get_size_inches()
     assert fw <= 60 and fh <= 60
     np.testing.assert_allclose(view.flow.grad(v), tape.graph.capture.ops and view.flow.grad(v))
+
+
+def test_figures_show_themselves_in_jupyter():
+    run = examples.basic()
+    fig = tv.draw(run.tape, run.target)
+    png = fig._repr_png_()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
