@@ -1,0 +1,116 @@
+"""Small public helpers each get a direct test (the bigger tests use them indirectly)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image
+import io
+
+import tapeviz as tv
+from tapeviz import clipping
+from tapeviz.graph import format_value, summarize
+from tapeviz.render import GraphView, draw_legend, draw_node_labels
+
+
+@pytest.fixture
+def fan():
+    w = tf.Variable(3.0)
+    b = tf.Variable(1.0)
+    with tv.GradientTape(persistent=True) as tape:
+        a = w * w
+        c = (a + w) * 2.0 + b
+    return tape, w, b, a, c
+
+
+def test_flow_gradients_names_every_variable(fan):
+    tape, w, b, a, c = fan
+    fl = tv.flow(tape, c)
+    got = fl.gradients()
+    assert set(got) == {"w", "b"}
+    assert got["w"] == tape.gradient(c, w).numpy() == 14.0
+    assert got["b"] == tape.gradient(c, b).numpy() == 1.0
+
+
+def test_step_of_orders_nodes_as_tf_processed_them(fan):
+    tape, w, b, a, c = fan
+    fl = tv.flow(tape, c)
+    g = tape.graph
+    assert fl.step_of(g.node_of(c)) == 0
+    assert fl.step_of(g.node_of(a)) < fl.step_of(g.node_of(w))
+    assert fl.step_of("not a node") is None
+
+
+def test_grad_tensor_keeps_tf_type(fan):
+    tape, w, b, a, c = fan
+    fl = tv.flow(tape, c)
+    t = fl.grad_tensor(w)
+    assert isinstance(t, tf.Tensor) and t.numpy() == 14.0
+    with pytest.raises(TypeError):
+        fl.grad_tensor(3.0)
+
+
+def test_set_grad_overrides_and_png(fan):
+    tape, w, b, a, c = fan
+    view = tv.view(tape, c)
+    node = tape.graph.node_of(w)
+    view.set_grad_overrides({node: "∂ 14.0 → 1.0"})
+    assert view.artists.grads[node].get_text() == "∂ 14.0 → 1.0"
+    view.set_grad_overrides({})
+    assert view.artists.grads[node].get_text() == "∂ 14.0"
+    with Image.open(io.BytesIO(view.png(dpi=50))) as im:
+        assert im.format == "PNG"
+
+
+def test_draw_functions_return_their_artists(fan):
+    from matplotlib.figure import Figure
+
+    tape, w, b, a, c = fan
+    fig = Figure()
+    ax = fig.add_subplot()
+    view = GraphView(tape.graph, tv.flow(tape, c), ax=ax)
+    labels = draw_node_labels(ax, tape.graph, view.pos)
+    assert set(labels) == set(tape.graph.nx.nodes)
+    title, sub, value = labels[tape.graph.node_of(w)]
+    assert title.get_text() == "w" and value.get_text() == "3.0"
+    legend = draw_legend(fig, ["stop_gradient"], ["variable", "op"])
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert "variable" in texts and any("stop_gradient" in t for t in texts)
+
+
+def test_clipping_report_is_tfs():
+    grads = {"a": tf.constant([3.0, 4.0]), "b": tf.constant([0.0, 12.0]), "none": None}
+    weights = {"a": tf.constant([1.0, 1.0]), "b": tf.constant([2.0, 2.0]), "none": tf.constant(0.0)}
+    rep = clipping.report(grads, weights, mode="by_global_norm", clip_norm=6.5, lr=0.5)
+    want, gn = tf.clip_by_global_norm([grads["a"], grads["b"]], 6.5)
+    np.testing.assert_array_equal(rep.clipped["a"], want[0].numpy())
+    np.testing.assert_array_equal(rep.clipped["b"], want[1].numpy())
+    assert rep.clipped["none"] is None and rep.updated["none"] is None
+    assert rep.global_norm_before == pytest.approx(float(gn.numpy()))
+    assert rep.norm_before["a"] == pytest.approx(5.0)
+    np.testing.assert_array_equal(rep.updated["a"], (weights["a"] - 0.5 * want[0]).numpy())
+    clipping.check_settings("by_value", clip_value=(-1.0, 1.0))
+    with pytest.raises(ValueError, match="finite"):
+        clipping.check_settings("by_value", clip_value=(-np.inf, 1.0))
+    with pytest.raises(ValueError, match="positive"):
+        clipping.check_settings("by_global_norm", clip_norm=0.0)
+
+
+def test_format_and_summarize():
+    assert format_value(np.float32(6.0)) == "6.0"
+    assert format_value(np.array([[1.0], [2.0]])) == "[[1.0], [2.0]]"
+    assert format_value(np.array([1.23456])) == "[1.235]"
+    big = np.arange(100, dtype=np.float32)
+    s = summarize(big)
+    assert s["shape"] == (100,) and s["min"] == 0.0 and s["max"] == 99.0 and s["nan"] == 0
+    assert format_value(big).startswith("100 |.|=")
+    s = summarize(np.array([1.0, np.nan, np.inf]))
+    assert s["nan"] == 1 and s["inf"] == 1 and s["max"] == 1.0
+
+
+def test_value_of_and_display_name(fan):
+    tape, w, b, a, c = fan
+    g = tape.graph
+    assert g.value_of(g.node_of(w)) == 3.0
+    assert g.value_of(g.node_of(a)) == 9.0
+    assert g.display_name(g.node_of(w)) == "w"
+    assert g.display_name(g.node_of(a)) == "a"
