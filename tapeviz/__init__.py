@@ -9,12 +9,13 @@ from .api import (
     draw,
     explain,
     explore,
+    export_html,
     flow,
     record,
     save,
     view,
 )
 
-__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "explain", "TapeGraph",
+__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "explain", "export_html", "TapeGraph",
            "GradientFlow", "GraphView"]
 __version__ = "0.1.0"

@@ -14,8 +14,8 @@ from .export import check_path, save_view
 from .graph import DEFAULT_BUDGET_BYTES, DEFAULT_MAX_VALUE_BYTES, TapeGraph
 from .render import GraphView
 
-__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "explain", "TapeGraph",
-           "GradientFlow", "GraphView"]
+__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "export_html", "explain",
+           "TapeGraph", "GradientFlow", "GraphView"]
 
 
 class _GraphHolder:
@@ -205,6 +205,31 @@ def explore(tape: Any, targets, *, output_gradients=None):
     for name, t in named.items():  # fail now, with flow's clear message, not inside a callback
         flow(tape, t, output_gradients=output_gradients)
     return Explorer(graph, named, flow_factory=lambda t: flow(tape, t, output_gradients=output_gradients))
+
+
+def export_html(tape: Any, target, path, *, output_gradients=None, title: str | None = None,
+                embed_url: str | None = None, requirejs: bool = True, requirejs_url: str | None = None,
+                cors: bool = True):
+    """Write a standalone .html page that steps through the backward pass of ``target`` with
+    no Python kernel (a slider and a play button over pictures rendered now).
+
+    ``target``: a tensor, or {name: tensor} with one entry to choose the name shown. The
+    page loads its widget scripts from public CDNs unless ``embed_url`` / ``requirejs_url``
+    point at local copies: see :meth:`tapeviz.widget.Explorer.export_html`. Returns the path.
+    """
+    if isinstance(target, dict) and len(target) != 1:
+        raise ValueError(
+            f"export_html writes one target's backward pass, got {len(target)} targets. Pass one tensor or "
+            "{name: tensor} with one entry (or call .export_html on a tv.explore(...) widget after choosing "
+            "its target).")
+    if not str(path).lower().endswith((".html", ".htm")):  # fail before any drawing work
+        raise ValueError(f"Cannot export to {str(path)!r}: export_html writes a file name ending in .html.")
+    ex = explore(tape, target, output_gradients=output_gradients)
+    try:
+        return ex.export_html(path, title=title, embed_url=embed_url, requirejs=requirejs,
+                              requirejs_url=requirejs_url, cors=cors)
+    finally:
+        ex.close()
 
 
 def explain(tape: Any, target, source, *, output_gradients=None):

@@ -320,8 +320,12 @@ class Explorer(W.VBox):
         """Close every widget this explorer made and drop its figures (ipywidgets keeps
         widgets alive in a registry until closed, so closing only the box would leak)."""
         for w in [self._link, *self.controls.values(), self.canvas, self.panel, self.inspector, self.message,
-                  *self._boxes()]:
-            w.close()
+                  *self._boxes(), self]:
+            for part in (getattr(w, "layout", None), getattr(w, "style", None)):
+                if isinstance(part, W.Widget):  # Layout and Style are widgets of their own
+                    part.close()
+            if w is not self:
+                w.close()
         self._views.clear()
         self._flows.clear()
         self._frames.clear()
@@ -346,6 +350,138 @@ class Explorer(W.VBox):
         view = self._apply_state()
         with rc_context({"svg.fonttype": "none"}):
             view.figure.savefig(p, dpi=100)
+        return p
+
+    def export_html(self, path, *, title: str | None = None, embed_url: str | None = None,
+                    requirejs: bool = True, requirejs_url: str | None = None, cors: bool = True) -> Any:
+        """Write a standalone .html page where the backward pass can be stepped with no kernel.
+
+        The page holds one picture per backward step plus the finished pass (the current
+        target, layers and clipping, drawn exactly as the canvas draws them), a step slider
+        and a play button that pick a picture in the browser (``jslink``), and a static copy
+        of the clipping panel. Returns the path.
+
+        The page runs on ``@jupyter-widgets/html-manager``. By default it loads it, and
+        require.js, from public CDNs (the URLs ipywidgets itself uses: jsDelivr
+        ``html-manager@^1.0.1/dist/embed-amd.js`` and cdnjs ``require.js 2.3.4``), so whoever
+        opens the page needs internet access. For a page that works offline or on a
+        closed network, serve local copies (``npm pack @jupyter-widgets/html-manager@1
+        requirejs``) and point the page at them:
+
+        - ``embed_url``: URL of the html-manager script (``dist/embed-amd.js``; with
+          ``requirejs=False`` the standalone ``dist/embed.js``). Relative URLs are resolved
+          against the page's address.
+        - ``requirejs``: True (default) loads require.js first and the AMD build of the
+          manager; False loads the standalone ``embed.js`` and no require.js.
+        - ``requirejs_url``: where require.js comes from (default: the cdnjs copy).
+        - ``cors``: ``crossorigin="anonymous"`` on the script tags (ipywidgets' default).
+        - ``title``: the page's heading and title (default "tapeviz: backward pass of <target>").
+
+        Browsers refuse some scripts on ``file://`` pages: serve the page over http
+        (e.g. ``python -m http.server``) when the scripts are local files too.
+        """
+        import json
+        import os
+        import re
+        from pathlib import Path
+
+        from ipywidgets import embed
+
+        p = Path(path)
+        if p.suffix.lower() not in (".html", ".htm"):
+            raise ValueError(f"Cannot export to {p.name!r}: export_html writes a file name ending in .html.")
+        folder = p.parent if str(p.parent) else Path(".")
+        if not folder.is_dir():
+            raise FileNotFoundError(f"Cannot write {p}: the folder {folder} does not exist. Create it first.")
+        if not os.access(folder, os.W_OK):
+            raise PermissionError(f"Cannot write {p}: the folder {folder} is not writable. Choose another path.")
+        if requirejs_url is not None and not requirejs:
+            raise ValueError("requirejs_url needs requirejs=True: with requirejs=False the page loads the "
+                             "standalone embed.js and no require.js.")
+        if embed_url is None:
+            embed_url = embed.DEFAULT_EMBED_REQUIREJS_URL if requirejs else embed.DEFAULT_EMBED_SCRIPT_URL
+
+        # The pictures: each step as the canvas shows it (same code path and cache as a
+        # slider move). Nothing reaches the front end meanwhile; the step is put back.
+        c = self.controls
+        step = c["step"]
+        n = len(self.flow.steps)  # positions 0..n-1 are steps, n is the finished pass
+        current = step.value
+        frames: list[str] = []
+        with self.canvas.hold_sync(), step.hold_sync():
+            try:
+                for k in range(n + 1):
+                    step.value = k
+                    self._on_view()  # a no-op when the observer already drew this state
+                    frames.append(self.canvas.value)
+            finally:
+                step.value = current
+                self._on_view()
+
+        target = self.target_name
+        mode = c["clip"].value
+        if mode in ("by_norm", "by_global_norm"):
+            clip_text = f"{mode} (clip_norm={c['clip_norm'].value:g})"
+        elif mode == "by_value":
+            lo, hi = c["clip_value"].value
+            clip_text = f"by_value (clip_value=({lo:g}, {hi:g}))"
+        else:
+            clip_text = "none"
+        page_title = title if title is not None else f"tapeviz: backward pass of {target}"
+
+        header = W.HTML(f"<div class='tv-export-head'><b>{_esc(page_title)}</b><br>"
+                        f"target: {_esc(target)} · clipping: {_esc(clip_text)} · lr: {c['lr'].value:g} · "
+                        f"{n + 1} pictures; the slider runs in the browser, no Python needed</div>")
+        pictures = [W.HTML(svg) for svg in frames]
+        stack = W.Stack(pictures, selected_index=current, layout=W.Layout(overflow="auto")).add_class("tv-frames")
+        slider = W.IntSlider(value=current, min=0, max=n, description="step", continuous_update=True,
+                             layout=W.Layout(width="420px")).add_class("tv-step")
+        play = W.Play(value=current, min=0, max=n, interval=c["play"].interval,
+                      description="play").add_class("tv-play")
+        links = [W.jslink((slider, "value"), (stack, "selected_index")),
+                 W.jslink((play, "value"), (stack, "selected_index"))]
+        panel = W.HTML(CSS + self.message.value + self.panel.value)
+        bar = W.HBox([play, slider])
+        root = W.VBox([header, bar, stack, panel]).add_class("tv-export")
+        made = [root, bar, header, stack, *pictures, slider, play, panel, *links]
+        try:
+            snippet = embed.embed_snippet(
+                [root], state=embed.dependency_state([root], drop_defaults=True), indent=None,
+                embed_url=_esc(embed_url), requirejs=requirejs and requirejs_url is None, cors=cors)
+        finally:
+            for w in made:  # layouts and styles are widgets too: close them, or they stay registered
+                for part in (getattr(w, "layout", None), getattr(w, "style", None)):
+                    if isinstance(part, W.Widget):
+                        part.close()
+                w.close()
+
+        crossorigin = ' crossorigin="anonymous"' if cors else ""
+        load_requirejs = ""
+        if requirejs:
+            # The AMD build finds its fonts (the play buttons' icons) next to the URL that
+            # require.js gives its modules; by default that is the page's own folder, where
+            # they are not. Map the modules to the folder of embed_url instead.
+            assets = re.sub(r"[?#].*$", "", embed_url).rpartition("/")[0] or "."
+            config = json.dumps({"paths": {"@jupyter-widgets/html-manager/dist": assets, "@jupyter-widgets": assets}})
+            load_requirejs = f"<script>var require = {embed.escape_script(config)};</script>\n"
+            if requirejs_url is not None:
+                load_requirejs += f'<script src="{_esc(requirejs_url)}"{crossorigin}></script>\n'
+        page = (
+            '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="UTF-8">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            '<link rel="icon" href="data:,">\n'  # no favicon request
+            f"<title>{_esc(page_title)}</title>\n"
+            "<style>\nbody { font-family: sans-serif; margin: 12px; }\n"
+            ".tv-export-head { font-size: 13px; margin-bottom: 6px; }\n"
+            ".tv-frames svg { max-width: 100%; height: auto; }\n"  # wide graphs fit the window
+            "body:has(.jupyter-widgets) .tv-export-loading { display: none; }\n</style>\n"
+            "</head>\n<body>\n"
+            f"<p class='tv-export-loading'>Loading the widget scripts from {_esc(embed_url)} ... "
+            "If nothing appears below, this browser cannot reach that address "
+            "(see Explorer.export_html: embed_url, requirejs_url).</p>\n"
+            f"{load_requirejs}{snippet}\n</body>\n</html>\n"
+        )
+        p.write_text(page, encoding="utf-8")
         return p
 
 
