@@ -1,6 +1,9 @@
 """How tapeviz's costs grow with graph size (100 / 1,000 / 5,000 ops), and SVG export
 against torchviz's make_dot + graphviz render of an equal-size PyTorch graph.
 
+SVG columns use tapeviz's own exporter (tapeviz.svg.to_svg, what save_view writes
+for .svg); "matplotlib SVG s" is savefig's SVG of the same default view, for comparison.
+
 Run: .venv/bin/python bench/bench_scale.py [--sizes 100,1000,5000]
 Bench-only dependencies (not needed by tapeviz or its tests):
     pip install torch==2.13.0 torchviz   and   apt-get install graphviz
@@ -13,6 +16,7 @@ import argparse
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -98,12 +102,14 @@ def measure(n_ops: int, tmp: Path, have_torchviz: bool) -> dict:
     t_grad, _ = clock(lambda: pt.gradient(ploss, variables), reps)
     t_flow, fl = clock(lambda: tv.flow(tape, loss), reps)
     t_pic, view = clock(lambda: tv.view(tape, loss), 1)
-    t_svg, _ = clock(lambda: save_view(view, tmp / f"tv_{n_ops}.svg"), 1)
+    t_svg, _ = clock(lambda: save_view(view, tmp / f"tv_{n_ops}.svg", engine="tapeviz"), 1)
+    t_mpl_svg, _ = clock(lambda: save_view(view, tmp / f"tv_mpl_{n_ops}.svg", engine="matplotlib"), 1)
     t_full, full = clock(lambda: tv.view(tape, loss, collapsed=False), 1)
-    t_full_svg, _ = clock(lambda: save_view(full, tmp / f"tv_full_{n_ops}.svg"), 1)
+    t_full_svg, _ = clock(lambda: save_view(full, tmp / f"tv_full_{n_ops}.svg", engine="tapeviz"), 1)
     row = dict(ops=ops, plain=t_plain, tv=t_tv, graph=t_graph, grad=t_grad, flow=t_flow, picture=t_pic, svg=t_svg,
-               nodes=view.display.nx.number_of_nodes(), full=t_full + t_full_svg,
-               full_nodes=full.display.nx.number_of_nodes())
+               mpl_svg=t_mpl_svg, nodes=view.display.nx.number_of_nodes(), full=t_full + t_full_svg,
+               full_svg=t_full_svg, full_nodes=full.display.nx.number_of_nodes(),
+               svg_kb=(tmp / f"tv_full_{n_ops}.svg").stat().st_size / 1024)
     if have_torchviz:
         import torchviz
 
@@ -115,8 +121,18 @@ def measure(n_ops: int, tmp: Path, have_torchviz: bool) -> dict:
             dot.render(str(tmp / f"torch_{n_ops}"), format="svg", cleanup=True)
             return dot
 
-        t_torch, dot = clock(make_and_render, 1)
+        try:
+            t_torch, dot = clock(make_and_render, 1)
+        except RecursionError:  # make_dot recurses once per grad_fn: deep graphs need a higher limit
+            limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(limit, 50 * n_ops))
+            try:
+                t_torch, dot = clock(make_and_render, 1)
+            finally:
+                sys.setrecursionlimit(limit)
+            row["torch_note"] = "*"
         row["torchviz"] = t_torch
+        row["torch_kb"] = (tmp / f"torch_{n_ops}.svg").stat().st_size / 1024
         row["torch_nodes"] = dot.source.count("\t") and sum(1 for line in dot.source.splitlines() if "[label=" in line)
     return row
 
@@ -135,18 +151,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         rows = [measure(n, Path(d), have_torchviz) for n in sizes]
     print("| ops | capture ratio | graph build s | flow / tape.gradient | first picture s (boxes) | SVG export s "
-          "| every op expanded: picture+SVG s (boxes) | torchviz make_dot+dot SVG s | tapeviz default / torchviz "
-          "| tapeviz expanded / torchviz |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| matplotlib SVG s | every op expanded: picture+SVG s (boxes) | expanded SVG export s (KB) "
+          "| torchviz make_dot+dot SVG s (KB) | tapeviz default / torchviz | tapeviz expanded / torchviz |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         tv_total = r["picture"] + r["svg"]
         tz = r.get("torchviz")
+        torch = f"{tz:.2f} ({r['torch_kb']:.0f}){r.get('torch_note', '')}" if tz else "n/a"
         ratio = f"{tv_total / tz:.2f}x | {r['full'] / tz:.2f}x" if tz else "n/a | n/a"
         print(f"| {r['ops']} | {r['tv'] / r['plain']:.2f}x | {r['graph']:.3f} | {r['flow'] / r['grad']:.2f}x "
-              f"| {r['picture']:.2f} ({r['nodes']}) | {r['svg']:.2f} | {r['full']:.2f} ({r['full_nodes']}) "
-              f"| {tz:.2f} | {ratio} |" if tz else
-              f"| {r['ops']} | {r['tv'] / r['plain']:.2f}x | {r['graph']:.3f} | {r['flow'] / r['grad']:.2f}x "
-              f"| {r['picture']:.2f} ({r['nodes']}) | {r['svg']:.2f} | {r['full']:.2f} ({r['full_nodes']}) | n/a | n/a | n/a |")
+              f"| {r['picture']:.2f} ({r['nodes']}) | {r['svg']:.3f} | {r['mpl_svg']:.2f} "
+              f"| {r['full']:.2f} ({r['full_nodes']}) | {r['full_svg']:.3f} ({r['svg_kb']:.0f}) | {torch} | {ratio} |")
+    if any(r.get("torch_note") for r in rows):
+        print("\n* torchviz.make_dot hit Python's recursion limit; timed again with sys.setrecursionlimit raised.")
     if not have_torchviz:
         print("\n(torchviz column skipped: pip install torch==2.13.0 torchviz; apt-get install graphviz)")
 
