@@ -14,8 +14,8 @@ it (the new SVG is in the document), a ``requestAnimationFrame`` callback queued
 there stamps the next frame (the headline number), and a task posted from that callback
 stamps "after paint" (the frame that lays out and paints the new SVG has finished). To split the total, the kernel's side is timed too: through a
 second client on the notebook's kernel (jupyter_client) the Explorer's callbacks are
-wrapped with timers (``_on_view``, ``_on_clip``, and ``_svg`` = matplotlib ``savefig`` to
-SVG), so "rest" = total - kernel callback = comm + widget manager + DOM + layout.
+wrapped with timers (``_on_view``, ``_on_clip``, and ``_svg`` = writing the canvas
+SVG with svg.to_svg, only on picture-cache misses), so "rest" = total - kernel callback = comm + widget manager + DOM + layout.
 
 Run:  .venv/bin/python bench/bench_browser.py [--notebook 08_clipping_in_training.ipynb] [--presses 26]
 Prints markdown tables.
@@ -211,7 +211,7 @@ def main(argv=None) -> int:
               f"| {ms(statistics.median(paint))} / {ms(pct(paint, 0.95))} ms | {misses} |")
 
     print("\n### Where the time goes (kernel callbacks timed inside the kernel, per key press)\n")
-    print("| slider | kernel callback, median | of which savefig SVG | p95 callback "
+    print("| slider | kernel callback, median | SVG writing (cache misses), median | p95 callback "
           "| rest = next frame − callback (comm + widgets + DOM), median |")
     print("|---|---|---|---|---|")
     for name, k in (("step", k_step), ("clip_norm", k_clip)):
