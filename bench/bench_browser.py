@@ -142,12 +142,32 @@ def press_series(page, handle, keys, settle_s: float):
     return lat["mut"], lat["frame"], lat["paint"], misses
 
 
+_BIG_PROGRAM = """\
+import numpy as np, tensorflow as tf, tapeviz as tv
+rng = np.random.default_rng(0)
+ws = [tf.Variable(rng.normal(size=(4, 4)).astype("float32") * 0.5, name=f"w{{i}}") for i in range({blocks})]
+bs = [tf.Variable(np.zeros(4, "float32"), name=f"b{{i}}") for i in range({blocks})]
+x = tf.constant(rng.normal(size=(2, 4)).astype("float32"))
+with tv.GradientTape() as tape:
+    h = x
+    for i, (w, b) in enumerate(zip(ws, bs)):
+        with tf.name_scope(f"block{{i}}"):
+            h = tf.tanh(tf.matmul(h, w) + b)
+    loss = tf.reduce_sum(h * h)
+ex = tv.explore(tape, loss)
+ex.controls["clip_norm"].value = 0.5
+ex
+"""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--notebook", default="08_clipping_in_training.ipynb")
     ap.add_argument("--presses", type=int, default=26, help="key presses per slider (>= 20)")
     ap.add_argument("--settle", type=float, default=0.25, help="pause after each change (s)")
     ap.add_argument("--json", type=Path, default=None, help="also write raw numbers here")
+    ap.add_argument("--ops", type=int, default=0,
+                    help="instead of a notebook, explore a generated N-op graph (layers collapsed above 60 ops)")
     args = ap.parse_args(argv)
     missing = B.missing_requirements()
     if missing:  # `make bench` runs every bench: skip, do not fail, on a machine without a browser
@@ -162,6 +182,9 @@ def main(argv=None) -> int:
         browser = B.launch_chromium(pw)
         try:
             page = B.new_page(browser)
+            if args.ops:
+                args.notebook = f"bench_{args.ops}_ops.ipynb"
+                B.write_notebook(Path(lab.root) / args.notebook, [_BIG_PROGRAM.format(blocks=max(1, args.ops // 5))])
             B.open_notebook(page, lab, args.notebook)
             run_s = B.run_all(page)
             page.locator(f"{EXPLORER} .tv-canvas svg").wait_for()

@@ -114,3 +114,21 @@ def test_value_of_and_display_name(fan):
     assert g.value_of(g.node_of(a)) == 9.0
     assert g.display_name(g.node_of(w)) == "w"
     assert g.display_name(g.node_of(a)) == "a"
+
+
+@pytest.mark.parametrize("mode", ["none", "by_norm", "by_value", "by_global_norm"])
+def test_batched_report_equals_eager_tf_bit_for_bit(mode):
+    rng = np.random.default_rng(1)
+    grads = {f"g{i}": tf.constant(rng.normal(size=s).astype("float32") * 3) for i, s in enumerate([(4, 4), (4,), (), (3, 2)])}
+    grads["sparse"] = tf.IndexedSlices(tf.constant([[1.0, 2.0], [3.0, 4.0]]), tf.constant([0, 2]), tf.constant([3, 2]))
+    weights = {n: tf.zeros_like(tf.convert_to_tensor(g)) + 1.0 for n, g in grads.items()}
+    rep = clipping.report(grads, weights, mode=mode, clip_norm=1.3, clip_value=(-0.7, 0.9), lr=0.25)
+    eager = clipping.clip(grads, mode, 1.3, (-0.7, 0.9))
+    for n, g in grads.items():
+        want = tf.convert_to_tensor(eager[n])
+        np.testing.assert_array_equal(rep.clipped[n], want.numpy(), err_msg=n)
+        assert rep.norm_before[n] == float(tf.norm(tf.convert_to_tensor(g)))
+        assert rep.norm_after[n] == float(tf.norm(want))
+        np.testing.assert_array_equal(rep.updated[n], (weights[n] - 0.25 * want).numpy())
+    dense = [tf.convert_to_tensor(eager[n]) for n in grads]
+    assert rep.global_norm_after == float(tf.linalg.global_norm(dense))
