@@ -39,6 +39,10 @@ CSS = """
 """
 
 
+#: The clipping panel lists at most this many variables (a table of hundreds helps nobody).
+PANEL_ROWS = 40
+
+
 def _esc(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
@@ -290,7 +294,14 @@ class Explorer(W.VBox):
     def _panel_html(self, rep: clipping.ClipReport) -> str:
         rows = []
         scale = max([v for v in rep.norm_before.values() if v] + [1e-12])
-        for name in rep.raw:
+        names = list(rep.raw)
+        shown = names
+        if len(names) > PANEL_ROWS:  # big models: None gradients, then the largest norms
+            nones = [n for n in names if rep.raw[n] is None]
+            rest = sorted((n for n in names if rep.raw[n] is not None), key=lambda n: -rep.norm_before[n])
+            keep = set((nones + rest)[:PANEL_ROWS])
+            shown = [n for n in names if n in keep]
+        for name in shown:
             raw, clipped = rep.raw[name], rep.clipped[name]
             if raw is None:
                 why = explain_flow(self.flow, self._variables()[name])
@@ -310,7 +321,9 @@ class Explorer(W.VBox):
             )
         head = ("<tr><th>variable</th><th>raw g</th><th>clipped g</th><th>‖g‖ before → after</th>"
                 "<th>bars</th><th>SGD preview w − lr·g</th></tr>")
-        foot = (f"<div>global norm: {rep.global_norm_before:.4g} → "
+        more = (f"<div class='tv-none'>showing {len(shown)} of {len(names)} variables (None gradients, then the "
+                f"largest norms); ex.gradients() has them all</div>" if len(shown) < len(names) else "")
+        foot = more + (f"<div>global norm: {rep.global_norm_before:.4g} → "
                 f"<b class='tv-global-norm'>{rep.global_norm_after:.4g}</b> ({_esc(rep.mode)})</div>")
         return f"<div class='tv-panel'><table>{head}{''.join(rows)}</table>{foot}</div>"
 
