@@ -1,16 +1,22 @@
 """Capture: the one module that touches TensorFlow's private APIs.
 
 While a tape records, an op callback logs every eagerly executed op together with the
-tape's recording state. Two narrow patches make otherwise invisible things visible:
+tape's recording state and name scope (cheaply: a tuple per op; OpRecords are built after
+the block). A few narrow patches make otherwise invisible things visible:
 
 * TF's C++ fast path reads a ``tf.Variable`` passed straight to an op
   (``tf.stop_gradient(v)``, the second ``v`` of ``v * v``) without calling any Python
   callback. While *this thread* records, variable arguments are routed through
-  ``v.value()``, which performs the very same ``ReadVariableOp`` in Python where we see it.
+  ``v.value()``, which performs the very same ``ReadVariableOp`` in Python where we see it
+  (variables inside list arguments, as in ``tf.concat([v, w], 0)``, too).
 * ``numpy()`` / ``float()`` on a tensor mark it as exported, so a value that leaves
   TensorFlow and comes back as a constant can be named as the reason a gradient stopped.
+* ``resource_variable_ops.variable_accessed`` (called on every read, ``tf.gather`` on a
+  variable, lazy read after an assign) maps resource handles to their variables, and
+  ``record.record_operation`` shows what ``tf.function`` calls and ``tf.custom_gradient``
+  put on the tape.
 
-Both patches act only on threads that are recording; every other thread goes straight
+The patches act only on threads that are recording; every other thread goes straight
 to TensorFlow's originals. They are installed with the first active recorder and
 removed with the last one, on every exit path.
 
@@ -51,7 +57,8 @@ _REQUIRED = (
     (_tape_lib, "pop_tape"),
     (_tape_lib, "watch"),
     (_backprop, "_gradient_function"),
-    (_rvo.BaseResourceVariable, "_read_variable_op"),
+    (_rvo, "variable_accessed"),
+    (_rvo, "BaseResourceVariable"),
     (_ops._EagerTensorBase, "numpy"),
 )
 _missing = [f"{getattr(m, '__name__', m)}.{a}" for m, a in _REQUIRED if not hasattr(m, a)]
@@ -72,6 +79,26 @@ def _active() -> list["Recorder"]:
 
 
 # --------------------------------------------------------------------------- patches
+#
+# The wrappers below run for every eager op of the process while any recorder is
+# active, so they are written for speed: TF's functions are module globals (no dict
+# lookup), and the fast-path wrapper decides with one C-level set test that an op's
+# arguments hold no tf.Variable (the common case) before it does anything else.
+
+_tf_fast: Callable = pywrap_tfe.TFE_Py_FastPathExecute
+_tf_accessed: Callable = _rvo.variable_accessed
+_tf_numpy: Callable = _ops._EagerTensorBase.numpy
+_tf_float: Callable = _ops._EagerTensorBase.__float__
+_tf_array: Callable = _ops._EagerTensorBase.__array__
+_tf_record: Callable = _record.record_operation
+_tf_record_bp: Callable = _record.record_operation_backprop_only
+_is_stopped = pywrap_tfe.TFE_Py_TapeSetIsStopped
+_get_ident = threading.get_ident
+
+# Argument types of TFE_Py_FastPathExecute known to need no rerouting (learned as they
+# are seen); _VAR_TYPES are tf.Variable classes the C++ fast path would read invisibly.
+_PLAIN_TYPES: set = {type(None), str, bytes, int, float, bool, _ops.EagerTensor, type(_context.context())}
+_VAR_TYPES: set = set()
 
 
 class _Patches:
@@ -83,21 +110,27 @@ class _Patches:
 
     @classmethod
     def acquire(cls) -> None:
+        global _tf_fast, _tf_accessed, _tf_numpy, _tf_float, _tf_array, _tf_record, _tf_record_bp
         with cls.lock:
             if cls.users == 0:
-                cls.originals = {
+                cls.originals = o = {
                     "fast": pywrap_tfe.TFE_Py_FastPathExecute,
-                    "read": _rvo.BaseResourceVariable._read_variable_op,
+                    "accessed": _rvo.variable_accessed,
                     "numpy": _ops._EagerTensorBase.numpy,
                     "float": _ops._EagerTensorBase.__float__,
                     "array": _ops._EagerTensorBase.__array__,
                     "record": _record.record_operation,
                     "record_bp": _record.record_operation_backprop_only,
                 }
+                # A wrapper fetched by another thread just before a release still calls
+                # through these globals after it, so they are only ever set, never cleared.
+                _tf_fast, _tf_accessed = o["fast"], o["accessed"]
+                _tf_numpy, _tf_float, _tf_array = o["numpy"], o["float"], o["array"]
+                _tf_record, _tf_record_bp = o["record"], o["record_bp"]
                 pywrap_tfe.TFE_Py_FastPathExecute = _fast_path_execute
                 _record.record_operation = _record_operation
                 _record.record_operation_backprop_only = _record_operation_backprop_only
-                _rvo.BaseResourceVariable._read_variable_op = _read_variable_op
+                _rvo.variable_accessed = _variable_accessed
                 _ops._EagerTensorBase.numpy = _numpy
                 _ops._EagerTensorBase.__float__ = _float
                 _ops._EagerTensorBase.__array__ = _array
@@ -110,14 +143,12 @@ class _Patches:
             if cls.users == 0:
                 o = cls.originals
                 pywrap_tfe.TFE_Py_FastPathExecute = o["fast"]
-                _rvo.BaseResourceVariable._read_variable_op = o["read"]
+                _rvo.variable_accessed = o["accessed"]
                 _ops._EagerTensorBase.numpy = o["numpy"]
                 _ops._EagerTensorBase.__float__ = o["float"]
                 _ops._EagerTensorBase.__array__ = o["array"]
                 _record.record_operation = o["record"]
                 _record.record_operation_backprop_only = o["record_bp"]
-                # Keep cls.originals: another thread may have looked up a wrapper just
-                # before this release and still calls through it (it must reach TF).
 
     @classmethod
     def installed(cls) -> bool:
@@ -125,37 +156,59 @@ class _Patches:
 
 
 def _fast_path_execute(*args):
-    recs = getattr(_local, "recorders", None)
-    if recs:
-        args = tuple(a.value() if isinstance(a, _rvo.BaseResourceVariable) else a for a in args)
-    return _Patches.originals["fast"](*args)
+    # One C-level test settles almost every call: no argument is (or holds) a variable.
+    if _PLAIN_TYPES.issuperset(map(type, args)) or not getattr(_local, "recorders", None):
+        return _tf_fast(*args)
+    return _tf_fast(*[_route(a) for a in args])
+
+
+def _route(a):
+    """`a`, with a tf.Variable replaced by v.value(): the same ReadVariableOp, run where
+    the op callback sees it (the C++ fast path would read it without any callback)."""
+    t = type(a)
+    if t in _PLAIN_TYPES:
+        return a
+    if t in _VAR_TYPES:
+        return a.value()
+    if t is list or t is tuple:  # list inputs (tf.concat, tf.add_n) may hold variables
+        if _PLAIN_TYPES.issuperset(map(type, a)):
+            return a
+        return t(_route(x) for x in a)
+    if issubclass(t, _rvo.BaseResourceVariable):
+        _VAR_TYPES.add(t)
+        return a.value()
+    _PLAIN_TYPES.add(t)
+    return a
 
 
 def _record_operation(op_type, output_tensors, input_tensors, backward_function, forward_function=None):
-    out = _Patches.originals["record"](op_type, output_tensors, input_tensors, backward_function, forward_function)
-    _note_record(op_type, output_tensors, input_tensors, backward_function)
+    out = _tf_record(op_type, output_tensors, input_tensors, backward_function, forward_function)
+    recs = getattr(_local, "recorders", None)
+    if recs:
+        for r in recs:
+            r._note_record(op_type, output_tensors, input_tensors, backward_function)
     return out
 
 
 def _record_operation_backprop_only(op_type, output_tensors, input_tensors, backward_function):
-    out = _Patches.originals["record_bp"](op_type, output_tensors, input_tensors, backward_function)
-    _note_record(op_type, output_tensors, input_tensors, backward_function)
+    out = _tf_record_bp(op_type, output_tensors, input_tensors, backward_function)
+    recs = getattr(_local, "recorders", None)
+    if recs:
+        for r in recs:
+            r._note_record(op_type, output_tensors, input_tensors, backward_function)
     return out
 
 
-def _note_record(op_type, outputs, inputs, backward) -> None:
+def _variable_accessed(variable):
+    """TF calls this on every read, sparse read (tf.gather), lazy read after an assign
+    and captured use in a tf.function: the moment to learn which handle is which variable."""
     recs = getattr(_local, "recorders", None)
     if recs:
-        for r in recs:
-            r._note_record(op_type, outputs, inputs, backward)
-
-
-def _read_variable_op(self, *args, **kwargs):
-    recs = getattr(_local, "recorders", None)
-    if recs:
-        for r in recs:
-            r._variables[self.handle._id] = self
-    return _Patches.originals["read"](self, *args, **kwargs)
+        handle = getattr(variable, "handle", None)
+        if type(handle) is _ops.EagerTensor:
+            for r in recs:
+                r._variables[handle._id] = variable
+    return _tf_accessed(variable)
 
 
 def _note_export(t) -> None:
@@ -167,17 +220,17 @@ def _note_export(t) -> None:
 
 def _numpy(self):
     _note_export(self)
-    return _Patches.originals["numpy"](self)
+    return _tf_numpy(self)
 
 
 def _float(self):
     _note_export(self)
-    return _Patches.originals["float"](self)
+    return _tf_float(self)
 
 
 def _array(self, *args, **kwargs):
     _note_export(self)
-    return _Patches.originals["array"](self, *args, **kwargs)
+    return _tf_array(self, *args, **kwargs)
 
 
 # --------------------------------------------------------------------------- records
@@ -192,10 +245,10 @@ class OpRecord:
     inputs: tuple
     attrs: tuple
     outputs: tuple
-    scope: str
+    scope: str  # the TF name scope the op ran in, e.g. "sequential/dense" (no trailing /)
     tape_recording: bool  # the tape was recording (not paused, not globally stopped)
     generation: int  # which internal tape object was live (reset() starts a new one)
-    recorded: bool = False  # filled in by Recorder.stop(): did *this* tape record the op
+    recorded: bool = False  # filled in by Capture.settle(): did *this* tape record the op
     inputs_on_tape: tuple = ()  # per input: does the final tape know it (TF keeps its gradient)
     # Set when the op reached the tape through record.record_operation (a tf.function
     # call, tf.custom_gradient): TF's tape calls this Python function, not the op's
@@ -203,11 +256,74 @@ class OpRecord:
     backward: Any = None
 
 
+# What the callback stores per op (a plain tuple: building OpRecords waits until after
+# the block). Positions:
+_R_TYPE, _R_IN, _R_ATTRS, _R_OUT, _R_SCOPE, _R_REC, _R_GEN, _R_BACKWARD = range(8)
+
+
+def _materialize(raw: list) -> list[OpRecord]:
+    ops = []
+    for i, (op_type, inputs, attrs, outputs, scope, rec, gen, backward) in enumerate(raw):
+        if type(op_type) is bytes:
+            op_type = op_type.decode()
+        if scope.endswith("/"):
+            scope = scope[:-1]
+        ops.append(OpRecord(i, op_type, tuple(inputs), tuple(attrs) if attrs else (),
+                            tuple(outputs) if outputs else (), scope, bool(rec), gen, backward=backward))
+    return ops
+
+
+@dataclass
+class FrameInfo:
+    """What the user's frame tells about names, read once when the block ends."""
+
+    names: dict  # id(python object) -> the name it is bound to
+    variable_names: dict  # resource handle id -> name bound to a Keras variable wrapping it
+    holders: list  # weak (or strong) refs to objects with .variables, e.g. Keras models
+
+    def keras_paths(self) -> dict[int, str]:
+        """resource handle id -> Keras variable path (``sequential/dense/kernel``).
+
+        A Keras variable wraps a tf.Variable (its ``.value``); the tape and the captured
+        ops only ever see the inner one. Every object in the frame that lists variables
+        (a model, a layer, an optimizer) is asked for them, and those that carry a
+        ``.path`` and wrap a tf.Variable give the mapping."""
+        paths: dict[int, str] = {}
+        for ref in self.holders:
+            obj = ref() if isinstance(ref, weakref.ref) else ref
+            if obj is None:
+                continue
+            for attr in ("variables", "trainable_variables"):
+                try:
+                    listed = list(getattr(obj, attr))
+                except Exception:  # noqa: BLE001 - a property that cannot answer now
+                    continue
+                for kv in listed:
+                    inner = _wrapped_variable(kv)
+                    if inner is not None:
+                        paths.setdefault(inner.handle._id, kv.path)
+                break
+        return paths
+
+
+def _wrapped_variable(kv):
+    """The tf.Variable inside a Keras-style variable (``.path`` str, ``.value`` variable)."""
+    if isinstance(kv, _rvo.BaseResourceVariable):
+        return None  # a tf.Variable itself: its own name is used
+    try:
+        path, inner = kv.path, kv.value
+    except Exception:  # noqa: BLE001
+        return None
+    if isinstance(path, str) and isinstance(inner, _rvo.BaseResourceVariable) and type(inner.handle) is _ops.EagerTensor:
+        return inner
+    return None
+
+
 @dataclass
 class Capture:
     """Everything one recording saw; graph.py turns it into a TapeGraph."""
 
-    ops: list[OpRecord]
+    raw: list  # per op: the tuple the callback stored (see _R_*)
     variables: dict[int, Any]  # resource handle id -> tf.Variable
     watched_variables: tuple  # the variables the tape watched when the block ended
     watched: dict[int, Any]  # tensor id -> tensors passed to tape.watch
@@ -228,6 +344,32 @@ class Capture:
     # the tensors among them; a watch before tape.reset() or after a use does not count there.
     watch_joined: dict = field(default_factory=dict)
     tape_watched: dict = field(default_factory=dict)
+    frame: FrameInfo | None = None
+    _ops: list | None = field(default=None, repr=False)
+    _keras_paths: dict | None = field(default=None, repr=False)
+
+    @property
+    def ops(self) -> list[OpRecord]:
+        """The recorded ops as OpRecords (built from the raw log on first use)."""
+        if self._ops is None:
+            self._ops = _materialize(self.raw)
+            self.raw = []
+        return self._ops
+
+    def keras_path(self, var) -> str | None:
+        """The Keras path of the variable wrapping tf.Variable `var`, if the frame showed one."""
+        if self._keras_paths is None:
+            self._keras_paths = self.frame.keras_paths() if self.frame is not None else {}
+        return self._keras_paths.get(var.handle._id)
+
+    def variable_name(self, var) -> str:
+        """How the graph names a tf.Variable: the Python name bound to it, else the Keras
+        path of the Keras variable wrapping it (found through a model or layer in the
+        frame), else the Python name bound to that Keras variable, else its TF name."""
+        name = self.names.get(id(var)) or self.keras_path(var)
+        if not name and self.frame is not None:
+            name = self.frame.variable_names.get(var.handle._id)
+        return name or var.name.split(":")[0]
 
     def settle(self) -> "Capture":
         """Decide which ops this tape recorded (TF's ShouldRecord rule, replayed).
@@ -259,8 +401,6 @@ class Capture:
             while p < len(pending) and pending[p][0] <= op.index:
                 on_tape.add(pending[p][1])
                 p += 1
-            if op.scope.endswith("/"):
-                op.scope = op.scope[:-1]
             if final < 0 or not op.tape_recording or op.generation != final:
                 continue
             if any(t._id in on_tape and is_trainable(t.dtype) for t in op.inputs):
@@ -287,11 +427,13 @@ class Recorder:
                 "Use it as: with tf.GradientTape() as tape, tv.record(tape) as rec: ..."
             )
         self.tape = tape
-        self._ops: list[OpRecord] = []
+        self._raw: list[tuple] = []
         self._variables: dict[int, Any] = {}
         self._exported: dict[int, Any] = {}
         self._watched: dict[int, Any] = {}
         self._generations: list[Any] = []
+        self._live: Any = _UNSET  # the tape object of generation self._gen
+        self._gen = -1
         self._watch_log: list = []
         self._started = False
         self.capture: Capture | None = None
@@ -300,12 +442,14 @@ class Recorder:
     def start(self) -> None:
         if self._started:
             raise RuntimeError("This tapeviz recorder is already recording; use a new one.")
-        self._thread_id = threading.get_ident()
+        self._thread_id = _get_ident()
         self._start_uid = _ops.uid()
         self._tld = _context.context()._thread_local_data  # name scope of this thread
+        self._callback = self._make_callback()
         _Patches.acquire()
         try:
             _active().append(self)
+            # Op callbacks are per thread: ops of other threads never reach this one.
             _op_callbacks.add_op_callback(self._callback)
         except BaseException:
             self._detach()
@@ -337,40 +481,39 @@ class Recorder:
         for t in tf.nest.flatten(tensors):
             if isinstance(t, tf.Variable):
                 # the tape lists its variables itself; only the moment is noted here
-                self._watch_log.append((t.handle._id, gen, len(self._ops)))
+                self._watch_log.append((t.handle._id, gen, len(self._raw)))
             elif hasattr(t, "_id"):
                 self._watched[t._id] = t
-                self._watch_log.append((t._id, gen, len(self._ops)))
+                self._watch_log.append((t._id, gen, len(self._raw)))
 
     def _generation(self) -> int:
         """Index of the tape object live now (tape.reset() replaces it)."""
         live = self.tape._tape
-        if not self._generations or self._generations[-1] is not live:
-            self._generations.append(live)
-        return len(self._generations) - 1
+        if live is not self._live:
+            if not self._generations or self._generations[-1] is not live:
+                self._generations.append(live)
+            self._live, self._gen = live, len(self._generations) - 1
+        return self._gen
 
     # -- the callback ----------------------------------------------------------------
-    def _callback(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
-        # Graph construction (inside tf.function tracing) is not an eager execution.
-        if graph is not None or threading.get_ident() != self._thread_id:
+    def _make_callback(self):
+        """The op callback: runs for every eager op while recording, so it only stores.
+
+        A closure over locals rather than a method: no attribute lookups on the hot path.
+        """
+        tape, tld, append, is_stopped, rec = self.tape, self._tld, self._raw.append, _is_stopped, self
+
+        def callback(op_type, inputs, attrs, outputs, op_name=None, graph=None):
+            if graph is not None:  # graph construction (tf.function tracing) is not an execution
+                return None
+            if tape._tape is not rec._live:
+                rec._generation()
+            append((op_type, inputs, attrs, outputs, tld.scope_name, tape._recording and not is_stopped(), rec._gen, None))
             return None
-        tape = self.tape
-        gen = self._generation()
-        recording = bool(tape._recording) and not pywrap_tfe.TFE_Py_TapeSetIsStopped()
-        if isinstance(op_type, bytes):
-            op_type = op_type.decode()
-        self._ops.append(
-            OpRecord(
-                index=len(self._ops),
-                op_type=op_type,
-                inputs=tuple(inputs),
-                attrs=tuple(attrs) if attrs else (),
-                outputs=tuple(outputs) if outputs else (),
-                scope=self._tld.scope_name,
-                tape_recording=recording,
-                generation=gen,
-            )
-        )
+
+        return callback
+
+    def _callback(self, *args, **kwargs):  # replaced per instance by start()
         return None
 
     def _note_record(self, op_type, outputs, inputs, backward) -> None:
@@ -381,7 +524,7 @@ class Recorder:
         function in place. A tf.custom_gradient entry re-declares outputs other ops
         computed: it is logged as an op of its own (graph.py makes it their producer).
         """
-        if threading.get_ident() != self._thread_id or not _context.executing_eagerly():
+        if _get_ident() != self._thread_id or not _context.executing_eagerly():
             return
         outputs, inputs = tuple(outputs), tuple(inputs)
         if not all(isinstance(t, _ops.EagerTensor) for t in outputs + inputs):
@@ -390,26 +533,16 @@ class Recorder:
             op_type = op_type.decode()
         tape = self.tape
         gen = self._generation()
-        recording = bool(tape._recording) and not pywrap_tfe.TFE_Py_TapeSetIsStopped()
+        recording = bool(tape._recording) and not _is_stopped()
         out_ids = [o._id for o in outputs]
-        for op in self._ops[:-17:-1]:  # the call op ran just before (a few ops at most)
-            if op.backward is None and op.op_type == op_type and [o._id for o in op.outputs] == out_ids:
-                op.inputs, op.backward, op.tape_recording = inputs, backward, recording
-                op.generation = gen
+        raw = self._raw
+        for i in range(len(raw) - 1, max(len(raw) - 17, -1), -1):  # the call op ran just before
+            r = raw[i]
+            rtype = r[_R_TYPE].decode() if type(r[_R_TYPE]) is bytes else r[_R_TYPE]
+            if r[_R_BACKWARD] is None and rtype == op_type and [o._id for o in (r[_R_OUT] or ())] == out_ids:
+                raw[i] = (op_type, inputs, r[_R_ATTRS], r[_R_OUT], r[_R_SCOPE], recording, gen, backward)
                 return
-        self._ops.append(
-            OpRecord(
-                index=len(self._ops),
-                op_type=op_type,
-                inputs=inputs,
-                attrs=(),
-                outputs=outputs,
-                scope=self._tld.scope_name,
-                tape_recording=recording,
-                generation=gen,
-                backward=backward,
-            )
-        )
+        raw.append((op_type, inputs, (), outputs, self._tld.scope_name, recording, gen, backward))
 
     # -- after the block -------------------------------------------------------------
     def _finish(self, frame) -> Capture:
@@ -423,14 +556,15 @@ class Recorder:
         else:
             final_gen = next((i for i in range(len(self._generations) - 1, -1, -1) if self._generations[i] is not None), -1)
         watched_vars = final_tape.watched_variables() if final_tape is not None else tape._watched_variables
+        info = _scan_frame(frame) if frame is not None else None
         return Capture(
-            ops=self._ops,
+            raw=self._raw,
             variables=self._variables,
             watched_variables=tuple(watched_vars),
             watched=self._watched,
             exported=self._exported,
             start_uid=self._start_uid,
-            names=_names_in_frame(frame) if frame is not None else {},
+            names=info.names if info is not None else {},
             persistent=bool(tape._persistent),
             thread_id=self._thread_id,
             tape_ref=weakref.ref(tape),
@@ -438,9 +572,11 @@ class Recorder:
             watch_log=self._watch_log,
             watch_accessed_variables=bool(tape._watch_accessed_variables),
             reset_count=max(0, len([g for g in self._generations if g is not None]) - 1),
+            frame=info,
         )
 
 
+_UNSET = object()
 _TRAINABLE: dict[Any, bool] = {}
 
 
@@ -453,15 +589,78 @@ def is_trainable(dtype) -> bool:
     return known
 
 
-def _names_in_frame(frame) -> dict[int, str]:
-    """id(object) -> the name the user bound it to in the frame that ran the block.
+# type -> 0 (nothing to learn), 1 (lists variables: a model, layer, optimizer),
+# 2 (a Keras-style variable: .path and .value)
+_FRAME_KIND: dict[type, int] = {}
 
-    Ids are only looked up for objects the capture keeps alive, and every named object
-    was alive when this ran, so an id cannot point at the wrong object. Module-level
-    names count too (notebooks run cells at module level); private names do not.
+
+def _frame_kind(t: type) -> int:
+    kind = _FRAME_KIND.get(t)
+    if kind is None:
+        try:
+            if issubclass(t, (_ops.EagerTensor, _rvo.BaseResourceVariable, np.ndarray, type, int, float, str, bytes)):
+                kind = 0
+            elif hasattr(t, "path") and hasattr(t, "value"):
+                kind = 2
+            elif hasattr(t, "variables") or hasattr(t, "trainable_variables"):
+                kind = 1
+            else:
+                kind = 0
+        except Exception:  # noqa: BLE001 - an exotic class; it names nothing
+            kind = 0
+        _FRAME_KIND[t] = kind
+    return kind
+
+
+def _scan_frame(frame) -> FrameInfo:
+    """Names in the frame that ran the block, and the objects that can name variables.
+
+    ``names`` maps id(object) -> the name the user bound it to. Ids are only looked up
+    for objects the capture keeps alive, and every named object was alive when this ran,
+    so an id cannot point at the wrong object. Module-level names count too (notebooks
+    run cells at module level); private names do not. Objects listing variables (Keras
+    models, layers) are kept by weak reference and asked for variable paths only when
+    a graph is built.
     """
-    names = {id(v): k for k, v in frame.f_locals.items() if k[:1] != "_"}
-    return names
+    names: dict[int, str] = {}
+    variable_names: dict[int, str] = {}
+    holders: list = []
+    local = frame.f_locals
+    items = list(local.items())
+    n_local = len(items)
+    # Globals the block's code refers to (a model defined at module level, used inside a
+    # train_step function); the locals' own names win.
+    glob = frame.f_globals
+    if glob is not local:
+        items += [(k, glob[k]) for k in frame.f_code.co_names if k in glob and k not in local]
+    kinds = _FRAME_KIND
+    for i, (k, v) in enumerate(items):
+        if k.startswith("_"):
+            continue
+        if i < n_local:
+            names[id(v)] = k
+        else:
+            names.setdefault(id(v), k)
+        kind = kinds.get(type(v))
+        if kind is None:
+            kind = _frame_kind(type(v))
+        if not kind:
+            continue
+        if kind == 1:
+            try:
+                holders.append(weakref.ref(v))
+            except TypeError:
+                holders.append(v)
+        elif kind == 2:
+            inner = _wrapped_variable(v)
+            if inner is not None:
+                variable_names.setdefault(inner.handle._id, k)
+    return FrameInfo(names, variable_names, holders)
+
+
+def _names_in_frame(frame) -> dict[int, str]:
+    """id(object) -> the name the user bound it to in `frame` (see _scan_frame)."""
+    return _scan_frame(frame).names
 
 
 def caller_frame(depth: int):

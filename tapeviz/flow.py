@@ -53,8 +53,19 @@ class Step:
 
     index: int
     node: Any
-    grad: Any  # numpy value arriving at the node (the seed for step 0)
+    tf_grad: Any  # what arrives at the node as TF value(s), a list for several outputs; step 0: the seed
     edges: list = field(default_factory=list)  # (u, v, key) edges that receive a contribution now
+    _grad: Any = field(default=None, repr=False)
+    _converted: bool = field(default=False, repr=False)
+
+    @property
+    def grad(self):
+        """The gradient arriving at the node as numpy (a list for several outputs)."""
+        if not self._converted:
+            g = self.tf_grad
+            self._grad = [_to_numpy(x) for x in g] if isinstance(g, list) else _to_numpy(g)
+            self._converted = True
+        return self._grad
 
 
 def _to_numpy(t) -> np.ndarray | None:
@@ -152,7 +163,7 @@ class GradientFlow:
         self._processed: dict[Any, int] = {}
         seed = output_gradients if output_gradients is not None else None
         self.steps: list[Step] = [
-            Step(0, self.target_nodes[0], _to_numpy(seed[0]) if seed else np.ones(self._targets[0].shape, dtype=self._targets[0].dtype.as_numpy_dtype))
+            Step(0, self.target_nodes[0], seed[0] if seed else np.ones(self._targets[0].shape, dtype=self._targets[0].dtype.as_numpy_dtype))
         ]
         for call in calls:
             node = g.op_node[call.op.index]
@@ -160,7 +171,7 @@ class GradientFlow:
             self._processed.setdefault(node, step.index)
             if g.nx.nodes[node]["kind"] == "op":
                 outs = [None if x is None else x for x in call.out_grads]
-                step.grad = _to_numpy(outs[0]) if len(outs) == 1 else [_to_numpy(x) for x in outs]
+                step.tf_grad = outs[0] if len(outs) == 1 else outs
                 on = call.op.inputs_on_tape
                 for k, gi in enumerate(call.in_grads):
                     if gi is None or (k < len(on) and not on[k]):
@@ -171,8 +182,18 @@ class GradientFlow:
                     self._edge_grad[e] = gi
                     step.edges.append(e)
             else:  # a folded variable read: the gradient reaches the variable
-                step.grad = _to_numpy(call.out_grads[0])
+                step.tf_grad = call.out_grads[0]
             self.steps.append(step)
+        # A node TF runs no backward function for (a watched tensor, a variable reached
+        # through its handle, e.g. by tf.gather) has its gradient once the last of its
+        # contributions has arrived.
+        called = set(self._processed)
+        arrivals = {}
+        for step in self.steps:
+            for e in step.edges:
+                if e[0] not in called:
+                    arrivals[e[0]] = step.index
+        self._processed.update(arrivals)
         self._np_cache: dict = {}
 
     def step_of(self, node) -> int | None:
@@ -242,6 +263,8 @@ class GradientFlow:
             name = getattr(obj, "name", None) or type(obj).__name__
             if isinstance(obj, tf.Variable):
                 name = self._python_name(obj) or name.split(":")[0]
+            elif isinstance(getattr(obj, "path", None), str):  # a Keras variable: its path
+                name = self._python_name(obj) or obj.path
             return StopReason(None, "unconnected", f"{name} was never used while the tape was recording, so the target cannot depend on it.")
         if self.grad_tensor(obj if not isinstance(obj, str) else node) is not None:
             return None
@@ -402,9 +425,11 @@ class GradientFlow:
         d = g.nx.nodes[n]
         name = g.display_name(n)
         if d["kind"] == "variable":
+            # tape.watch() takes a tf.Variable: for a Keras variable, the one inside it.
+            watch = f"tape.watch({name})" if not d.get("path") else f"tape.watch(v.value) with v the Keras variable {name}"
             if not d["trainable"]:
-                return f"{name} is a non-trainable variable (trainable=False), so the tape does not watch it; call tape.watch({name}) to get its gradient."
-            return f"{name} was not watched: the tape was created with watch_accessed_variables=False; call tape.watch({name})."
+                return f"{name} is a non-trainable variable (trainable=False), so the tape does not watch it; call {watch} to get its gradient."
+            return f"{name} was not watched: the tape was created with watch_accessed_variables=False; call {watch}."
         if d["kind"] == "constant":
             return f"{name} is not a variable, so the tape does not track it (it tracks variables and tensors passed to tape.watch())."
         if d["kind"] == "input":

@@ -49,28 +49,70 @@ class TensorInfo:
     shape: tuple
     node: Any  # producing node id
     index: int  # output position at the producer
-    value: np.ndarray | None  # full value, or None when only a summary was kept
-    summary: dict
+    value: np.ndarray | None  # full value, or None when only a summary is kept
     name: str | None = None  # the Python name the user bound it to, if any
     ref: Any = field(default=None, repr=False)  # the EagerTensor itself
+    _summary: dict | None = field(default=None, repr=False)
 
     @property
     def trainable(self) -> bool:
         return is_trainable(self.dtype)
 
+    @property
+    def summary(self) -> dict:
+        """Shape, dtype and statistics (min, max, mean, norm, nan, inf), computed on first use."""
+        if self._summary is None:
+            arr = self.value
+            if arr is None and self.dtype not in ("resource", "variant") and self.ref is not None:
+                try:
+                    arr = np.asarray(self.ref._numpy())  # a view, not a copy
+                except Exception:  # noqa: BLE001 - e.g. a tensor on a device we cannot read
+                    arr = None
+            self._summary = summarize(arr) if arr is not None else {"shape": self.shape, "dtype": self.dtype}
+        return self._summary
+
+
+_SUMMARY_CHUNK = 1 << 18  # elements per pass: bounds the temporary float64 copies (2 MiB)
+
 
 def summarize(value: np.ndarray) -> dict:
-    """Shape, dtype and statistics; enough to judge a tensor too big to show whole."""
+    """Shape, dtype and statistics; enough to judge a tensor too big to show whole.
+
+    Large arrays are read in chunks, so summarizing a huge activation needs a few MiB of
+    scratch memory, not several copies of the tensor."""
     s: dict[str, Any] = {"shape": tuple(value.shape), "dtype": str(value.dtype), "size": int(value.size)}
-    if value.size and np.issubdtype(value.dtype, np.number) and not np.iscomplexobj(value):
-        v = value.astype(np.float64, copy=False)
+    if not (value.size and np.issubdtype(value.dtype, np.number) and not np.iscomplexobj(value)):
+        return s
+    flat = value.reshape(-1)
+    nan = inf = count = 0
+    lo, hi, total, sq = np.inf, -np.inf, 0.0, 0.0
+    buf = np.empty(min(flat.size, _SUMMARY_CHUNK), np.float64)  # one scratch buffer for all chunks
+    for start in range(0, flat.size, _SUMMARY_CHUNK):
+        part = flat[start:start + _SUMMARY_CHUNK]
+        v = buf[: part.size]
+        np.copyto(v, part, casting="unsafe")
         finite = np.isfinite(v)
-        s["nan"] = int(np.isnan(v).sum())
-        s["inf"] = int(np.isinf(v).sum())
-        if finite.any():
-            fv = v[finite]
-            s.update(min=float(fv.min()), max=float(fv.max()), mean=float(fv.mean()), norm=float(np.sqrt((fv * fv).sum())))
+        if not finite.all():
+            nan += int(np.isnan(v).sum())
+            inf += int(np.isinf(v).sum())
+            v = v[finite]
+        if v.size:
+            count += v.size
+            lo, hi = min(lo, float(v.min())), max(hi, float(v.max()))
+            total += float(v.sum())
+            sq += float(np.dot(v, v))
+    s["nan"], s["inf"] = nan, inf
+    if count:
+        s.update(min=lo, max=hi, mean=total / count, norm=float(np.sqrt(sq)))
     return s
+
+
+def format_bytes(n: int) -> str:
+    """1536 -> '1.5 KiB', 64 << 20 -> '64 MiB'."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} bytes"
 
 
 def format_value(value: np.ndarray | None, summary: dict | None = None, max_items: int = 6) -> str:
@@ -127,8 +169,9 @@ class TapeGraph:
         self.tensors: dict[int, TensorInfo] = {}
         self.max_value_bytes = max_value_bytes
         self.budget_bytes = budget_bytes
-        self.kept_bytes = 0
+        self.kept_bytes = 0  # bytes of tensor values this graph holds (never above budget_bytes)
         self.truncated = 0  # tensors whose value was dropped because the budget ran out
+        self.oversized = 0  # tensors above max_value_bytes: only their summary is kept
         self.op_node: dict[int, Any] = {}  # op index -> node id
         self._build()
 
@@ -169,17 +212,30 @@ class TapeGraph:
                     g.nodes[info.node]["replaced_by"] = node
                     info.node, info.index = node, i
         self._link_outside_values()
+        self._unique_variable_names()
         for n, d in g.nodes(data=True):
             d["label"] = self._label(n, d)
+
+    def _unique_variable_names(self) -> None:
+        """Unnamed tf.Variables are all called "Variable": number the repeats (Variable,
+        Variable_2, ...) so names can key dictionaries and tell boxes apart."""
+        seen: dict[str, int] = {}
+        for _, d in self.nx.nodes(data=True):
+            if d["kind"] != "variable":
+                continue
+            base = d["name"]
+            seen[base] = seen.get(base, 0) + 1
+            if seen[base] > 1:
+                d["name"] = f"{base}_{seen[base]}"
 
     def _variable_node(self, var) -> str:
         node = f"var{var.handle._id}"
         if node not in self.nx:
-            name = self.capture.names.get(id(var)) or var.name.split(":")[0]
             self.nx.add_node(
                 node,
                 kind="variable",
-                name=name,
+                name=self.capture.variable_name(var),
+                path=self.capture.keras_path(var),  # the Keras variable path, if it is one
                 trainable=bool(var.trainable),
                 watched=var.handle._id in self.capture.watched_variable_ids,
                 handle=var.handle._id,
@@ -217,29 +273,31 @@ class TapeGraph:
     def _add_tensor(self, t, node, index: int) -> None:
         if t._id in self.tensors:
             return
-        dtype = t.dtype
-        value, summary = None, {"shape": tuple(t.shape), "dtype": dtype.name}
-        if dtype != "resource" and dtype != "variant":
-            nbytes = int(np.prod(t.shape, dtype=np.int64)) * max(dtype.size, 1) if t.shape.is_fully_defined() else 0
+        dname = t.dtype.name
+        value, shape = None, None
+        if dname != "resource" and dname != "variant":
             try:
-                arr = t._numpy()
+                arr = t._numpy()  # a view of the tensor's buffer, not a copy
             except Exception:  # e.g. a tensor on a device we cannot copy from
                 arr = None
             if arr is not None:
-                summary = summarize(np.asarray(arr))
-                if nbytes <= self.max_value_bytes and self.kept_bytes + nbytes <= self.budget_bytes:
+                arr = np.asarray(arr)
+                shape = arr.shape
+                nbytes = arr.nbytes
+                if nbytes > self.max_value_bytes:
+                    self.oversized += 1
+                elif self.kept_bytes + nbytes <= self.budget_bytes:
                     value = np.array(arr, copy=True)
                     self.kept_bytes += nbytes
-                elif nbytes <= self.max_value_bytes:
+                else:
                     self.truncated += 1
         self.tensors[t._id] = TensorInfo(
             id=t._id,
-            dtype=dtype.name,
-            shape=tuple(t.shape),
+            dtype=dname,
+            shape=shape if shape is not None else tuple(t.shape),
             node=node,
             index=index,
             value=value,
-            summary=summary,
             name=self.capture.names.get(id(t)),
             ref=t,
         )
@@ -279,6 +337,15 @@ class TapeGraph:
         return d.get("name") or kind
 
     # -- queries -------------------------------------------------------------------------
+    @property
+    def budget_note(self) -> str | None:
+        """A sentence for the picture when values were dropped to stay within budget_bytes."""
+        if not self.truncated:
+            return None
+        n = self.truncated
+        what = "value of 1 tensor" if n == 1 else f"values of {n} tensors"
+        return f"{what} not kept: over the {format_bytes(self.budget_bytes)} budget"
+
     def node_of(self, obj) -> Any:
         """The node for a tf.Variable, a tensor seen by the tape, or a node id."""
         if isinstance(obj, str) and obj in self.nx:

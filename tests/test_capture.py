@@ -18,10 +18,12 @@ from tapeviz import capture
 ORIGINALS = {
     "fast": pywrap_tfe.TFE_Py_FastPathExecute,
     "read": resource_variable_ops.BaseResourceVariable._read_variable_op,
+    "accessed": resource_variable_ops.variable_accessed,
     "numpy": tf_ops._EagerTensorBase.numpy,
     "float": tf_ops._EagerTensorBase.__float__,
     "array": tf_ops._EagerTensorBase.__array__,
     "record": tf_record.record_operation,
+    "record_bp": tf_record.record_operation_backprop_only,
 }
 
 
@@ -29,10 +31,12 @@ def current_functions():
     return {
         "fast": pywrap_tfe.TFE_Py_FastPathExecute,
         "read": resource_variable_ops.BaseResourceVariable._read_variable_op,
+        "accessed": resource_variable_ops.variable_accessed,
         "numpy": tf_ops._EagerTensorBase.numpy,
         "float": tf_ops._EagerTensorBase.__float__,
         "array": tf_ops._EagerTensorBase.__array__,
         "record": tf_record.record_operation,
+        "record_bp": tf_record.record_operation_backprop_only,
     }
 
 
@@ -863,3 +867,28 @@ def test_target_gradient_is_the_seed_even_off_the_tape():
     assert tape.gradient(y, y).numpy() == 1.0
     assert fl.grad(y) == 1.0
     assert fl.grad(x) is None
+
+
+def test_variables_inside_list_arguments_appear():
+    # tf.concat / tf.add_n take a list: the C++ fast path would read variables in it unseen.
+    a = tf.Variable([1.0, 2.0])
+    b = tf.Variable([3.0, 4.0])
+    w = tf.Variable(2.0)
+
+    @tf.function
+    def f(x):
+        return x * w  # w is captured: the call op takes its handle
+
+    with tv.GradientTape(persistent=True) as tape:
+        y = tf.reduce_sum(tf.concat([a, b], 0) ** 2) + tf.reduce_sum(tf.add_n([a, b, a])) + tf.reduce_sum(f(a))
+    g = tape.graph
+    assert not nodes_of_kind(g, "input")
+    assert {d["name"] for d in nodes_of_kind(g, "variable").values()} == {"a", "b", "w"}
+    (concat,) = [n for n, d in g.nx.nodes(data=True) if d.get("op_type") == "ConcatV2"]
+    assert {g.node_of(a), g.node_of(b)} <= set(g.nx.predecessors(concat))
+    (add_n,) = [n for n, d in g.nx.nodes(data=True) if d.get("op_type") == "AddN"]
+    assert g.nx.number_of_edges(g.node_of(a), add_n) == 2
+    fl = tv.flow(tape, y)
+    for v in (a, b, w):
+        np.testing.assert_array_equal(fl.grad(v), tape.gradient(y, v).numpy())
+    assert_clean()

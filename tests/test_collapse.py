@@ -114,3 +114,19 @@ def test_explorer_layer_control_expands_and_collapses(big):
     assert ex.canvas.value != before
     layers.value = ()
     assert "layer:block5" in ex.view.display.nx
+
+
+def test_panel_of_a_big_model_lists_the_largest_gradients(big, monkeypatch):
+    import tapeviz.widget
+
+    monkeypatch.setattr(tapeviz.widget, "PANEL_ROWS", 5)
+    tape, loss, ws, bs = big
+    ex = tv.explore(tape, loss)
+    ex.controls["clip"].value = "by_norm"
+    grads = ex.gradients(clipped=False)
+    assert len(grads) == 40
+    assert "showing 5 of 40 variables" in ex.panel.value
+    order = sorted(grads, key=lambda n: -float(np.linalg.norm(grads[n])))
+    for name in order[:5]:
+        assert f"<td>{name}</td>" in ex.panel.value
+    assert f"<td>{order[-1]}</td>" not in ex.panel.value
