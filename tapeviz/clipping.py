@@ -129,14 +129,19 @@ def _batched(mode, grads, weights, weight_of, clip_norm, lo, hi, lr):
         clipped, _ = tf.clip_by_global_norm(grads, clip_norm)
     else:
         clipped = list(grads)
-    dense = [tf.convert_to_tensor(g) for g in grads]
+    # Norms as TF's clip functions see them: of an IndexedSlices' values (a row that
+    # appears twice counts twice), which is what decides whether TF clips.
     dense_c = [tf.convert_to_tensor(g) for g in clipped]
     zero = tf.constant(0.0)
     return (
         clipped,
-        [tf.norm(g) for g in dense],
-        [tf.norm(g) for g in dense_c],
-        tf.linalg.global_norm(dense) if dense else zero,
-        tf.linalg.global_norm(dense_c) if dense_c else zero,
+        [tf.norm(_values(g)) for g in grads],
+        [tf.norm(_values(g)) for g in clipped],
+        tf.linalg.global_norm(list(grads)) if grads else zero,
+        tf.linalg.global_norm(list(clipped)) if clipped else zero,
         [w - tf.cast(lr, w.dtype) * tf.cast(dense_c[i], w.dtype) for w, i in zip(weights, weight_of)],
     )
+
+
+def _values(g):
+    return g.values if isinstance(g, tf.IndexedSlices) else g
