@@ -539,8 +539,11 @@ class Recorder:
         for i in range(len(raw) - 1, max(len(raw) - 17, -1), -1):  # the call op ran just before
             r = raw[i]
             rtype = r[_R_TYPE].decode() if type(r[_R_TYPE]) is bytes else r[_R_TYPE]
-            if r[_R_BACKWARD] is None and rtype == op_type and [o._id for o in (r[_R_OUT] or ())] == out_ids:
-                raw[i] = (op_type, inputs, r[_R_ATTRS], r[_R_OUT], r[_R_SCOPE], recording, gen, backward)
+            call_out = [o._id for o in (r[_R_OUT] or ())]
+            # The forward function may return extra outputs (intermediates kept for its
+            # backward pass); the tape records only the leading, user-visible ones.
+            if r[_R_BACKWARD] is None and rtype == op_type and call_out[:len(out_ids)] == out_ids:
+                raw[i] = (op_type, inputs, r[_R_ATTRS], outputs, r[_R_SCOPE], recording, gen, backward)
                 return
         raw.append((op_type, inputs, (), outputs, self._tld.scope_name, recording, gen, backward))
 

@@ -154,6 +154,23 @@ def _fmt_scalar(x) -> str:
     return f"{x:.4g}"
 
 
+_FUNCTION_PREFIXES = ("__forward_", "__inference_", "__backward_")
+
+
+def _custom_kind(op: OpRecord) -> dict:
+    """How an op with its own backward function got on the tape, and a readable name:
+    a tf.function call ('__forward_f_27' -> f) or a tf.custom_gradient function."""
+    if op.backward is None:
+        return {}
+    name = op.op_type
+    for prefix in _FUNCTION_PREFIXES:
+        if name.startswith(prefix):
+            base = name[len(prefix):]
+            head, _, tail = base.rpartition("_")
+            return {"via": "tf.function", "function": head if tail.isdigit() and head else base}
+    return {"via": "tf.custom_gradient", "function": name}
+
+
 class TapeGraph:
     """The captured program: ``nx`` is the graph, ``tensors`` the values on its edges."""
 
@@ -199,6 +216,7 @@ class TapeGraph:
                 op_index=op.index,
                 name=None,
                 outputs=[o._id for o in op.outputs],
+                **_custom_kind(op),
             )
             for k, t in enumerate(op.inputs):
                 src = self._producer(t, op)

@@ -85,8 +85,13 @@ def node_title(graph: TapeGraph, node, display=None) -> str:
     if d.get("name"):
         return d["name"]
     if d["kind"] == "op":
-        return d["op_type"]
+        return d.get("function") or d["op_type"]
     return "constant" if d["kind"] == "constant" else d["label"]
+
+
+def _op_label(d) -> str:
+    """`Mul`, or `tf.function f` for a function call / custom-gradient entry."""
+    return f"{d['via']} {d['function']}" if d.get("via") else d["op_type"]
 
 
 def node_subtitle(graph: TapeGraph, node, display=None) -> str:
@@ -96,7 +101,11 @@ def node_subtitle(graph: TapeGraph, node, display=None) -> str:
         ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
         return f"layer · {ops} ops"
     d = graph.nx.nodes[node]
-    return d["op_type"] if d["kind"] == "op" and d.get("name") else ""
+    if d["kind"] != "op":
+        return ""
+    if d.get("name"):
+        return _op_label(d)
+    return d.get("via") or ""
 
 
 def node_value_text(graph: TapeGraph, node, display=None) -> str:

@@ -173,3 +173,34 @@ def test_figures_show_themselves_in_jupyter():
     fig = tv.draw(run.tape, run.target)
     png = fig._repr_png_()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_tf_function_and_custom_gradient_are_one_named_node_each():
+    x = tf.Variable(2.0)
+
+    @tf.function
+    def f(a):
+        return tf.sin(a) * a + 1.0
+
+    @tf.custom_gradient
+    def clip_grad(v):
+        def grad(dy):
+            return tf.clip_by_value(dy, -0.1, 0.1)
+        return tf.identity(v), grad
+
+    with tv.GradientTape(persistent=True) as tape:
+        y = f(x * 3.0)
+        z = clip_grad(y) * 5.0
+    g = tape.graph
+    calls = [d for _, d in g.nx.nodes(data=True) if d.get("via") == "tf.function"]
+    assert len(calls) == 1 and calls[0]["function"] == "f"
+    customs = [n for n, d in g.nx.nodes(data=True) if d.get("via") == "tf.custom_gradient"]
+    assert len(customs) == 1
+    view = tv.view(tape, z)
+    title, sub, _ = view.artists.labels[customs[0]]
+    assert (title.get_text(), sub.get_text()) == ("clip_grad", "tf.custom_gradient")
+    assert view.artists.labels[g.node_of(y)][1].get_text() == "tf.function f"
+    # the flow is the one the tape used: the custom gradient clips 5.0 to 0.1
+    fl = view.flow
+    assert fl.grad(y) == tape.gradient(z, y).numpy() == pytest.approx(0.1)
+    assert fl.grad(x) == tape.gradient(z, x).numpy()
