@@ -773,3 +773,34 @@ def _backward_fn(op: OpRecord, calls: list) -> Callable:
         return grads
 
     return backward
+
+
+# --------------------------------------------------------------------------- tf.function bodies
+
+
+def function_body(name: str) -> dict | None:
+    """The ops inside a tf.function as TF registered them (FunctionDef), or None.
+
+    Returns {"nodes": [(node name, op type)], "edges": [(src, dst, dst input index)],
+    "args": [arg name per function input], "rets": [node name per function output]}.
+    Argument and return placeholders are not nodes; inputs referring to an argument are
+    recorded under "args", control inputs are skipped.
+    """
+    try:
+        fd = _context.context().get_function_def(name)
+    except Exception:  # noqa: BLE001 - unknown or garbage-collected function
+        return None
+    args = [a.name for a in fd.signature.input_arg]
+    nodes = [(n.name, n.op) for n in fd.node_def if n.op != "NoOp"]  # NoOps only order side effects
+    edges, arg_uses = [], []
+    for n in fd.node_def:
+        for k, ref in enumerate(n.input):
+            if ref.startswith("^"):
+                continue
+            src = ref.split(":")[0]
+            if src in args:
+                arg_uses.append((args.index(src), n.name, k))
+            else:
+                edges.append((src, n.name, k))
+    rets = [fd.ret[a.name].split(":")[0] for a in fd.signature.output_arg if a.name in fd.ret]
+    return {"nodes": nodes, "edges": edges, "args": args, "arg_uses": arg_uses, "rets": rets}

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 import networkx as nx
 import numpy as np
 
-from .capture import Capture, OpRecord, is_trainable
+from .capture import Capture, OpRecord, function_body, is_trainable
 
 #: Tensors up to this many bytes keep their full value; larger ones keep a summary.
 DEFAULT_MAX_VALUE_BYTES = 1 << 20
@@ -220,7 +220,8 @@ class TapeGraph:
             )
             for k, t in enumerate(op.inputs):
                 src = self._producer(t, op)
-                g.add_edge(src, node, key=k, tensor=t._id, kind="data", dst_index=k)
+                g.add_edge(src, node, key=k, tensor=t._id, kind="data", dst_index=k,
+                           src_index=self.tensors[t._id].index)
             for i, o in enumerate(op.outputs):
                 self._add_tensor(o, node, i)
                 info = self.tensors[o._id]
@@ -406,6 +407,19 @@ class TapeGraph:
     def data_edges(self, node=None, out: bool = True) -> Iterable:
         edges = self.nx.out_edges(node, keys=True, data=True) if out else self.nx.in_edges(node, keys=True, data=True)
         return [(u, v, k, d) for u, v, k, d in edges if d["kind"] == "data"]
+
+    def function_body(self, node) -> dict | None:
+        """The inner ops of a tf.function call node (see capture.function_body), or None."""
+        d = self.nx.nodes[node]
+        if d.get("via") != "tf.function":
+            return None
+        if "body" not in d:
+            d["body"] = function_body(d["op_type"])
+        return d["body"]
+
+    def functions(self) -> list:
+        """Nodes that are tf.function calls (each can be expanded into its body)."""
+        return [n for n, d in self.nx.nodes(data=True) if d.get("via") == "tf.function"]
 
     def ops(self) -> list[OpRecord]:
         return self.capture.ops

@@ -767,7 +767,7 @@ class Collapsed:
     ``members`` lists the original edges it stands for. Edges inside a layer vanish.
     """
 
-    def __init__(self, g: nx.MultiDiGraph, groups: Mapping[Node, str | None], collapsed):
+    def __init__(self, g: nx.MultiDiGraph, groups: Mapping[Node, str | None], collapsed, bodies=None):
         self.source = g
         self.collapsed = {c for c in collapsed if c is not None}
         self.of: dict[Node, Node] = {}
@@ -797,6 +797,42 @@ class Collapsed:
             else:
                 d.add_edge(du, dv, key="merged", members=[(u, v, k)], kind=data.get("kind", "data"))
         self.nx = d
+        for f, body in (bodies or {}).items():
+            if f in d and body:
+                self._open_function(f, body)
+
+    def _open_function(self, f, body) -> None:
+        """Replace a tf.function's node by the ops of its body (kind "inner"). Edges into
+        the call attach to the ops that read that argument; edges out of it leave from
+        the op that returns that output. Inner edges stand for no tape edge (members [])."""
+        d = self.nx
+        inner = {name: f"{f}/{name}" for name, _ in body["nodes"]}
+        for name, op_type in body["nodes"]:
+            d.add_node(inner[name], kind="inner", op_type=op_type, function=f, inner_name=name)
+        for src, dst, k in body["edges"]:
+            if src in inner and dst in inner:
+                d.add_edge(inner[src], inner[dst], key=k, members=[], kind="inner")
+        for u, _, k, data in list(d.in_edges(f, keys=True, data=True)):
+            index = data.get("dst_index", k)
+            for arg, dst, kk in body["arg_uses"]:
+                if arg == index:
+                    d.add_edge(u, inner[dst], key=f"{k}:{kk}", members=data["members"], kind=data.get("kind", "data"))
+        rets = [inner[r] for r in body["rets"] if r in inner]
+        for j, r in enumerate(body["rets"]):
+            if r in inner:
+                d.nodes[inner[r]].setdefault("ret_index", j)
+        for _, v, k, data in list(d.out_edges(f, keys=True, data=True)):
+            src = rets[min(data.get("src_index", 0), len(rets) - 1)] if rets else None
+            if src is not None:
+                d.add_edge(src, v, key=k, members=data["members"], kind=data.get("kind", "data"))
+        d.remove_node(f)
+        head = rets[0] if rets else next(iter(inner.values()), None)
+        for n, dn in self.of.items():
+            if dn == f:
+                self.of[n] = head
+        self.members.pop(f, None)
+        for n in inner.values():
+            self.members[n] = []
 
     def display_edges_of(self, original_edges) -> set:
         """The display edges that stand for some of these original edges."""
@@ -810,10 +846,11 @@ class Collapsed:
         return out
 
 
-def collapse(g: nx.MultiDiGraph, collapsed="auto", *, threshold: int = COLLAPSE_THRESHOLD) -> Collapsed:
+def collapse(g: nx.MultiDiGraph, collapsed="auto", *, threshold: int = COLLAPSE_THRESHOLD,
+             bodies=None) -> Collapsed:
     """Collapse layers of ``g``: ``"auto"`` collapses every layer when the graph has
     more than ``threshold`` ops, ``True``/``False`` all or none, or pass the set of
-    layer names to collapse."""
+    layer names to collapse. ``bodies`` maps tf.function nodes to open to their bodies."""
     groups = layer_groups(g)
     names = {x for x in groups.values() if x is not None}
     if collapsed == "auto":
@@ -828,4 +865,4 @@ def collapse(g: nx.MultiDiGraph, collapsed="auto", *, threshold: int = COLLAPSE_
         unknown = chosen - names
         if unknown:
             raise ValueError(f"No layer named {sorted(unknown)}; layers are: {sorted(names)}")
-    return Collapsed(g, groups, chosen)
+    return Collapsed(g, groups, chosen, bodies)

@@ -38,9 +38,10 @@ KIND_STYLE = {
     "input": dict(fc="#f8fafc", ec="#94a3b8"),
     "op": dict(fc="#ffffff", ec="#334155"),
     "layer": dict(fc="#ede9fe", ec="#6d28d9"),
+    "inner": dict(fc="#fefce8", ec="#a16207"),
 }
 KIND_NAMES = {"variable": "variable", "watched": "watched tensor", "constant": "constant", "input": "tensor from outside",
-              "op": "op", "layer": "layer (collapsed)"}
+              "op": "op", "layer": "layer (collapsed)", "inner": "op inside a tf.function"}
 C_FORWARD = "#64748b"
 C_GRAD = "#ea580c"
 C_ACTIVE = "#f59e0b"
@@ -81,6 +82,8 @@ def node_title(graph: TapeGraph, node, display=None) -> str:
     """First line of a box: the user's name for it, else what it is."""
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         return display.nx.nodes[node]["layer"].split("/")[-1]
+    if display is not None and display.nx.nodes[node].get("kind") == "inner":
+        return display.nx.nodes[node]["op_type"]
     d = graph.nx.nodes[node]
     if d.get("name"):
         return d["name"]
@@ -100,6 +103,9 @@ def node_subtitle(graph: TapeGraph, node, display=None) -> str:
         members = display.members[node]
         ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
         return f"layer · {ops} ops"
+    if display is not None and display.nx.nodes[node].get("kind") == "inner":
+        fn = display.nx.nodes[node]["function"]
+        return f"in tf.function {graph.nx.nodes[fn].get('function', '')}"
     d = graph.nx.nodes[node]
     if d["kind"] != "op":
         return ""
@@ -110,9 +116,18 @@ def node_subtitle(graph: TapeGraph, node, display=None) -> str:
 
 def node_value_text(graph: TapeGraph, node, display=None) -> str:
     """Bottom line: the forward value (or its summary); a layer shows its output's."""
-    if display is not None and display.nx.nodes[node].get("kind") == "layer":
+    dd = display.nx.nodes[node] if display is not None else {}
+    if dd.get("kind") == "layer":
         ops = [m for m in display.members[node] if graph.nx.nodes[m]["kind"] == "op"]
         node = ops[-1] if ops else display.members[node][-1]
+    elif dd.get("kind") == "inner":
+        # TF keeps no per-op values inside a function call; the ops it returns have the call's outputs
+        outs = graph.nx.nodes[dd["function"]].get("outputs") or []
+        j = dd.get("ret_index")
+        if j is None or j >= len(outs):
+            return ""
+        info = graph.tensors[outs[j]]
+        return format_value(info.value, info.summary)
     info = graph.output_info(node)
     return "" if info is None else format_value(info.value, info.summary)
 
@@ -353,10 +368,15 @@ class GraphView:
 
     def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, ax: Axes | None = None,
                  pos=None, title: str | None = None, caption: str | None = None, routes=None,
-                 collapsed="auto"):
+                 collapsed="auto", functions=()):
         self.graph = graph
         self.flow = flow
-        self.display = collapse(graph.nx, collapsed if pos is None else False)
+        self.functions = set(functions)
+        unknown = self.functions - set(graph.functions())
+        if unknown:
+            raise ValueError(f"{sorted(unknown)} are not tf.function calls; those are: {graph.functions()}")
+        bodies = {f: graph.function_body(f) for f in self.functions}
+        self.display = collapse(graph.nx, collapsed if pos is None else False, bodies=bodies)
         dg = self.display.nx
         if pos is None:
             pos, computed = layered_routes(dg)
@@ -412,7 +432,18 @@ class GraphView:
         if unknown:
             raise ValueError(f"No layer named {sorted(unknown)}; layers are: {self.layers}")
         view = GraphView(self.graph, self.flow, collapsed=self.display.collapsed - set(layers),
-                         title=self._custom_title)
+                         title=self._custom_title, functions=self.functions)
+        view.overrides = dict(self.overrides)
+        view.set_step(self.step)
+        return view
+
+    def expanded_function(self, *nodes) -> "GraphView":
+        """A new view with these tf.function call nodes (default: all) opened into the
+        ops of their body. Gradients show on the edges into and out of the body; TF
+        does not expose per-op gradients or values inside a function call."""
+        chosen = set(nodes) or set(self.graph.functions())
+        view = GraphView(self.graph, self.flow, collapsed=self.display.collapsed, title=self._custom_title,
+                         functions=self.functions | chosen)
         view.overrides = dict(self.overrides)
         view.set_step(self.step)
         return view
@@ -420,7 +451,8 @@ class GraphView:
     def collapsed_view(self, *layers: str) -> "GraphView":
         """A new view with these layers (all, when none are named) collapsed."""
         chosen = set(layers) or set(self.layers)
-        view = GraphView(self.graph, self.flow, collapsed=self.display.collapsed | chosen, title=self._custom_title)
+        view = GraphView(self.graph, self.flow, collapsed=self.display.collapsed | chosen, title=self._custom_title,
+                         functions=self.functions)
         view.overrides = dict(self.overrides)
         view.set_step(self.step)
         return view
@@ -475,7 +507,7 @@ class GraphView:
     def _style_edge(self, e, members, arrow, text, k: int, active: bool) -> None:
         fl = self.flow
         stops = [fl.edge_reason.get(m) for m in members]
-        if all(r is not None for r in stops):
+        if members and all(r is not None for r in stops):
             arrow.set_color(C_STOP)
             arrow.set_linestyle(REASON_STYLE.get(stops[0].reason, "--"))
             arrow.set_linewidth(1.2)
@@ -501,6 +533,8 @@ class GraphView:
     def _node_grad_text(self, n, kind: str, k: int, finished: bool) -> tuple[str, str]:
         fl = self.flow
         g = self.graph
+        if kind == "inner":
+            return "", C_GRADTEXT
         if kind == "layer":
             parts, bad = [], False
             for m in self.display.members[n]:

@@ -94,9 +94,13 @@ class Explorer(W.VBox):
         c["node"] = W.Dropdown(options=self._node_options(), description="inspect").add_class("tv-node")
         layers = sorted({x for x in layer_groups(graph.nx).values() if x is not None})
         self._collapsed = set(collapse(graph.nx, "auto").collapsed)
-        if layers:
-            c["layers"] = W.SelectMultiple(options=layers, value=[x for x in layers if x not in self._collapsed],
-                                           description="expanded", rows=min(6, len(layers))).add_class("tv-layers")
+        self._functions: set = set()  # tf.function calls opened into their bodies
+        functions = [(f"tf.function {graph.nx.nodes[f]['function']} ({f})", ("function", f)) for f in graph.functions()]
+        if layers or functions:
+            c["layers"] = W.SelectMultiple(
+                options=[(x, ("layer", x)) for x in layers] + functions,
+                value=[("layer", x) for x in layers if x not in self._collapsed],
+                description="expanded", rows=min(6, len(layers) + len(functions))).add_class("tv-layers")
         self.controls = c
 
         self.canvas = W.HTML(layout=W.Layout(overflow="auto")).add_class("tv-canvas")
@@ -145,13 +149,15 @@ class Explorer(W.VBox):
     def view(self) -> GraphView:
         name = self.target_name
         if name not in self._views:
-            self._views[name] = GraphView(self.graph, self.flow, collapsed=self._collapsed)
+            self._views[name] = GraphView(self.graph, self.flow, collapsed=self._collapsed, functions=self._functions)
         return self._views[name]
 
     def _on_layers(self) -> None:
         """Expanding or collapsing layers changes the picture's structure: new views."""
-        c = self.controls["layers"]
-        self._collapsed = set(c.options) - set(c.value)
+        chosen = set(self.controls["layers"].value)
+        layers = {x for kind, x in (v for _, v in self.controls["layers"].options) if kind == "layer"}
+        self._collapsed = layers - {x for kind, x in chosen if kind == "layer"}
+        self._functions = {x for kind, x in chosen if kind == "function"}
         self._views.clear()
         self._on_view()  # the cache key includes the layers, so old pictures stay valid
 
@@ -251,7 +257,7 @@ class Explorer(W.VBox):
         return out
 
     def _state_key(self) -> tuple:
-        return (self.target_name, frozenset(self._collapsed), self.controls["step"].value,
+        return (self.target_name, frozenset(self._collapsed), frozenset(self._functions), self.controls["step"].value,
                 tuple(sorted(self._overrides().items())))
 
     def _apply_state(self) -> GraphView:

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
+from tapeviz.graph import format_value
 from tapeviz.layout import COLLAPSE_THRESHOLD, collapse, layer_groups
 
 
@@ -109,7 +110,7 @@ def test_explorer_layer_control_expands_and_collapses(big):
     layers = ex.controls["layers"]
     assert layers.value == ()  # big graph: everything collapsed
     before = ex.canvas.value
-    layers.value = ("block5",)
+    layers.value = (("layer", "block5"),)
     assert tape.graph.node_of(ws[5]) in ex.view.display.nx
     assert ex.canvas.value != before
     layers.value = ()
@@ -130,3 +131,36 @@ def test_panel_of_a_big_model_lists_the_largest_gradients(big, monkeypatch):
     for name in order[:5]:
         assert f"<td>{name}</td>" in ex.panel.value
     assert f"<td>{order[-1]}</td>" not in ex.panel.value
+
+
+def test_tf_function_opens_into_its_body_and_keeps_totals():
+    x = tf.Variable(2.0)
+
+    @tf.function
+    def f(a, b):
+        return tf.sin(a) * b + 1.0
+
+    with tv.GradientTape(persistent=True) as tape:
+        y = f(x * 3.0, x)
+        z = y * 2.0
+    g = tape.graph
+    [call] = g.functions()
+    view = tv.view(tape, z)
+    assert call in view.display.nx  # one node by default
+    opened = view.expanded_function(call)
+    inner = {d["op_type"] for n, d in opened.display.nx.nodes(data=True) if d["kind"] == "inner"}
+    assert {"Sin", "Mul", "AddV2", "Identity"} <= inner and call not in opened.display.nx
+    # the call's output value sits on the op that returns it
+    ident = next(n for n, d in opened.display.nx.nodes(data=True) if d.get("op_type") == "Identity")
+    assert opened.artists.labels[ident][2].get_text() == format_value(y.numpy())
+    # gradients still show on the edges into and out of the body, totals unchanged
+    x_node = g.node_of(x)
+    want = tape.gradient(z, x).numpy()
+    assert opened.artists.grads[x_node].get_text() == view.artists.grads[x_node].get_text() == tv.render.grad_text(want)
+    out_edges = [e for e in opened.artists.arrows if e[0] == ident]
+    assert out_edges and opened.artists.edge_labels[out_edges[0]].get_text() == "2.0"
+    with pytest.raises(ValueError, match="not tf.function"):
+        view.expanded_function(x_node)
+    ex = tv.explore(tape, z)
+    ex.controls["layers"].value = (("function", call),)
+    assert call not in ex.view.display.nx and "Sin" in ex.canvas.value
