@@ -461,7 +461,3 @@ class GradientFlow:
     def __repr__(self) -> str:
         return f"GradientFlow(target={self.graph.display_name(self.target_nodes[0])}, steps={len(self.steps)}, stopped={len(self.stopped)})"
 
-
-def describe(value) -> str:
-    """Short text for a gradient value (used by pictures and messages)."""
-    return "None" if value is None else format_value(np.asarray(value))
