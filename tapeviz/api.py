@@ -222,8 +222,7 @@ def export_html(tape: Any, target, path, *, output_gradients=None, title: str | 
             f"export_html writes one target's backward pass, got {len(target)} targets. Pass one tensor or "
             "{name: tensor} with one entry (or call .export_html on a tv.explore(...) widget after choosing "
             "its target).")
-    if not str(path).lower().endswith((".html", ".htm")):  # fail before any drawing work
-        raise ValueError(f"Cannot export to {str(path)!r}: export_html writes a file name ending in .html.")
+    check_path(path, formats=(".html", ".htm"))  # fail before any drawing work
     ex = explore(tape, target, output_gradients=output_gradients)
     try:
         return ex.export_html(path, title=title, embed_url=embed_url, requirejs=requirejs,

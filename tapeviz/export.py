@@ -15,12 +15,14 @@ FORMATS = (".png", ".svg", ".gif")
 SVG_ENGINES = ("auto", "tapeviz", "matplotlib")
 
 
-def check_path(path: str | os.PathLike) -> Path:
+def check_path(path: str | os.PathLike, formats: tuple[str, ...] = FORMATS) -> Path:
     """Refuse unsupported suffixes and unwritable folders before any drawing work."""
     p = Path(path)
     suffix = p.suffix.lower()
-    if suffix not in FORMATS:
-        raise ValueError(f"Cannot export to {p.name!r}: use a file name ending in .png, .svg or .gif.")
+    if suffix not in formats:
+        names = [f for f in formats if f != ".htm"]
+        allowed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+        raise ValueError(f"Cannot export to {p.name!r}: use a file name ending in {allowed}.")
     folder = p.parent if str(p.parent) else Path(".")
     if not folder.is_dir():
         raise FileNotFoundError(f"Cannot write {p}: the folder {folder} does not exist. Create it first.")

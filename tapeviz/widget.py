@@ -395,20 +395,13 @@ class Explorer(W.VBox):
         (e.g. ``python -m http.server``) when the scripts are local files too.
         """
         import json
-        import os
         import re
-        from pathlib import Path
 
         from ipywidgets import embed
 
-        p = Path(path)
-        if p.suffix.lower() not in (".html", ".htm"):
-            raise ValueError(f"Cannot export to {p.name!r}: export_html writes a file name ending in .html.")
-        folder = p.parent if str(p.parent) else Path(".")
-        if not folder.is_dir():
-            raise FileNotFoundError(f"Cannot write {p}: the folder {folder} does not exist. Create it first.")
-        if not os.access(folder, os.W_OK):
-            raise PermissionError(f"Cannot write {p}: the folder {folder} is not writable. Choose another path.")
+        from .export import check_path
+
+        p = check_path(path, formats=(".html", ".htm"))
         if requirejs_url is not None and not requirejs:
             raise ValueError("requirejs_url needs requirejs=True: with requirejs=False the page loads the "
                              "standalone embed.js and no require.js.")

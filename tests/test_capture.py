@@ -14,18 +14,6 @@ from tensorflow.python.ops import resource_variable_ops
 import tapeviz as tv
 from tapeviz import capture
 
-# TF's own functions, looked up before any tapeviz tape was entered in this process.
-ORIGINALS = {
-    "fast": pywrap_tfe.TFE_Py_FastPathExecute,
-    "read": resource_variable_ops.BaseResourceVariable._read_variable_op,
-    "accessed": resource_variable_ops.variable_accessed,
-    "numpy": tf_ops._EagerTensorBase.numpy,
-    "float": tf_ops._EagerTensorBase.__float__,
-    "array": tf_ops._EagerTensorBase.__array__,
-    "record": tf_record.record_operation,
-    "record_bp": tf_record.record_operation_backprop_only,
-}
-
 
 def current_functions():
     return {
@@ -38,6 +26,10 @@ def current_functions():
         "record": tf_record.record_operation,
         "record_bp": tf_record.record_operation_backprop_only,
     }
+
+
+# TF's own functions, looked up before any tapeviz tape was entered in this process.
+ORIGINALS = current_functions()
 
 
 def assert_clean():
