@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from .capture import BackwardCall, replay_backward
-from .graph import STATEFUL_OPS, TapeGraph, format_value
+from .graph import STATEFUL_OPS, TapeGraph
 
 STOP_GRADIENT_OPS = frozenset({"StopGradient", "PreventGradient"})
 CAST_OPS = frozenset({"Cast", "Bitcast"})

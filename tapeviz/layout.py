@@ -305,7 +305,6 @@ class _Proper:
         ev = np.fromiter((v for s in succ for v in s), np.int64)
         span = layer[ev] - layer[eu]
         n_dummy_of = span - 1
-        n_dummy = int(n_dummy_of.sum())
         n_seg = int(span.sum())
 
         # Segment j of edge e runs from chain point j to chain point j + 1,

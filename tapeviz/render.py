@@ -10,7 +10,7 @@ every number comes from the GradientFlow it is given.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 from matplotlib.axes import Axes
