@@ -164,3 +164,18 @@ def test_tf_function_opens_into_its_body_and_keeps_totals():
     ex = tv.explore(tape, z)
     ex.controls["layers"].value = (("function", call),)
     assert call not in ex.view.display.nx and "Sin" in ex.canvas.value
+
+
+def test_picture_states_the_memory_budget_when_values_were_dropped():
+    x = tf.Variable(tf.ones([64, 64]))
+    with tv.GradientTape(budget_bytes=20_000) as tape:
+        h = x
+        for _ in range(4):
+            h = tf.tanh(h * 0.5)
+        loss = tf.reduce_sum(h)
+    g = tape.graph
+    assert g.truncated > 0 and g.kept_bytes <= 20_000
+    view = tv.view(tape, loss)
+    assert g.budget_note and g.budget_note in view.caption.get_text()
+    assert "budget" in view.caption.get_text()
+    np.testing.assert_array_equal(view.flow.grad(x), tape.gradient(loss, x).numpy())
