@@ -40,10 +40,11 @@ class _GraphHolder:
 
     def _tv_stop(self, recorder: Recorder, frame) -> None:
         # Never raise from here: an error in tapeviz must not replace the user's exception
-        # or break their run. It is reported when they ask for the graph.
+        # or break their run. It is reported when they ask for the graph. (Ctrl+C still
+        # propagates: stop() has removed every hook before it does anything else.)
         try:
             self._tv_capture = recorder.stop(frame)
-        except BaseException as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001
             self._tv_error = e
             warnings.warn(f"tapeviz could not finish recording: {e}", RuntimeWarning, stacklevel=3)
 
@@ -81,7 +82,8 @@ class GradientTape(tf.GradientTape, _GraphHolder):
             if recorder is not None:
                 self._tv_stop(recorder, sys._getframe(1))
         finally:
-            return super().__exit__(typ, value, traceback)
+            result = super().__exit__(typ, value, traceback)  # the tape is popped whatever happens
+        return result
 
     def watch(self, tensor) -> None:
         super().watch(tensor)
