@@ -49,15 +49,9 @@ def clip(grads: Mapping[str, Any], mode: str = "none", clip_norm: float = 1.0,
         return {n: None if grads[n] is None else tf.clip_by_norm(grads[n], clip_norm) for n in names}
     if mode == "by_value":
         lo, hi = clip_value
-        return {n: None if grads[n] is None else _clip_value(grads[n], lo, hi) for n in names}
+        return {n: None if grads[n] is None else tf.clip_by_value(grads[n], lo, hi) for n in names}
     clipped, _ = tf.clip_by_global_norm([grads[n] for n in names], clip_norm)
     return dict(zip(names, clipped))
-
-
-def _clip_value(g, lo, hi):
-    if isinstance(g, tf.IndexedSlices):  # TF clips the slices' values, keeping them sparse
-        return tf.IndexedSlices(tf.clip_by_value(g.values, lo, hi), g.indices, g.dense_shape)
-    return tf.clip_by_value(g, lo, hi)
 
 
 @dataclass
@@ -124,7 +118,7 @@ def _batched(mode, grads, weights, weight_of, clip_norm, lo, hi, lr):
     if mode == "by_norm":
         clipped = [tf.clip_by_norm(g, clip_norm) for g in grads]
     elif mode == "by_value":
-        clipped = [_clip_value(g, lo, hi) for g in grads]
+        clipped = [tf.clip_by_value(g, lo, hi) for g in grads]
     elif mode == "by_global_norm" and grads:
         clipped, _ = tf.clip_by_global_norm(grads, clip_norm)
     else:
