@@ -1,13 +1,17 @@
-"""SVG straight from a GraphView's artists, without a matplotlib renderer.
+"""SVG straight from a GraphView, without a matplotlib renderer.
 
-``to_svg(view)`` reads the artists the view keeps (boxes, their three labels,
-gradient texts, arrows and edge labels) as they stand now, after any
-``set_step`` or ``set_grad_overrides``, and writes one SVG element per
-artist.  matplotlib's own SVG backend draws every patch and text through its
-general machinery (transforms, graphics contexts, text layout per artist),
-which is what makes a 1,000-box figure take seconds; here positions come
-from one batched data→display transform, arrow heads from the arrow's last
-segment, and text metrics from a small per-font cache.
+``to_svg(view)`` writes the view as it stands now, after any ``set_step`` or
+``set_grad_overrides``: one SVG element per box, label, gradient text, arrow
+and edge label.  It reads them from the view's Scene (plain records: no
+matplotlib artist needs to exist, and making a few thousand of them is most
+of the cost of a large picture) or, once the view's artists exist, from the
+artists, so that a caller's restyling shows in the file; the two give the
+same document (tests/test_svg.py compares them).  matplotlib's own SVG
+backend draws every patch and text through its general machinery
+(transforms, graphics contexts, text layout per artist), which is what makes
+a 1,000-box figure take seconds; here positions come from one batched
+data→display transform (the one the view's Axes has), arrow heads from the
+arrow's last segment, and text metrics from a small per-font cache.
 
 Only the handful of figure-level artists (title, caption, legend) go through
 matplotlib's own layout, by drawing them onto :class:`_FigureRenderer`, a
@@ -39,7 +43,7 @@ import html
 import math
 import re
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 import matplotlib as mpl
 import numpy as np
@@ -47,10 +51,14 @@ from matplotlib import font_manager
 from matplotlib.backend_bases import RendererBase
 from matplotlib.backends.backend_agg import get_hinting_flag
 from matplotlib.colors import to_rgba
+from matplotlib.font_manager import FontProperties
 from matplotlib.path import Path
-from matplotlib.patches import ArrowStyle, BoxStyle, ConnectionStyle
+from matplotlib.patches import ArrowStyle, BoxStyle, ConnectionStyle, FancyArrowPatch, FancyBboxPatch
+from matplotlib.text import Text
+from matplotlib.transforms import Affine2DBase, Bbox, BboxTransformFrom, BboxTransformTo, TransformedBbox
 
-from .render import GraphView
+from .render import ARROW_STYLE, AXES_RECT, BOX_STYLE, LABEL_BBOX, GraphView
+from .scene import Label, Scene
 
 __all__ = ["to_svg", "draws_whole_figure"]
 
@@ -291,16 +299,20 @@ def _wedge(x0, y0, x1, y1, head_dist, cos_t, sin_t, lw):
 
 
 def _arrow_paths(svg: _Svg, arrow, path: Path) -> list[tuple[Path, bool]]:
-    """The arrow's line and head(s) in display coordinates: (path, filled) pairs.
+    """A FancyArrowPatch's line and head(s) in display coordinates: (path, filled) pairs."""
+    return _arrow_parts(svg, arrow.get_arrowstyle(), arrow.get_mutation_scale(), arrow.get_linewidth(),
+                        arrow.get_mutation_aspect(), path)
+
+
+def _arrow_parts(svg: _Svg, style, mutation_scale: float, lw_pt: float, aspect, path: Path) -> list[tuple[Path, bool]]:
+    """An arrow's line and head(s) in display coordinates: (path, filled) pairs.
 
     ``-|>`` (what tapeviz draws) is computed here; any other arrow style is
     asked to mutate the path itself (the public ArrowStyle call), with the
     scale matplotlib would use at this figure's dpi.
     """
-    style = arrow.get_arrowstyle()
-    mutation = arrow.get_mutation_scale() * svg.px
-    lw = arrow.get_linewidth() * svg.px
-    aspect = arrow.get_mutation_aspect()
+    mutation = mutation_scale * svg.px
+    lw = lw_pt * svg.px
     v = path.vertices
     if type(style) is ArrowStyle.CurveFilledB and aspect in (None, 1) and len(v) >= 2:
         (x2, y2), (x3, y3) = v[-2], v[-1]
@@ -317,6 +329,13 @@ def _arrow_paths(svg: _Svg, arrow, path: Path) -> list[tuple[Path, bool]]:
     if not np.iterable(fills):
         return [(paths, bool(fills))]
     return list(zip(paths, (bool(f) for f in fills)))
+
+
+def _arc3(xa: float, ya: float, xb: float, yb: float, rad: float) -> Path:
+    """matplotlib's ``arc3`` connection between two display points: one quadratic curve."""
+    dx, dy = xb - xa, yb - ya
+    cx, cy = (xa + xb) / 2 + rad * dy, (ya + yb) / 2 - rad * dx
+    return Path([(xa, ya), (cx, cy), (xb, yb)], [Path.MOVETO, Path.CURVE3, Path.CURVE3])
 
 
 def _arrow_display_paths(svg: _Svg, arrows) -> list[Path]:
@@ -361,9 +380,7 @@ def _arrow_display_paths(svg: _Svg, arrows) -> list[Path]:
         (xa, ya), (xb, yb) = pts
         if (type(conn) is ConnectionStyle.Arc3 and not arrow.shrinkA and not arrow.shrinkB
                 and arrow.patchA is None and arrow.patchB is None):
-            dx, dy = xb - xa, yb - ya
-            cx, cy = (xa + xb) / 2 + conn.rad * dy, (ya + yb) / 2 - conn.rad * dx
-            out[i] = Path([(xa, ya), (cx, cy), (xb, yb)], [Path.MOVETO, Path.CURVE3, Path.CURVE3])
+            out[i] = _arc3(xa, ya, xb, yb, conn.rad)
         else:
             out[i] = conn((xa, ya), (xb, yb), patchA=arrow.patchA, patchB=arrow.patchB,
                           shrinkA=arrow.shrinkA * svg.px, shrinkB=arrow.shrinkB * svg.px)
@@ -371,6 +388,23 @@ def _arrow_display_paths(svg: _Svg, arrows) -> list[Path]:
 
 
 # --------------------------------------------------------------------------- texts
+
+
+class _TextItem(NamedTuple):
+    """One text to write, whoever it came from (a matplotlib Text or a scene Label)."""
+
+    s: str
+    prop: Any  # FontProperties
+    color: Any
+    alpha: float | None
+    ha: str
+    va: str
+    rotation: float
+    linespacing: Any
+    bbox: tuple | None  # (boxstyle, facecolor, edgecolor, linewidth) of the background box
+    x: float  # display pixels, y up
+    y: float
+    visible: bool = True
 
 
 def _positions(artists) -> list[tuple[float, float]]:
@@ -387,21 +421,30 @@ def _positions(artists) -> list[tuple[float, float]]:
     return out
 
 
-def _text(svg: _Svg, t, pos, *, gid: str | None = None, keep_empty: bool = False) -> str:
-    """One matplotlib Text as an SVG <text> (and its bbox as a rounded <rect> before it).
+def _text_item(t, pos) -> _TextItem:
+    """What to write for a matplotlib Text at display position ``pos``."""
+    box = t.get_bbox_patch()
+    bbox = None if box is None else (box.get_boxstyle(), box.get_facecolor(), box.get_edgecolor(), box.get_linewidth())
+    return _TextItem(t.get_text(), t.get_fontproperties(), t.get_color(), t.get_alpha(), t.get_horizontalalignment(),
+                     t.get_verticalalignment(), t.get_rotation(), t.get_linespacing(), bbox, pos[0], pos[1],
+                     t.get_visible())
+
+
+def _text(svg: _Svg, t: _TextItem, *, gid: str | None = None, keep_empty: bool = False) -> str:
+    """One text as an SVG <text> (and its background box as a rounded <rect> before it).
 
     Lines are placed as matplotlib's layout places them: the block of lines is
-    aligned by ``va`` using the font's 'l' ascent and 'p' descent, each line
-    anchored by ``ha``.
+    aligned by ``va`` using the font's ascent and descent, each line anchored
+    by ``ha``.
     """
-    s = t.get_text()
-    if not t.get_visible() or (not s and not keep_empty):
+    s = t.s
+    if not t.visible or (not s and not keep_empty):
         return ""
-    prop = t.get_fontproperties()
+    prop = t.prop
     _, asc, desc, gap, font = svg.font_of(prop)
-    x, y = pos[0], svg.height - pos[1]  # SVG y grows downwards
+    x, y = t.x, svg.height - t.y  # SVG y grows downwards
     lines = s.split("\n") if s else [""]
-    spacing = t.get_linespacing()
+    spacing = t.linespacing
     if spacing == "normal":  # line height from the font's metrics (matplotlib >= 3.11)
         g = gap if len(lines) > 1 else 0.0
         a, d = asc + g / 2, desc + g / 2
@@ -412,7 +455,7 @@ def _text(svg: _Svg, t, pos, *, gid: str | None = None, keep_empty: bool = False
         a, d = (height + asc - desc) / 2, (height - asc + desc) / 2
     pitch = a + d  # baseline to baseline
     block = len(lines) * pitch
-    va = t.get_verticalalignment()
+    va = t.va
     if va == "top":
         top = y
     elif va == "bottom":
@@ -423,18 +466,16 @@ def _text(svg: _Svg, t, pos, *, gid: str | None = None, keep_empty: bool = False
         top = y - a / 2
     else:  # center
         top = y - block / 2
-    ha = t.get_horizontalalignment()
-    anchor = _ANCHOR.get(ha, "start")
-    rot = t.get_rotation()
+    anchor = _ANCHOR.get(t.ha, "start")
+    rot = t.rotation
     rotate = f' transform="rotate({-rot:.2f} {x:.2f} {y:.2f})"' if rot else ""
-    fill = svg.paint("fill", t.get_color(), t.get_alpha())
+    fill = svg.paint("fill", t.color, t.alpha)
     ident = f' id="{_esc(gid)}"' if gid else ""
     out = []
-    box = t.get_bbox_patch()
-    if box is not None and s:
+    if t.bbox is not None and s:
+        bs, face, edge, lw = t.bbox
         width = max(svg.width_of(line, prop) for line in lines)
         x0 = x - (width / 2 if anchor == "middle" else width if anchor == "end" else 0.0)
-        bs = box.get_boxstyle()
         scale = prop.get_size_in_points() * svg.px  # matplotlib mutates a text's bbox by its font size
         pad = getattr(bs, "pad", 0.0) * scale
         r = 0.0
@@ -443,11 +484,9 @@ def _text(svg: _Svg, t, pos, *, gid: str | None = None, keep_empty: bool = False
         elif not isinstance(bs, BoxStyle.Square):
             r = pad  # other styles: a rounded box of the same padding
         rx = f' rx="{r:.2f}"' if r else ""
-        lw = box.get_linewidth()
-        edge = box.get_edgecolor()
-        stroke = (svg.paint("stroke", edge) + f' stroke-width="{lw * svg.px:.2f}"') if lw and edge[3] else ""
+        stroke = (svg.paint("stroke", edge) + f' stroke-width="{lw * svg.px:.2f}"') if lw and to_rgba(edge)[3] else ""
         out.append(f'<rect x="{x0 - pad:.2f}" y="{top - pad:.2f}" width="{width + 2 * pad:.2f}" '
-                   f'height="{block + 2 * pad:.2f}"{rx}{svg.paint("fill", box.get_facecolor())}{stroke}{rotate}/>')
+                   f'height="{block + 2 * pad:.2f}"{rx}{svg.paint("fill", face)}{stroke}{rotate}/>')
     base = top + a
     if len(lines) == 1:
         out.append(f'<text{ident} x="{x:.2f}" y="{base:.2f}"{font} text-anchor="{anchor}"{fill}{rotate}>'
@@ -546,6 +585,160 @@ class _FigureRenderer(RendererBase):
         pass
 
 
+# --------------------------------------------------------------------------- what to write
+
+
+class _EdgeItem(NamedTuple):
+    gid: str
+    path: Path  # the connecting path in display coordinates, before its head
+    color: Any
+    face: Any
+    lw: float
+    linestyle: Any
+    cap: Any
+    join: Any
+    style: Any  # ArrowStyle
+    mutation: float
+    aspect: Any
+
+
+class _NodeItem(NamedTuple):
+    gid: str
+    box: str  # the box's SVG element ("" when hidden)
+    texts: list  # _TextItem: title, subtitle, value
+    grad: _TextItem | None
+    grad_gid: str
+
+
+def _from_artists(svg: _Svg, view: GraphView):
+    """Edges, nodes and edge labels read from the view's matplotlib artists (which a
+    caller may have restyled)."""
+    a = view.artists
+    arrows = [(e, ar) for e, ar in a.arrows.items() if ar.get_visible()]
+    edges = [_EdgeItem(ar.get_gid() or f"edge-{e[0]}-{e[1]}-{e[2]}", path, ar.get_edgecolor(), ar.get_facecolor(),
+                       ar.get_linewidth(), ar.get_linestyle(), ar.get_capstyle(), ar.get_joinstyle(),
+                       ar.get_arrowstyle(), ar.get_mutation_scale(), ar.get_mutation_aspect())
+             for (e, ar), path in zip(arrows, _arrow_display_paths(svg, [ar for _, ar in arrows]))]
+
+    nodes = list(a.boxes)
+    corners = np.array([(b.get_x(), b.get_y(), b.get_x() + b.get_width(), b.get_y() + b.get_height())
+                        for b in a.boxes.values()], float).reshape(-1, 4)
+    trans = view.ax.transData
+    if not nodes:
+        lo = hi = corners[:, :2]
+    elif all(b.get_transform() is trans for b in a.boxes.values()):  # one batched transform
+        lo, hi = trans.transform(corners[:, :2]), trans.transform(corners[:, 2:])
+    else:  # a box with a transform of its own
+        lo = np.array([b.get_transform().transform(c[:2]) for b, c in zip(a.boxes.values(), corners)])
+        hi = np.array([b.get_transform().transform(c[2:]) for b, c in zip(a.boxes.values(), corners)])
+    texts = []
+    for n in nodes:
+        texts.extend(a.labels.get(n, ()))
+        if n in a.grads:
+            texts.append(a.grads[n])
+    items = iter([_text_item(t, p) for t, p in zip(texts, _positions(texts))])
+    node_items = []
+    for n, box, (x0, y0), (x1, y1) in zip(nodes, a.boxes.values(), lo.tolist(), hi.tolist()):
+        rect = _box(svg, box, x0, y0, x1, y1) if box.get_visible() else ""
+        trio = [next(items) for _ in a.labels.get(n, ())]
+        grad = next(items) if n in a.grads else None
+        gid = a.grads[n].get_gid() or f"grad-{n}" if n in a.grads else ""
+        node_items.append(_NodeItem(box.get_gid() or f"node-{n}", rect, trio, grad, gid))
+
+    labels = [(e, t) for e, t in a.edge_labels.items() if t.get_visible() and t.get_text()]
+    label_items = [(f"label-{e[0]}-{e[1]}-{e[2]}", _text_item(t, p))
+                   for (e, t), p in zip(labels, _positions([t for _, t in labels]))]
+    return edges, node_items, label_items
+
+
+class _Defaults:
+    """What matplotlib would make of tapeviz's styles (font properties, box and
+    arrow styles, text colour, line spacing) under the rcParams in force now,
+    read once from one artist of each kind instead of thousands."""
+
+    def __init__(self):
+        t = Text(0, 0, "", bbox=LABEL_BBOX)
+        self.text_color = t.get_color()
+        self.linespacing = t.get_linespacing()
+        bp = t.get_bbox_patch()
+        self.bbox = (bp.get_boxstyle(), bp.get_facecolor(), bp.get_edgecolor(), bp.get_linewidth())
+        box = FancyBboxPatch((0, 0), 1, 1, boxstyle=BOX_STYLE)
+        self.box = (box.get_boxstyle(), box.get_mutation_scale(), box.get_mutation_aspect(), box.get_capstyle(),
+                    box.get_joinstyle())
+        arrow = FancyArrowPatch((0, 0), (1, 1), **ARROW_STYLE)
+        self.arrow = (arrow.get_arrowstyle(), arrow.get_mutation_scale(), arrow.get_mutation_aspect(),
+                      arrow.get_capstyle(), arrow.get_joinstyle())
+        self._props: dict = {}
+
+    def prop(self, label: Label) -> FontProperties:
+        key = (label.size, label.weight, label.style)
+        got = self._props.get(key)
+        if got is None:
+            got = self._props[key] = FontProperties(size=label.size, weight=label.weight, style=label.style)
+        return got
+
+    def text(self, label: Label, x: float, y: float) -> _TextItem:
+        return _TextItem(label.text, self.prop(label), self.text_color if label.color is None else label.color, None,
+                         label.ha, label.va, 0.0, self.linespacing, self.bbox if label.boxed else None, x, y)
+
+
+def _data_to_display(scene: Scene, figure) -> Affine2DBase:
+    """The transform a view's Axes would have: data limits onto the axes rectangle."""
+    (x0, x1), (y0, y1) = scene.limits if scene.limits is not None else ((0.0, 1.0), (0.0, 1.0))
+    axes_box = TransformedBbox(Bbox.from_bounds(*AXES_RECT), figure.transFigure)
+    return BboxTransformFrom(Bbox([[x0, y0], [x1, y1]])) + BboxTransformTo(axes_box)
+
+
+def _from_scene(svg: _Svg, view: GraphView):
+    """Edges, nodes and edge labels read from the view's scene: no matplotlib artist is
+    made, which is what makes a large picture's SVG cheap."""
+    sc = view.scene
+    d = _Defaults()
+    to_px = _data_to_display(sc, view.chrome().figure)
+
+    # every point at once: arrow ends or paths, box corners, text anchors
+    pts: list = []
+    for ar in sc.arrows.values():
+        pts.extend(ar.path.vertices if ar.path is not None else (ar.start, ar.end))
+    for b in sc.boxes.values():
+        pts += [(b.x, b.y), (b.x + b.w, b.y + b.h)]
+    for n in sc.boxes:
+        pts.extend((t.x, t.y) for t in sc.labels[n])
+        g = sc.grads[n]
+        pts.append((g.x, g.y))
+    for t in sc.edge_labels.values():
+        pts.append((t.x, t.y))
+    it = iter(to_px.transform(np.asarray(pts, float).reshape(-1, 2)).tolist())
+
+    style, mutation, aspect, cap, join = d.arrow
+    edges = []
+    for ar in sc.arrows.values():
+        if ar.path is not None:
+            path = Path([next(it) for _ in range(len(ar.path.vertices))], ar.path.codes)
+        else:
+            (xa, ya), (xb, yb) = next(it), next(it)
+            path = _arc3(xa, ya, xb, yb, ar.rad)
+        edges.append(_EdgeItem(ar.gid, path, ar.color, ar.color, ar.lw, ar.linestyle, cap, join, style, mutation,
+                               aspect))
+
+    bs, b_mutation, b_aspect, b_cap, b_join = d.box
+    corners = [(next(it), next(it)) for _ in sc.boxes]
+    nodes = []
+    for (n, b), ((x0, y0), (x1, y1)) in zip(sc.boxes.items(), corners):
+        fill_style = svg.stroke_style(b.ec, b.lw, None, b_cap, b_join, fill=b.fc)
+        rect = _rect(svg, bs, b.w, b.h, b_mutation, b_aspect, fill_style, x0, y0, x1, y1)
+        trio = [d.text(t, *next(it)) for t in sc.labels[n]]
+        g = sc.grads[n]
+        nodes.append(_NodeItem(b.gid, rect, trio, d.text(g, *next(it)), g.gid or f"grad-{n}"))
+
+    labels = []
+    for e, t in sc.edge_labels.items():
+        x, y = next(it)
+        if t.text:
+            labels.append((f"label-{e[0]}-{e[1]}-{e[2]}", d.text(t, x, y)))
+    return edges, nodes, labels
+
+
 # --------------------------------------------------------------------------- the document
 
 
@@ -556,6 +749,8 @@ def draws_whole_figure(view: GraphView) -> bool:
     axes, extra artists, a layout engine that moves things at draw time):
     then only matplotlib's SVG shows everything.
     """
+    if not view.drawn:  # nobody has had the artists to add to: the scene is the whole picture
+        return True
     fig, ax, a = view.figure, view.ax, view.artists
     if fig.axes != [ax] or fig.get_layout_engine() is not None:
         return False
@@ -576,13 +771,19 @@ def draws_whole_figure(view: GraphView) -> bool:
 def to_svg(view: GraphView) -> str:
     """The view as it stands now (its step, overrides, title) as a standalone SVG document.
 
+    Written from the view's scene, or from its matplotlib artists once those
+    exist (so that restyling an artist shows in the file); both give the same
+    document for the same picture.
+
     Ids: ``node-<node>`` (a box with its labels), ``grad-<node>`` (the
     gradient text under it), ``edge-<u>-<v>-<k>`` (an arrow: its line path
     carries the stroke colour and, for edges the gradient does not cross,
     ``stroke-dasharray``) and ``label-<u>-<v>-<k>`` (the edge's label).
     """
-    fig, a = view.figure, view.artists
+    chrome = view.chrome()
+    fig = chrome.figure
     svg = _Svg(fig)
+    edges, nodes, labels = _from_artists(svg, view) if view.drawn else _from_scene(svg, view)
     H = svg.height
     px = svg.px
     out = [
@@ -595,71 +796,41 @@ def to_svg(view: GraphView) -> str:
         out.append(f'<rect width="100%" height="100%"{svg.paint("fill", bg.get_facecolor())}/>\n')
 
     # ---- edges (zorder 2): line, then the filled head
-    arrows = [(e, ar) for e, ar in a.arrows.items() if ar.get_visible()]
     out.append('<g id="layer-edges">\n')
-    for (e, arrow), path in zip(arrows, _arrow_display_paths(svg, [ar for _, ar in arrows])):
-        gid = arrow.get_gid() or f"edge-{e[0]}-{e[1]}-{e[2]}"
-        color, lw, ls = arrow.get_edgecolor(), arrow.get_linewidth(), arrow.get_linestyle()
-        cap, join = arrow.get_capstyle(), arrow.get_joinstyle()
-        dash = _dashes(ls, lw)
-        line_style = svg.stroke_style(color, lw, dash, cap, join)
+    for e in edges:
+        dash = _dashes(e.linestyle, e.lw)
+        line_style = svg.stroke_style(e.color, e.lw, dash, e.cap, e.join)
         head_style = None
         parts = []
-        for p, filled in _arrow_paths(svg, arrow, path):
+        for p, filled in _arrow_parts(svg, e.style, e.mutation, e.lw, e.aspect, e.path):
             d = _path_d(p.vertices, p.codes, H)
             if filled:
                 if head_style is None:
-                    head_style = svg.stroke_style(color, lw, dash, cap, join, fill=arrow.get_facecolor())
+                    head_style = svg.stroke_style(e.color, e.lw, dash, e.cap, e.join, fill=e.face)
                 parts.append(f'<path d="{d}" style="{head_style}"/>')
             else:
                 parts.append(f'<path d="{d}" style="{line_style}"/>')
-        out.append(f'<g id="{_esc(gid)}">{"".join(parts)}</g>\n')
+        out.append(f'<g id="{_esc(e.gid)}">{"".join(parts)}</g>\n')
     out.append("</g>\n")
 
     # ---- nodes (zorder 3 boxes, 4 texts): the box, its three labels, its gradient
-    nodes = list(a.boxes)
-    corners = np.array([(b.get_x(), b.get_y(), b.get_x() + b.get_width(), b.get_y() + b.get_height())
-                        for b in a.boxes.values()], float).reshape(-1, 4)
-    trans = view.ax.transData
-    if not nodes:
-        lo = hi = corners[:, :2]
-    elif all(b.get_transform() is trans for b in a.boxes.values()):  # one batched transform
-        lo, hi = trans.transform(corners[:, :2]), trans.transform(corners[:, 2:])
-    else:  # a box with a transform of its own
-        lo = np.array([b.get_transform().transform(c[:2]) for b, c in zip(a.boxes.values(), corners)])
-        hi = np.array([b.get_transform().transform(c[2:]) for b, c in zip(a.boxes.values(), corners)])
-    texts = []
-    for n in nodes:
-        texts.extend(a.labels.get(n, ()))
-        if n in a.grads:
-            texts.append(a.grads[n])
-    tpos = _positions(texts)
-    it = iter(zip(texts, tpos))
     out.append('<g id="layer-nodes">\n')
-    for n, box, (x0, y0), (x1, y1) in zip(nodes, a.boxes.values(), lo.tolist(), hi.tolist()):
-        parts = []
-        if box.get_visible():
-            parts.append(_box(svg, box, x0, y0, x1, y1))
-        for _ in a.labels.get(n, ()):
-            t, pos = next(it)
-            parts.append(_text(svg, t, pos))
-        if n in a.grads:
-            t, pos = next(it)
-            parts.append(_text(svg, t, pos, gid=t.get_gid() or f"grad-{n}", keep_empty=True))
-        gid = box.get_gid() or f"node-{n}"
-        out.append(f'<g id="{_esc(gid)}">{"".join(parts)}</g>\n')
+    for n in nodes:
+        parts = [n.box, *(_text(svg, t) for t in n.texts)]
+        if n.grad is not None:
+            parts.append(_text(svg, n.grad, gid=n.grad_gid, keep_empty=True))
+        out.append(f'<g id="{_esc(n.gid)}">{"".join(parts)}</g>\n')
     out.append("</g>\n")
 
     # ---- edge labels (zorder 5): a white rounded box and the text
-    labels = [(e, t) for e, t in a.edge_labels.items() if t.get_visible() and t.get_text()]
     out.append('<g id="layer-labels">\n')
-    for (e, t), pos in zip(labels, _positions([t for _, t in labels])):
-        out.append(f'<g id="{_esc(f"label-{e[0]}-{e[1]}-{e[2]}")}">{_text(svg, t, pos)}</g>\n')
+    for gid, t in labels:
+        out.append(f'<g id="{_esc(gid)}">{_text(svg, t)}</g>\n')
     out.append("</g>\n")
 
     # ---- title, caption, legend: matplotlib's layout, drawn as SVG
     rec = _FigureRenderer(svg, out)
-    for artist, gid in ((a.title, "title"), (view.caption, "caption"), (a.legend, "legend")):
+    for artist, gid in ((chrome.title, "title"), (chrome.caption, "caption"), (chrome.legend, "legend")):
         if artist is None or not artist.get_visible():
             continue
         if hasattr(artist, "get_text") and not artist.get_text():
@@ -672,26 +843,30 @@ def to_svg(view: GraphView) -> str:
 
 
 def _box(svg: _Svg, box, x0: float, y0: float, x1: float, y1: float) -> str:
-    """A FancyBboxPatch: a <rect> for round/square styles (padding and corner
-    radii scaled from data to pixels), else its path."""
-    bs = box.get_boxstyle()
-    w_data, h_data = box.get_width(), box.get_height()
+    """A FancyBboxPatch whose data corners are at display (x0, y0), (x1, y1)."""
     lw = box.get_linewidth()
     style = svg.stroke_style(box.get_edgecolor(), lw, _dashes(box.get_linestyle(), lw),
                              box.get_capstyle(), box.get_joinstyle(), fill=box.get_facecolor())
-    if isinstance(bs, (BoxStyle.Round, BoxStyle.Square)) and w_data and h_data:
-        sx, sy = (x1 - x0) / w_data, (y1 - y0) / h_data  # pixels per data unit (signed)
-        m = box.get_mutation_scale()
-        aspect = box.get_mutation_aspect()
-        pad = bs.pad * m
-        r = 0.0
-        if isinstance(bs, BoxStyle.Round):
-            r = bs.rounding_size * m if bs.rounding_size else pad
-        X0, X1 = sorted((x0 - pad * sx, x1 + pad * sx))
-        Y0, Y1 = sorted((svg.height - (y0 - pad * aspect * sy), svg.height - (y1 + pad * aspect * sy)))
-        rx = abs(r * sx)
-        ry = abs(r * aspect * sy)
-        radius = f' rx="{rx:.2f}" ry="{ry:.2f}"' if r else ""
-        return f'<rect x="{X0:.2f}" y="{Y0:.2f}" width="{X1 - X0:.2f}" height="{Y1 - Y0:.2f}"{radius} style="{style}"/>'
+    bs = box.get_boxstyle()
+    if isinstance(bs, (BoxStyle.Round, BoxStyle.Square)) and box.get_width() and box.get_height():
+        return _rect(svg, bs, box.get_width(), box.get_height(), box.get_mutation_scale(), box.get_mutation_aspect(),
+                     style, x0, y0, x1, y1)
     p = box.get_transform().transform_path(box.get_path())
     return f'<path d="{_path_d(p.vertices, p.codes, svg.height)}" style="{style}"/>'
+
+
+def _rect(svg: _Svg, bs, w_data: float, h_data: float, m: float, aspect, style: str,
+          x0: float, y0: float, x1: float, y1: float) -> str:
+    """A round or square box style as a <rect>: padding and corner radii scaled from
+    data to pixels."""
+    sx, sy = (x1 - x0) / w_data, (y1 - y0) / h_data  # pixels per data unit (signed)
+    pad = bs.pad * m
+    r = 0.0
+    if isinstance(bs, BoxStyle.Round):
+        r = bs.rounding_size * m if bs.rounding_size else pad
+    X0, X1 = sorted((x0 - pad * sx, x1 + pad * sx))
+    Y0, Y1 = sorted((svg.height - (y0 - pad * aspect * sy), svg.height - (y1 + pad * aspect * sy)))
+    rx = abs(r * sx)
+    ry = abs(r * aspect * sy)
+    radius = f' rx="{rx:.2f}" ry="{ry:.2f}"' if r else ""
+    return f'<rect x="{X0:.2f}" y="{Y0:.2f}" width="{X1 - X0:.2f}" height="{Y1 - Y0:.2f}"{radius} style="{style}"/>'

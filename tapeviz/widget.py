@@ -1,8 +1,8 @@
 """The Explorer: a live ipywidgets view of a recorded tape.
 
 Controls hold the parameters (step, target, clipping, learning rate, inspected node);
-callbacks registered on them update the matplotlib artists of one GraphView in place,
-and one redraw turns them into an inline SVG for the canvas. Clipping numbers are
+callbacks registered on them restyle one GraphView in place (its scene: texts and
+colours, no matplotlib artist), and one redraw writes it as inline SVG for the canvas. Clipping numbers are
 computed by TensorFlow (clipping.py); gradients come from the GradientFlow. The widget
 never touches TF internals and never computes a gradient itself.
 """
@@ -226,7 +226,7 @@ class Explorer(W.VBox):
                                clip_value=tuple(c["clip_value"].value), lr=c["lr"].value)
 
     def _on_view(self) -> None:
-        """Update the artists for step + clipping, then one redraw into the canvas.
+        """Restyle the view for step + clipping, then one redraw into the canvas.
 
         A picture is keyed by everything it shows (target, layers, step, clipped texts):
         moves that change nothing drawn (the learning rate, clipping while an earlier
@@ -235,7 +235,7 @@ class Explorer(W.VBox):
         if self._muted:
             return
         key = self._state_key()
-        view = self._apply_state()  # cheap, and keeps the artists true to the screen
+        view = self._apply_state()  # cheap, and keeps the view true to the screen
         svg = self._frames.get(key)
         if svg is None:
             svg = self._svg(view)
@@ -261,7 +261,7 @@ class Explorer(W.VBox):
                 tuple(sorted(self._overrides().items())))
 
     def _apply_state(self) -> GraphView:
-        """Bring the view's artists to what the controls say."""
+        """Bring the view (its scene, and its artists if a PNG was saved) to what the controls say."""
         view = self.view
         step = self.controls["step"].value
         view.overrides = self._overrides()
@@ -269,8 +269,8 @@ class Explorer(W.VBox):
         return view
 
     def _svg(self, view: GraphView) -> str:
-        """The picture for the canvas, written straight from the artists (svg.to_svg):
-        several times faster than savefig, which is most of a slider move's cost."""
+        """The picture for the canvas, written straight from the view's scene (svg.to_svg):
+        no matplotlib artist is made, and it is many times faster than savefig."""
         svg = to_svg(view)
         return svg[svg.find("<svg"):]
 

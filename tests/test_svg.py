@@ -1,4 +1,5 @@
-"""tapeviz.svg: the SVG written straight from a GraphView's artists shows what the view shows."""
+"""tapeviz.svg: the SVG written straight from a GraphView (its scene, or its artists once drawn)
+shows what the view shows."""
 
 import io
 import re
@@ -15,8 +16,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 
 import tapeviz as tv
+from tapeviz.examples import EXAMPLES
 from tapeviz.export import save_view
-from tapeviz.render import BOX_W, C_GRAD, C_STOP
+from tapeviz.render import BOX_W, C_GRAD, C_STOP, GraphView
 from tapeviz.svg import _arrow_display_paths, _arrow_paths, _Svg, draws_whole_figure, to_svg
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -308,3 +310,61 @@ def test_views_drawn_into_other_figures_fall_back_to_matplotlib(tmp_path):
         plt.close(fig)
     own, _ = small_view()
     assert draws_whole_figure(own)
+
+
+# --------------------------------------------------------------------------- scene and artists
+
+
+def _states(view):
+    """Steps worth comparing: the start, one step in, the middle, finished, and
+    finished with clipped-gradient overrides on the variables."""
+    n = view.n_steps
+    yield from ((0, None), (1, None), (n // 2, None), (None, None))
+    variables = [m for m, d in view.graph.nx.nodes(data=True) if d["kind"] == "variable"]
+    yield None, {m: "∂ 1.5 → 0.75" for m in variables[:2]}
+
+
+def _same_document(make_view):
+    fresh, drawn = make_view(), make_view()
+    drawn.artists  # noqa: B018  (makes the matplotlib artists: to_svg reads them from now on)
+    assert not fresh.drawn and drawn.drawn
+    for step, overrides in _states(fresh):
+        for v in (fresh, drawn):
+            v.set_grad_overrides(overrides or {})
+            v.set_step(step)
+        assert to_svg(fresh) == to_svg(drawn), (step, overrides)
+    assert not fresh.drawn  # writing SVG never made artists
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_scene_and_artists_write_the_same_document_for_every_seed_example(name):
+    run = EXAMPLES[name].run()
+    target = run.target if not isinstance(run.target, dict) else next(iter(run.target.values()))
+    _same_document(lambda: tv.view(run.tape, target))
+
+
+def test_scene_and_artists_write_the_same_document_for_large_collapsed_expanded_and_nan_graphs():
+    run, _ = _tf_program(300)
+    with tv.GradientTape() as tape:
+        loss = run()
+    _same_document(lambda: tv.view(tape, loss))  # layers collapsed: norms on layer boxes
+    _same_document(lambda: tv.view(tape, loss, collapsed=False))  # routed edges, parallel edges
+    x = tf.Variable([1.0, 0.0], name="x")
+    with tv.GradientTape() as tape2:
+        y = tf.reduce_sum(tf.sqrt(x) * tf.stop_gradient(x))  # d sqrt / dx at 0 is inf: red
+    _same_document(lambda: tv.view(tape2, y))
+    skip = skip_view()  # one tape, two views: node names are the tape's
+    _same_document(lambda: GraphView(skip.graph, skip.flow))
+
+
+def test_restyled_artists_show_in_the_svg_and_scene_writes_do_not_draw(tmp_path):
+    view, objs = small_view()
+    save_view(view, tmp_path / "a.svg")
+    assert not view.drawn  # a file export made no matplotlib artist
+    x_node = objs["tape"].graph.node_of(objs["x"])
+    view.artists.boxes[x_node].set_facecolor("#123456")
+    view.artists.grads[x_node].set_text("restyled by the user")
+    svg = save_view(view, tmp_path / "b.svg").read_text(encoding="utf-8")
+    ids = by_id(parse(svg))
+    assert "#123456" in ET.tostring(ids[f"node-{x_node}"], encoding="unicode")
+    assert text_of(ids[f"grad-{x_node}"]) == "restyled by the user"

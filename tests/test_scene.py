@@ -1,0 +1,110 @@
+"""tapeviz.scene: the picture as plain records, styled by the flow, before any drawing."""
+
+import matplotlib
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tapeviz as tv
+from tapeviz import scene as sc
+from tapeviz.graph import format_value
+from tapeviz.render import GraphView, arrow_artist, box_artist, text_artist
+
+
+@pytest.fixture()
+def chain():
+    """w -> a = w*w -> b = a + w -> loss = b * 2, plus a stopped branch."""
+    w = tf.Variable(3.0, name="w")
+    c = tf.constant(5.0)
+    with tv.GradientTape() as tape:
+        a = w * w
+        b = a + w + tf.stop_gradient(c * w)
+        loss = b * 2.0
+    return tape, w, loss
+
+
+def test_scene_numbers_are_tensorflows_and_no_figure_is_made(chain, monkeypatch):
+    tape, w, loss = chain
+    made = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "__init__",
+                        lambda self, *a, **k: made.append(1) or pytest.fail("a scene made a Figure"))
+    s = sc.Scene(tape.graph, tv.flow(tape, loss))
+    w_node = tape.graph.node_of(w)
+    assert s.grads[w_node].text == sc.grad_text(tape.gradient(loss, w).numpy())
+    assert s.labels[w_node][0].text == "w" and s.labels[w_node][2].text == format_value(w.numpy())
+    assert set(s.boxes) == set(s.display.nx.nodes) and set(s.arrows) == set(s.display.nx.edges(keys=True))
+    assert s.title.startswith("Backward pass of") and not made
+
+
+def test_set_step_restyles_records_in_place(chain):
+    tape, w, loss = chain
+    fl = tv.flow(tape, loss)
+    s = sc.Scene(tape.graph, fl)
+    w_node, loss_node = tape.graph.node_of(w), tape.graph.node_of(loss)
+    records = dict(s.grads), dict(s.arrows)
+    s.set_step(0)
+    assert s.title.startswith("Step 0/")
+    assert s.boxes[loss_node].ec == sc.C_ACTIVE and s.boxes[loss_node].lw == sc.LW_ACTIVE
+    assert s.grads[w_node].text == ""  # nothing has reached w yet
+    stopped = [a for a in s.arrows.values() if a.color == sc.C_STOP]
+    assert {fl.edge_reason[a.members[0]].reason for a in stopped} == {"stop_gradient", "not_watched"}  # c is a constant
+    assert all(a.linestyle == sc.REASON_STYLE[fl.edge_reason[a.members[0]].reason] for a in stopped)
+    s.set_step(None)
+    assert s.grads[w_node].text == sc.grad_text(tape.gradient(loss, w).numpy())
+    assert all(s.grads[n] is r for n, r in records[0].items()) and all(s.arrows[e] is r for e, r in records[1].items())
+    s.set_grad_overrides({w_node: "∂ 9 → 1"})
+    assert s.grads[w_node].text == "∂ 9 → 1"
+
+
+def test_record_functions_cover_every_node_and_edge(chain):
+    tape, w, loss = chain
+    g = tape.graph
+    view = GraphView(g, tv.flow(tape, loss))
+    pos, disp = view.pos, view.display
+    target = g.node_of(loss)
+    boxes = sc.box_specs(g, pos, targets={target}, display=disp)
+    assert boxes[target].ec == sc.C_TARGET and boxes[g.node_of(w)].fc == sc.KIND_STYLE["variable"]["fc"]
+    assert np.isclose(boxes[target].x + boxes[target].w / 2, pos[target][0])
+    labels = sc.label_specs(g, pos, display=disp)
+    assert labels[target][1].text == "Mul" or labels[target][0].text == "Mul"
+    assert all(t.text == "" for t in sc.grad_specs(g, pos, display=disp).values())
+    arrows = sc.arrow_specs(g, pos, routes=view.routes, display=disp)
+    assert set(arrows) == set(disp.nx.edges(keys=True)) and all(a.members for a in arrows.values())
+    edge_labels = sc.edge_label_specs(g, pos, routes=view.routes, display=disp)
+    assert set(edge_labels) == set(arrows) and all(t.boxed for t in edge_labels.values())
+    assert sc.node_title(g, g.node_of(w), disp) == "w"
+    assert sc.node_subtitle(g, g.node_of(w), disp) == ""
+    assert sc.node_value_text(g, g.node_of(w), disp) == "3.0"
+    w_in, h_in = sc.figure_size(pos, routes=view.routes)
+    assert 4.5 <= w_in <= 60 and 3.2 <= h_in <= 60
+    assert sc.grad_text(None) == "∂ None"
+
+
+def test_artists_made_from_records_carry_their_style(chain):
+    from matplotlib.figure import Figure
+
+    tape, w, loss = chain
+    s = sc.Scene(tape.graph, tv.flow(tape, loss))
+    ax = Figure().add_subplot()
+    n = tape.graph.node_of(w)
+    box = box_artist(ax, s.boxes[n])
+    assert matplotlib.colors.to_hex(box.get_facecolor()) == s.boxes[n].fc and box.get_gid() == f"node-{n}"
+    text = text_artist(ax, s.grads[n])
+    assert text.get_text() == s.grads[n].text and text.get_va() == "top"
+    e, rec = next((e, a) for e, a in s.arrows.items() if a.color == sc.C_STOP)
+    arrow = arrow_artist(ax, rec)
+    assert matplotlib.colors.to_hex(arrow.get_edgecolor()) == sc.C_STOP and arrow.get_linestyle() == rec.linestyle
+    label = text_artist(ax, s.edge_labels[e])
+    assert label.get_bbox_patch() is not None and label.get_text() == "stop_gradient"
+
+
+def test_views_draw_on_first_use(chain):
+    tape, w, loss = chain
+    view = tv.view(tape, loss, step=1)
+    assert not view.drawn
+    title = view.artists.title.get_text()
+    assert view.drawn and title == view.scene.title and title.startswith("Step 1/")
+    view.set_step(None)
+    n = tape.graph.node_of(w)
+    assert view.artists.grads[n].get_text() == view.scene.grads[n].text == sc.grad_text(
+        tape.gradient(loss, w).numpy())
