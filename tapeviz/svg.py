@@ -304,7 +304,15 @@ def _arrow_paths(svg: _Svg, arrow, path: Path) -> list[tuple[Path, bool]]:
                         arrow.get_mutation_aspect(), path)
 
 
-def _arrow_parts(svg: _Svg, style, mutation_scale: float, lw_pt: float, aspect, path: Path) -> list[tuple[Path, bool]]:
+class _DisplayPath(NamedTuple):
+    """A path in display coordinates: vertices and matplotlib path codes.  Lighter than
+    matplotlib's Path, which validates its arrays on creation (~15 µs, thousands a picture)."""
+
+    vertices: Any
+    codes: Any
+
+
+def _arrow_parts(svg: _Svg, style, mutation_scale: float, lw_pt: float, aspect, path) -> list[tuple[Any, bool]]:
     """An arrow's line and head(s) in display coordinates: (path, filled) pairs.
 
     ``-|>`` (what tapeviz draws) is computed here; any other arrow style is
@@ -321,21 +329,24 @@ def _arrow_parts(svg: _Svg, style, mutation_scale: float, lw_pt: float, aspect, 
         hl, hw = style.head_length * mutation, style.head_width * mutation
         head_dist = math.hypot(hl, hw)
         head, ddx, ddy = _wedge(x2, y2, x3, y3, head_dist, hl / head_dist, hw / head_dist, lw)
-        line = v.copy()
+        line = list(v) if isinstance(v, list) else v.tolist()
         line[-1] = (x3 + ddx, y3 + ddy)
-        return [(Path(line, path.codes), False),
-                (Path([*head, head[0]], [Path.MOVETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY]), True)]
-    paths, fills = style(path, mutation, lw, aspect)
+        return [(_DisplayPath(line, path.codes), False), (_DisplayPath([*head, head[0]], _HEAD_CODES), True)]
+    paths, fills = style(Path(np.asarray(v, float), path.codes), mutation, lw, aspect)
     if not np.iterable(fills):
         return [(paths, bool(fills))]
     return list(zip(paths, (bool(f) for f in fills)))
 
 
-def _arc3(xa: float, ya: float, xb: float, yb: float, rad: float) -> Path:
+_HEAD_CODES = [Path.MOVETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY]
+_ARC_CODES = [Path.MOVETO, Path.CURVE3, Path.CURVE3]
+
+
+def _arc3(xa: float, ya: float, xb: float, yb: float, rad: float) -> _DisplayPath:
     """matplotlib's ``arc3`` connection between two display points: one quadratic curve."""
     dx, dy = xb - xa, yb - ya
     cx, cy = (xa + xb) / 2 + rad * dy, (ya + yb) / 2 - rad * dx
-    return Path([(xa, ya), (cx, cy), (xb, yb)], [Path.MOVETO, Path.CURVE3, Path.CURVE3])
+    return _DisplayPath([(xa, ya), (cx, cy), (xb, yb)], _ARC_CODES)
 
 
 def _arrow_display_paths(svg: _Svg, arrows) -> list[Path]:
@@ -380,7 +391,7 @@ def _arrow_display_paths(svg: _Svg, arrows) -> list[Path]:
         (xa, ya), (xb, yb) = pts
         if (type(conn) is ConnectionStyle.Arc3 and not arrow.shrinkA and not arrow.shrinkB
                 and arrow.patchA is None and arrow.patchB is None):
-            out[i] = _arc3(xa, ya, xb, yb, conn.rad)
+            out[i] = Path(*_arc3(xa, ya, xb, yb, conn.rad))
         else:
             out[i] = conn((xa, ya), (xb, yb), patchA=arrow.patchA, patchB=arrow.patchB,
                           shrinkA=arrow.shrinkA * svg.px, shrinkB=arrow.shrinkB * svg.px)
@@ -714,7 +725,7 @@ def _from_scene(svg: _Svg, view: GraphView):
     edges = []
     for ar in sc.arrows.values():
         if ar.path is not None:
-            path = Path([next(it) for _ in range(len(ar.path.vertices))], ar.path.codes)
+            path = _DisplayPath([next(it) for _ in range(len(ar.path.vertices))], ar.path.codes)
         else:
             (xa, ya), (xb, yb) = next(it), next(it)
             path = _arc3(xa, ya, xb, yb, ar.rad)

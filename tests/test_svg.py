@@ -200,7 +200,7 @@ def test_arrow_heads_are_matplotlibs():
             assert len(reference) == len(ours)
             for (p, _), q in zip(ours, reference):
                 drawn = q.codes != q.CLOSEPOLY  # CLOSEPOLY's vertex is ignored when drawing
-                np.testing.assert_allclose(p.vertices[drawn], q.vertices[drawn], atol=1e-6)
+                np.testing.assert_allclose(np.asarray(p.vertices)[drawn], q.vertices[drawn], atol=1e-6)
 
 
 def test_routed_edges_are_curved_paths_from_producer_to_consumer():
