@@ -8,7 +8,7 @@ from pathlib import Path
 from matplotlib import rc_context
 from matplotlib.animation import FuncAnimation, PillowWriter
 
-from .render import GraphView
+from .render import GraphView, raster_dpi
 from .svg import draws_whole_figure, to_svg
 
 FORMATS = (".png", ".svg", ".gif")
@@ -40,7 +40,8 @@ def save_view(view: GraphView, path: str | os.PathLike, *, dpi: int = 100, fps: 
     second), "matplotlib" (``savefig``, text kept as text: slower, but draws
     anything else the figure holds) or "auto" (tapeviz's unless the view was
     drawn into a figure that holds other things too). PNG and GIF always go
-    through matplotlib.
+    through matplotlib, at ``dpi`` or lower for very large pictures (see
+    :func:`tapeviz.render.raster_dpi`).
     """
     if engine not in SVG_ENGINES:
         raise ValueError(f"Unknown SVG engine {engine!r}: use one of {', '.join(SVG_ENGINES)}.")
@@ -55,7 +56,7 @@ def save_view(view: GraphView, path: str | os.PathLike, *, dpi: int = 100, fps: 
             with rc_context({"svg.fonttype": "none"}):
                 view.figure.savefig(p, dpi=dpi)
     else:
-        view.figure.savefig(p, dpi=dpi)
+        view.figure.savefig(p, dpi=raster_dpi(view.figure, dpi))
     return p
 
 
@@ -71,6 +72,6 @@ def save_gif(view: GraphView, path: Path, *, dpi: int = 80, fps: float = 1.5) ->
 
     anim = FuncAnimation(view.figure, show, frames=frames, blit=False, repeat=False, cache_frame_data=False)
     try:
-        anim.save(str(path), writer=PillowWriter(fps=fps), dpi=dpi)
+        anim.save(str(path), writer=PillowWriter(fps=fps), dpi=raster_dpi(view.figure, dpi, max_pixels=8_000_000))
     finally:
         view.set_step(before)

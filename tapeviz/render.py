@@ -27,7 +27,7 @@ from matplotlib.text import Text
 from .flow import REASONS, GradientFlow
 from .graph import TapeGraph
 from .scene import (  # noqa: F401  (re-exported: the picture's constants are part of render's API)
-    AXES_RECT, BOX_H, BOX_W, C_ACTIVE, C_BAD, C_FORWARD, C_GRAD, C_GRADTEXT, C_STOP, C_TARGET, DPI, FONT, INCH_X,
+    BOX_H, BOX_W, C_ACTIVE, C_BAD, C_FORWARD, C_GRAD, C_GRADTEXT, C_STOP, C_TARGET, DPI, FONT, INCH_X,
     INCH_Y, KIND_NAMES, KIND_STYLE, REASON_STYLE, Arrow, Box, Label, Scene, arrow_specs, box_specs,
     edge_label_specs, figure_size, grad_specs, grad_text, label_specs, node_subtitle, node_title, node_value_text,
 )
@@ -130,6 +130,15 @@ def draw_legend(fig: Figure, reasons=(), kinds=()) -> Any:
 
 # --------------------------------------------------------------------------- the view
 
+MAX_PNG_PIXELS = 40_000_000  # ~160 MB of RGBA while rendering; larger pictures get a lower dpi
+
+
+def raster_dpi(figure: Figure, dpi: float, max_pixels: int = MAX_PNG_PIXELS) -> float:
+    """``dpi``, lowered so a raster of the figure stays under ``max_pixels``: a 5,000-op
+    graph is tens of inches on each side, and at 100 dpi its PNG would need gigabytes."""
+    w, h = figure.get_size_inches()
+    return min(float(dpi), (max_pixels / max(w * h, 1e-9)) ** 0.5)
+
 
 class TapeFigure(Figure):
     """A Figure that shows itself in Jupyter without ``%matplotlib inline`` or pyplot
@@ -139,7 +148,7 @@ class TapeFigure(Figure):
         import io
 
         buf = io.BytesIO()
-        self.savefig(buf, format="png", dpi=self.dpi)
+        self.savefig(buf, format="png", dpi=raster_dpi(self, self.dpi))
         return buf.getvalue()
 
 
@@ -248,9 +257,9 @@ class GraphView:
         if self._chrome is None:
             sc = self.scene
             fig = self._ax.figure if self._ax is not None else TapeFigure(figsize=sc.size, dpi=DPI)
-            title = fig.suptitle(sc.title, fontsize=FONT + 2, y=0.985)
+            title = fig.suptitle(sc.title, fontsize=FONT + 2, y=sc.frame.title_y)
             legend = draw_legend(fig, sc.reasons, sc.kinds)
-            caption = fig.text(0.5, 0.935, sc.caption, ha="center", va="top", fontsize=FONT + 0.5, color="#334155")
+            caption = fig.text(0.5, sc.frame.caption_y, sc.caption, ha="center", va="top", fontsize=FONT + 0.5, color="#334155")
             self._chrome = Chrome(fig, title, caption, legend)
         return self._chrome
 
@@ -259,7 +268,7 @@ class GraphView:
             return
         chrome = self.chrome()
         if self._ax is None:
-            self._ax = chrome.figure.add_axes(AXES_RECT)
+            self._ax = chrome.figure.add_axes(self.scene.frame.axes)
         ax, sc = self._ax, self.scene
         ax.set_axis_off()
         if sc.limits is not None:
@@ -340,7 +349,7 @@ class GraphView:
         import io
 
         buf = io.BytesIO()
-        self.figure.savefig(buf, format="png", dpi=dpi)
+        self.figure.savefig(buf, format="png", dpi=raster_dpi(self.figure, dpi))
         return buf.getvalue()
 
 

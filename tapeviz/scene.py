@@ -25,7 +25,7 @@ from matplotlib.path import Path
 
 from .flow import GradientFlow
 from .graph import TapeGraph, format_value
-from .layout import Collapsed, collapse, layer_groups, layered_routes
+from .layout import Collapsed, band_columns, collapse, layer_groups, layered_routes, wrap_bands
 
 __all__ = ["Scene", "Box", "Label", "Arrow", "box_specs", "label_specs", "grad_specs", "arrow_specs",
            "edge_label_specs", "figure_size", "node_title", "node_subtitle", "node_value_text", "grad_text"]
@@ -35,9 +35,10 @@ INCH_X, INCH_Y = 2.3, 1.15
 BOX_W, BOX_H = 0.74, 0.6  # node box, as a fraction of a layer / a row (layout.py keeps bends clear of it)
 PARALLEL_GAP = 0.12  # vertical distance between the ends of parallel edges (x * x)
 LABEL_PAD = 0.03  # between a routed edge's label and the end of the run it sits on
+RETURN_PAD, RETURN_STEP = 0.05, 0.02  # an edge returning to the next band turns down this far right of the boxes
 FONT = 8.0
 DPI = 100
-AXES_RECT = (0.01, 0.09, 0.98, 0.82)  # where the graph sits in the figure (fractions), below title and caption
+MAX_INCHES = 200.0  # a picture larger than this is shrunk to fit (PNGs are further limited in pixels: export.py)
 
 KIND_STYLE = {
     "variable": dict(fc="#dbeafe", ec="#1d4ed8"),
@@ -225,7 +226,7 @@ def _extent_ys(pos, routes=None) -> list[float]:
     return ys
 
 
-def figure_size(pos: Mapping[Any, tuple[float, float]], *, max_inches: float = 60.0,
+def figure_size(pos: Mapping[Any, tuple[float, float]], *, max_inches: float = MAX_INCHES,
                 routes=None) -> tuple[float, float]:
     """Inches so that one layer / one row keeps a constant, legible size."""
     if not pos:
@@ -237,6 +238,25 @@ def figure_size(pos: Mapping[Any, tuple[float, float]], *, max_inches: float = 6
     return (min(max(w, 4.5), max_inches), min(max(h, 3.2), max_inches))
 
 
+@dataclass(frozen=True)
+class Frame:
+    """Where the graph, the title and the caption sit in the figure (fractions of it)."""
+
+    axes: tuple[float, float, float, float]  # left, bottom, width, height
+    title_y: float
+    caption_y: float
+
+
+def frame(size: tuple[float, float], *, caption_lines: int = 1, legend_rows: int = 1) -> Frame:
+    """The figure's margins: fixed fractions for small pictures, fixed inches (what the
+    title, caption and legend need) for tall ones, which would otherwise spend inches of
+    empty paper above and below the graph."""
+    h = size[1]
+    top = min(0.09, (0.36 + 0.13 * max(caption_lines - 1, 0)) / h)
+    bottom = min(0.09, (0.2 + 0.17 * legend_rows) / h)
+    return Frame((0.01, bottom, 0.98, 1.0 - top - bottom), 1.0 - min(0.015, 0.06 / h), 1.0 - min(0.065, 0.26 / h))
+
+
 def data_limits(pos, routes=None) -> tuple[tuple[float, float], tuple[float, float]] | None:
     """(xlim, ylim) that hold every box, its gradient text and every routed bend."""
     if not pos:
@@ -246,40 +266,54 @@ def data_limits(pos, routes=None) -> tuple[tuple[float, float], tuple[float, flo
     return (min(xs) - 0.5, max(xs) + 0.5), (min(ys) - 0.65, max(ys) + 0.5)
 
 
-def _routed_path(a, b, bends, shift: float) -> tuple[Path, tuple[float, float, str]]:
+def _routed_path(a, b, bends, shift: float, lanes=()) -> tuple[Path, tuple[float, float, str]]:
     """Path from ``a`` to ``b`` through the bend points; also the label anchor (x, y, ha).
 
     The edge crosses each column it passes horizontally at its bend point's
     height, from the left side of that column's boxes to their right side
     (layout.py puts bend points between boxes, so this stays off them), and
     changes height only in the empty space between columns, with an S-curve
-    that leaves and enters horizontally.  The label anchor is the right end
-    of the last horizontal run: a right-aligned text there sits on the
-    straight stretch just before the final bend into the consumer, in the
-    free band between boxes, where a long value has room to be read.
+    that leaves and enters horizontally.  Where the layout wraps into bands
+    (``lanes``, from :func:`tapeviz.layout.wrap_bands`) the edge leaves its
+    band to the right, runs back along its lane under the band and enters the
+    next band from the left, in straight legs outside every column.  The label
+    anchor is the right end of the last horizontal run: a right-aligned text
+    there sits on the straight stretch just before the final bend into the
+    consumer, in the free band between boxes, where a long value has room to
+    be read.
     """
     stops = [a]
     for bx, by in bends:
         stops += [(bx - BOX_W / 2, by + shift), (bx + BOX_W / 2, by + shift)]
     stops.append(b)
+    returns = iter(lanes)
     verts, codes = [a], [Path.MOVETO]
     for i in range(0, len(stops) - 1, 2):
         (x0, y0), (x1, y1) = stops[i], stops[i + 1]
         if i:  # the horizontal run through the column before this gap
             verts.append((x0, y0))
             codes.append(Path.LINETO)
-        c = (x1 - x0) / 2
-        verts += [(x0 + c, y0), (x1 - c, y1), (x1, y1)]
-        codes += [Path.CURVE4] * 3
-    x0, y0 = stops[-2]
-    return Path(verts, codes), (x0 - LABEL_PAD, y0, "right")
+        if x1 < x0:  # back to the start of the next band, along this edge's lane
+            lane, k = next(returns)
+            lane += shift
+            right, left = x0 + RETURN_PAD + k % 4 * RETURN_STEP, x1 - RETURN_PAD - k % 4 * RETURN_STEP
+            verts += [(right, y0), (right, lane), (left, lane), (left, y1), (x1, y1)]
+            codes += [Path.LINETO] * 5
+            label = (left + 4 * LABEL_PAD, lane, "left")  # on the lane: the last run with room for a value
+        else:
+            c = (x1 - x0) / 2
+            verts += [(x0 + c, y0), (x1 - c, y1), (x1, y1)]
+            codes += [Path.CURVE4] * 3
+            label = (x0 - LABEL_PAD, y0, "right")
+    return Path(verts, codes), label
 
 
-def _edge_geometry(graph: TapeGraph, pos, routes=None, display: Collapsed | None = None):
+def _edge_geometry(graph: TapeGraph, pos, routes=None, display: Collapsed | None = None, lanes=None):
     """Per edge key: (start, end, arc3 rad, path or None, (label x, label y, label ha)).
 
-    Edges with an entry in ``routes`` get a path through their bend points;
-    the others are drawn straight (parallel ones fanned out as arcs).
+    Edges with an entry in ``routes`` get a path through their bend points (and
+    their ``lanes`` back to the next band, if the layout wraps); the others are
+    drawn straight (parallel ones fanned out as arcs).
     """
     geo = {}
     g = display.nx if display is not None else graph.nx
@@ -288,14 +322,15 @@ def _edge_geometry(graph: TapeGraph, pos, routes=None, display: Collapsed | None
         n = len(keys)
         (x0, y0), (x1, y1) = pos[u], pos[v]
         bends = routes.get((u, v)) if routes else None
+        lane = lanes.get((u, v), ()) if lanes else ()
         for i, k in enumerate(keys):
             off = (i - (n - 1) / 2) * PARALLEL_GAP
             rad = (i - (n - 1) / 2) * 0.35
             a, b = (x0 + BOX_W / 2, y0 + off), (x1 - BOX_W / 2, y1 + off)
-            if bends:
+            if bends or lane:
                 # Parallel routes run closer together than their ends: bend
                 # points between boxes may have little room to spare.
-                path, mid = _routed_path(a, b, bends, off / 2)
+                path, mid = _routed_path(a, b, bends or [], off / 2, lane)
             else:
                 path = None
                 mx, my = (a[0] + b[0]) / 2, (a[1] + b[1]) / 2
@@ -395,9 +430,12 @@ class Scene:
         bodies = {f: graph.function_body(f) for f in self.functions}
         self.display = collapse(graph.nx, collapsed if pos is None else False, bodies=bodies)
         dg = self.display.nx
+        self.lanes: dict = {}  # (u, v) -> lanes back to the next band, where the layout wraps
         if pos is None:
             pos, computed = layered_routes(dg)
-            routes = computed if routes is None else routes
+            if routes is None:
+                n_columns = len({x for x, _ in pos.values()})
+                pos, routes, self.lanes = wrap_bands(dg, pos, computed, columns=band_columns(n_columns))
         self.pos = pos
         self.routes = routes or {}  # (u, v) -> bend points; edges not in it are drawn straight
         self.size = figure_size(self.pos, routes=self.routes)
@@ -406,7 +444,7 @@ class Scene:
         self.kinds = [k for k in KIND_STYLE if any(d["kind"] == k for _, d in dg.nodes(data=True))]
         self.reasons = sorted({r.reason for r in flow.edge_reason.values()}) if flow is not None else []
         disp = self.display
-        geo = _edge_geometry(graph, pos, self.routes, disp)
+        geo = _edge_geometry(graph, pos, self.routes, disp, self.lanes)
         self.boxes = box_specs(graph, pos, targets=self.targets, display=disp)
         self.labels = label_specs(graph, pos, display=disp)
         self.grads = grad_specs(graph, pos, display=disp)
@@ -415,6 +453,8 @@ class Scene:
         self.custom_title = title
         self.title = title or ""
         self.caption = self._caption(caption)
+        self.frame = frame(self.size, caption_lines=len(self.caption.split("\n")) if self.caption else 0,
+                           legend_rows=-(-(len(self.kinds) + 1 + len(self.reasons)) // 4))
         self.overrides: dict[Any, str] = {}
         self.step: int | None = None
         self.set_step(None)

@@ -57,7 +57,7 @@ from matplotlib.patches import ArrowStyle, BoxStyle, ConnectionStyle, FancyArrow
 from matplotlib.text import Text
 from matplotlib.transforms import Affine2DBase, Bbox, BboxTransformFrom, BboxTransformTo, TransformedBbox
 
-from .render import ARROW_STYLE, AXES_RECT, BOX_STYLE, LABEL_BBOX, GraphView
+from .render import ARROW_STYLE, BOX_STYLE, LABEL_BBOX, GraphView
 from .scene import Label, Scene
 
 __all__ = ["to_svg", "draws_whole_figure"]
@@ -696,7 +696,7 @@ class _Defaults:
 def _data_to_display(scene: Scene, figure) -> Affine2DBase:
     """The transform a view's Axes would have: data limits onto the axes rectangle."""
     (x0, x1), (y0, y1) = scene.limits if scene.limits is not None else ((0.0, 1.0), (0.0, 1.0))
-    axes_box = TransformedBbox(Bbox.from_bounds(*AXES_RECT), figure.transFigure)
+    axes_box = TransformedBbox(Bbox.from_bounds(*scene.frame.axes), figure.transFigure)
     return BboxTransformFrom(Bbox([[x0, y0], [x1, y1]])) + BboxTransformTo(axes_box)
 
 

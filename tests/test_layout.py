@@ -593,3 +593,35 @@ def test_fast_crossing_count_matches_sorting_count(locality):
             lo, hi = proper.col_start[c], proper.col_start[c + 1]
             proper.rank[lo:hi] = rng.permutation(hi - lo)
         assert proper.crossings() == proper.crossings_by_sorting()
+
+
+# --------------------------------------------------------------------------- wrapping into bands
+
+
+def test_band_columns_grow_slowly_and_stay_readable():
+    from tapeviz.layout import band_columns
+
+    assert band_columns(10) == 16 and band_columns(200) == 20 and band_columns(5000) == 24
+
+
+def test_wrap_bands_folds_a_long_chain_and_keeps_narrow_layouts():
+    from tapeviz.layout import wrap_bands
+
+    chain = nx.MultiDiGraph()
+    nx.add_path(chain, range(50))
+    chain.add_edge(3, 40)  # a long skip: it crosses two band boundaries
+    pos, routes = layered_routes(chain)
+    same = wrap_bands(chain, pos, routes, columns=60)
+    assert same == (pos, routes, {})
+    new_pos, new_routes, lanes = wrap_bands(chain, pos, routes, columns=16)
+    assert set(new_pos) == set(pos)
+    for n, (x, _) in pos.items():
+        assert new_pos[n][0] == x % 16  # column inside its band
+    bands = [round(pos[n][0]) // 16 for n in range(50)]
+    ys = [new_pos[n][1] for n in range(50)]
+    for b in range(1, max(bands) + 1):  # every band lies wholly below the one before
+        assert max(y for y, bb in zip(ys, bands) if bb == b) < min(y for y, bb in zip(ys, bands) if bb == b - 1)
+    assert len(lanes[(15, 16)]) == 1 and (15, 16) in new_routes  # neighbours across a boundary get routed
+    assert len(lanes[(3, 40)]) == 2 and len(new_routes[(3, 40)]) == len(routes[(3, 40)])
+    lane_y, _ = lanes[(15, 16)][0]
+    assert min(ys[:16]) > lane_y > max(ys[16:32])  # the lane runs between the band it leaves and the next

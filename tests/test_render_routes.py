@@ -206,3 +206,39 @@ def test_draw_functions_keep_their_signatures():
     # a GraphView given positions but no routes draws straight, as before
     view = GraphView(graph, pos=pos)
     assert view.routes == {}
+
+
+def long_model(blocks: int, skip_every: int = 0):
+    """A chain of name-scoped dense blocks (one collapsed box each), optionally with
+    residual connections that jump over several blocks."""
+    rng = np.random.default_rng(1)
+    ws = [tf.Variable(rng.normal(size=(3, 3)).astype("float32") * 0.4, name=f"w{i}") for i in range(blocks)]
+    x = tf.constant(rng.normal(size=(1, 3)).astype("float32"))
+    with tv.GradientTape() as tape:
+        h, saved = x, x
+        for i, w in enumerate(ws):
+            with tf.name_scope(f"block{i}"):
+                h = tf.tanh(tf.matmul(h, w))
+                if skip_every and i % skip_every == skip_every - 1:
+                    h, saved = h + saved, h
+        loss = tf.reduce_sum(h)
+    return tape, ws, loss
+
+
+@pytest.mark.parametrize("skip_every", [0, 7])
+def test_long_graphs_wrap_into_bands_that_keep_edges_off_boxes(skip_every):
+    tape, ws, loss = long_model(60, skip_every)
+    view = tv.view(tape, loss)  # 60 layers collapse into 60+ boxes: wider than one band
+    xs = sorted({round(x, 6) for x, _ in view.pos.values()})
+    assert len(xs) <= 24, "the layout wraps into bands instead of one row 60 columns long"
+    assert view.scene.lanes, "edges from the end of a band return to the start of the next"
+    w_in, h_in = view.scene.size
+    assert w_in < 60 and h_in > 2 * 1.15  # several bands, each readable
+    assert_edges_avoid_other_boxes(view)
+    assert_edges_end_at_consumer_left_side(view)
+    centres = np.array(list(view.pos.values()))
+    for i, (x, y) in enumerate(centres):  # no two boxes overlap
+        overlap = (np.abs(centres[:, 0] - x) < BOX_W) & (np.abs(centres[:, 1] - y) < BOX_H)
+        assert overlap.sum() == 1, list(view.pos)[i]
+    last = tape.graph.node_of(ws[-1])
+    assert view.scene.grads[view.display.of[last]].text  # the flow is drawn across bands
