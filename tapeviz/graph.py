@@ -171,6 +171,22 @@ def _custom_kind(op: OpRecord) -> dict:
     return {"via": "tf.custom_gradient", "function": name}
 
 
+_NO_KEY = object()
+
+
+def _equality_key(value: np.ndarray):
+    """Bytes that are equal exactly when two arrays of one shape and dtype are
+    ``np.array_equal``: None when the array holds a NaN (equal to nothing), _NO_KEY
+    for dtypes without such bytes (those are compared one by one)."""
+    kind, size = value.dtype.kind, value.dtype.itemsize
+    if not ((kind == "f" and size in (2, 4, 8)) or (kind == "c" and size in (8, 16))):
+        return _NO_KEY
+    if np.isnan(value).any():
+        return None
+    # -0.0 == 0.0 but their bytes differ: adding zero turns every -0.0 into 0.0.
+    return np.add(value, value.dtype.type(0)).tobytes()
+
+
 class TapeGraph:
     """The captured program: ``nx`` is the graph, ``tensors`` the values on its edges."""
 
@@ -325,7 +341,12 @@ class TapeGraph:
 
     def _link_outside_values(self) -> None:
         """A constant made in the block that equals a value exported by .numpy() came back
-        from outside TensorFlow: draw that round trip as an 'outside' edge."""
+        from outside TensorFlow: draw that round trip as an 'outside' edge.
+
+        Each constant is linked to the first exported value (in export order) that equals
+        it. Exported values are indexed by shape, dtype and contents, so a program that
+        exports a value per step and makes a constant per step costs linear time, not
+        (exports x constants) comparisons."""
         exported = [
             self.tensors[tid]
             for tid in self.capture.exported
@@ -333,17 +354,47 @@ class TapeGraph:
         ]
         if not exported:
             return
+        # (shape, dtype) -> (contents key -> [(position, exported)]) or, for dtypes without
+        # an exact key, a plain list [(position, exported)] compared one by one.
+        index: dict[tuple, Any] = {}
+        for pos, e in enumerate(exported):
+            bucket_key = (e.shape, e.value.dtype)
+            key = _equality_key(e.value)
+            if key is _NO_KEY:
+                index.setdefault(bucket_key, []).append((pos, e))
+            elif key is not None:  # None: holds a NaN, equal to nothing
+                index.setdefault(bucket_key, {}).setdefault(key, []).append((pos, e))
+        by_shape: dict[tuple, list] = {}
+        for shape, dtype in index:
+            by_shape.setdefault(shape, []).append(dtype)
         for n, d in list(self.nx.nodes(data=True)):
             if d["kind"] != "constant":
                 continue
             c = self.tensors[d["outputs"][0]]
-            if c.value is None:
+            if c.value is None or c.shape not in by_shape:
                 continue
-            for e in exported:
-                if e.node != n and e.shape == c.shape and np.array_equal(e.value, c.value.astype(e.value.dtype, copy=False)):
-                    self.nx.add_edge(e.node, n, key="outside", tensor=e.id, kind="outside", dst_index=None)
-                    d["came_from"] = e.node
-                    break
+            best = None
+            for dtype in by_shape[c.shape]:
+                bucket = index[(c.shape, dtype)]
+                try:
+                    cv = c.value.astype(dtype, copy=False)
+                except (TypeError, ValueError):  # e.g. a string constant that is no number
+                    continue
+                if isinstance(bucket, dict):
+                    key = _equality_key(cv)
+                    candidates = bucket.get(key, ()) if key is not None and key is not _NO_KEY else ()
+                else:
+                    candidates = bucket
+                for pos, e in candidates:
+                    if best is not None and pos >= best[0]:
+                        break
+                    if e.node != n and np.array_equal(e.value, cv):
+                        best = (pos, e)
+                        break
+            if best is not None:
+                e = best[1]
+                self.nx.add_edge(e.node, n, key="outside", tensor=e.id, kind="outside", dst_index=None)
+                d["came_from"] = e.node
 
     def _label(self, n, d) -> str:
         kind = d["kind"]
