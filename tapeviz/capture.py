@@ -12,7 +12,8 @@ the block). A few narrow patches make otherwise invisible things visible:
 * ``numpy()`` / ``float()`` on a tensor mark it as exported, so a value that leaves
   TensorFlow and comes back as a constant can be named as the reason a gradient stopped.
 * ``resource_variable_ops.variable_accessed`` (called on every read, ``tf.gather`` on a
-  variable, lazy read after an assign) maps resource handles to their variables, and
+  variable, lazy read after an assign) maps resource handles to their variables (and to
+  the path of the Keras variable doing the read, if one is), and
   ``record.record_operation`` shows what ``tf.function`` calls and ``tf.custom_gradient``
   put on the tape.
 
@@ -28,6 +29,7 @@ what TF's registered gradient functions returned.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import weakref
@@ -201,14 +203,136 @@ def _record_operation_backprop_only(op_type, output_tensors, input_tensors, back
 
 def _variable_accessed(variable):
     """TF calls this on every read, sparse read (tf.gather), lazy read after an assign
-    and captured use in a tf.function: the moment to learn which handle is which variable."""
+    and captured use in a tf.function: the moment to learn which handle is which variable,
+    and, when a Keras variable is doing the read, its Keras path."""
     recs = getattr(_local, "recorders", None)
     if recs:
         handle = getattr(variable, "handle", None)
         if type(handle) is _ops.EagerTensor:
+            hid = handle._id
             for r in recs:
-                r._variables[handle._id] = variable
+                r._variables[hid] = variable
+            known = _paths.get(hid, 0)
+            if known.__class__ is int and known < _PATH_TRIES:
+                _learn_keras_path(hid, variable, known)
     return _tf_accessed(variable)
+
+
+# A Keras 3 variable wraps a tf.Variable (its ``_value``) that knows nothing of it: the
+# tape, the ops and variable_accessed only ever see the inner one. But Keras reads its
+# variables in its own methods (``__tf_tensor__``, ``assign``, ``numpy``, operators), so
+# while the inner variable is read, the Keras variable is ``self`` in the first frame
+# above TensorFlow's own. What a handle's reads showed is kept for the process (handle
+# ids are never reused, a Keras path never changes), so a training loop looks only in
+# its first step. A read by other Keras code (``seed_state.value * 1``) is looked at
+# again on the next reads, at most _PATH_TRIES times; a read by any other code settles
+# it: a plain tf.Variable costs one short walk up the stack, once.
+_PATH_TRIES = 4
+_PATH_DEPTH = 16  # frames looked at above variable_accessed
+_PATHS_MAX = 1 << 16  # handles remembered before the memo starts over
+# resource handle id -> its Keras path (str), or how often its reads showed none (int)
+_paths: dict[int, Any] = {}
+_keras_codes: frozenset | None = None  # code objects of the Keras variable classes' methods
+# code object -> _TF (TensorFlow's, or this module's), _KV (a Keras variable method),
+# _KERAS (other Keras code) or _OTHER
+_code_kinds: dict = {}
+_TF, _KV, _KERAS, _OTHER = range(4)
+_TF_DIRS = tuple({os.path.dirname(f) + os.sep for f in (tf.__file__, os.path.realpath(tf.__file__))})
+
+
+def _keras_variable_codes() -> frozenset | None:
+    """Code objects of every method of Keras's Variable class and its subclasses (None
+    while Keras is not imported; Keras itself is never imported from here)."""
+    global _keras_codes
+    if _keras_codes is not None:
+        return _keras_codes
+    mod = sys.modules.get("keras.src.backend.common.variables")
+    base = getattr(mod, "Variable", None) if mod is not None else None
+    if not isinstance(base, type):
+        return None
+    codes: set = set()
+    classes, seen = [base], set()
+    while classes:
+        cls = classes.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        classes.extend(cls.__subclasses__())
+        for attr in vars(cls).values():
+            fns = [attr.fget, attr.fset] if isinstance(attr, property) else [attr]
+            for fn in fns:
+                while fn is not None:
+                    code = getattr(fn, "__code__", None)
+                    if code is not None:
+                        codes.add(code)
+                    fn = getattr(fn, "__wrapped__", None)
+    _keras_codes = frozenset(codes)
+    return _keras_codes
+
+
+def _code_kind(code, codes) -> int:
+    if code in codes:
+        kind = _KV
+    else:
+        file = code.co_filename
+        if file == __file__ or file.startswith(_TF_DIRS):
+            kind = _TF
+        elif f"{os.sep}keras{os.sep}" in file:
+            kind = _KERAS
+        else:
+            kind = _OTHER
+    _code_kinds[code] = kind
+    return kind
+
+
+def _learn_keras_path(hid: int, variable, tries: int) -> None:
+    codes = _keras_codes if _keras_codes is not None else _keras_variable_codes()
+    if not codes:
+        return  # Keras is not loaded: there is no Keras variable to find
+    path = _keras_path_on_stack(variable, sys._getframe(2), codes)  # the caller of variable_accessed
+    if len(_paths) >= _PATHS_MAX:
+        _paths.clear()
+    if path.__class__ is not str:  # True: Keras code read it, so ask again next time
+        path = tries + 1 if path else _PATH_TRIES
+    _paths[hid] = path
+
+
+def keras_paths_of(handle_ids) -> dict[int, str]:
+    """handle id -> Keras path, for the handles whose reads showed one."""
+    found = {}
+    for hid in handle_ids:
+        path = _paths.get(hid)
+        if path.__class__ is str:
+            found[hid] = path
+    return found
+
+
+def _keras_path_on_stack(variable, f, codes) -> str | bool:
+    """The path of the Keras variable reading tf.Variable `variable`: the first frame from
+    `f` up that is not TensorFlow's is that variable's method. Else whether that frame
+    is other Keras code (True) or not (False)."""
+    kinds = _code_kinds
+    for _ in range(_PATH_DEPTH):
+        if f is None:
+            return False
+        code = f.f_code
+        kind = kinds.get(code)
+        if kind is None:
+            kind = _code_kind(code, codes)
+        if kind == _KV:
+            kv = f.f_locals.get("self")
+            try:
+                if kv is not None and getattr(kv, "_value", None) is variable:
+                    path = kv.path
+                    if isinstance(path, str) and path:
+                        return path
+            except Exception:  # noqa: BLE001, S110 - a half-built variable: no path to learn
+                pass
+            return True
+        if kind != _TF:
+            return kind == _KERAS
+        f = f.f_back
+    return False
 
 
 def _note_export(t) -> None:
@@ -345,6 +469,8 @@ class Capture:
     watch_joined: dict = field(default_factory=dict)
     tape_watched: dict = field(default_factory=dict)
     frame: FrameInfo | None = None
+    # resource handle id -> Keras path, learned while the Keras variable read it
+    access_paths: dict = field(default_factory=dict)
     _ops: list | None = field(default=None, repr=False)
     _keras_paths: dict | None = field(default=None, repr=False)
 
@@ -357,15 +483,21 @@ class Capture:
         return self._ops
 
     def keras_path(self, var) -> str | None:
-        """The Keras path of the variable wrapping tf.Variable `var`, if the frame showed one."""
+        """The Keras path of the variable wrapping tf.Variable `var`: seen while the Keras
+        variable read it in the block (wherever the model lives: an attribute, a dict, a
+        closure), else found through a model or layer in the user's frame."""
+        hid = var.handle._id
+        path = self.access_paths.get(hid)
+        if path is not None:
+            return path
         if self._keras_paths is None:
             self._keras_paths = self.frame.keras_paths() if self.frame is not None else {}
-        return self._keras_paths.get(var.handle._id)
+        return self._keras_paths.get(hid)
 
     def variable_name(self, var) -> str:
         """How the graph names a tf.Variable: the Python name bound to it, else the Keras
-        path of the Keras variable wrapping it (found through a model or layer in the
-        frame), else the Python name bound to that Keras variable, else its TF name."""
+        path of the Keras variable wrapping it (see keras_path), else the Python name
+        bound to that Keras variable, else its TF name."""
         name = self.names.get(id(var)) or self.keras_path(var)
         if not name and self.frame is not None:
             name = self.frame.variable_names.get(var.handle._id)
@@ -563,6 +695,7 @@ class Recorder:
         return Capture(
             raw=self._raw,
             variables=self._variables,
+            access_paths=keras_paths_of(self._variables),
             watched_variables=tuple(watched_vars),
             watched=self._watched,
             exported=self._exported,

@@ -246,6 +246,33 @@ def _step_on_global_model(args, y):
     return tape, loss
 
 
+class _Trainer:
+    """Holds the model as an attribute: the frame running the block sees only `self`."""
+
+    def __init__(self, net):
+        self.net = net
+
+    def step(self, args, y):
+        with tv.GradientTape(persistent=True) as tape:
+            loss = LOSS(y, self.net(*args, training=True))
+        return tape, loss
+
+
+@pytest.mark.parametrize("make", MODELS, ids=lambda m: m.__name__)
+def test_model_reached_through_an_attribute_is_named_by_keras_path(make, monkeypatch):
+    monkeypatch.setattr(capture, "_paths", {})  # learn the paths in this very block
+    net, args, y = build(make)
+    tape, loss = _Trainer(net).step(args, y)
+    g = tape.graph
+    fl = tv.flow(tape, loss)
+    for v in net.trainable_variables:
+        d = g.nx.nodes[g.node_of(v)]
+        assert d["name"] == d["path"] == v.path
+        np.testing.assert_array_equal(fl.grad(v), dense(tape.gradient(loss, v)), err_msg=v.path)
+    names = [d["name"] for _, d in g.nx.nodes(data=True) if d["kind"] == "variable"]
+    assert set(names) <= {v.path for v in net.variables} and len(names) == len(set(names))
+
+
 def test_python_name_of_a_keras_variable_outside_any_model():
     scale = keras.Variable(2.0, name="scale")
     x = tf.constant([1.0, 2.0])
