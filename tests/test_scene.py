@@ -108,3 +108,11 @@ def test_views_draw_on_first_use(chain):
     n = tape.graph.node_of(w)
     assert view.artists.grads[n].get_text() == view.scene.grads[n].text == sc.grad_text(
         tape.gradient(loss, w).numpy())
+
+
+def test_views_show_in_notebooks_as_svg_without_drawing(chain):
+    tape, w, loss = chain
+    view = tv.view(tape, loss)
+    svg = view._repr_svg_()
+    assert svg.startswith("<svg") and "Backward pass of" in svg and not view.drawn
+    assert sc.grad_text(tape.gradient(loss, w).numpy()) in svg
