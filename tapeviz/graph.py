@@ -129,8 +129,12 @@ def format_value(value: np.ndarray | None, summary: dict | None = None, max_item
         return str(a.tolist())[:24]
     if a.size <= max_items:
         return _fmt_nested(a)
-    s = summarize(a)
-    return format_value(None, s)
+    shape = "x".join(str(d) for d in a.shape)
+    if a.size <= 4096 and a.dtype.kind in "fiu":  # the common case, without summarize's other statistics
+        v = a.astype(np.float64).reshape(-1)
+        if np.isfinite(v).all():
+            return f"{shape} |.|={float(np.sqrt(np.dot(v, v))):.3g}"
+    return format_value(None, summarize(a))
 
 
 def _fmt_nested(a: np.ndarray) -> str:

@@ -105,6 +105,13 @@ def test_format_and_summarize():
     assert format_value(big).startswith("100 |.|=")
     s = summarize(np.array([1.0, np.nan, np.inf]))
     assert s["nan"] == 1 and s["inf"] == 1 and s["max"] == 1.0
+    rng = np.random.default_rng(0)  # the short path for small arrays says what the summary says
+    for shape in [(2, 4), (64, 64), (7,), (3, 3, 3)]:
+        for dtype in ("float32", "float64", "float16", "int32", "uint8"):
+            a = (rng.normal(size=shape) * 10).astype(dtype)
+            assert format_value(a) == format_value(None, summarize(a)), (shape, dtype)
+    with_nan = np.array([1.0, 2.0, np.nan, 3.0, 4.0, 5.0, 6.0], np.float32)
+    assert format_value(with_nan) == format_value(None, summarize(with_nan)) == "7 |.|=9.54"  # NaN left out: sqrt(1+4+9+16+25+36)
 
 
 def test_value_of_and_display_name(fan):
