@@ -67,6 +67,7 @@ SVG_NS = "http://www.w3.org/2000/svg"
 # Characters XML 1.0 cannot hold (control characters, lone surrogates, U+FFFE/F):
 # a tensor name may contain them, and one would make the whole file unreadable.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_TO_ESCAPE = re.compile("[&<>\"'\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 _CAP = {"butt": "butt", "round": "round", "projecting": "square"}
 _JOIN = {"miter": "miter", "round": "round", "bevel": "bevel"}
@@ -76,7 +77,10 @@ _GENERIC = {"sans-serif", "serif", "monospace", "cursive", "fantasy"}
 
 def _esc(s: Any) -> str:
     """Text or attribute value, escaped: `<script>` stays text."""
-    return html.escape(_NOT_XML.sub("\ufffd", str(s)), quote=True)
+    s = str(s)
+    if _TO_ESCAPE.search(s) is None:  # most labels: nothing to replace, one scan instead of six
+        return s
+    return html.escape(_NOT_XML.sub("\ufffd", s), quote=True)
 
 
 def _f(v: float) -> str:
