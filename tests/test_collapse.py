@@ -102,6 +102,19 @@ def test_five_thousand_op_capture_renders(tmp_path):
     assert path.stat().st_size > 100_000
     png = tv.save(tape, tmp_path / "big.png", target=loss, dpi=20)
     assert png.stat().st_size > 1000
+    view = tv.view(tape, loss)  # 1,000 layer boxes, legible: bands of at most 24 full-size columns
+    assert len({round(x, 6) for x, _ in view.pos.values()}) <= 24 and view.scene.size[0] < 60
+
+
+def test_raster_dpi_keeps_big_pngs_under_the_pixel_limit():
+    from matplotlib.figure import Figure
+
+    from tapeviz.render import MAX_PNG_PIXELS, raster_dpi
+
+    assert raster_dpi(Figure(figsize=(6, 4)), 100) == 100
+    big = Figure(figsize=(150, 120))
+    dpi = raster_dpi(big, 100)
+    assert dpi < 100 and 150 * 120 * dpi**2 == pytest.approx(MAX_PNG_PIXELS)
 
 
 def test_explorer_layer_control_expands_and_collapses(big):
