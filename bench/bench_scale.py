@@ -16,6 +16,7 @@ The torchviz column is skipped, with a note, when they are missing.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import shutil
 import statistics
@@ -31,6 +32,7 @@ import tensorflow as tf  # noqa: E402
 
 import tapeviz as tv  # noqa: E402
 from tapeviz.export import save_view  # noqa: E402
+from tapeviz.render import raster_dpi  # noqa: E402
 
 
 def tf_program(n_ops: int):
@@ -108,10 +110,15 @@ def measure(n_ops: int, tmp: Path, have_torchviz: bool) -> dict:
     def first_picture():  # what a notebook shows for tv.view(...): SVG written from the scene
         return tv.view(tape, loss)._repr_svg_()
 
-    def first_png():  # what a notebook shows for tv.draw(...): the matplotlib figure's PNG
-        return tv.draw(tape, loss)._repr_png_()
+    def first_figure():  # what a notebook shows for tv.draw(...): the Figure (artists made) as SVG
+        return tv.draw(tape, loss)._repr_svg_()
+
+    def first_png():  # the same Figure's PNG, rendered by matplotlib
+        fig = tv.draw(tape, loss)
+        fig.savefig(io.BytesIO(), format="png", dpi=raster_dpi(fig, fig.dpi))
 
     t_pic, _ = clock(first_picture, reps)
+    t_fig, _ = clock(first_figure, reps)
     t_png, _ = clock(first_png, 1)
     svg_default, svg_full = tmp / f"tv_{n_ops}.svg", tmp / f"tv_full_{n_ops}.svg"
     view = tv.view(tape, loss)
@@ -125,7 +132,7 @@ def measure(n_ops: int, tmp: Path, have_torchviz: bool) -> dict:
         "svg": lambda: tv.save(tape, svg_default, target=loss),
         "full": lambda: tv.save(tape, svg_full, target=loss, collapsed=False),
     }
-    row = dict(ops=ops, plain=t_plain, tv=t_tv, graph=t_graph, grad=t_grad, flow=t_flow, picture=t_pic, png=t_png,
+    row = dict(ops=ops, plain=t_plain, tv=t_tv, graph=t_graph, grad=t_grad, flow=t_flow, picture=t_pic, fig=t_fig, png=t_png,
                mpl_svg=t_mpl_svg, nodes=view.display.nx.number_of_nodes(),
                full_nodes=full_view.display.nx.number_of_nodes())
     if have_torchviz:
@@ -176,15 +183,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         rows = [measure(n, Path(d), have_torchviz) for n in sizes]
     print("| ops | capture ratio | graph build s | flow / tape.gradient | **first picture s**: tv.view in a notebook "
-          "| tv.draw + PNG s | **SVG export s** (boxes) | matplotlib savefig SVG s | **SVG export, every op expanded s** (boxes, KB) "
+          "| tv.draw in a notebook s | tv.draw + matplotlib PNG s | **SVG export s** (boxes) | matplotlib savefig SVG s | **SVG export, every op expanded s** (boxes, KB) "
           "| **torchviz make_dot + dot SVG s** (KB) | default / torchviz | expanded / torchviz |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         tz = r.get("torchviz")
         torch = f"{tz:.3f} ({r['torch_kb']:.0f}){r.get('torch_note', '')}" if tz else "n/a"
         ratio = f"**{r['svg_ratio']:.2f}x** | **{r['full_ratio']:.2f}x**" if tz else "n/a | n/a"
         print(f"| {r['ops']} | {r['tv'] / r['plain']:.2f}x | {r['graph']:.3f} | {r['flow'] / r['grad']:.2f}x "
-              f"| {r['picture']:.2f} | {r['png']:.2f} | {r['svg']:.3f} ({r['nodes']}) | {r['mpl_svg']:.2f} "
+              f"| {r['picture']:.2f} | {r['fig']:.2f} | {r['png']:.2f} | {r['svg']:.3f} ({r['nodes']}) | {r['mpl_svg']:.2f} "
               f"| {r['full']:.3f} ({r['full_nodes']}, {r['svg_kb']:.0f}) | {torch} | {ratio} |")
     if any(r.get("torch_note") for r in rows):
         print("\n* torchviz.make_dot hit Python's recursion limit; timed again with sys.setrecursionlimit raised.")

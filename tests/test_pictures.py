@@ -169,8 +169,14 @@ def test_fifty_op_graph_is_legible():
 
 
 def test_figures_show_themselves_in_jupyter():
+    from tapeviz.svg import to_svg
+
     run = examples.basic()
-    fig = tv.draw(run.tape, run.target)
+    fig = tv.draw(run.tape, run.target)  # only the figure is kept: it holds its view
+    svg = fig._repr_svg_()  # its own picture only: SVG from tapeviz's writer, no PNG computed
+    assert svg.startswith("<svg") and svg in to_svg(fig._tv_view) and fig._repr_png_() is None
+    fig.text(0.1, 0.1, "a note of the user's")  # anything else on it: matplotlib's PNG
+    assert fig._repr_svg_() is None
     png = fig._repr_png_()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
