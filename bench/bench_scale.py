@@ -16,6 +16,7 @@ The torchviz column is skipped, with a note, when they are missing.
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import os
 import shutil
@@ -72,6 +73,7 @@ def torch_program(n_ops: int):
 
 
 def clock(fn, reps: int = 3):
+    gc.collect()  # the garbage of earlier stages (figures full of reference cycles) is not billed here
     times = []
     out = None
     for _ in range(reps):
@@ -153,6 +155,7 @@ def measure(n_ops: int, tmp: Path, have_torchviz: bool) -> dict:
             row["torch_note"] = "*"
         contestants["torchviz"] = make_and_render
     times: dict[str, list[float]] = {k: [] for k in contestants}
+    gc.collect()
     names = list(contestants)
     for r in range(reps):
         for name in names[r % len(names):] + names[:r % len(names)]:
