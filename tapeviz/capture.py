@@ -640,6 +640,11 @@ class Recorder:
                 return None
             if tape._tape is not rec._live:
                 rec._generation()
+            if outputs.__class__ is list:
+                # TF hands multi-output ops (Unpack, Split) a list that its caller may
+                # empty later (Keras's recurrent loop sets the entries to None): keep a
+                # snapshot of what the op returned.
+                outputs = tuple(outputs)
             append((op_type, inputs, attrs, outputs, tld.scope_name, tape._recording and not is_stopped(), rec._gen, None))
             return None
 
