@@ -8,7 +8,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from .capture import Recorder
+from .capture import GRAPH_MODE_MESSAGE, GraphModeError, Recorder, tape_is_recording
 from .flow import GradientFlow
 from .export import check_path, save_view
 from .graph import DEFAULT_BUDGET_BYTES, DEFAULT_MAX_VALUE_BYTES, TapeGraph
@@ -34,6 +34,8 @@ class _GraphHolder:
             raise RuntimeError(f"tapeviz could not read this tape's recording: {self._tv_error}") from self._tv_error
         if self._tv_capture is None:
             raise RuntimeError("Nothing recorded yet: the graph exists once the `with` block has finished.")
+        if self._tv_capture.graph_mode:
+            raise GraphModeError(GRAPH_MODE_MESSAGE)
         if self._tv_graph is None:
             self._tv_graph = TapeGraph(self._tv_capture, max_value_bytes=self._tv_max_value_bytes, budget_bytes=self._tv_budget_bytes)
         return self._tv_graph
@@ -108,7 +110,7 @@ class Recording(_GraphHolder):
 
     def __enter__(self) -> "Recording":
         tape = self.tape
-        if not tape._recording or tape._tape is None:
+        if not tape_is_recording(tape):
             raise RuntimeError(
                 "tv.record(tape) must be entered inside the tape's `with` block: "
                 "with tf.GradientTape() as tape, tv.record(tape) as rec: ..."
@@ -162,34 +164,39 @@ def flow(tape: Any, target, *, sources=None, output_gradients=None) -> GradientF
 
 
 def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str | None = None,
-         caption: str | None = None, output_gradients=None, collapsed="auto") -> GraphView:
-    """A GraphView of what ``tape`` recorded; with a target, its backward pass at ``step``.
+         caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False) -> GraphView:
+    """A GraphView of what ``tape`` recorded; with a target, its backward pass at ``step``
+    (0 seeds the target; None, the default, is the last step: the finished pass).
 
-    ``collapsed``: "auto" (layers collapse above 60 ops), True, False, or layer names."""
+    What is shown: ops that carry nothing to the target are hidden, constants and
+    shape plumbing fold into chips on the ops that use them (``show_all=True`` draws
+    every recorded op). ``collapsed``: "auto" (TF API calls collapse; layers when the
+    picture would not fit a screen), True, False, or the names of groups to collapse."""
     graph = _graph_of(tape)
     fl = flow(tape, target, output_gradients=output_gradients) if target is not None else None
-    v = GraphView(graph, fl, ax=ax, title=title, caption=caption, collapsed=collapsed)
+    v = GraphView(graph, fl, ax=ax, title=title, caption=caption, collapsed=collapsed, show_all=show_all)
     if step is not None:
         v.set_step(step)
     return v
 
 
 def draw(tape: Any, target=None, step: int | None = None, *, ax=None, title: str | None = None,
-         caption: str | None = None, output_gradients=None, collapsed="auto"):
+         caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False):
     """A matplotlib Figure of the recorded graph and, given a target, its gradient flow.
 
     ``step=None`` shows the finished backward pass, ``step=k`` the state after k steps.
     Pass ``ax=`` to draw into an existing Axes (its figure is returned).
     """
     return view(tape, target, step=step, ax=ax, title=title, caption=caption,
-                output_gradients=output_gradients, collapsed=collapsed).figure
+                output_gradients=output_gradients, collapsed=collapsed, show_all=show_all).figure
 
 
 def save(tape: Any, path, *, target=None, step: int | None = None, dpi: int = 100, fps: float = 1.5,
-         caption: str | None = None, output_gradients=None, collapsed="auto"):
+         caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False):
     """Write a .png / .svg picture, or a .gif of the backward pass (one frame a step)."""
     check_path(path)  # fail before any work on a bad path
-    v = view(tape, target, step=step, caption=caption, output_gradients=output_gradients, collapsed=collapsed)
+    v = view(tape, target, step=step, caption=caption, output_gradients=output_gradients, collapsed=collapsed,
+             show_all=show_all)
     return save_view(v, path, dpi=dpi, fps=fps)
 
 

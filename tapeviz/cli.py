@@ -213,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     p_exp = sub.add_parser("export", help="write one example's picture")
     p_exp.add_argument("name")
     p_exp.add_argument("-o", "--output", required=True, help="FILE.png, FILE.svg or FILE.gif")
-    p_exp.add_argument("--step", type=int, default=None, help="backward step to show (default: finished)")
+    p_exp.add_argument("--step", type=int, default=None,
+                       help="backward step to show, 0 (the start) to the last (the finished pass, the default)")
     p_demo = sub.add_parser(
         "demo", help="open the teaching notebooks in JupyterLab (--export: write every example as PNG/SVG/GIF)")
     p_demo.add_argument("--export", action="store_true",

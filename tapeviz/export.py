@@ -61,9 +61,8 @@ def save_view(view: GraphView, path: str | os.PathLike, *, dpi: int = 100, fps: 
 
 
 def save_gif(view: GraphView, path: Path, *, dpi: int = 80, fps: float = 1.5) -> None:
-    """One frame per backward step, then the finished flow."""
-    n = max(view.n_steps, 1)
-    frames = list(range(n)) + [None]
+    """One frame per backward step; the last one is the finished pass."""
+    frames = list(range(max(view.n_steps, 1)))
     before = view.step
 
     def show(k):

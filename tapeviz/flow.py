@@ -1,10 +1,14 @@
 """GradientFlow: how d target / d everything came about, edge by edge, step by step.
 
 TensorFlow itself does the arithmetic: the recorded ops are replayed into TF's backprop
-(see ``capture.replay_backward``), so totals are what ``tape.gradient`` computes and every
-edge carries exactly what the op's registered gradient function returned for that input.
-This module only reads the result: which edge got what, in which order, and for every
-edge that got nothing, the reason.
+(``Capture.replay``), so totals are what ``tape.gradient`` computes and every edge carries
+exactly what the op's gradient function returned for that input. This module only reads
+the result: which edge got what, at which step, and for every edge that got nothing,
+the reason (structured: see ``tapeviz.reasons``).
+
+Steps: ``steps[0]`` seeds the target with d target / d target; step k (k >= 1) is the
+k-th backward function TF called. A picture "at step k" shows what steps 0..k computed
+and nothing more; the last step is the finished backward pass.
 """
 
 from __future__ import annotations
@@ -16,35 +20,18 @@ import networkx as nx
 import numpy as np
 import tensorflow as tf
 
-from .capture import BackwardCall, replay_backward
+from .capture import GRAPH_MODE_MESSAGE, BackwardCall, GraphModeError, is_symbolic
 from .graph import STATEFUL_OPS, TapeGraph
+from .messages import say
+from .reasons import Cause, Facts, Reason, StopReason, tf_equivalent
+
+__all__ = ["GradientFlow", "Step", "StopReason", "Reason", "Cause", "REASONS"]
 
 STOP_GRADIENT_OPS = frozenset({"StopGradient", "PreventGradient"})
 CAST_OPS = frozenset({"Cast", "Bitcast"})
 
-REASONS = {
-    "stop_gradient": "tf.stop_gradient",
-    "not_recorded": "not recorded by the tape",
-    "not_watched": "not watched by the tape",
-    "integer_dtype": "integer / non-float tensor",
-    "no_gradient": "op has no gradient",
-    "stateful": "written into a variable",
-    "outside_tf": "value left TensorFlow",
-    "unconnected": "does not lead to the target",
-}
-
-
-@dataclass(frozen=True)
-class StopReason:
-    """Why nothing flows through an edge or into a node."""
-
-    where: Any  # a node id, or an edge (u, v, key)
-    reason: str  # one of REASONS
-    message: str  # one plain sentence a student understands
-    origin: Any = None  # the node or edge where the path was actually cut
-
-    def __str__(self) -> str:
-        return f"{self.reason}: {self.message}"
+#: reason code -> the legend's short English label (each language: messages "legend.<code>").
+REASONS = {r.value: say(f"legend.{r.value}") for r in Reason}
 
 
 @dataclass
@@ -80,45 +67,50 @@ class GradientFlow:
     """The backward pass of one target over a TapeGraph.
 
     ``grad`` gives totals, ``contributions`` the per-edge split, ``steps`` the order TF
-    processed the ops in, ``stopped`` every edge and node that carries no gradient.
+    processed the ops in, ``stopped`` every edge and node that carries no gradient and
+    ``cuts`` each place where a path is cut, once.
     """
 
     def __init__(self, graph: TapeGraph, target, sources=None, output_gradients=None):
         self.graph = graph
         self.target = target
-        self._targets = self._resolve_targets(target)
-        self.target_nodes = [graph.node_of(t) for t in tf.nest.flatten(target)]
+        self._target_ids = self._resolve_targets(target)
+        self.target_nodes = [graph.tensors[t].node if t in graph.tensors else f"var{t}" for t in self._target_ids]
         self.sources = self._resolve_sources(sources)
         self._run(output_gradients)
         self._classify()
 
     # -- inputs ------------------------------------------------------------------------
-    def _resolve_targets(self, target) -> list:
+    def _resolve_targets(self, target) -> list[int]:
         flat = tf.nest.flatten(target)
         if not flat:
             raise ValueError("tapeviz.flow needs a target: pass the tensor you would give tape.gradient().")
+        g = self.graph
         out = []
         for t in flat:
-            if isinstance(t, tf.Variable):
-                node = self.graph.node_of(t)
+            if is_symbolic(t):
+                raise GraphModeError(GRAPH_MODE_MESSAGE)
+            if isinstance(t, tf.Variable) or hasattr(t, "path") and hasattr(t, "handle"):
+                node = g.node_of(t)
                 if node is None:
                     raise ValueError(
                         f"The target variable {t.name} was not read while the tape recorded; "
                         "pass a tensor computed inside the `with` block."
                     )
-                out.append(t.handle)
+                out.append(g.key_of(t))
                 continue
-            if not isinstance(t, tf.Tensor) or not hasattr(t, "_id"):
+            key = g.key_of(t) if isinstance(t, tf.Tensor) else None
+            if key is None:
                 raise TypeError(
                     f"The target must be a tensor computed inside the tape's `with` block, got {type(t).__name__}. "
                     "Pass e.g. the loss tensor: tv.flow(tape, loss)."
                 )
-            if t._id not in self.graph.tensors:
+            if key not in g.tensors:
                 raise ValueError(
                     "The target was not produced while this tape recorded. "
                     "Compute it inside the `with tv.GradientTape() as tape:` block, then call tv.flow(tape, target)."
                 )
-            out.append(t)
+            out.append(key)
         return out
 
     def _resolve_sources(self, sources) -> list:
@@ -138,69 +130,94 @@ class GradientFlow:
     def _run(self, output_gradients) -> None:
         g = self.graph
         cap = g.capture
-        watched = [v.handle for hid, v in cap.variables.items() if hid in cap.watched_variable_ids]
-        watched += list(cap.tape_watched.values())  # a watch erased by tape.reset() does not count
         # d target / d t for every float tensor the tape holds, plus every watched leaf.
-        on_tape = {}
+        on_tape: dict[int, None] = {}
         for op in cap.ops:
             if op.recorded:
                 for o in op.outputs:
-                    if g.tensors[o._id].trainable:
-                        on_tape[o._id] = o
-        for t in watched:
-            on_tape.setdefault(t._id, t)
-        for t in self._targets:  # TF gives d target / d target (the seed) even off the tape
-            info = g.tensors.get(t._id)
+                    if g.tensors[o].trainable:
+                        on_tape[o] = None
+        for h in cap.watched_variable_ids:
+            on_tape.setdefault(h, None)
+        for t in cap.tape_watched:
+            on_tape.setdefault(t, None)
+        for t in self._target_ids:  # TF gives d target / d target (the seed) even off the tape
+            info = g.tensors.get(t)
             if info is not None and info.trainable and info.dtype != "resource":
-                on_tape.setdefault(t._id, t)
+                on_tape.setdefault(t, None)
         self._source_ids = list(on_tape)
         if output_gradients is not None:
             output_gradients = [None if x is None else tf.convert_to_tensor(x) for x in tf.nest.flatten(output_gradients)]
-        grads, calls = replay_backward(cap.ops, watched, self._targets, list(on_tape.values()), output_gradients)
+        grads, calls = cap.replay(self._target_ids, self._source_ids, output_gradients)
         self._grad_tensor = dict(zip(self._source_ids, grads))
         self.calls: list[BackwardCall] = calls
         self._edge_grad: dict[tuple, Any] = {}
-        self._processed: dict[Any, int] = {}
-        seed = output_gradients if output_gradients is not None else None
-        self.steps: list[Step] = [
-            Step(0, self.target_nodes[0], seed[0] if seed else np.ones(self._targets[0].shape, dtype=self._targets[0].dtype.as_numpy_dtype))
-        ]
+        #: edge -> the step at which its contribution was computed
+        self.edge_step: dict[tuple, int] = {}
+        first = g.tensors[self._target_ids[0]] if self._target_ids[0] in g.tensors else None
+        if output_gradients is not None:
+            seed = output_gradients[0]
+        else:
+            dtype = first.dtype if first is not None and first.trainable else "float32"
+            seed = np.ones(first.shape if first is not None else (), dtype=tf.as_dtype(dtype).as_numpy_dtype)
+        self.steps: list[Step] = [Step(0, self.target_nodes[0], seed)]
+        last_step: dict[Any, int] = {}  # node -> its last backward call
         for call in calls:
             node = g.op_node[call.op.index]
             step = Step(len(self.steps), node, None)
-            self._processed.setdefault(node, step.index)
+            last_step[node] = step.index
             if g.nx.nodes[node]["kind"] == "op":
-                outs = [None if x is None else x for x in call.out_grads]
+                outs = list(call.out_grads)
                 step.tf_grad = outs[0] if len(outs) == 1 else outs
                 on = call.op.inputs_on_tape
                 for k, gi in enumerate(call.in_grads):
                     if gi is None or (k < len(on) and not on[k]):
                         continue  # TF drops what reaches an input that is not on the tape
-                    t = call.op.inputs[k]
-                    src = g.tensors[t._id].node
+                    src = g.tensors[call.op.inputs[k]].node
                     e = (src, node, k)
                     self._edge_grad[e] = gi
+                    self.edge_step[e] = step.index
                     step.edges.append(e)
-            else:  # a folded variable read: the gradient reaches the variable
+            else:  # a folded variable read: part of the variable's gradient arrives
                 step.tf_grad = call.out_grads[0]
             self.steps.append(step)
-        # A node TF runs no backward function for (a watched tensor, a variable reached
-        # through its handle, e.g. by tf.gather) has its gradient once the last of its
-        # contributions has arrived.
-        called = set(self._processed)
-        arrivals = {}
-        for step in self.steps:
-            for e in step.edges:
-                if e[0] not in called:
-                    arrivals[e[0]] = step.index
-        self._processed.update(arrivals)
+        # A node has its whole gradient once its last backward call ran; a node TF runs no
+        # backward function for (a watched tensor, a variable reached through its handle,
+        # e.g. by tf.gather) once the last of its contributions has arrived.
+        done = dict(last_step)
+        for e, s in self.edge_step.items():
+            if e[0] not in last_step:
+                done[e[0]] = max(done.get(e[0], 0), s)
+        for t in self.target_nodes:
+            done[t] = 0
+        self._done = done
         self._np_cache: dict = {}
 
+    @property
+    def last_step(self) -> int:
+        """Index of the last step: the picture at this step is the finished backward pass."""
+        return len(self.steps) - 1
+
+    def check_step(self, step: int | None) -> int:
+        """``step`` as a valid step index (None: the finished pass), or a clear error."""
+        if step is None:
+            return self.last_step
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+            raise TypeError(f"step must be an int (or None for the finished pass), got {type(step).__name__}.")
+        if not 0 <= step <= self.last_step:
+            raise ValueError(
+                f"step {step} is out of range: the backward pass of {self.graph.display_name(self.target_nodes[0])} "
+                f"has steps 0 to {self.last_step} (0 seeds the target, {self.last_step} is the finished pass).")
+        return int(step)
+
     def step_of(self, node) -> int | None:
-        """The backward step at which node received its gradient (0 for the target)."""
-        if node in self.target_nodes:
-            return 0
-        return self._processed.get(node)
+        """The backward step after which node's gradient is complete (0 for the target)."""
+        return self._done.get(node)
+
+    def arrived(self, edge, step: int) -> bool:
+        """Whether the edge's contribution was computed at or before `step`."""
+        s = self.edge_step.get(edge)
+        return s is not None and s <= step
 
     # -- totals --------------------------------------------------------------------------
     def grad_tensor(self, obj):
@@ -212,13 +229,10 @@ class GradientFlow:
                 return self._grad_tensor.get(d["handle"])
             outs = d.get("outputs") or []
             return self._grad_tensor.get(outs[0]) if outs else None
-        handle = getattr(obj, "handle", None)
-        if handle is not None and hasattr(handle, "_id"):
-            return self._grad_tensor.get(handle._id)
-        tid = getattr(obj, "_id", None)
-        if tid is None:
+        key = g.key_of(obj)
+        if key is None:
             raise TypeError(f"Expected a tf.Variable, a tensor or a node id, got {type(obj).__name__}.")
-        return self._grad_tensor.get(tid)
+        return self._grad_tensor.get(key)
 
     def grad(self, obj) -> np.ndarray | None:
         """d target / d obj as numpy (IndexedSlices made dense), None where TF gives None."""
@@ -231,6 +245,24 @@ class GradientFlow:
         """What flowed back along one edge (None if nothing did)."""
         return _to_numpy(self._edge_grad.get((u, v, key)))
 
+    def total_along(self, edges) -> np.ndarray | None:
+        """What flowed back along several edges together, added by TensorFlow (tf.math.add_n:
+        the sum TF itself forms when one tensor feeds several ops). None when none carries
+        anything; the parts' shapes must agree (they do for the uses of one tensor)."""
+        parts = [self._edge_grad[e] for e in edges if e in self._edge_grad]
+        if not parts:
+            return None
+        key = tuple(sorted(edges, key=str))
+        cache = self.__dict__.setdefault("_sums", {})
+        if key not in cache:
+            dense = [tf.convert_to_tensor(p) for p in parts]
+            cache[key] = _to_numpy(dense[0] if len(dense) == 1 else tf.math.add_n(dense))
+        return cache[key]
+
+    def carries(self, edge) -> bool:
+        """Whether any gradient flowed back along the edge."""
+        return edge in self._edge_grad
+
     def contributions(self, obj) -> list[tuple[Any, np.ndarray]]:
         """[(consumer node, contribution)] for each edge leaving obj that carries gradient.
 
@@ -239,7 +271,9 @@ class GradientFlow:
         node = obj if isinstance(obj, str) else g.node_of(obj)
         if node is None:
             return []
-        tid = None if isinstance(obj, str) or isinstance(obj, tf.Variable) else getattr(obj, "_id", None)
+        tid = None
+        if not isinstance(obj, str) and g.nx.nodes[node]["kind"] != "variable":
+            tid = g.key_of(obj)
         out = []
         for u, v, k, d in g.data_edges(node):
             if tid is not None and d["tensor"] != tid:
@@ -262,21 +296,18 @@ class GradientFlow:
         if node is None:
             name = getattr(obj, "name", None) or type(obj).__name__
             if isinstance(obj, tf.Variable):
-                name = self._python_name(obj) or name.split(":")[0]
+                name = g.capture.name_of_object(obj) or name.split(":")[0]
             elif isinstance(getattr(obj, "path", None), str):  # a Keras variable: its path
-                name = self._python_name(obj) or obj.path
-            return StopReason(None, "unconnected", f"{name} was never used while the tape was recording, so the target cannot depend on it.")
+                name = g.capture.name_of_object(obj) or obj.path
+            return StopReason(None, Reason.UNCONNECTED, Cause.NEVER_USED, Facts(subject=name, target=self._target_name))
         if self.grad_tensor(obj if not isinstance(obj, str) else node) is not None:
             return None
-        tid = getattr(obj, "_id", None)
-        if tid is not None and not isinstance(obj, tf.Variable):
-            info = g.tensors.get(tid)
+        if not isinstance(obj, str) and g.nx.nodes[node]["kind"] != "variable":
+            info = g.tensors.get(g.key_of(obj))
             if info is not None and not info.trainable:
-                return StopReason(node, "integer_dtype", self._msg_integer(node, info.dtype))
+                return StopReason(node, Reason.INTEGER_DTYPE, Cause.INTEGER,
+                                  Facts(subject=g.display_name(node), dtype=info.dtype), node)
         return self.node_reason.get(node)
-
-    def _python_name(self, var):
-        return self.graph.capture.names.get(id(var))
 
     def _classify(self) -> None:
         g = self.graph
@@ -293,6 +324,7 @@ class GradientFlow:
         self._off = {}
         for n in forward:
             self._off[n] = self._off_tape_cause(n)
+        left = self._left_tf()
         edge_reason: dict[tuple, StopReason] = {}
         node_reason: dict[Any, StopReason] = {}
         for n in reversed(forward):
@@ -300,19 +332,29 @@ class GradientFlow:
             for u, v, k, d in G.out_edges(n, keys=True, data=True):
                 e = (u, v, k)
                 if d["kind"] == "outside":
-                    edge_reason[e] = StopReason(
-                        e, "outside_tf",
-                        f"{g.display_name(u)} left TensorFlow through .numpy() and came back as the constant "
-                        f"{G.nodes[v]['label']}; the tape cannot follow values through Python or NumPy.", e,
-                    )
+                    edge_reason[e] = self._round_trip(e, u, v)
                 elif e not in self._edge_grad:
-                    edge_reason[e] = self._edge_cause(e, d, v in called, node_reason)
+                    cause = self._edge_cause(e, d, v in called, node_reason)
+                    if cause.reason is Reason.UNCONNECTED and v in left:
+                        cause = left[v].moved(e)
+                    edge_reason[e] = cause
             if n in self.target_nodes or self.grad_tensor(n) is not None:
                 continue
-            node_reason[n] = self._node_cause(n, edge_reason)
+            cause = self._node_cause(n, edge_reason)
+            if cause.reason is Reason.UNCONNECTED and n in left:
+                cause = left[n].moved(n)
+            node_reason[n] = cause
         self.edge_reason = edge_reason
         self.node_reason = node_reason
         self.stopped: list[StopReason] = list(edge_reason.values()) + list(node_reason.values())
+        cuts: dict[Any, StopReason] = {}
+        for s in self.stopped:
+            cuts.setdefault((s.reason, s.origin if s.origin is not None else s.where), s)
+        #: each place where a path to the target is cut, once (fl.stopped lists every edge and node)
+        self.cuts: list[StopReason] = list(cuts.values())
+
+    def _facts(self, **kw) -> Facts:
+        return Facts(target=self._target_name, **kw)
 
     def _off_tape_cause(self, n) -> StopReason | None:
         """None if n's value is on the tape, else the first reason it is not."""
@@ -324,37 +366,34 @@ class GradientFlow:
             if d["watched"]:
                 return None
             ops = g.capture.ops
-            if self._last_gen is not None and any(ops[i].tape_recording and ops[i].generation < self._last_gen for i in d["reads"]):
-                return StopReason(n, "not_recorded", f"{name} was read before tape.reset(), which erased everything recorded so far.", n)
-            return StopReason(n, "not_watched", self._msg_not_watched(n), n)
+            if any(g.capture.read_before_reset(ops[i]) for i in d["reads"]):
+                return StopReason(n, Reason.NOT_RECORDED, Cause.READ_BEFORE_RESET, self._facts(subject=name), n)
+            return self._not_watched(n)
         if kind in ("constant", "input"):
             if d.get("came_from") is not None:
-                src = g.display_name(d["came_from"])
-                return StopReason(n, "outside_tf", f"{src} left TensorFlow through .numpy() and came back as the constant {d['label']}; the tape cannot follow values through Python or NumPy.", n)
-            return StopReason(n, "not_watched", self._msg_not_watched(n), n)
+                return self._round_trip(n, d["came_from"], n)
+            return self._not_watched(n)
         if kind == "watched":
             if d["outputs"][0] in g.capture.tape_watched:
                 return None
-            return StopReason(n, "not_recorded", f"tape.reset() erased the watch on {name}; call tape.watch({name}) again after the reset.", n)
+            return StopReason(n, Reason.NOT_RECORDED, Cause.WATCH_RESET, self._facts(subject=name), n)
         op = g.capture.ops[d["op_index"]]
         if op.recorded:
             return None
         if op.op_type in STOP_GRADIENT_OPS:
             src = [g.display_name(u) for u, _, _, _ in g.data_edges(n, out=False)]
-            what = f"tf.stop_gradient({src[0]})" if src else "tf.stop_gradient"
-            if d.get("name"):
-                return StopReason(n, "stop_gradient", f"{name} comes out of {what}, which tells the tape to pass no gradient back.", n)
-            return StopReason(n, "stop_gradient", f"{what} tells the tape to pass no gradient back through it.", n)
+            return StopReason(n, Reason.STOP_GRADIENT, Cause.STOP_OUTPUT,
+                              self._facts(subject=name, source=src[0] if src else "", named=bool(d.get("name"))), n)
         if not op.tape_recording:
-            return StopReason(n, "not_recorded", f"{name} was computed while the tape was paused (tape.stop_recording()), so it was never recorded.", n)
+            return StopReason(n, Reason.NOT_RECORDED, Cause.PAUSED, self._facts(subject=name), n)
         if self._last_gen is not None and op.generation < self._last_gen:
-            return StopReason(n, "not_recorded", f"{name} was computed before tape.reset(), which erased everything recorded so far.", n)
+            return StopReason(n, Reason.NOT_RECORDED, Cause.BEFORE_RESET, self._facts(subject=name), n)
         joined = g.capture.watch_joined
         for u, _, _, dd in g.data_edges(n, out=False):
             key = g.nx.nodes[u].get("handle") if g.nx.nodes[u]["kind"] == "variable" else dd["tensor"]
             if joined.get(key, -1) > op.index:
-                uname = g.display_name(u)
-                return StopReason(n, "not_watched", f"{name} was computed before tape.watch({uname}), so the tape did not record it.", n)
+                return StopReason(n, Reason.NOT_WATCHED, Cause.WATCHED_LATE,
+                                  self._facts(subject=name, source=g.display_name(u)), n)
         ints = None
         for u, _, k, dd in g.data_edges(n, out=False):
             info = g.tensors[dd["tensor"]]
@@ -363,10 +402,105 @@ class GradientFlow:
                 continue
             cause = self._off.get(u)
             if cause is not None:
-                return StopReason(n, cause.reason, cause.message, cause.origin)
+                return cause.moved(n)
         if ints is not None:
             return ints
-        return StopReason(n, "not_watched", f"{name} was computed only from values the tape does not watch.", n)
+        return StopReason(n, Reason.NOT_WATCHED, Cause.DERIVED, self._facts(subject=name), n)
+
+    def _not_watched(self, n) -> StopReason:
+        g = self.graph
+        d = g.nx.nodes[n]
+        name = g.display_name(n)
+        kind = d["kind"]
+        if kind == "variable":
+            keras = bool(d.get("path"))
+            cause = Cause.NON_TRAINABLE if not d["trainable"] else Cause.UNWATCHED_VARIABLE
+            return StopReason(n, Reason.NOT_WATCHED, cause, self._facts(subject=name, keras=keras), n)
+        cause = {"constant": Cause.CONSTANT, "input": Cause.PLAIN_TENSOR}.get(kind, Cause.DERIVED)
+        return StopReason(n, Reason.NOT_WATCHED, cause, self._facts(subject=name), n)
+
+    def _round_trip(self, where, exported_node, constant_node) -> StopReason:
+        """A value that left TF and came back equal, as a new constant."""
+        g = self.graph
+        d = g.nx.nodes[constant_node]
+        export = self._export_of(exported_node)
+        facts = self._export_facts(exported_node, export, label=d["label"])
+        return StopReason(where, Reason.OUTSIDE_TF, Cause.ROUND_TRIP, facts, where)
+
+    def _export_of(self, node):
+        g = self.graph
+        for t in g.nx.nodes[node].get("outputs") or []:
+            export = g.export_of(t)
+            if export is not None:
+                return export
+        return None
+
+    def _export_facts(self, node, export, **kw) -> Facts:
+        via = ".numpy()"
+        fn = None
+        if export is not None:
+            fn = export.numpy_function
+            if export.how == "float":
+                via = "float()"
+            elif export.how == "array":
+                via = f"np.{fn}()" if fn else (export.expression or "np.asarray()")
+        return self._facts(subject=self.graph.display_name(node), source=self.graph.display_name(node), via=via,
+                           expression=(export.expression or "") if export is not None else "",
+                           line=(export.line or 0) if export is not None else 0, tf_equivalent=tf_equivalent(fn), **kw)
+
+    def _left_tf(self) -> dict[Any, StopReason]:
+        """Nodes whose only way to the target went through NumPy or Python.
+
+        The evidence: a value computed from something watched ends there (it was handed
+        to NumPy, np.mean(x2), or to Python, float(t); or nothing in TF used it), and the
+        target depends on a tensor made from a NumPy value after that moment. That tensor
+        most likely is the value coming back, and the tape cannot trace it. Every node
+        that reaches such a dead end (and would otherwise be "unconnected") gets that
+        reason instead, naming the call when tapeviz saw it."""
+        g = self.graph
+        G = g.nx
+        cap = g.capture
+        self.left_links: list[tuple[Any, Any]] = []
+        if not cap.reentries:
+            return {}
+        to_target: set = set()
+        for t in self.target_nodes:
+            to_target |= nx.ancestors(G, t) | {t}
+        back = sorted((tid, r) for tid, r in cap.reentries.items()
+                      if tid in g.tensors and g.tensors[tid].node in to_target and g.tensors[tid].trainable)
+        if not back:
+            return {}
+        ends: list[tuple[int, Any]] = []  # (tensor id, export or None)
+        for tid, export in cap.exported.items():
+            if tid in g.tensors and g.tensors[tid].trainable:
+                ends.append((tid, export))
+        exported = {tid for tid, _ in ends}
+        for n, d in G.nodes(data=True):
+            if d["kind"] == "op" and d["recorded"] and G.out_degree(n) == 0:
+                ends.extend((t, None) for t in d["outputs"] if t not in exported and g.tensors[t].trainable)
+        out: dict[Any, StopReason] = {}
+        links: list[tuple[Any, Any]] = []
+        for tid, export in ends[:64]:
+            node = g.tensors[tid].node
+            if node in to_target or self._off.get(node) is not None:
+                continue  # it still reaches the target, or carried no gradient anyway
+            after = export.after_uid if export is not None else tid
+            came = next(((t, r) for t, r in back if t > after), None)
+            if came is None:
+                continue
+            t_back, r = came
+            extra = dict(label=G.nodes[g.tensors[t_back].node]["label"], back=r.expression or "", back_line=r.line or 0)
+            if export is not None:
+                stop_cause, facts = Cause.LEFT, self._export_facts(node, export, **extra)
+            else:
+                stop_cause = Cause.LEFT_UNSEEN
+                facts = self._facts(subject=g.display_name(node), source=g.display_name(node), **extra)
+            links.append((node, g.tensors[t_back].node))
+            for n in nx.ancestors(G, node) | {node}:
+                out.setdefault(n, StopReason(n, Reason.OUTSIDE_TF, stop_cause, facts, node))
+        #: (where a value left TF, the tensor it most likely came back as): pictures draw it
+        self.left_links = links
+        return out
 
     def _edge_cause(self, e, d, consumer_called: bool, node_reason) -> StopReason:
         g = self.graph
@@ -376,65 +510,46 @@ class GradientFlow:
         uname, vname = g.display_name(u), g.display_name(v)
         op = g.capture.ops[vd["op_index"]] if vd["kind"] == "op" else None
         if op is not None and op.op_type in STOP_GRADIENT_OPS:
-            return StopReason(e, "stop_gradient", f"{uname} goes through tf.stop_gradient, which tells the tape to pass no gradient back to it.", e)
+            return StopReason(e, Reason.STOP_GRADIENT, Cause.STOP_EDGE, self._facts(subject=uname), v)
         if not info.trainable:
             return self._integer_cause(e, u, info.dtype, e)
         if op is not None and op.op_type in STATEFUL_OPS:
-            var = self._assigned_variable(v)
-            var = g.display_name(var) if var is not None else "a variable"
-            return StopReason(e, "stateful", f"{uname} was written into {var} by {op.op_type}; assigning to a variable is a side effect, not a differentiable step.", e)
+            var = g.assigned_variable(v)
+            return StopReason(e, Reason.STATEFUL, Cause.ASSIGNED,
+                              self._facts(subject=uname, op=op.op_type,
+                                          variable=g.display_name(var) if var is not None else ""), e)
         if op is not None and not op.tape_recording:
-            return StopReason(e, "not_recorded", f"{vname} ran while the tape was paused (tape.stop_recording()), so it was never recorded.", e)
+            return StopReason(e, Reason.NOT_RECORDED, Cause.PAUSED, self._facts(subject=vname), e)
         if op is not None and self._last_gen is not None and op.generation < self._last_gen:
-            return StopReason(e, "not_recorded", f"{vname} ran before tape.reset(), which erased everything recorded so far.", e)
+            return StopReason(e, Reason.NOT_RECORDED, Cause.BEFORE_RESET, self._facts(subject=vname), e)
         off = self._off.get(u)
         if off is not None:
-            return StopReason(e, off.reason, off.message, off.origin)
+            return off.moved(e)
         if op is not None and consumer_called:
-            return StopReason(e, "no_gradient", f"{op.op_type} has no gradient in TensorFlow (it is not differentiable), so nothing flows back to {uname}.", e)
+            return StopReason(e, Reason.NO_GRADIENT, Cause.NOT_DIFFERENTIABLE,
+                              self._facts(subject=uname, op=op.op_type), e)
         if vd.get("replaced_by") is not None:
-            custom = g.nx.nodes[vd["replaced_by"]].get("op_type")
-            return StopReason(e, "unconnected", f"{custom} (tf.custom_gradient) supplies the gradient of what {vname} computed, so the tape does not differentiate {vname} and {uname} gets nothing through it.", e)
+            custom = g.nx.nodes[vd["replaced_by"]].get("op_type", "")
+            return StopReason(e, Reason.UNCONNECTED, Cause.CUSTOM_GRADIENT,
+                              self._facts(subject=uname, consumer=vname, op=custom), e)
         inner = node_reason.get(v)
-        if inner is None or inner.reason == "unconnected":
-            return StopReason(e, "unconnected", f"{vname} does not lead to {self._target_name}, so {uname} gets no gradient through it.", e)
-        return StopReason(e, inner.reason, inner.message, inner.origin)
+        if inner is None or inner.reason is Reason.UNCONNECTED:
+            return StopReason(e, Reason.UNCONNECTED, Cause.NOT_LEADING, self._facts(subject=uname, consumer=vname), e)
+        return inner.moved(e)
 
     def _node_cause(self, n, edge_reason) -> StopReason:
         g = self.graph
         reasons = [edge_reason[e] for e in g.nx.out_edges(n, keys=True) if e in edge_reason]
         for r in reasons:
-            if r.reason != "unconnected":
-                return StopReason(n, r.reason, r.message, r.origin)
+            if r.reason is not Reason.UNCONNECTED:
+                return r.moved(n)
         off = self._off.get(n)
         if off is not None:
             return off
         info = g.output_info(n)
         if info is not None and not info.trainable:
             return self._integer_cause(n, n, info.dtype, n)
-        return StopReason(n, "unconnected", f"{self._target_name} does not depend on {g.display_name(n)}.", n)
-
-    def _assigned_variable(self, v):
-        for u, _, _, d in self.graph.data_edges(v, out=False):
-            if self.graph.nx.nodes[u]["kind"] == "variable" and self.graph.tensors[d["tensor"]].dtype == "resource":
-                return u
-        return None
-
-    def _msg_not_watched(self, n) -> str:
-        g = self.graph
-        d = g.nx.nodes[n]
-        name = g.display_name(n)
-        if d["kind"] == "variable":
-            # tape.watch() takes a tf.Variable: for a Keras variable, the one inside it.
-            watch = f"tape.watch({name})" if not d.get("path") else f"tape.watch(v.value) with v the Keras variable {name}"
-            if not d["trainable"]:
-                return f"{name} is a non-trainable variable (trainable=False), so the tape does not watch it; call {watch} to get its gradient."
-            return f"{name} was not watched: the tape was created with watch_accessed_variables=False; call {watch}."
-        if d["kind"] == "constant":
-            return f"{name} is not a variable, so the tape does not track it (it tracks variables and tensors passed to tape.watch())."
-        if d["kind"] == "input":
-            return f"{name} is a plain tensor, not a variable; the tape only tracks it after tape.watch({name})."
-        return f"{name} was computed only from values the tape does not watch, so it is not on the tape."
+        return StopReason(n, Reason.UNCONNECTED, Cause.NO_DEPENDENCY, self._facts(subject=g.display_name(n)), n)
 
     def _integer_cause(self, where, producer, dtype, origin) -> StopReason:
         """A non-float tensor made by `producer` cuts the path at `where`.
@@ -444,20 +559,13 @@ class GradientFlow:
         does not change that. Otherwise the dtype is the reason (a tf.cast to int)."""
         g = self.graph
         d = g.nx.nodes[producer]
+        name = g.display_name(producer)
         if d["kind"] == "op" and d["op_type"] not in CAST_OPS and any(
             g.tensors[dd["tensor"]].trainable for _, _, _, dd in g.data_edges(producer, out=False)
         ):
-            return StopReason(
-                where, "no_gradient",
-                f"{g.display_name(producer)} comes from {d['op_type']}, which has no gradient in TensorFlow: "
-                f"its {dtype} result is not differentiable, and casting it to float does not change that.",
-                producer,
-            )
-        return StopReason(where, "integer_dtype", self._msg_integer(producer, dtype), origin)
-
-    def _msg_integer(self, n, dtype) -> str:
-        return f"{self.graph.display_name(n)} is a {dtype} tensor; gradients only flow through floating-point tensors (cast to tf.float32 first)."
+            return StopReason(where, Reason.NO_GRADIENT, Cause.INTEGER_RESULT,
+                              self._facts(subject=name, op=d["op_type"], dtype=dtype), producer)
+        return StopReason(where, Reason.INTEGER_DTYPE, Cause.INTEGER, self._facts(subject=name, dtype=dtype), origin)
 
     def __repr__(self) -> str:
         return f"GradientFlow(target={self.graph.display_name(self.target_nodes[0])}, steps={len(self.steps)}, stopped={len(self.stopped)})"
-

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 import networkx as nx
 import numpy as np
 
-from .capture import Capture, OpRecord, function_body, is_trainable
+from .capture import Capture, Export, OpRecord, function_body, is_trainable
 
 #: Tensors up to this many bytes keep their full value; larger ones keep a summary.
 DEFAULT_MAX_VALUE_BYTES = 1 << 20
@@ -51,7 +51,7 @@ class TensorInfo:
     index: int  # output position at the producer
     value: np.ndarray | None  # full value, or None when only a summary is kept
     name: str | None = None  # the Python name the user bound it to, if any
-    ref: Any = field(default=None, repr=False)  # the EagerTensor itself
+    source: Capture | None = field(default=None, repr=False)  # where its value can be read again
     _summary: dict | None = field(default=None, repr=False)
 
     @property
@@ -59,15 +59,17 @@ class TensorInfo:
         return is_trainable(self.dtype)
 
     @property
+    def ref(self):
+        """The EagerTensor itself (e.g. to ask tape.gradient about it)."""
+        return self.source.tensor(self.id) if self.source is not None else None
+
+    @property
     def summary(self) -> dict:
         """Shape, dtype and statistics (min, max, mean, norm, nan, inf), computed on first use."""
         if self._summary is None:
             arr = self.value
-            if arr is None and self.dtype not in ("resource", "variant") and self.ref is not None:
-                try:
-                    arr = np.asarray(self.ref._numpy())  # a view, not a copy
-                except Exception:  # noqa: BLE001 - e.g. a tensor on a device we cannot read
-                    arr = None
+            if arr is None and self.source is not None:
+                arr = self.source.value_view(self.id)  # a view, not a copy
             self._summary = summarize(arr) if arr is not None else {"shape": self.shape, "dtype": self.dtype}
         return self._summary
 
@@ -164,7 +166,7 @@ _FUNCTION_PREFIXES = ("__forward_", "__inference_", "__backward_")
 def _custom_kind(op: OpRecord) -> dict:
     """How an op with its own backward function got on the tape, and a readable name:
     a tf.function call ('__forward_f_27' -> f) or a tf.custom_gradient function."""
-    if op.backward is None:
+    if not op.custom:
         return {}
     name = op.op_type
     for prefix in _FUNCTION_PREFIXES:
@@ -216,11 +218,10 @@ class TapeGraph:
     def _build(self) -> None:
         cap = self.capture
         g = self.nx
-        var_by_handle = cap.variables
         for op in cap.ops:
-            if op.op_type == "ReadVariableOp" and op.inputs and op.inputs[0]._id in var_by_handle:
-                var = var_by_handle[op.inputs[0]._id]
-                node = self._variable_node(var)
+            handle = cap.variable_reads(op)
+            if handle is not None:
+                node = self._variable_node(handle)
                 self.op_node[op.index] = node
                 self._add_tensor(op.outputs[0], node, 0)
                 g.nodes[node]["reads"].append(op.index)
@@ -235,17 +236,16 @@ class TapeGraph:
                 recorded=op.recorded,
                 op_index=op.index,
                 name=None,
-                outputs=[o._id for o in op.outputs],
+                outputs=list(op.outputs),
                 **_custom_kind(op),
             )
             for k, t in enumerate(op.inputs):
-                src = self._producer(t, op)
-                g.add_edge(src, node, key=k, tensor=t._id, kind="data", dst_index=k,
-                           src_index=self.tensors[t._id].index)
+                src = self._producer(t)
+                g.add_edge(src, node, key=k, tensor=t, kind="data", dst_index=k, src_index=self.tensors[t].index)
             for i, o in enumerate(op.outputs):
                 self._add_tensor(o, node, i)
-                info = self.tensors[o._id]
-                if op.backward is not None and info.node != node:
+                info = self.tensors[o]
+                if op.custom and info.node != node:
                     # tf.custom_gradient re-declares what other ops computed: the tape
                     # differentiates this entry, so later uses hang off it.
                     g.nodes[info.node]["replaced_by"] = node
@@ -267,18 +267,19 @@ class TapeGraph:
             if seen[base] > 1:
                 d["name"] = f"{base}_{seen[base]}"
 
-    def _variable_node(self, var) -> str:
-        node = f"var{var.handle._id}"
+    def _variable_node(self, handle: int) -> str:
+        node = f"var{handle}"
         if node not in self.nx:
+            var = self.capture.variables[handle]
             self.nx.add_node(
                 node,
                 kind="variable",
-                name=self.capture.variable_name(var),
-                path=self.capture.keras_path(var),  # the Keras variable path, if it is one
-                trainable=bool(var.trainable),
-                watched=var.handle._id in self.capture.watched_variable_ids,
-                handle=var.handle._id,
-                variable=var,
+                name=var.name,
+                path=var.path,  # the Keras variable path, if it is one
+                trainable=var.trainable,
+                watched=handle in self.capture.watched_variable_ids,
+                handle=handle,
+                variable=var.variable,
                 reads=[],
                 outputs=[],
                 scope="",
@@ -286,62 +287,49 @@ class TapeGraph:
             )
         return node
 
-    def _producer(self, t, consumer: OpRecord):
-        info = self.tensors.get(t._id)
+    def _producer(self, t: int):
+        info = self.tensors.get(t)
         if info is not None:
             return info.node
         cap = self.capture
-        if t._id in cap.variables:  # a resource handle (assign ops)
-            node = self._variable_node(cap.variables[t._id])
+        if cap.handle_of(t) is not None:  # a resource handle (assign ops)
+            node = self._variable_node(t)
             # Every edge names a tensor in self.tensors, the handle included.
             self._add_tensor(t, node, 0)
             return node
-        node = f"t{t._id}"
-        if t._id in cap.watched:
+        node = f"t{t}"
+        if cap.is_watched_tensor(t):
             kind = "watched"
-        elif t._id > cap.start_uid:
+        elif cap.created_in_block(t):
             kind = "constant"
         else:
             kind = "input"
-        self.nx.add_node(
-            node, kind=kind, name=cap.names.get(id(t)), outputs=[t._id], scope="", recorded=kind == "watched"
-        )
+        self.nx.add_node(node, kind=kind, name=cap.python_name(t), outputs=[t], scope="", recorded=kind == "watched")
         self._add_tensor(t, node, 0)
         return node
 
-    def _add_tensor(self, t, node, index: int) -> None:
-        if t._id in self.tensors:
+    def _add_tensor(self, t: int, node, index: int) -> None:
+        if t in self.tensors:
             return
-        dname = t.dtype.name
-        value, shape = None, None
-        if dname != "resource" and dname != "variant":
-            try:
-                arr = t._numpy()  # a view of the tensor's buffer, not a copy
-            except Exception:  # e.g. a tensor on a device we cannot copy from
-                arr = None
-            if arr is not None:
-                arr = np.asarray(arr)
-                shape = arr.shape
-                nbytes = arr.nbytes
-                if nbytes > self.max_value_bytes:
-                    self.oversized += 1
-                elif self.kept_bytes + nbytes <= self.budget_bytes:
-                    value = np.array(arr, copy=True)
-                    self.kept_bytes += nbytes
-                else:
-                    self.truncated += 1
-        self.tensors[t._id] = TensorInfo(
-            id=t._id,
-            dtype=dname,
-            shape=shape if shape is not None else tuple(t.shape),
-            node=node,
-            index=index,
-            value=value,
-            name=self.capture.names.get(id(t)),
-            ref=t,
-        )
-        if self.nx.nodes[node].get("name") is None and self.capture.names.get(id(t)):
-            self.nx.nodes[node]["name"] = self.capture.names[id(t)]
+        cap = self.capture
+        facts = cap.facts(t)
+        value, shape = None, facts.shape
+        arr = cap.value_view(t)
+        if arr is not None:
+            shape = arr.shape
+            nbytes = arr.nbytes
+            if nbytes > self.max_value_bytes:
+                self.oversized += 1
+            elif self.kept_bytes + nbytes <= self.budget_bytes:
+                value = np.array(arr, copy=True)
+                self.kept_bytes += nbytes
+            else:
+                self.truncated += 1
+        name = cap.python_name(t)
+        self.tensors[t] = TensorInfo(id=t, dtype=facts.dtype, shape=shape, node=node, index=index, value=value,
+                                     name=name, source=cap)
+        if name and self.nx.nodes[node].get("name") is None:
+            self.nx.nodes[node]["name"] = name
 
     def _link_outside_values(self) -> None:
         """A constant made in the block that equals a value exported by .numpy() came back
@@ -400,6 +388,10 @@ class TapeGraph:
                 self.nx.add_edge(e.node, n, key="outside", tensor=e.id, kind="outside", dst_index=None)
                 d["came_from"] = e.node
 
+    def export_of(self, tid: int) -> Export | None:
+        """How tensor `tid`'s value left TensorFlow (.numpy(), float(), a NumPy call), if it did."""
+        return self.capture.exported.get(tid)
+
     def _label(self, n, d) -> str:
         kind = d["kind"]
         if kind == "variable":
@@ -421,17 +413,21 @@ class TapeGraph:
         return f"{what} not kept: over the {format_bytes(self.budget_bytes)} budget"
 
     def node_of(self, obj) -> Any:
-        """The node for a tf.Variable, a tensor seen by the tape, or a node id."""
+        """The node for a tf.Variable (or Keras variable), a tensor seen by the tape, or a node id."""
         if isinstance(obj, str) and obj in self.nx:
             return obj
-        handle = getattr(obj, "handle", None)
-        if handle is not None and hasattr(handle, "_id"):
-            node = f"var{handle._id}"
-            return node if node in self.nx else None
-        tid = getattr(obj, "_id", None)
-        if tid is not None and tid in self.tensors:
-            return self.tensors[tid].node
-        return None
+        key = self.capture.key_of(obj)
+        if key is None:
+            return None
+        node = f"var{key}"
+        if node in self.nx and self.nx.nodes[node]["kind"] == "variable":
+            return node
+        info = self.tensors.get(key)
+        return info.node if info is not None else None
+
+    def key_of(self, obj) -> int | None:
+        """The id the graph uses for a tensor or variable (its handle id), or None."""
+        return self.capture.key_of(obj)
 
     def value_of(self, node) -> np.ndarray | None:
         """The node's forward value: the first read for a variable, output 0 otherwise."""
@@ -444,7 +440,7 @@ class TapeGraph:
             reads = d["reads"]
             if not reads:
                 return None
-            return self.tensors[self.capture.ops[reads[0]].outputs[0]._id]
+            return self.tensors[self.capture.ops[reads[0]].outputs[0]]
         outs = d.get("outputs") or []
         return self.tensors[outs[0]] if outs else None
 
@@ -463,6 +459,13 @@ class TapeGraph:
         edges = self.nx.out_edges(node, keys=True, data=True) if out else self.nx.in_edges(node, keys=True, data=True)
         return [(u, v, k, d) for u, v, k, d in edges if d["kind"] == "data"]
 
+    def assigned_variable(self, node) -> Any:
+        """The variable an assign op (AssignVariableOp, ...) writes into, or None."""
+        for u, _, _, d in self.data_edges(node, out=False):
+            if self.nx.nodes[u]["kind"] == "variable" and self.tensors[d["tensor"]].dtype == "resource":
+                return u
+        return None
+
     def function_body(self, node) -> dict | None:
         """The inner ops of a tf.function call node (see capture.function_body), or None."""
         d = self.nx.nodes[node]
@@ -475,9 +478,6 @@ class TapeGraph:
     def functions(self) -> list:
         """Nodes that are tf.function calls (each can be expanded into its body)."""
         return [n for n, d in self.nx.nodes(data=True) if d.get("via") == "tf.function"]
-
-    def ops(self) -> list[OpRecord]:
-        return self.capture.ops
 
     def __len__(self) -> int:
         return self.nx.number_of_nodes()

@@ -25,15 +25,13 @@ layer.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Hashable, Mapping, Sequence
 
 import networkx as nx
 import numpy as np
 
-__all__ = ["layered_layout", "layered_routes", "layers", "count_crossings", "layer_groups", "collapse", "Collapsed",
-           "wrap_bands", "band_columns"]
+__all__ = ["layered_layout", "layered_routes", "layers", "count_crossings", "BOX_H", "CAPTION_H", "STACK_GAP"]
 
 Node = Hashable
 Point = tuple[float, float]
@@ -50,10 +48,10 @@ _SMALL_LAYER = 16
 # under it where a caption goes (render.py writes the node's gradient there).
 # Bend points of routed edges are placed in the free band between one
 # node's caption and the next node's box, never inside either.
-_BOX_H = 0.6
-_CAPTION_H = 0.15
+BOX_H = _BOX_H = 0.6
+CAPTION_H = _CAPTION_H = 0.15
 # Distance between neighbouring bend points stacked above or below a column.
-_STACK_GAP = 0.2
+STACK_GAP = _STACK_GAP = 0.2
 
 
 # --------------------------------------------------------------------------
@@ -725,248 +723,3 @@ def _pairs_meeting(strip: np.ndarray, y_here: np.ndarray, y_next: np.ndarray) ->
     _, meet = np.unique(key[:2], axis=1, return_counts=True)
     _, same = np.unique(key, axis=1, return_counts=True)
     return int((meet * (meet - 1) // 2).sum() - (same * (same - 1) // 2).sum())
-
-
-# --------------------------------------------------------------------------- collapse by layer
-
-#: Graphs with more ops than this open collapsed, one box per layer.
-COLLAPSE_THRESHOLD = 60
-
-
-def layer_groups(g: nx.MultiDiGraph) -> dict[Node, str | None]:
-    """Node -> the layer it belongs to (a name scope), or None for nodes outside layers.
-
-    Ops group by name scope. When every scoped op shares one outer scope (a Keras
-    model's name, e.g. ``sequential/dense``), layers are one level deeper, so the model
-    does not become one giant box. A variable or constant joins the layer of its first
-    consumer; inputs and watched tensors stay visible on their own.
-    """
-    scopes = {n: d.get("scope") or "" for n, d in g.nodes(data=True) if d.get("kind") == "op"}
-    parts = [s.split("/") for s in scopes.values() if s]
-    depth = 1
-    if parts and len({p[0] for p in parts}) == 1 and any(len(p) > 1 for p in parts):
-        depth = 2
-    group: dict[Node, str | None] = {}
-    for n, s in scopes.items():
-        group[n] = "/".join(s.split("/")[:depth]) if s else None
-    for n, d in g.nodes(data=True):
-        if d.get("kind") in ("variable", "constant"):
-            first = next((v for _, v in g.out_edges(n) if group.get(v)), None)
-            group[n] = group.get(first) if first is not None else None
-        elif n not in group:
-            group[n] = None
-    return group
-
-
-class Collapsed:
-    """A display graph in which some layers are one node each.
-
-    ``nx`` has the original nodes that stay visible plus one node per collapsed layer
-    (id ``"layer:<name>"``, attributes ``kind="layer"``, ``layer`` and ``members``).
-    Edges between two visible original nodes keep their keys; edges into or out of a
-    collapsed layer are merged into one edge per pair of display nodes whose
-    ``members`` lists the original edges it stands for. Edges inside a layer vanish.
-    """
-
-    def __init__(self, g: nx.MultiDiGraph, groups: Mapping[Node, str | None], collapsed, bodies=None):
-        self.source = g
-        self.collapsed = {c for c in collapsed if c is not None}
-        self.of: dict[Node, Node] = {}
-        self.members: dict[Node, list[Node]] = {}
-        d = nx.MultiDiGraph()
-        for n, data in g.nodes(data=True):
-            layer = groups.get(n)
-            if layer in self.collapsed:
-                dn = f"layer:{layer}"
-                if dn not in d:
-                    d.add_node(dn, kind="layer", layer=layer, members=[])
-                    self.members[dn] = d.nodes[dn]["members"]
-                d.nodes[dn]["members"].append(n)
-            else:
-                dn = n
-                d.add_node(n, **data)
-                self.members[n] = [n]
-            self.of[n] = dn
-        for u, v, k, data in g.edges(keys=True, data=True):
-            du, dv = self.of[u], self.of[v]
-            if du == dv and du != u:
-                continue  # inside a collapsed layer
-            if du == u and dv == v:
-                d.add_edge(u, v, key=k, members=[(u, v, k)], **data)
-            elif d.has_edge(du, dv, "merged"):
-                d.edges[du, dv, "merged"]["members"].append((u, v, k))
-            else:
-                d.add_edge(du, dv, key="merged", members=[(u, v, k)], kind=data.get("kind", "data"))
-        self.nx = d
-        for f, body in (bodies or {}).items():
-            if f in d and body:
-                self._open_function(f, body)
-
-    def _open_function(self, f, body) -> None:
-        """Replace a tf.function's node by the ops of its body (kind "inner"). Edges into
-        the call attach to the ops that read that argument; edges out of it leave from
-        the op that returns that output. Inner edges stand for no tape edge (members [])."""
-        d = self.nx
-        inner = {name: f"{f}/{name}" for name, _ in body["nodes"]}
-        for name, op_type in body["nodes"]:
-            d.add_node(inner[name], kind="inner", op_type=op_type, function=f, inner_name=name)
-        for src, dst, k in body["edges"]:
-            if src in inner and dst in inner:
-                d.add_edge(inner[src], inner[dst], key=k, members=[], kind="inner")
-        for u, _, k, data in list(d.in_edges(f, keys=True, data=True)):
-            index = data.get("dst_index", k)
-            for arg, dst, kk in body["arg_uses"]:
-                if arg == index:
-                    d.add_edge(u, inner[dst], key=f"{k}:{kk}", members=data["members"], kind=data.get("kind", "data"))
-        rets = [inner[r] for r in body["rets"] if r in inner]
-        for j, r in enumerate(body["rets"]):
-            if r in inner:
-                d.nodes[inner[r]].setdefault("ret_index", j)
-        for _, v, k, data in list(d.out_edges(f, keys=True, data=True)):
-            src = rets[min(data.get("src_index", 0), len(rets) - 1)] if rets else None
-            if src is not None:
-                d.add_edge(src, v, key=k, members=data["members"], kind=data.get("kind", "data"))
-        d.remove_node(f)
-        head = rets[0] if rets else next(iter(inner.values()), None)
-        for n, dn in self.of.items():
-            if dn == f:
-                self.of[n] = head
-        self.members.pop(f, None)
-        for n in inner.values():
-            self.members[n] = []
-
-    def display_edges_of(self, original_edges) -> set:
-        """The display edges that stand for some of these original edges."""
-        out = set()
-        for u, v, k in original_edges:
-            du, dv = self.of[u], self.of[v]
-            if du == u and dv == v:
-                out.add((u, v, k))
-            elif du != dv:
-                out.add((du, dv, "merged"))
-        return out
-
-
-def collapse(g: nx.MultiDiGraph, collapsed="auto", *, threshold: int = COLLAPSE_THRESHOLD,
-             bodies=None) -> Collapsed:
-    """Collapse layers of ``g``: ``"auto"`` collapses every layer when the graph has
-    more than ``threshold`` ops, ``True``/``False`` all or none, or pass the set of
-    layer names to collapse. ``bodies`` maps tf.function nodes to open to their bodies."""
-    groups = layer_groups(g)
-    names = {x for x in groups.values() if x is not None}
-    if collapsed == "auto":
-        n_ops = sum(1 for _, d in g.nodes(data=True) if d.get("kind") == "op")
-        chosen = names if n_ops > threshold else set()
-    elif collapsed is True:
-        chosen = names
-    elif collapsed is False or collapsed is None:
-        chosen = set()
-    else:
-        chosen = set(collapsed)
-        unknown = chosen - names
-        if unknown:
-            raise ValueError(f"No layer named {sorted(unknown)}; layers are: {sorted(names)}")
-    return Collapsed(g, groups, chosen, bodies)
-
-
-# --------------------------------------------------------------------------
-# wrapping long layouts into bands
-# --------------------------------------------------------------------------
-
-#: Layouts wider than this many columns are wrapped into bands (see :func:`wrap_bands`).
-WRAP_COLUMNS = 16
-
-_LANE_GAP = 0.14  # between the lanes of edges that return to the next band
-_BAND_MARGIN = 0.2  # between a band's lowest caption and its first lane, and the last lane and the next band
-
-
-def band_columns(n_columns: int, *, least: int = WRAP_COLUMNS, most: int = 24) -> int:
-    """Columns per band for a layout ``n_columns`` wide: ``least`` for moderately long
-    graphs, growing with the square root beyond (fewer, wider bands for very long ones),
-    but at most ``most``: about as wide as a picture can be and still be read whole."""
-    return min(most, max(least, math.ceil(math.sqrt(2.0 * n_columns))))
-
-
-def wrap_bands(
-    g: nx.DiGraph,
-    pos: Mapping[Node, Point],
-    routes: Mapping[tuple[Node, Node], list[Point]],
-    *,
-    columns: int,
-    layer_gap: float = 1.0,
-) -> tuple[dict[Node, Point], dict[tuple[Node, Node], list[Point]], dict[tuple[Node, Node], list[tuple[float, int]]]]:
-    """Fold a layout from :func:`layered_routes` into bands of ``columns`` columns,
-    stacked top to bottom like lines of text.
-
-    Why: a 200-layer model laid out in one row is either 460 inches wide or, squeezed
-    onto a page, unreadable; read band by band, every box keeps its size.
-
-    Returns ``(pos, routes, lanes)``.  Nodes and bend points keep their place inside
-    their band.  An edge that passes from one band to the next leaves the last column
-    to the right, runs back along a *lane* in the gap under its band and enters the
-    next band from the left; ``lanes[(u, v)]`` lists, for each band boundary the edge
-    crosses, that lane's y and its index among the lanes of that gap (drawings offset
-    their vertical legs by it, so parallel returns do not overlap).  Edges between
-    neighbouring columns that end up in different bands get a route (possibly with no
-    bend point) so that drawings route them too.  Layouts of at most ``columns``
-    columns are returned unchanged, with no lanes.
-    """
-    col = {n: int(round(x / layer_gap)) for n, (x, _) in pos.items()}
-    if not col or max(col.values()) < columns:
-        return dict(pos), dict(routes), {}
-
-    def band(x: float) -> int:
-        return int(round(x / layer_gap)) // columns
-
-    top: dict[int, float] = {}
-    bottom: dict[int, float] = {}
-
-    def extend(b: int, hi: float, lo: float) -> None:
-        top[b] = max(top.get(b, hi), hi)
-        bottom[b] = min(bottom.get(b, lo), lo)
-
-    for n, (x, y) in pos.items():
-        extend(band(x), y + _BOX_H / 2, y - _BOX_H / 2 - _CAPTION_H - _BAND_MARGIN / 2)
-    for bends in routes.values():
-        for x, y in bends:
-            extend(band(x), y + _STACK_GAP / 2, y - _STACK_GAP / 2)
-
-    # Which edges cross each gap between bands, each with the y it leaves its band at.
-    routed = dict(routes)
-    crossing: dict[int, list[tuple[float, tuple[Node, Node]]]] = {}
-    for u, v in dict.fromkeys(g.edges()):  # node pairs, in insertion order
-        bu, bv = band(pos[u][0]), band(pos[v][0])
-        if bu == bv:
-            continue
-        bends = routed.setdefault((u, v), [])
-        stops = [pos[u], *bends]
-        for b in range(bu, bv):
-            leave_y = next(y for x, y in reversed(stops) if band(x) <= b)
-            crossing.setdefault(b, []).append((leave_y, (u, v)))
-
-    # Stack the bands, each followed by the lanes of the edges returning under it.
-    shift: dict[int, float] = {}
-    lanes: dict[tuple[Node, Node], list[tuple[float, int]]] = {}
-    cursor = 0.0  # top of the next band
-    for b in range(max(top) + 1):
-        if b not in top:  # an empty band (a layer with no node cannot occur, but stay safe)
-            top[b] = bottom[b] = 0.0
-        shift[b] = cursor - top[b]
-        first_lane = bottom[b] + shift[b] - _BAND_MARGIN
-        # The edge leaving lowest takes the highest lane and the innermost vertical legs:
-        # on the right-hand side, where they turn down, their paths then never cross.
-        returning = sorted(crossing.get(b, []), key=lambda t: t[0])
-        for i, (_, e) in enumerate(returning):
-            lanes.setdefault(e, []).append((first_lane - i * _LANE_GAP, i))
-        if returning:
-            cursor = first_lane - (len(returning) - 1) * _LANE_GAP - _BAND_MARGIN
-        else:
-            cursor = bottom[b] + shift[b]
-
-    def moved(x: float, y: float) -> Point:
-        b = band(x)
-        return (x - b * columns * layer_gap, y + shift[b])
-
-    new_pos = {n: moved(*p) for n, p in pos.items()}
-    new_routes = {e: [moved(*p) for p in bends] for e, bends in routed.items()}
-    return new_pos, new_routes, lanes

@@ -25,7 +25,10 @@ from matplotlib.path import Path
 
 from .flow import GradientFlow
 from .graph import TapeGraph, format_value
-from .layout import Collapsed, band_columns, collapse, layer_groups, layered_routes, wrap_bands
+from .messages import DEFAULT, say
+from .bands import band_columns, wrap_bands
+from .layout import layered_routes
+from .shown import Shown, collapse, decide
 
 __all__ = ["Scene", "Box", "Label", "Arrow", "box_specs", "label_specs", "grad_specs", "arrow_specs",
            "edge_label_specs", "figure_size", "node_title", "node_subtitle", "node_value_text", "grad_text"]
@@ -145,10 +148,11 @@ def is_bad(value) -> bool:
     return a.dtype.kind in "fc" and not np.all(np.isfinite(a))
 
 
-def node_title(graph: TapeGraph, node, display: Collapsed | None = None) -> str:
+def node_title(graph: TapeGraph, node, display: Shown | None = None) -> str:
     """First line of a box: the user's name for it, else what it is."""
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
-        return display.nx.nodes[node]["layer"].split("/")[-1]
+        dd = display.nx.nodes[node]
+        return dd["layer"].removeprefix("tf.") if dd.get("group_kind") == "api" else dd["layer"].split("/")[-1]
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         return display.nx.nodes[node]["op_type"]
     d = graph.nx.nodes[node]
@@ -164,12 +168,13 @@ def _op_label(d) -> str:
     return f"{d['via']} {d['function']}" if d.get("via") else d["op_type"]
 
 
-def node_subtitle(graph: TapeGraph, node, display: Collapsed | None = None) -> str:
+def node_subtitle(graph: TapeGraph, node, display: Shown | None = None) -> str:
     """Middle line: the op type when the title is the user's name for the op."""
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         members = display.members[node]
         ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
-        return f"layer · {ops} ops"
+        what = "tf API" if display.nx.nodes[node].get("group_kind") == "api" else "layer"
+        return f"{what} · {ops} ops"
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         fn = display.nx.nodes[node]["function"]
         return f"in tf.function {graph.nx.nodes[fn].get('function', '')}"
@@ -181,7 +186,7 @@ def node_subtitle(graph: TapeGraph, node, display: Collapsed | None = None) -> s
     return d.get("via") or ""
 
 
-def node_value_text(graph: TapeGraph, node, display: Collapsed | None = None) -> str:
+def node_value_text(graph: TapeGraph, node, display: Shown | None = None) -> str:
     """Bottom line: the forward value (or its summary); a layer shows its output's."""
     dd = display.nx.nodes[node] if display is not None else {}
     if dd.get("kind") == "layer":
@@ -214,7 +219,7 @@ def _norm_text(value) -> str:
 # --------------------------------------------------------------------------- geometry
 
 
-def _nodes(graph: TapeGraph, display: Collapsed | None):
+def _nodes(graph: TapeGraph, display: Shown | None):
     return (display.nx if display is not None else graph.nx).nodes(data=True)
 
 
@@ -274,7 +279,7 @@ def _routed_path(a, b, bends, shift: float, lanes=()) -> tuple[Path, tuple[float
     (layout.py puts bend points between boxes, so this stays off them), and
     changes height only in the empty space between columns, with an S-curve
     that leaves and enters horizontally.  Where the layout wraps into bands
-    (``lanes``, from :func:`tapeviz.layout.wrap_bands`) the edge leaves its
+    (``lanes``, from :func:`tapeviz.bands.wrap_bands`) the edge leaves its
     band to the right, runs back along its lane under the band and enters the
     next band from the left, in straight legs outside every column.  The label
     anchor is the right end of the last horizontal run: a right-aligned text
@@ -308,7 +313,7 @@ def _routed_path(a, b, bends, shift: float, lanes=()) -> tuple[Path, tuple[float
     return Path(verts, codes), label
 
 
-def _edge_geometry(graph: TapeGraph, pos, routes=None, display: Collapsed | None = None, lanes=None):
+def _edge_geometry(graph: TapeGraph, pos, routes=None, display: Shown | None = None, lanes=None):
     """Per edge key: (start, end, arc3 rad, path or None, (label x, label y, label ha)).
 
     Edges with an entry in ``routes`` get a path through their bend points (and
@@ -344,7 +349,7 @@ def _edge_geometry(graph: TapeGraph, pos, routes=None, display: Collapsed | None
 # --------------------------------------------------------------------------- records of a graph
 
 
-def box_specs(graph: TapeGraph, pos, *, targets=(), display: Collapsed | None = None) -> dict[Any, Box]:
+def box_specs(graph: TapeGraph, pos, *, targets=(), display: Shown | None = None) -> dict[Any, Box]:
     """One rounded box per node, styled by kind; targets get a red border."""
     boxes = {}
     for n, d in _nodes(graph, display):
@@ -357,7 +362,7 @@ def box_specs(graph: TapeGraph, pos, *, targets=(), display: Collapsed | None = 
 
 
 def label_specs(graph: TapeGraph, pos, *, fontsize: float = FONT,
-                display: Collapsed | None = None) -> dict[Any, tuple[Label, Label, Label]]:
+                display: Shown | None = None) -> dict[Any, tuple[Label, Label, Label]]:
     """(title, subtitle, forward value) texts inside each box."""
     labels = {}
     for n, _ in _nodes(graph, display):
@@ -373,14 +378,14 @@ def label_specs(graph: TapeGraph, pos, *, fontsize: float = FONT,
     return labels
 
 
-def grad_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, display: Collapsed | None = None) -> dict[Any, Label]:
+def grad_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, display: Shown | None = None) -> dict[Any, Label]:
     """The gradient reaching each node, under its box (empty until the flow fills it)."""
     return {n: Label(pos[n][0], pos[n][1] - BOX_H / 2 - 0.07, "", fontsize - 0.5, color=C_GRADTEXT, va="top",
                      gid=f"grad-{n}")
             for n, _ in _nodes(graph, display)}
 
 
-def arrow_specs(graph: TapeGraph, pos, *, routes=None, display: Collapsed | None = None,
+def arrow_specs(graph: TapeGraph, pos, *, routes=None, display: Shown | None = None,
                 geometry=None) -> dict[tuple, Arrow]:
     """One arrow per edge, in the forward direction; routed edges follow their bends."""
     geo = geometry if geometry is not None else _edge_geometry(graph, pos, routes, display)
@@ -394,7 +399,7 @@ def arrow_specs(graph: TapeGraph, pos, *, routes=None, display: Collapsed | None
 
 
 def edge_label_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, routes=None,
-                     display: Collapsed | None = None, geometry=None) -> dict[tuple, Label]:
+                     display: Shown | None = None, geometry=None) -> dict[tuple, Label]:
     """A text on each edge for the gradient (or stop reason) it carries: straight
     edges at their middle, routed ones on their last horizontal stretch."""
     geo = geometry if geometry is not None else _edge_geometry(graph, pos, routes, display)
@@ -420,15 +425,21 @@ class Scene:
     """
 
     def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, pos=None, routes=None,
-                 title: str | None = None, caption: str | None = None, collapsed="auto", functions=()):
+                 title: str | None = None, caption: str | None = None, collapsed="auto", functions=(),
+                 lang: str = DEFAULT, show_all: bool = False):
         self.graph = graph
+        self.lang = lang
+        self.show_all = show_all
         self.flow = flow
         self.functions = set(functions)
         unknown = self.functions - set(graph.functions())
         if unknown:
             raise ValueError(f"{sorted(unknown)} are not tf.function calls; those are: {graph.functions()}")
         bodies = {f: graph.function_body(f) for f in self.functions}
-        self.display = collapse(graph.nx, collapsed if pos is None else False, bodies=bodies)
+        if pos is None:
+            self.display = decide(graph, flow, show_all=show_all, collapsed=collapsed, bodies=bodies)
+        else:  # the caller's positions name every node
+            self.display = collapse(graph.nx, False, bodies=bodies)
         dg = self.display.nx
         self.lanes: dict = {}  # (u, v) -> lanes back to the next band, where the layout wraps
         if pos is None:
@@ -442,7 +453,8 @@ class Scene:
         self.limits = data_limits(self.pos, self.routes)
         self.targets = {self.display.of[t] for t in flow.target_nodes} if flow is not None else set()
         self.kinds = [k for k in KIND_STYLE if any(d["kind"] == k for _, d in dg.nodes(data=True))]
-        self.reasons = sorted({r.reason for r in flow.edge_reason.values()}) if flow is not None else []
+        self.reasons = sorted({flow.edge_reason[m].reason for _, _, d in dg.edges(data=True)
+                               for m in d.get("members", ()) if m in flow.edge_reason}) if flow is not None else []
         disp = self.display
         geo = _edge_geometry(graph, pos, self.routes, disp, self.lanes)
         self.boxes = box_specs(graph, pos, targets=self.targets, display=disp)
@@ -456,14 +468,20 @@ class Scene:
         self.frame = frame(self.size, caption_lines=len(self.caption.split("\n")) if self.caption else 0,
                            legend_rows=-(-(len(self.kinds) + 1 + len(self.reasons)) // 4))
         self.overrides: dict[Any, str] = {}
-        self.step: int | None = None
+        self.step: int = 0
         self.set_step(None)
 
     def _caption(self, caption: str | None) -> str:
         notes = [caption] if caption else []
-        if self.display.collapsed:
-            notes.append(f"{len(self.display.collapsed)} layers collapsed "
-                         f"({self.graph.nx.number_of_nodes()} nodes in all); expand them to see their ops")
+        disp = self.display
+        if disp.collapsed:
+            calls = sum(1 for _, d in disp.nx.nodes(data=True) if d.get("group_kind") == "api")
+            notes.append(say("ui.note.collapsed", self.lang, layers=len(disp.collapsed) - calls, calls=calls,
+                             total=self.graph.nx.number_of_nodes()))
+        if disp.hidden or disp.folded:
+            target = self.graph.display_name(self.flow.target_nodes[0]) if self.flow is not None else ""
+            notes.append(say("ui.note.hidden", self.lang, hidden=disp.n_hidden_ops, folded=len(disp.folded),
+                             target=target))
         budget = getattr(self.graph, "budget_note", None)
         if budget:
             notes.append(budget)
@@ -471,11 +489,12 @@ class Scene:
 
     @property
     def layers(self) -> list[str]:
-        """Names of the layers this graph groups its ops into."""
-        return sorted({x for x in layer_groups(self.graph.nx).values() if x is not None})
+        """Names of the groups (layers, TF API calls) this picture can collapse or expand."""
+        return list(self.display.group_names)
 
     @property
     def n_steps(self) -> int:
+        """How many pictures the backward pass has: steps 0 .. n_steps - 1 (the last is the finished pass)."""
         return len(self.flow.steps) if self.flow is not None else 0
 
     def set_grad_overrides(self, texts: Mapping[Any, str]) -> None:
@@ -484,34 +503,31 @@ class Scene:
         self.set_step(self.step)
 
     def set_step(self, step: int | None) -> None:
-        """Style every record for the flow as it stands after `step` backward steps (None = finished)."""
+        """Style every record for the flow as it stands after steps 0..`step` (None: the
+        last step, the finished pass). A step outside the pass is refused."""
         fl = self.flow
         if fl is None:
             return
-        last = len(fl.steps) - 1
-        k = last if step is None else max(0, min(int(step), last))
-        self.step = None if step is None else k
+        k = fl.check_step(step)
+        self.step = k
+        finished = k == fl.last_step
         disp = self.display
-        active_node = disp.of[fl.steps[k].node] if step is not None else None
-        active_edges = disp.display_edges_of(fl.steps[k].edges) if step is not None else set()
+        active_node = disp.of.get(fl.steps[k].node)
+        active_edges = disp.display_edges_of(fl.steps[k].edges)
         for e, arrow in self.arrows.items():
             self._style_edge(arrow, self.edge_labels[e], k, e in active_edges)
         dg = disp.nx
         for n, box in self.boxes.items():
             kind = dg.nodes[n]["kind"]
             grad = self.grads[n]
-            grad.text, grad.color = self._node_grad_text(n, kind, k, step is None)
+            grad.text, grad.color = self._node_grad_text(n, kind, k, finished)
             if n == active_node:
                 box.ec, box.lw = C_ACTIVE, LW_ACTIVE
             elif n in self.targets:
                 box.ec, box.lw = C_TARGET, LW_TARGET
             else:
                 box.ec, box.lw = KIND_STYLE.get(kind, KIND_STYLE["op"])["ec"], LW_BOX
-        self.title = self.custom_title or self._step_title(k, step is None)
-
-    def _arrived(self, e, k: int) -> bool:
-        s = self.flow.step_of(e[1])
-        return s is not None and s <= k and e in self.flow._edge_grad
+        self.title = self.custom_title or self._step_title(k, finished)
 
     def _style_edge(self, arrow: Arrow, text: Label, k: int, active: bool) -> None:
         fl = self.flow
@@ -519,10 +535,11 @@ class Scene:
         stops = [fl.edge_reason.get(m) for m in members]
         if members and all(r is not None for r in stops):
             arrow.color, arrow.linestyle, arrow.lw = C_STOP, REASON_STYLE.get(stops[0].reason, "--"), LW_STOPPED
-            text.text = stops[0].reason if len(members) == 1 else f"{stops[0].reason} ({len(members)})"
+            code = stops[0].reason.value
+            text.text = code if len(members) == 1 else f"{code} ({len(members)})"
             text.color, text.style = C_STOPTEXT, "italic"
             return
-        carried = [m for m in members if self._arrived(m, k)]
+        carried = [m for m in members if fl.arrived(m, k)]
         arrow.linestyle = "-"
         text.style = "normal"
         if not carried:
@@ -561,9 +578,12 @@ class Scene:
             return self.overrides[n], C_GRADTEXT
         s = fl.step_of(n)
         if s is not None and s <= k:
-            value = fl.steps[s].grad if n not in fl.target_nodes else fl.steps[0].grad
-            if kind == "variable" or finished:
-                value = fl.grad(n) if n not in fl.target_nodes else value
+            if n in fl.target_nodes:
+                value = fl.steps[0].grad
+            elif kind in ("variable", "watched", "input", "constant") or fl.grad(n) is not None:
+                value = fl.grad(n)
+            else:
+                value = fl.steps[s].grad
             value = value if not isinstance(value, list) else value[0]
             return grad_text(value), (C_BAD if is_bad(value) else C_GRADTEXT)
         if n in fl.node_reason and finished and kind in ("variable", "watched", "input"):
@@ -574,14 +594,16 @@ class Scene:
         fl = self.flow
         g = fl.graph
         target = g.display_name(fl.target_nodes[0])
-        if finished:
-            return f"Backward pass of {target}: all {len(fl.steps) - 1} steps done"
         st = fl.steps[k]
-        n = len(fl.steps) - 1
+        n = fl.last_step
         if k == 0:
-            return f"Step 0/{n}: start at {target} with d{target}/d{target} = {format_value(st.grad)}"
-        grad = format_value(st.grad if not isinstance(st.grad, list) else st.grad[0])
-        to = sorted({g.display_name(u) for u, _, _ in st.edges})
-        if not to:
-            return f"Step {k}/{n}: {g.display_name(st.node)} has received its gradient {grad}"
-        return f"Step {k}/{n}: {g.display_name(st.node)} got {grad} and passes gradient back to {', '.join(to)}"
+            title = say("ui.step.start", self.lang, k=k, n=n, target=target, value=format_value(st.grad))
+        else:
+            grad = format_value(st.grad if not isinstance(st.grad, list) else st.grad[0])
+            to = sorted({g.display_name(u) for u, _, _ in st.edges})
+            node = g.display_name(st.node)
+            if to:
+                title = say("ui.step.passes", self.lang, k=k, n=n, node=node, value=grad, to=", ".join(to))
+            else:
+                title = say("ui.step.received", self.lang, k=k, n=n, node=node, value=grad)
+        return title + say("ui.step.done", self.lang) if finished else title

@@ -20,7 +20,7 @@ from . import clipping
 from .diagnose import explain_flow
 from .flow import GradientFlow
 from .graph import TapeGraph, format_value
-from .layout import collapse, layer_groups
+from .shown import decide
 from .render import GraphView
 from .svg import to_svg
 
@@ -92,8 +92,9 @@ class Explorer(W.VBox):
         c["lr"] = W.FloatSlider(value=0.01, min=0.0, max=1.0, step=0.001, readout_format=".3f",
                                 description="lr", continuous_update=True).add_class("tv-lr")
         c["node"] = W.Dropdown(options=self._node_options(), description="inspect").add_class("tv-node")
-        layers = sorted({x for x in layer_groups(graph.nx).values() if x is not None})
-        self._collapsed = set(collapse(graph.nx, "auto").collapsed)
+        shown = decide(graph, self._flow_factory(self.targets[names[0]]))
+        layers = list(shown.group_names)
+        self._collapsed = set(shown.collapsed)
         self._functions: set = set()  # tf.function calls opened into their bodies
         functions = [(f"tf.function {graph.nx.nodes[f]['function']} ({f})", ("function", f)) for f in graph.functions()]
         if layers or functions:
@@ -186,12 +187,12 @@ class Explorer(W.VBox):
         s.value = max(s.min, min(s.max, s.value + d))
 
     def _on_target(self) -> None:
-        n = len(self.flow.steps)
+        last = self.flow.last_step  # the last step is the finished pass
         with self._quiet():
             for k in ("step", "play"):
                 w = self.controls[k]
-                w.max = n  # the last position shows the finished pass
-                w.value = n
+                w.max = last
+                w.value = last
         self._on_clip()
         self._show_inspector()
 
@@ -248,7 +249,7 @@ class Explorer(W.VBox):
     def _overrides(self) -> dict:
         """Clipped gradients replace the variables' texts on the finished picture."""
         rep = self._report
-        if rep is None or rep.mode == "none" or self.controls["step"].value < len(self.flow.steps):
+        if rep is None or rep.mode == "none" or self.controls["step"].value < self.flow.last_step:
             return {}
         out = {}
         for name, node in self._variables().items():
@@ -265,7 +266,7 @@ class Explorer(W.VBox):
         view = self.view
         step = self.controls["step"].value
         view.overrides = self._overrides()
-        view.set_step(None if step >= len(self.flow.steps) else step)
+        view.set_step(step)
         return view
 
     def _svg(self, view: GraphView) -> str:
@@ -412,12 +413,12 @@ class Explorer(W.VBox):
         # slider move). Nothing reaches the front end meanwhile; the step is put back.
         c = self.controls
         step = c["step"]
-        n = len(self.flow.steps)  # positions 0..n-1 are steps, n is the finished pass
+        n = len(self.flow.steps)  # pictures 0..n-1; the last is the finished pass
         current = step.value
         frames: list[str] = []
         with self.canvas.hold_sync(), step.hold_sync():
             try:
-                for k in range(n + 1):
+                for k in range(n):
                     step.value = k
                     self._on_view()  # a no-op when the observer already drew this state
                     frames.append(self.canvas.value)
@@ -438,12 +439,12 @@ class Explorer(W.VBox):
 
         header = W.HTML(f"<div class='tv-export-head'><b>{_esc(page_title)}</b><br>"
                         f"target: {_esc(target)} · clipping: {_esc(clip_text)} · lr: {c['lr'].value:g} · "
-                        f"{n + 1} pictures; the slider runs in the browser, no Python needed</div>")
+                        f"{n} pictures; the slider runs in the browser, no Python needed</div>")
         pictures = [W.HTML(svg) for svg in frames]
         stack = W.Stack(pictures, selected_index=current, layout=W.Layout(overflow="auto")).add_class("tv-frames")
-        slider = W.IntSlider(value=current, min=0, max=n, description="step", continuous_update=True,
+        slider = W.IntSlider(value=current, min=0, max=n - 1, description="step", continuous_update=True,
                              layout=W.Layout(width="420px")).add_class("tv-step")
-        play = W.Play(value=current, min=0, max=n, interval=c["play"].interval,
+        play = W.Play(value=current, min=0, max=n - 1, interval=c["play"].interval,
                       description="play").add_class("tv-play")
         links = [W.jslink((slider, "value"), (stack, "selected_index")),
                  W.jslink((play, "value"), (stack, "selected_index"))]

@@ -67,7 +67,7 @@ def test_draw_functions_return_their_artists(fan):
     tape, w, b, a, c = fan
     fig = Figure()
     ax = fig.add_subplot()
-    view = GraphView(tape.graph, tv.flow(tape, c), ax=ax)
+    view = GraphView(tape.graph, tv.flow(tape, c), ax=ax, show_all=True)  # every node a box
     labels = draw_node_labels(ax, tape.graph, view.pos)
     assert set(labels) == set(tape.graph.nx.nodes)
     title, sub, value = labels[tape.graph.node_of(w)]

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 import tapeviz as tv
 from tapeviz.graph import format_value
-from tapeviz.layout import COLLAPSE_THRESHOLD, collapse, layer_groups
+from tapeviz.shown import COLLAPSE_THRESHOLD, collapse, layer_groups
 
 
 def scoped_program(blocks: int):

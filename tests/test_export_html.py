@@ -79,18 +79,18 @@ def test_page_holds_one_frame_per_step_linked_to_slider_and_play(tmp_path):
     state = widget_state(page)
     ((stack_id, stack),) = models(state, "StackModel")
     frames = [state[c.removeprefix("IPY_MODEL_")]["state"]["value"] for c in stack["children"]]
-    assert len(frames) == n + 1, "one picture per backward step plus the finished pass"
-    assert stack.get("selected_index") == shown == n
+    assert len(frames) == n, "one picture per backward step; the last is the finished pass"
+    assert stack.get("selected_index") == shown == n - 1
     for k, svg in enumerate(frames):  # the same pictures the canvas shows at each step
         step.value = k
         assert svg == ex.canvas.value, f"frame {k} differs from the explorer's picture"
         assert svg.startswith("<svg")
     assert all(f"Step {k}/{n - 1}" in frames[k] for k in range(n))
-    assert "Backward pass of z" in frames[-1]
+    assert "backward pass done" in frames[-1] and "backward pass done" not in frames[-2]
 
     ((slider_id, slider),) = models(state, "IntSliderModel")
     ((play_id, play),) = models(state, "PlayModel")
-    assert slider["max"] == play["max"] == n and slider["value"] == play["value"] == n
+    assert slider["max"] == play["max"] == n - 1 and slider["value"] == play["value"] == n - 1
     links = sorted((s["source"], s["target"]) for _, s in models(state, "LinkModel"))
     assert links == sorted([([ref(slider_id), "value"], [ref(stack_id), "selected_index"]),
                             ([ref(play_id), "value"], [ref(stack_id), "selected_index"])])
@@ -122,7 +122,7 @@ def test_names_appear_only_escaped(tmp_path):
     assert f"<title>tapeviz: backward pass of {html.escape(EVIL)}</title>" in page
     state = widget_state(page)
     ((_, stack),) = models(state, "StackModel")
-    assert len(stack["children"]) == n + 1
+    assert len(stack["children"]) == n
     texts = [m["state"].get("value", "") for m in state.values() if m["model_name"] == "HTMLModel"]
     escaped = html.escape(EVIL)
     assert any(escaped in t for t in texts), "panel and header show the escaped name"
@@ -286,20 +286,20 @@ def test_exported_page_steps_in_chromium_without_kernel(local_site, page, loader
     expect(frames.locator("svg").first).to_be_visible()
     expect(page.locator(".tv-export-loading")).to_be_hidden()
     shown = _visible(page)
-    assert shown is not None and shown["title"] == "Backward pass of z: all %d steps done" % (n - 1), shown
+    assert shown is not None and re.match(rf"Step {n - 1}/{n - 1}\b.*backward pass done", shown["title"]), shown
     expect(page.locator(".tv-export .tv-panel td.tv-norm[data-var='x']")).to_contain_text("4 →")
 
     handle = page.locator(".tv-export .tv-step .noUi-handle")
-    expect(handle).to_have_attribute("aria-valuetext", str(n))
-    handle.press("ArrowLeft")
     expect(handle).to_have_attribute("aria-valuetext", str(n - 1))
+    handle.press("ArrowLeft")
+    expect(handle).to_have_attribute("aria-valuetext", str(n - 2))
     back = _wait_title(page, shown["title"])
     assert back["svg"] != shown["svg"]
-    assert re.match(rf"Step {n - 1}/{n - 1}\b", back["title"]), back["title"]
+    assert re.match(rf"Step {n - 2}/{n - 1}\b", back["title"]), back["title"]
     screenshot(page, "export_html" if loader == "amd" else f"export_html_{loader}")
 
     # Play, linked to the same Stack: from step 0 it moves on by itself.
-    for _ in range(n - 1):
+    for _ in range(n - 2):
         handle.press("ArrowLeft")
     expect(handle).to_have_attribute("aria-valuetext", "0")
     start = _wait_title(page, back["title"])

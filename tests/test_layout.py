@@ -599,13 +599,13 @@ def test_fast_crossing_count_matches_sorting_count(locality):
 
 
 def test_band_columns_grow_slowly_and_stay_readable():
-    from tapeviz.layout import band_columns
+    from tapeviz.bands import band_columns
 
     assert band_columns(10) == 16 and band_columns(200) == 20 and band_columns(5000) == 24
 
 
 def test_wrap_bands_folds_a_long_chain_and_keeps_narrow_layouts():
-    from tapeviz.layout import wrap_bands
+    from tapeviz.bands import wrap_bands
 
     chain = nx.MultiDiGraph()
     nx.add_path(chain, range(50))

@@ -127,7 +127,7 @@ def test_png_and_gif_are_valid(tmp_path):
     fl = tv.flow(run.tape, run.target)
     with Image.open(gif) as im:
         assert im.format == "GIF"
-        assert im.n_frames == len(fl.steps) + 1  # every step, then the finished flow
+        assert im.n_frames == len(fl.steps)  # every step; the last is the finished flow
 
 
 def test_export_refuses_bad_suffix_and_missing_folder(tmp_path):

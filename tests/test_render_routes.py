@@ -172,13 +172,13 @@ def test_example_pictures_keep_edges_off_boxes(name):
     assert_edges_avoid_other_boxes(view)
     assert_edges_end_at_consumer_left_side(view)
     # the drawing shows exactly the crossings the routed order has
-    g = view.graph.nx
+    g = view.display.nx
     assert count_crossings(g, view.pos, view.routes) <= count_crossings(g, view.pos)
 
 
 def test_limits_and_figure_cover_the_routes():
     tape, t = parallel_skip_example()
-    view = tv.view(tape, t["c"])
+    view = tv.view(tape, t["c"], show_all=True)  # every constant a box: a route must pass above them
     top = max(y for bends in view.routes.values() for _, y in bends)
     assert top > max(y for _, y in view.pos.values())  # this route passes above everything
     assert view.ax.get_ylim()[1] > top

@@ -1,0 +1,43 @@
+"""Every sentence tapeviz shows, one catalogue per language.
+
+A catalogue is a module ``tapeviz.messages.<lang>`` with a dict ``MESSAGES`` from a
+message key to a ``str.format`` template. Keys name what is said, not how:
+``stop.<reason>.<cause>`` is the one-liner for a stop reason, ``explain.*`` and
+``fix.*`` are tv.explain's diagnosis and advice, ``ui.*`` the pictures' and the
+explorer's words. Adding a language means adding a catalogue with the same keys (a
+test checks every catalogue has every key, with the same placeholders).
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+from typing import Any
+
+#: Languages with a catalogue.
+LANGUAGES = ("en",)
+DEFAULT = "en"
+
+
+def check_lang(lang: str) -> str:
+    """``lang`` if a catalogue exists for it, else a clear error."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"No messages in language {lang!r}; use one of {', '.join(repr(x) for x in LANGUAGES)}.")
+    return lang
+
+
+@lru_cache(maxsize=None)
+def catalogue(lang: str) -> dict[str, str]:
+    """The message templates of one language."""
+    return importlib.import_module(f"{__name__}.{check_lang(lang)}").MESSAGES
+
+
+def say(key: str, lang: str = DEFAULT, /, **facts: Any) -> str:
+    """The sentence for ``key`` in ``lang``, filled in with ``facts``."""
+    template = catalogue(lang)[key]
+    return template(**facts) if callable(template) else template.format(**facts)
+
+
+def describe(stop, lang: str = DEFAULT) -> str:
+    """The one-line sentence for a StopReason."""
+    return say(f"stop.{stop.reason.value}.{stop.cause.value}", lang, **stop.facts.as_dict())

@@ -1,0 +1,164 @@
+"""English: every sentence tapeviz writes (see tapeviz.messages for the key scheme).
+
+A value is a ``str.format`` template; where the sentence depends on which facts are
+known, a function of the facts (keyword arguments) that returns the sentence.
+"""
+
+from __future__ import annotations
+
+
+def _where(expression, line):
+    return f"`{expression}`" + (f" (line {line})" if line else "")
+
+
+def _left(source, via, expression, line, target, back, back_line, **_):
+    where = f" in {_where(expression, line)}" if expression else ""
+    came = f" at {_where(back, back_line)}" if back else ""
+    return (f"{source} left TensorFlow through {via}{where}; {target} depends on a tensor made from a NumPy value "
+            f"after that{came}, most likely what came back, which the tape cannot trace to {source}.")
+
+
+def _left_unseen(source, target, back, back_line, **_):
+    came = f" at {_where(back, back_line)}" if back else ""
+    return (f"Nothing in TensorFlow uses {source}, and {target} depends on a tensor made from a NumPy value after it"
+            f"{came}: {source} most likely went through NumPy (np.asarray, np.array or a NumPy ufunc, which "
+            "tapeviz cannot see) and the tape cannot trace what came back.")
+
+
+def _explain_left(name, source, via, expression, line, target, back, back_line, **_):
+    where = _where(expression, line) if expression else via
+    came = f" at {_where(back, back_line)}" if back else ""
+    return (f"The path from {name} to {target} leaves TensorFlow at {where}: {source} is handed to "
+            f"{'NumPy' if via.startswith('np.') else 'Python'}, and what comes back{came} is a new tensor "
+            "the tape cannot trace.")
+
+
+def _explain_left_unseen(name, source, target, back, back_line, **_):
+    came = f" at {_where(back, back_line)}" if back else ""
+    return (f"The path from {name} to {target} ends at {source}, which nothing in TensorFlow uses; {target} "
+            f"depends instead on a tensor made from a NumPy value{came}. Most likely {source} went through NumPy "
+            "(np.asarray, np.array or a ufunc) and came back there, out of the tape's sight.")
+
+
+def _fix_left(via, tf_equivalent, **_):
+    if tf_equivalent:
+        return f"Use {tf_equivalent} instead of {via.removesuffix('()')} so the value stays on the tape."
+    if via in (".numpy()", "float()"):
+        return f"Keep the tensor itself instead of calling {via}; compute with TensorFlow ops."
+    return "Keep the computation in TensorFlow ops instead of going through NumPy or Python numbers."
+
+
+def _watch_call(subject, keras, **_):
+    return f"tape.watch(v.value) with v the Keras variable {subject}" if keras else f"tape.watch({subject})"
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
+
+
+def _hidden_note(hidden, folded, target, **_):
+    parts = []
+    if hidden:
+        what = f"carry nothing to {target}" if target else "lead to no output"
+        parts.append(f"{hidden} {_plural(hidden, 'op')} that {what} hidden")
+    if folded:
+        parts.append(f"{folded} {_plural(folded, 'constant')} and shape {_plural(folded, 'op')} folded into the ops "
+                     "that use them")
+    return "; ".join(parts) + " (show_all=True shows them)"
+
+
+MESSAGES = {
+    # ---- one-line stop reasons: stop.<reason>.<cause> --------------------------------
+    "stop.stop_gradient.stop_edge": "{subject} goes through tf.stop_gradient, which tells the tape to pass no gradient back to it.",
+    "stop.stop_gradient.stop_output": lambda subject, source, named, **_: (
+        f"{subject} comes out of tf.stop_gradient({source}), which tells the tape to pass no gradient back." if named
+        else f"tf.stop_gradient({source}) tells the tape to pass no gradient back through it."),
+    "stop.not_recorded.paused": "{subject} was computed while the tape was paused (tape.stop_recording()), so it was never recorded.",
+    "stop.not_recorded.before_reset": "{subject} was computed before tape.reset(), which erased everything recorded so far.",
+    "stop.not_recorded.read_before_reset": "{subject} was read before tape.reset(), which erased everything recorded so far.",
+    "stop.not_recorded.watch_reset": "tape.reset() erased the watch on {subject}; call tape.watch({subject}) again after the reset.",
+    "stop.not_watched.non_trainable": lambda **f: (
+        f"{f['subject']} is a non-trainable variable (trainable=False), so the tape does not watch it; "
+        f"call {_watch_call(**f)} to get its gradient."),
+    "stop.not_watched.unwatched_variable": lambda **f: (
+        f"{f['subject']} was not watched: the tape was created with watch_accessed_variables=False; call {_watch_call(**f)}."),
+    "stop.not_watched.constant": "{subject} is not a variable, so the tape does not track it (it tracks variables and tensors passed to tape.watch()).",
+    "stop.not_watched.plain_tensor": "{subject} is a plain tensor, not a variable; the tape only tracks it after tape.watch({subject}).",
+    "stop.not_watched.watched_late": "{subject} was computed before tape.watch({source}), so the tape did not record it.",
+    "stop.not_watched.derived": "{subject} was computed only from values the tape does not watch, so it is not on the tape.",
+    "stop.integer_dtype.integer": "{subject} is a {dtype} tensor; gradients only flow through floating-point tensors (cast to tf.float32 first).",
+    "stop.no_gradient.not_differentiable": "{op} has no gradient in TensorFlow (it is not differentiable), so nothing flows back to {subject}.",
+    "stop.no_gradient.integer_result": "{subject} comes from {op}, which has no gradient in TensorFlow: its {dtype} result is not differentiable, and casting it to float does not change that.",
+    "stop.stateful.assigned": lambda subject, variable, op, **_: (
+        f"{subject} was written into {variable or 'a variable'} by {op}; assigning to a variable is a side effect, "
+        "not a differentiable step."),
+    "stop.outside_tf.round_trip": "{source} left TensorFlow through {via} and came back as the constant {label}; the tape cannot follow values through Python or NumPy.",
+    "stop.outside_tf.left": _left,
+    "stop.outside_tf.left_unseen": _left_unseen,
+    "stop.unconnected.never_used": "{subject} was never used while the tape was recording, so the target cannot depend on it.",
+    "stop.unconnected.not_seen": "{subject} is not something the tape saw: it was not used inside the `with` block.",
+    "stop.unconnected.custom_gradient": "{op} (tf.custom_gradient) supplies the gradient of what {consumer} computed, so the tape does not differentiate {consumer} and {subject} gets nothing through it.",
+    "stop.unconnected.not_leading": "{consumer} does not lead to {target}, so {subject} gets no gradient through it.",
+    "stop.unconnected.no_dependency": "{target} does not depend on {subject}.",
+    # ---- the legend's short labels ------------------------------------------------------
+    "legend.stop_gradient": "tf.stop_gradient",
+    "legend.not_recorded": "not recorded by the tape",
+    "legend.not_watched": "not watched by the tape",
+    "legend.integer_dtype": "integer / non-float tensor",
+    "legend.no_gradient": "op has no gradient",
+    "legend.stateful": "written into a variable",
+    "legend.outside_tf": "value left TensorFlow",
+    "legend.unconnected": "does not lead to the target",
+    # ---- tv.explain: explain.<case> and fix.<case> ---------------------------------------
+    "explain.stop_gradient": "{name} is read through tf.stop_gradient on its way to {target}, so the tape sends no gradient back to it.",
+    "fix.stop_gradient": "Remove tf.stop_gradient there to get d{target}/d{name}.",
+    "explain.before_reset": "The ops between {name} and {target} ran before tape.reset(), which erased them.",
+    "fix.before_reset": "Compute {target} after the reset, or drop the reset.",
+    "explain.paused": "The path from {name} to {target} ran inside tape.stop_recording() ({at} was not recorded).",
+    "fix.paused": "Move that computation out of the stop_recording() block.",
+    "explain.non_trainable": "{name} is a non-trainable variable (trainable=False), so the tape does not watch it.",
+    "fix.non_trainable": "Create it with trainable=True, or call tape.watch({name}) inside the block.",
+    "explain.unwatched_variable": "The tape was created with watch_accessed_variables=False, so it ignores {name} unless told.",
+    "fix.unwatched_variable": "Call tape.watch({name}) inside the block.",
+    "explain.plain_tensor": "{name} is a plain tf.Tensor made before the tape, not a tf.Variable, and the tape only tracks tensors it was told to watch.",
+    "fix.plain_tensor": "Call tape.watch({name}) inside the block. If {name} used to be a variable, `{name} = {name} + 1` replaced it by a tensor: update it in place with {name}.assign_add(1) instead.",
+    "explain.constant": "{name} is a constant created inside the block, and the tape does not watch constants.",
+    "fix.constant": "Make it a tf.Variable or call tape.watch({name}) right after creating it.",
+    "explain.derived": lambda name, origin, **_: (
+        f"{name} was computed only from values the tape does not watch"
+        f"{' (starting at ' + origin + ')' if origin else ''}, so it is not on the tape."),
+    "fix.derived": "Watch the inputs it comes from (tape.watch) or make them tf.Variables.",
+    "explain.integer": lambda name, dtype, **_: (
+        f"{name} is {'an' if dtype[:1] in 'aeiou' else 'a'} {dtype} tensor; gradients only exist for floating-point tensors."),
+    "fix.integer": "Cast it to float32 before the tape (tf.cast({name}, tf.float32)) and compute {target} from that.",
+    "explain.integer_on_path": "On the way from {name} to {target} the value becomes an integer ({detail})",
+    "fix.integer_on_path": "Keep the computation in floating point (e.g. tf.round instead of casting to int).",
+    "explain.no_gradient": "The path from {name} to {target} goes through {at}, which has no gradient in TensorFlow.",
+    "fix.no_gradient": "Replace {at} with a differentiable op (or a straight-through trick) on that path.",
+    "explain.assigned": "{name} reaches {target} only through a variable update: {at} writes it into {variable}.",
+    "fix.assigned": "The tape does not differentiate through assign/assign_add: use the tensor itself in the computation.",
+    "explain.round_trip": "{name} left TensorFlow through {via} and came back as a constant, so the tape lost the path to {target}.",
+    "fix.round_trip": "Keep the computation in TensorFlow ops instead of going through NumPy or Python numbers.",
+    "explain.left": _explain_left,
+    "fix.left": _fix_left,
+    "explain.left_unseen": _explain_left_unseen,
+    "fix.left_unseen": "Do that step with TensorFlow ops (tf.reduce_mean, tf.exp, ...) instead of NumPy, so the value stays on the tape.",
+    "explain.never_used": "{name} was never used while the tape was recording, so {target} does not depend on it.",
+    "fix.never_used": "Check the code path: an if/else or loop may have skipped it, or it was used outside the `with` block.",
+    "explain.not_seen": "{name} is not something the tape saw: it was not used inside the `with` block.",
+    "fix.not_seen": "Compute with it inside the block (and tape.watch it if it is a plain tensor).",
+    "explain.unconnected": "{target} does not depend on {name}: no recorded path leads from {name} to {target}.",
+    "fix.unconnected": "Check that {target} is computed from {name} inside the block (a branch or loop may have skipped it).",
+    # ---- pictures ----------------------------------------------------------------------
+    "ui.step.start": "Step {k}/{n}: start at {target} with d{target}/d{target} = {value}",
+    "ui.step.passes": "Step {k}/{n}: {node} got {value} and passes gradient back to {to}",
+    "ui.step.received": "Step {k}/{n}: {node} has received its gradient {value}",
+    "ui.step.done": " (backward pass done)",
+    "ui.note.collapsed": lambda layers, calls, total, **_: " and ".join(
+        [f"{layers} {_plural(layers, 'layer')}"] * bool(layers) + [f"{calls} TF API {_plural(calls, 'call')}"] * bool(calls))
+        + f" collapsed ({total} nodes in all); expand them to see their ops",
+    "ui.note.hidden": _hidden_note,
+    "word.a_variable": "a variable",
+    "word.an_op": "an op",
+    "word.this_tensor": "this tensor",
+}
