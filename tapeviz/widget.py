@@ -20,6 +20,7 @@ from . import clipping
 from .diagnose import explain_flow
 from .flow import GradientFlow
 from .graph import TapeGraph, format_value
+from .keys import attach_keys
 from .shown import decide
 from .render import GraphView
 from .svg import to_svg
@@ -130,6 +131,9 @@ class Explorer(W.VBox):
             self.message,
             W.HBox([self.panel, W.VBox([c[k] for k in ("node", "layers") if k in c] + [self.inspector])]),
         ]
+        # Keyboard stepping (keys.py): ← / → / space while focus is in this box. Call it after
+        # self.children is set: it appends its (hint) widget to the box's children.
+        self.key_stepper = attach_keys(self, c["step"], c["play"])
         self._report: clipping.ClipReport | None = None
         self._frames: dict = {}  # picture cache, see _on_view
         self._on_target()

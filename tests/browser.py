@@ -1,4 +1,10 @@
-"""Browser-test harness: a real JupyterLab server driven by headless Chromium.
+"""Browser-test harness: a real Jupyter front end driven by headless Chromium.
+
+Three front ends, one harness: JupyterLab 4, Jupyter Notebook 7 and Voilà (a notebook
+served as an app: it runs when the page opens and shows outputs only). A
+:class:`FrontEnd` record holds what differs between them (command, flags, notebook URL,
+whether there is a Run menu); starting, isolating, waiting for and stopping a server is
+the same code for all of them.
 
 Plain module (no pytest imports at module level) so it can also be used from a
 script or a REPL. The pytest fixtures that wrap it live in ``tests/conftest.py``.
@@ -6,18 +12,22 @@ script or a REPL. The pytest fixtures that wrap it live in ``tests/conftest.py``
 Typical use inside a test::
 
     @pytest.mark.browser
-    def test_something(jupyterlab, page):
+    def test_something(jupyterlab, page):           # or notebook7, voila
         write_notebook(jupyterlab.root / "t.ipynb", ["import ipywidgets as w", ...])
-        open_notebook(page, jupyterlab, "t.ipynb")
-        run_all(page)
+        run_notebook(page, jupyterlab, "t.ipynb")   # open + Run All (Voilà: open)
         ...
         screenshot(page, "something")
 
 Facts this relies on (measured, see shared/ARCHITECTURE.md "Browser tests"):
 - Debian's /usr/bin/chromium, launched through Playwright with the flags below.
-- JupyterLab in its own process group, ready when /api/status answers.
+- The server in its own process group, ready when /api/status (Voilà: its tree page)
+  answers.
 - The notebook execution indicator says "idle" before a kernel exists, so the kernel
   name in the toolbar has to be checked as well before running anything.
+- Notebook 7 has JupyterLab's notebook panel, toolbar and Run menu (same selectors);
+  it swallows arrow keys before they reach a slider, and on a fresh profile it raises
+  a page error of its own ("reading 'schema'"), with or without widgets.
+- Voilà stops at the first cell that raises and shows its traceback.
 """
 from __future__ import annotations
 
@@ -73,6 +83,8 @@ SEL_RUN_ALL = "li.lm-Menu-item[data-command='runmenu:run-all']"
 SEL_PROMPT = ".jp-CodeCell .jp-InputArea-prompt"
 SEL_STDERR_OUTPUT = ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
 SEL_DIALOG_ACCEPT = ".jp-Dialog .jp-Dialog-button.jp-mod-accept"
+# Notebook 7 shows the same notebook panel and Run menu; Voilà shows outputs in its body.
+SEL_VOILA_ROOT = "body[data-voila]"
 
 
 # --------------------------------------------------------------------------- checks
@@ -82,9 +94,17 @@ def is_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
-def missing_requirements() -> list[str]:
-    """What is missing to run browser tests here (empty list: all there)."""
-    return list(_missing_requirements())
+def missing_requirements(frontend: "FrontEnd | str | None" = None) -> list[str]:
+    """What is missing to run browser tests here (empty list: all there); with
+    ``frontend``, also that front end's own package (``notebook``, ``voila``)."""
+    missing = list(_missing_requirements())
+    if frontend is not None:
+        module = (FRONT_ENDS[frontend] if isinstance(frontend, str) else frontend).module
+        try:
+            __import__(module)
+        except ImportError as exc:  # pragma: no cover - depends on the machine
+            missing.append(f"Python module {module!r} not importable ({exc}); pip install -e '.[test]'")
+    return missing
 
 
 @functools.lru_cache(maxsize=1)
@@ -93,7 +113,7 @@ def _missing_requirements() -> tuple[str, ...]:
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
         missing.append(
             f"Chromium not found at {CHROMIUM} "
-            "(apt-get install -y --no-install-recommends chromium fonts-dejavu-core)"
+            "(apt-get install -y --no-install-recommends chromium fonts-dejavu-core fonts-noto-cjk)"
         )
     for mod in ("playwright.sync_api", "jupyterlab", "ipykernel", "ipywidgets", "nbformat"):
         try:
@@ -111,9 +131,64 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@dataclass(frozen=True)
+class FrontEnd:
+    """How to start one Jupyter front end as a server, and where its pages are.
+
+    The three front ends a class meets share a kernel protocol and the ipywidgets
+    manager but differ in the command that starts them, the flags they take and the
+    URL of a notebook: one record per front end keeps those differences in one place
+    and lets every other part of the harness (process group, private state dirs,
+    readiness, clean shutdown) stay the same.
+    """
+
+    name: str  # "lab", "notebook", "voila"
+    module: str  # started as `python -m MODULE`
+    page: str  # URL path of a notebook, "{}" = its path relative to the root
+    server_flags: tuple[str, ...]  # after the port/ip/token/root flags, constant per front end
+    config_class: str  # where --port, --ip, --token and --root_dir go
+    interactive: bool  # a notebook UI (cells, Run menu) rather than a rendered app
+    rest_api: bool  # has the Jupyter Server REST API (sessions, kernels, kernelspecs)
+
+    def command(self, python: str, port: int, token: str, root: Path) -> list[str]:
+        c = self.config_class
+        identity = "IdentityProvider.token" if c == "ServerApp" else f"{c}.token"
+        return [
+            python, "-m", self.module, "--no-browser",
+            f"--port={port}", f"--{c}.port_retries=0", f"--{c}.ip=127.0.0.1",
+            f"--{identity}={token}", f"--{c}.root_dir={root}",
+            *self.server_flags,
+        ]
+
+    def notebook_path(self, name: str) -> str:
+        return self.page.format(urllib.parse.quote(name.lstrip("/")))
+
+
+_SERVER_APP_FLAGS = ("--ServerApp.allow_root=True", "--ServerApp.terminals_enabled=False")
+
+LAB = FrontEnd(
+    name="lab", module="jupyterlab", page="lab/tree/{}", config_class="ServerApp",
+    server_flags=(*_SERVER_APP_FLAGS, "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                  "--LabApp.news_url=None"),
+    interactive=True, rest_api=True,
+)
+NOTEBOOK7 = FrontEnd(
+    name="notebook", module="notebook", page="notebooks/{}", config_class="ServerApp",
+    server_flags=_SERVER_APP_FLAGS, interactive=True, rest_api=True,
+)
+# Voilà runs the notebook itself when the page is requested and shows only its outputs.
+# Tracebacks are shown so a failing cell explains itself in the test's failure message.
+VOILA = FrontEnd(
+    name="voila", module="voila", page="voila/render/{}", config_class="Voila",
+    server_flags=("--VoilaConfiguration.show_tracebacks=True",),
+    interactive=False, rest_api=False,
+)
+FRONT_ENDS = {f.name: f for f in (LAB, NOTEBOOK7, VOILA)}
+
+
 @dataclass
-class JupyterLab:
-    """A running JupyterLab server. Build it with :func:`start_jupyterlab`."""
+class JupyterServer:
+    """A running Jupyter front end's server. Build it with :func:`start_server`."""
 
     root: Path  # the server's root_dir: a temp copy of the notebooks
     token: str
@@ -121,6 +196,7 @@ class JupyterLab:
     proc: subprocess.Popen
     state_dir: Path  # isolated config/runtime/settings dirs and the server log
     log_path: Path
+    frontend: FrontEnd = LAB
     startup_seconds: float = 0.0
     _stopped: bool = field(default=False, repr=False)
 
@@ -134,6 +210,10 @@ class JupyterLab:
         query = {"token": self.token, **params}
         sep = "&" if "?" in path else "?"
         return f"{self.base_url}/{path}{sep}{urllib.parse.urlencode(query)}"
+
+    def notebook_url(self, name: str, **params: str) -> str:
+        """The page that shows notebook ``name`` (relative to ``root``) in this front end."""
+        return self.url(self.frontend.notebook_path(name), **params)
 
     # -- REST helpers -------------------------------------------------------------
     def api(self, path: str, method: str = "GET", timeout: float = 10.0):
@@ -149,7 +229,14 @@ class JupyterLab:
 
     def shutdown_kernels(self) -> None:
         """Delete every session and kernel and forget saved workspaces, so the next
-        test opens a clean Lab. Errors are ignored (best effort)."""
+        test opens a clean page. Errors are ignored (best effort).
+
+        Voilà has no REST API, and keeps a page's kernel running after the page is
+        closed: its kernels (found by their connection files, under this server's
+        private temp dir) are ended by pid."""
+        if not self.frontend.rest_api:
+            _kill_pids([p for p in _pids_mentioning(str(self.state_dir)) if p != self.proc.pid], timeout=5.0)
+            return
         with contextlib.suppress(Exception):
             for s in self.api("api/sessions"):
                 with contextlib.suppress(Exception):
@@ -158,6 +245,8 @@ class JupyterLab:
             for k in self.api("api/kernels"):
                 with contextlib.suppress(Exception):
                     self.api(f"api/kernels/{k['id']}", method="DELETE", timeout=30)
+        if self.frontend is not LAB:
+            return
         with contextlib.suppress(Exception):
             ws = self.api("lab/api/workspaces")
             ids = ws.get("workspaces", {}).get("ids", []) if isinstance(ws, dict) else []
@@ -184,6 +273,9 @@ class JupyterLab:
         # so the group kill does not reach them. Find the ones that belong to this
         # server by its private runtime dir and end them by pid.
         _kill_pids(_pids_mentioning(str(self.state_dir)), timeout=5.0)
+
+
+JupyterLab = JupyterServer  # the name from when the harness drove JupyterLab only
 
 
 def _kill_group(proc: subprocess.Popen, timeout: float) -> None:
@@ -243,26 +335,29 @@ def _is_zombie(pid: int) -> bool:
         return True
 
 
-def start_jupyterlab(
+def start_server(
+    frontend: FrontEnd | str,
     workdir: Path,
     source: Path | None = NOTEBOOKS_DIR,
     python: str = sys.executable,
     timeout: float = SERVER_START_TIMEOUT,
     extra_args: Sequence[str] = (),
-) -> JupyterLab:
-    """Start JupyterLab serving a copy of ``source`` under ``workdir / "root"``.
+) -> JupyterServer:
+    """Start ``frontend`` (a :class:`FrontEnd` or its name: "lab", "notebook", "voila")
+    serving a copy of ``source`` under ``workdir / "root"``.
 
     ``workdir`` must be a fresh, empty-or-missing directory owned by the caller.
     Config, runtime, settings, workspaces and data dirs are private to this server
     (kernelspecs still come from ``python``'s environment: ``<prefix>/share/jupyter``).
     """
+    frontend = FRONT_ENDS[frontend] if isinstance(frontend, str) else frontend
     workdir = Path(workdir)
     root = workdir / "root"
     state = workdir / "state"
     if source is not None and Path(source).is_dir():
         shutil.copytree(source, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     root.mkdir(parents=True, exist_ok=True)
-    for sub in ("config", "runtime", "data", "settings", "workspaces", "ipython"):
+    for sub in ("config", "runtime", "data", "settings", "workspaces", "ipython", "tmp"):
         (state / sub).mkdir(parents=True, exist_ok=True)
     # No "Would you like to get notified about official Jupyter news?" toast over
     # screenshots, and no attempt to reach the internet for news or updates.
@@ -280,6 +375,9 @@ def start_jupyterlab(
         JUPYTERLAB_SETTINGS_DIR=str(state / "settings"),
         JUPYTERLAB_WORKSPACES_DIR=str(state / "workspaces"),
         IPYTHONDIR=str(state / "ipython"),
+        # Voilà writes its kernels' connection files to a temp dir: a private one makes
+        # them findable by path (see JupyterServer.shutdown_kernels / stop).
+        TMPDIR=str(state / "tmp"),
         JUPYTER_PLATFORM_DIRS="0",
         PYTHONUNBUFFERED="1",
     )
@@ -291,47 +389,42 @@ def start_jupyterlab(
     for attempt in range(3):  # a free port can be taken between probe and bind
         token = secrets.token_hex(16)
         port = free_port()
-        log_path = workdir / f"jupyterlab-{attempt}.log"
-        cmd = [
-            python, "-m", "jupyterlab",
-            "--no-browser",
-            f"--port={port}",
-            "--ServerApp.port_retries=0",
-            "--ServerApp.ip=127.0.0.1",
-            f"--IdentityProvider.token={token}",
-            "--ServerApp.allow_root=True",
-            f"--ServerApp.root_dir={root}",
-            "--ServerApp.terminals_enabled=False",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.news_url=None",
-            *extra_args,
-        ]
+        log_path = workdir / f"{frontend.name}-{attempt}.log"
+        cmd = [*frontend.command(python, port, token, root), *extra_args]
         t0 = time.monotonic()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 cmd, cwd=root, env=env, stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )
-        lab = JupyterLab(root=root, token=token, port=port, proc=proc,
-                         state_dir=state, log_path=log_path)
+        server = JupyterServer(root=root, token=token, port=port, proc=proc,
+                               state_dir=state, log_path=log_path, frontend=frontend)
         try:
-            _wait_ready(lab, timeout)
+            _wait_ready(server, timeout)
         except Exception as exc:
-            last_error = f"{exc}\n--- server log ---\n{lab.log_tail()}"
-            lab.stop()
+            last_error = f"{exc}\n--- server log ---\n{server.log_tail()}"
+            server.stop()
             continue
-        lab.startup_seconds = time.monotonic() - t0
-        _check_kernelspec(lab)
-        return lab
-    raise RuntimeError(f"JupyterLab did not start:\n{last_error}")
+        server.startup_seconds = time.monotonic() - t0
+        if frontend.rest_api:
+            _check_kernelspec(server)
+        return server
+    raise RuntimeError(f"{frontend.module} did not start:\n{last_error}")
 
 
-def _wait_ready(lab: JupyterLab, timeout: float) -> None:
+def start_jupyterlab(workdir: Path, source: Path | None = NOTEBOOKS_DIR, **kw) -> JupyterServer:
+    """:func:`start_server` for JupyterLab."""
+    return start_server(LAB, workdir, source, **kw)
+
+
+def _wait_ready(server: JupyterServer, timeout: float) -> None:
+    """Ready = the server answers an authenticated request: Jupyter Server's
+    /api/status, or Voilà's file tree (Voilà has no REST API)."""
     deadline = time.monotonic() + timeout
-    url = f"{lab.base_url}/api/status?token={lab.token}"
+    url = server.url("api/status" if server.frontend.rest_api else "voila/tree")
     while True:
-        if lab.proc.poll() is not None:
-            raise RuntimeError(f"server exited with code {lab.proc.returncode}")
+        if server.proc.poll() is not None:
+            raise RuntimeError(f"server exited with code {server.proc.returncode}")
         try:
             with urllib.request.urlopen(url, timeout=2) as resp:
                 if resp.status == 200:
@@ -339,25 +432,31 @@ def _wait_ready(lab: JupyterLab, timeout: float) -> None:
         except (urllib.error.URLError, ConnectionError, OSError):
             pass
         if time.monotonic() > deadline:
-            raise TimeoutError(f"no answer from {lab.base_url}/api/status in {timeout:.0f} s")
+            raise TimeoutError(f"no answer from {url} in {timeout:.0f} s")
         time.sleep(0.2)
 
 
-def _check_kernelspec(lab: JupyterLab) -> None:
-    specs = lab.api("api/kernelspecs")
+def _check_kernelspec(server: JupyterServer) -> None:
+    specs = server.api("api/kernelspecs")
     if "python3" not in specs.get("kernelspecs", {}):
-        lab.stop()
-        raise RuntimeError(f"JupyterLab finds no python3 kernel: {json.dumps(specs)[:500]}")
+        server.stop()
+        raise RuntimeError(f"{server.frontend.module} finds no python3 kernel: {json.dumps(specs)[:500]}")
 
 
 @contextlib.contextmanager
-def running_jupyterlab(workdir: Path, source: Path | None = NOTEBOOKS_DIR, **kw) -> Iterator[JupyterLab]:
-    """Context manager around :func:`start_jupyterlab` that always stops the server."""
-    lab = start_jupyterlab(workdir, source, **kw)
+def running_server(frontend: FrontEnd | str, workdir: Path, source: Path | None = NOTEBOOKS_DIR,
+                   **kw) -> Iterator[JupyterServer]:
+    """Context manager around :func:`start_server` that always stops the server."""
+    server = start_server(frontend, workdir, source, **kw)
     try:
-        yield lab
+        yield server
     finally:
-        lab.stop()
+        server.stop()
+
+
+def running_jupyterlab(workdir: Path, source: Path | None = NOTEBOOKS_DIR, **kw):
+    """:func:`running_server` for JupyterLab."""
+    return running_server(LAB, workdir, source, **kw)
 
 
 # --------------------------------------------------------------------------- browser
@@ -420,21 +519,24 @@ _KERNEL_READY_JS = """
 
 
 def open_notebook(
-    page, lab: JupyterLab, name: str, timeout_ms: int = KERNEL_READY_TIMEOUT_MS, reset: bool = True
+    page, server: JupyterServer, name: str, timeout_ms: int = KERNEL_READY_TIMEOUT_MS, reset: bool = True
 ) -> None:
-    """Open ``name`` (relative to ``lab.root``) in JupyterLab and wait for its kernel.
+    """Open ``name`` (relative to ``server.root``) in the server's front end.
 
-    Ready = the notebook's execution indicator says idle AND the toolbar names a
-    kernel (the indicator is "idle" before any kernel exists). If Lab asks which
-    kernel to use, the default choice is accepted.
+    JupyterLab and Notebook 7: wait for the notebook's kernel. Ready = the notebook's
+    execution indicator says idle AND the toolbar names a kernel (the indicator is
+    "idle" before any kernel exists). If the front end asks which kernel to use, the
+    default choice is accepted. ``reset`` adds JupyterLab's ``reset`` URL flag: the
+    server-side workspace is emptied, so tabs a previous test left open are not
+    restored (each restored notebook would start its own kernel).
 
-    ``reset`` adds Lab's ``reset`` URL flag: the server-side workspace is emptied,
-    so tabs a previous test left open are not restored (each restored notebook
-    would start its own kernel).
+    Voilà: the page itself runs the notebook; see :func:`open_voila`.
     """
-    path = urllib.parse.quote(name.lstrip("/"))
-    params = {"reset": ""} if reset else {}
-    page.goto(lab.url(f"lab/tree/{path}", **params), wait_until="domcontentloaded", timeout=timeout_ms)
+    if not server.frontend.interactive:
+        open_voila(page, server, name, timeout_ms=max(timeout_ms, RUN_ALL_TIMEOUT_MS))
+        return
+    params = {"reset": ""} if reset and server.frontend is LAB else {}
+    page.goto(server.notebook_url(name, **params), wait_until="domcontentloaded", timeout=timeout_ms)
     deadline = time.monotonic() + timeout_ms / 1000
     while True:
         remaining_ms = max(1, int((deadline - time.monotonic()) * 1000))
@@ -458,8 +560,48 @@ def open_notebook(
                     f"notebook {name!r}: kernel not ready after {timeout_ms / 1000:.0f} s "
                     f"(kernel name: {_text_or_none(page, SEL_KERNEL_NAME)!r}, "
                     f"status: {_attr_or_none(page, SEL_EXEC_INDICATOR, 'data-status')!r})\n"
-                    f"--- server log ---\n{lab.log_tail(30)}"
+                    f"--- server log ---\n{server.log_tail(30)}"
                 ) from None
+
+
+# Voilà streams the page while its kernel runs the cells, with a "#loading" spinner on
+# top; the spinner goes when the last cell has run (or one raised: Voilà stops there).
+_VOILA_DONE_JS = """
+() => document.readyState === 'complete' && !!document.body
+      && document.body.getAttribute('data-voila') === 'voila' && !document.querySelector('#loading')
+"""
+
+
+def open_voila(page, server: JupyterServer, name: str, timeout_ms: int = RUN_ALL_TIMEOUT_MS,
+               raise_on_error: bool = True) -> float:
+    """Open ``name`` as a Voilà app and wait until every cell has run; returns the seconds
+    it took. With ``raise_on_error`` a cell's traceback raises ``AssertionError``.
+
+    Widgets are drawn after that ("Loading widget..." until the page's widget manager
+    has connected to the kernel): wait for the widget itself before using it."""
+    t0 = time.monotonic()
+    page.goto(server.notebook_url(name), wait_until="commit", timeout=timeout_ms)
+    page.wait_for_function(_VOILA_DONE_JS, timeout=timeout_ms, polling=100)
+    elapsed = time.monotonic() - t0
+    if raise_on_error:
+        errors = cell_errors(page, root=SEL_VOILA_ROOT)
+        if errors:
+            raise AssertionError(f"Voilà: notebook {name!r} raised:\n" + "\n---\n".join(errors))
+    return elapsed
+
+
+def run_notebook(page, server: JupyterServer, name: str) -> float:
+    """Show notebook ``name`` with every cell run, in any front end: open it and Run All
+    (JupyterLab, Notebook 7), or let Voilà run it. Returns the seconds the run took."""
+    if not server.frontend.interactive:
+        return open_voila(page, server, name)
+    open_notebook(page, server, name)
+    return run_all(page)
+
+
+def notebook_root(server: JupyterServer) -> str:
+    """CSS selector of the element holding the notebook's outputs in this front end."""
+    return SEL_PANEL if server.frontend.interactive else SEL_VOILA_ROOT
 
 
 # Watches the active notebook for any sign of execution ([*] prompt or a busy
@@ -544,9 +686,29 @@ _CELL_ERRORS_JS = r"""
 """
 
 
-def cell_errors(page) -> list[str]:
-    """Text of every cell error (traceback) shown in the active notebook."""
-    return page.evaluate(_CELL_ERRORS_JS, [SEL_PANEL, SEL_STDERR_OUTPUT])
+def cell_errors(page, root: str = SEL_PANEL) -> list[str]:
+    """Text of every cell error (traceback) shown in the active notebook (``root``:
+    the element holding it, :func:`notebook_root`)."""
+    return page.evaluate(_CELL_ERRORS_JS, [root, SEL_STDERR_OUTPUT])
+
+
+# Uncaught page errors a front end raises by itself, whatever the notebook holds.
+KNOWN_PAGE_ERRORS = {
+    "notebook": ("reading 'schema'",),  # Notebook 7 on a fresh profile
+}
+
+
+def watch_page_errors(page) -> list[str]:
+    """Start collecting the page's uncaught errors; returns the (growing) list."""
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return errors
+
+
+def unexpected_page_errors(errors: Sequence[str], server: JupyterServer) -> list[str]:
+    """``errors`` without the ones the front end raises by itself (KNOWN_PAGE_ERRORS)."""
+    known = KNOWN_PAGE_ERRORS.get(server.frontend.name, ())
+    return [e for e in errors if not any(k in e for k in known)]
 
 
 def screenshot(page, name: str, full_page: bool = False) -> Path:
@@ -556,6 +718,51 @@ def screenshot(page, name: str, full_page: bool = False) -> Path:
     path = ARTIFACTS_DIR / f"{safe}.png"
     page.screenshot(path=str(path), full_page=full_page)
     return path
+
+
+# --------------------------------------------------------------------------- the explorer
+# Its canvas (a widget with class tv-canvas) holds one inline SVG, replaced on every
+# repaint; the figure title among its texts names the step shown (render.py's title).
+_SVG_JS = "sel => { const s = document.querySelector(sel + ' svg'); return s ? s.outerHTML : null; }"
+_TITLE_JS = r"""
+sel => {
+  const texts = Array.from(document.querySelectorAll(sel + ' svg text')).map(t => (t.textContent || '').trim());
+  return texts.find(t => /^(Step \d+\/\d+|Backward pass)/.test(t)) || null;
+}
+"""
+_CHANGED_JS = "([sel, old]) => { const s = document.querySelector(sel + ' svg'); return !!s && s.outerHTML !== old; }"
+
+
+def canvas_svg(page, canvas: str) -> str | None:
+    """The SVG markup inside the element ``canvas`` (a CSS selector) now."""
+    return page.evaluate(_SVG_JS, canvas)
+
+
+def canvas_title(page, canvas: str) -> str | None:
+    """The picture's title ("Step k/n ..." or "Backward pass ...") now."""
+    return page.evaluate(_TITLE_JS, canvas)
+
+
+def wait_svg_changed(page, canvas: str, old: str) -> str:
+    """Wait until the canvas shows other SVG markup than ``old`` (a repaint); returns it."""
+    page.wait_for_function(_CHANGED_JS, arg=[canvas, old], polling=50)
+    return canvas_svg(page, canvas)
+
+
+def wait_title_matching(page, canvas: str, pattern: str) -> str:
+    """Wait until the picture's title matches the JavaScript regex ``pattern``; returns it.
+    (Waiting for the expected title, not for any change: a burst of moves can paint
+    frames on the way to the last one.)"""
+    js = "([sel, pat]) => { const t = (" + _TITLE_JS + ")(sel); return t !== null && new RegExp(pat).test(t); }"
+    page.wait_for_function(js, arg=[canvas, pattern], polling=50)
+    return canvas_title(page, canvas)
+
+
+def wait_title_changed(page, canvas: str, old: str | None) -> str:
+    """Wait until the picture's title differs from ``old``; returns the new title."""
+    js = "([sel, old]) => { const t = (" + _TITLE_JS + ")(sel); return t !== null && t !== old; }"
+    page.wait_for_function(js, arg=[canvas, old], polling=50)
+    return canvas_title(page, canvas)
 
 
 # --------------------------------------------------------------------------- small utils

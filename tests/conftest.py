@@ -1,5 +1,6 @@
 # ---------------------------------------------------------------------------
-# Browser-test fixtures (JupyterLab + headless Chromium). See tests/browser.py.
+# Browser-test fixtures (JupyterLab / Notebook 7 / Voilà + headless Chromium).
+# See tests/browser.py.
 # Other fixtures may be appended below this block.
 # ---------------------------------------------------------------------------
 import sys
@@ -10,9 +11,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # also under --import-mode=importlib
 import browser as _browser  # noqa: E402  (tests/browser.py)
 
-_LABS = {}  # source dir -> JupyterLab started in this process
+_LABS = {}  # (front end, source dir) -> server started in this process
 
-_BROWSER_FIXTURES = {"jupyterlab", "jupyterlab_factory", "chromium_browser", "page"}
+_BROWSER_FIXTURES = {"jupyterlab", "jupyterlab_factory", "server_factory", "notebook7", "voila",
+                     "chromium_browser", "page"}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -35,10 +37,7 @@ def pytest_runtest_setup(item):
     missing = _browser.missing_requirements()
     if not missing:
         return
-    reason = "browser test needs: " + "; ".join(missing)
-    if _browser.is_ci():
-        pytest.fail(f"{reason} (CI is set, so this fails instead of skipping)", pytrace=False)
-    pytest.skip(reason)
+    _skip_or_fail("browser test needs: " + "; ".join(missing))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -50,15 +49,19 @@ def pytest_runtest_makereport(item, call):
 
 
 @pytest.fixture(scope="session")
-def jupyterlab_factory(tmp_path_factory):
-    """Start a JupyterLab serving a temp copy of a directory: ``factory(source=None)``
-    (``None`` = the repo's notebooks/). One server per source per session."""
-    def start(source=None):
+def server_factory(tmp_path_factory):
+    """Start a front end serving a temp copy of a directory: ``factory(frontend, source=None)``
+    with ``frontend`` one of "lab", "notebook", "voila" (``None`` source = the repo's
+    notebooks/). One server per front end and source per session; all stop at the end."""
+    def start(frontend, source=None):
+        missing = _browser.missing_requirements(frontend)
+        if missing:
+            _skip_or_fail("browser test needs: " + "; ".join(missing))
         src = Path(source) if source is not None else _browser.NOTEBOOKS_DIR
-        key = str(src.resolve())
+        key = (frontend, str(src.resolve()))
         if key not in _LABS:
-            workdir = tmp_path_factory.mktemp("jupyterlab")
-            _LABS[key] = _browser.start_jupyterlab(workdir, src)
+            workdir = tmp_path_factory.mktemp(frontend)
+            _LABS[key] = _browser.start_server(frontend, workdir, src)
         return _LABS[key]
 
     try:
@@ -69,12 +72,38 @@ def jupyterlab_factory(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def jupyterlab_factory(server_factory):
+    """Start a JupyterLab serving a temp copy of a directory: ``factory(source=None)``
+    (``None`` = the repo's notebooks/). One server per source per session."""
+    return lambda source=None: server_factory("lab", source)
+
+
+@pytest.fixture(scope="session")
 def jupyterlab(jupyterlab_factory):
     """The session's JupyterLab on a temp copy of notebooks/.
 
     ``.url(path)``, ``.root`` (write extra notebooks here), ``.token``, ``.api(path)``.
     """
     return jupyterlab_factory(None)
+
+
+@pytest.fixture(scope="session")
+def notebook7(server_factory):
+    """The session's Jupyter Notebook 7 on a temp copy of notebooks/ (same API as ``jupyterlab``)."""
+    return server_factory("notebook", None)
+
+
+@pytest.fixture(scope="session")
+def voila(server_factory):
+    """The session's Voilà on a temp copy of notebooks/: ``.notebook_url(name)`` runs that
+    notebook as an app (a new kernel per page)."""
+    return server_factory("voila", None)
+
+
+def _skip_or_fail(reason: str):
+    if _browser.is_ci():
+        pytest.fail(f"{reason} (CI is set, so this fails instead of skipping)", pytrace=False)
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
@@ -93,8 +122,9 @@ def chromium_browser():
 @pytest.fixture
 def page(request, chromium_browser):
     """A fresh browser context + page (1400x1000). On failure a screenshot and the
-    JupyterLab log tail go to tests/artifacts/FAILED-<test>.*; afterwards all
-    kernels/sessions/workspaces of the session's lab are reset."""
+    servers' log tails go to tests/artifacts/FAILED-<test>.*; afterwards all
+    kernels/sessions/workspaces of the session's servers are reset (Voilà ends a
+    page's kernel when the page closes)."""
     from playwright.sync_api import expect
 
     expect.set_options(timeout=_browser.DEFAULT_TIMEOUT_MS)
@@ -112,9 +142,9 @@ def page(request, chromium_browser):
             except Exception as exc:  # the page may be gone
                 print(f"\n[browser] no failure screenshot: {exc}")
         pg.context.close()
-        for i, lab in enumerate(_LABS.values()):
+        for i, server in enumerate(_LABS.values()):
             if failed:
                 _browser.ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)
-                log = _browser.ARTIFACTS_DIR / f"{name}.jupyterlab{i or ''}.log"
-                log.write_text(lab.log_tail(400))
-            lab.shutdown_kernels()
+                log = _browser.ARTIFACTS_DIR / f"{name}.{server.frontend.module}{i or ''}.log"
+                log.write_text(server.log_tail(400))
+            server.shutdown_kernels()

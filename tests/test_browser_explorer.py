@@ -12,7 +12,8 @@ import re
 
 import pytest
 
-from browser import SEL_PANEL, open_notebook, run_all, screenshot
+from browser import (SEL_PANEL, canvas_svg, canvas_title, open_notebook, run_all, screenshot, wait_svg_changed,
+                     wait_title_changed)
 
 pytestmark = pytest.mark.browser
 
@@ -20,34 +21,20 @@ EXPLORER = f"{SEL_PANEL} .tv-explorer"
 CANVAS = f"{EXPLORER} .tv-canvas"
 PANEL = f"{EXPLORER} .tv-panel"
 
-# The canvas's SVG markup, and the figure title (render.py's step title) among its texts.
-_SVG_JS = "sel => { const s = document.querySelector(sel + ' svg'); return s ? s.outerHTML : null; }"
-_TITLE_JS = r"""
-sel => {
-  const texts = Array.from(document.querySelectorAll(sel + ' svg text')).map(t => (t.textContent || '').trim());
-  return texts.find(t => /^(Step \d+\/\d+|Backward pass)/.test(t)) || null;
-}
-"""
-_CHANGED_JS = "([sel, old]) => { const s = document.querySelector(sel + ' svg'); return !!s && s.outerHTML !== old; }"
-
-
 def _svg(page) -> str:
-    return page.evaluate(_SVG_JS, CANVAS)
+    return canvas_svg(page, CANVAS)
 
 
 def _title(page) -> str | None:
-    return page.evaluate(_TITLE_JS, CANVAS)
+    return canvas_title(page, CANVAS)
 
 
 def _wait_svg_changed(page, old: str) -> str:
-    page.wait_for_function(_CHANGED_JS, arg=[CANVAS, old], polling=50)
-    return _svg(page)
+    return wait_svg_changed(page, CANVAS, old)
 
 
 def _wait_title_changed(page, old: str) -> str:
-    js = "([sel, old]) => { const t = (" + _TITLE_JS + ")(sel); return t !== null && t !== old; }"
-    page.wait_for_function(js, arg=[CANVAS, old], polling=50)
-    return _title(page)
+    return wait_title_changed(page, CANVAS, old)
 
 
 def value_text_of(x: float) -> str:
