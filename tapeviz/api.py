@@ -192,12 +192,16 @@ def draw(tape: Any, target=None, step: int | None = None, *, ax=None, title: str
 
 
 def save(tape: Any, path, *, target=None, step: int | None = None, dpi: int = 100, fps: float = 1.5,
-         caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False):
-    """Write a .png / .svg picture, or a .gif of the backward pass (one frame a step)."""
+         caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
+         every_step: bool = False, progress: bool = True):
+    """Write a .png / .svg picture, or a .gif of the backward pass: one frame per step as the
+    picture shows it (a collapsed layer's ops are one step), at most ~150 frames unless
+    ``every_step``. A save that takes more than ~2 s shows a progress bar (``progress=False``:
+    never); Ctrl+C leaves no partly written file. Returns the path."""
     check_path(path)  # fail before any work on a bad path
     v = view(tape, target, step=step, caption=caption, output_gradients=output_gradients, collapsed=collapsed,
              show_all=show_all)
-    return save_view(v, path, dpi=dpi, fps=fps)
+    return save_view(v, path, dpi=dpi, fps=fps, every_step=every_step, progress=progress)
 
 
 def explore(tape: Any, targets, *, output_gradients=None):

@@ -31,25 +31,33 @@ def _printed(printed: dict) -> str:
     return "TensorFlow printed: " + "; ".join(parts)
 
 
-def export_example(name: str, path: str | os.PathLike, *, step: int | None = None) -> Path:
-    """Run a built-in example and write its picture (.png/.svg) or animation (.gif)."""
+def export_example(name: str, path: str | os.PathLike, *, step: int | None = None, progress: bool = True) -> Path:
+    """Run a built-in example and write its picture (.png/.svg) or animation (.gif).
+    A write that takes more than ~2 s shows a progress bar (``progress=False``: never)."""
     from . import api, examples
     from .export import check_path
 
     ex = examples.get(name)
     check_path(path)  # a bad path fails before the example runs
     run = ex.run()
-    return api.save(run.tape, path, target=run.target, step=step, caption=f"{ex.title}\n{_printed(run.printed)}")
+    return api.save(run.tape, path, target=run.target, step=step, caption=f"{ex.title}\n{_printed(run.printed)}",
+                    progress=progress)
 
 
-def export_all(out: Path, formats=("png", "svg", "gif")) -> list[Path]:
+def export_all(out: Path, formats=("png", "svg", "gif"), *, progress: bool = True) -> list[Path]:
+    """Every built-in example in every format, into ``out``; one progress bar for all the
+    files once the whole takes more than ~2 s."""
     from . import examples
+    from .export import progress_bar
 
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name in examples.EXAMPLES:
-        for fmt in formats:
-            written.append(export_example(name, out / f"{name}.{fmt}"))
+    jobs = [(name, fmt) for name in examples.EXAMPLES for fmt in formats]
+    with progress_bar(len(jobs), f"writing {out}", progress) as bar:
+        for name, fmt in jobs:
+            written.append(export_example(name, out / f"{name}.{fmt}", progress=False))
+            bar.set_postfix_str(f"{name}.{fmt}", refresh=False)
+            bar.update(1)
     return written
 
 
@@ -249,13 +257,21 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, OSError) as e:
             print(f"tapeviz: {e}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:  # the file being written was removed: nothing half-written is left
+            print(f"\ntapeviz: interrupted; {args.output} was not written.", file=sys.stderr)
+            return 130
         print(f"wrote {path}")
         return 0
     if args.command == "demo":
         if not (args.export or args.out):
             return run_jupyterlab(args)
         out = Path(args.out or "out/demo").resolve()
-        written = export_all(out)
+        try:
+            written = export_all(out)
+        except KeyboardInterrupt:
+            print(f"\ntapeviz demo: interrupted; the files written so far are in {out}, "
+                  "none of them half-written.", file=sys.stderr)
+            return 130
         print(f"tapeviz demo: wrote {len(written)} files for {len(written) // 3} examples into {out}")
         return 0
     return 2  # pragma: no cover
