@@ -186,9 +186,9 @@ def save_view(view: GraphView, path: str | os.PathLike, *, dpi: int = 100, fps: 
 
                     tmp.write_bytes(png_bytes(to_svg(view), dpi=dpi))
                 else:
-                    from .raster import MAX_PNG_PIXELS
+                    from . import raster
 
-                    view.figure.savefig(tmp, format="png", dpi=_mpl_dpi(view, dpi, MAX_PNG_PIXELS))
+                    view.figure.savefig(tmp, format="png", dpi=_mpl_dpi(view, dpi, raster.MAX_PNG_PIXELS))
                 bar.update(1)
     return p
 
@@ -217,10 +217,10 @@ def _gif_tapeviz(view: GraphView, tmp: Path, frames: list[Frame], *, dpi: float,
     :class:`tapeviz.raster.FrameRenderer`), quantised to one palette and streamed
     into the file (see :mod:`tapeviz.gif`)."""
     from .gif import GifStream, Palette
-    from .raster import MAX_GIF_PIXELS, FrameRenderer, text_strip
+    from .raster import FrameRenderer, text_strip
 
     before = view.step
-    renderer = FrameRenderer(dpi=dpi, max_pixels=MAX_GIF_PIXELS)
+    renderer = FrameRenderer(dpi=dpi)
 
     def draw(f: Frame):
         view.set_step(f.step)
@@ -233,7 +233,7 @@ def _gif_tapeviz(view: GraphView, tmp: Path, frames: list[Frame], *, dpi: float,
             ends = [_on_white(first[0]).copy()]
             if len(frames) > 1:
                 view.set_step(frames[-1].step)
-                ends.append(_on_white(FrameRenderer(dpi=dpi, max_pixels=MAX_GIF_PIXELS).render(to_svg(view))[0]))
+                ends.append(_on_white(FrameRenderer(dpi=dpi).render(to_svg(view))[0]))
             palette = Palette.from_frames(*ends)
             bar.update(1)
             w, h = renderer.size
@@ -284,7 +284,7 @@ def _gif_matplotlib(view: GraphView, tmp: Path, frames: list[Frame], *, dpi: flo
     restyled); a merged frame's note goes under the title."""
     from matplotlib.animation import FuncAnimation, PillowWriter
 
-    from .raster import MAX_GIF_PIXELS
+    from . import raster
 
     before = view.step
     title = view.artists.title
@@ -302,7 +302,7 @@ def _gif_matplotlib(view: GraphView, tmp: Path, frames: list[Frame], *, dpi: flo
     anim = FuncAnimation(view.figure, show, frames=order, blit=False, repeat=False, cache_frame_data=False)
     try:
         with progress_bar(len(order), label, progress) as bar:
-            anim.save(str(tmp), writer=PillowWriter(fps=fps), dpi=_mpl_dpi(view, dpi, MAX_GIF_PIXELS),
+            anim.save(str(tmp), writer=PillowWriter(fps=fps), dpi=_mpl_dpi(view, dpi, raster.MAX_GIF_PIXELS),
                       progress_callback=lambda i, n: bar.update(1))
     finally:
         view.set_step(before)

@@ -48,25 +48,29 @@ class Palette:
         self._lookup = np.full(1 << 24, TRANSPARENT, np.uint8)
 
     @classmethod
-    def from_frames(cls, *frames: np.ndarray, sample: int = 1_500_000) -> "Palette":
-        """Median-cut colours of the frames' pixels (RGB), white kept exact."""
+    def from_frames(cls, *frames: np.ndarray, exact: int = 96, sample: int = 2_000_000) -> "Palette":
+        """White, then the ``exact`` most frequent colours as they are (the flat fills of
+        boxes, lines and text), then median-cut colours for the rest (antialiased
+        edges), from the frames' pixels (RGB)."""
         pixels = np.concatenate([np.asarray(f)[..., :3].reshape(-1, 3) for f in frames])
-        pixels = pixels[(pixels != 255).any(axis=1)]  # white: the background, always in the palette
         if len(pixels) > sample:  # evenly spaced pixels: every region contributes
             pixels = pixels[np.linspace(0, len(pixels) - 1, sample).astype(np.int64)]
-        white = np.array([[255, 255, 255]], np.uint8)
-        if len(pixels) == 0:
-            return cls(white)
         packed = pixels.astype(np.uint32) @ np.array([1 << 16, 1 << 8, 1], np.uint32)
-        unique = np.unique(packed)
-        if len(unique) <= TRANSPARENT - 1:  # few enough to keep every colour exactly
-            rgb = np.stack([(unique >> 16) & 255, (unique >> 8) & 255, unique & 255], axis=1).astype(np.uint8)
-            return cls(np.concatenate([white, rgb]))
-        strip = Image.fromarray(pixels.reshape(1, -1, 3), "RGB")
-        quant = strip.quantize(colors=TRANSPARENT - 1, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-        used = sorted(set(quant.getdata()))
-        table = np.asarray(quant.getpalette()[:3 * 256], np.uint8).reshape(-1, 3)
-        return cls(np.concatenate([white, table[used]]))
+        unique, counts = np.unique(packed, return_counts=True)
+        keep = unique != 0xFFFFFF
+        unique, counts = unique[keep], counts[keep]
+        room = TRANSPARENT - 1  # after white
+        if len(unique) > room:  # the most frequent exactly, the others by median cut
+            order = np.argsort(-counts, kind="stable")
+            first, rest = unique[order[:exact]], order[exact:]
+            rest_pixels = np.repeat(unique[rest], np.minimum(counts[rest], 1000))
+            strip = Image.fromarray(_unpack(rest_pixels).reshape(1, -1, 3), "RGB")
+            quant = strip.quantize(colors=room - exact, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+            table = np.asarray(quant.getpalette()[:3 * 256], np.uint8).reshape(-1, 3)
+            colors = np.concatenate([_unpack(first), table[sorted(set(quant.getdata()))]])
+        else:
+            colors = _unpack(unique)
+        return cls(np.concatenate([np.array([[255, 255, 255]], np.uint8), colors]))
 
     def indices(self, rgb: np.ndarray) -> np.ndarray:
         """Each pixel's nearest palette colour (no dithering: flat colours stay flat, white
@@ -77,12 +81,18 @@ class Palette:
         missing = out == TRANSPARENT
         if missing.any():
             new = np.unique(packed[missing])
-            cols = np.stack([(new >> 16) & 255, (new >> 8) & 255, new & 255], axis=1).astype(np.int32)
+            cols = _unpack(new).astype(np.int32)
             for i in range(0, len(new), 4096):  # (colours x palette) distances, a block at a time
                 d = (cols[i:i + 4096, None, :] - self._colors[None, :, :]) ** 2 @ np.array([2, 4, 3], np.int32)
                 self._lookup[new[i:i + 4096]] = d.argmin(axis=1).astype(np.uint8)
             out[missing] = self._lookup[packed[missing]]
         return out
+
+
+def _unpack(packed: np.ndarray) -> np.ndarray:
+    """0xRRGGBB integers as rows of (R, G, B) bytes."""
+    packed = np.asarray(packed, np.uint32)
+    return np.stack([(packed >> 16) & 255, (packed >> 8) & 255, packed & 255], axis=1).astype(np.uint8)
 
 
 def _image_data(indices: np.ndarray, palette: Palette) -> bytes:

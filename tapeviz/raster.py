@@ -671,13 +671,16 @@ def raster_scale(doc: SvgDoc, dpi: float, max_pixels: int) -> tuple[float, tuple
     w_in, h_in = doc.size_inches
     dpi = min(float(dpi), math.sqrt(max_pixels / max(w_in * h_in, 1e-9)))
     scale = w_in * dpi / doc.view_box[2]
-    return scale, (max(1, round(doc.view_box[2] * scale)), max(1, round(doc.view_box[3] * scale)))
+    # whole pixels, rounded down (a fraction of a pixel is cut rather than the cap passed)
+    return scale, (max(1, math.floor(doc.view_box[2] * scale + 1e-6)),
+                   max(1, math.floor(doc.view_box[3] * scale + 1e-6)))
 
 
-def png_bytes(svg: str, *, dpi: float = 100, max_pixels: int = MAX_PNG_PIXELS) -> bytes:
-    """The SVG document as PNG bytes at ``dpi`` (lower if it would exceed ``max_pixels``)."""
+def png_bytes(svg: str, *, dpi: float = 100, max_pixels: int | None = None) -> bytes:
+    """The SVG document as PNG bytes at ``dpi``, lower if it would pass ``max_pixels``
+    (default :data:`MAX_PNG_PIXELS`)."""
     doc = parse_svg(svg)
-    _, size = raster_scale(doc, dpi, max_pixels)
+    _, size = raster_scale(doc, dpi, MAX_PNG_PIXELS if max_pixels is None else max_pixels)
     return _resvg(doc.document(size_px=size), doc.fonts)
 
 
@@ -741,9 +744,9 @@ class FrameRenderer:
     #: Two rectangles are redrawn as one when their union is at most this many pixels bigger.
     SLACK = 48 * 48
 
-    def __init__(self, *, dpi: float = 100, max_pixels: int = MAX_GIF_PIXELS, full_every: bool = False):
+    def __init__(self, *, dpi: float = 100, max_pixels: int | None = None, full_every: bool = False):
         self.dpi = dpi
-        self.max_pixels = max_pixels
+        self.max_pixels = MAX_GIF_PIXELS if max_pixels is None else max_pixels
         self.full_every = full_every
         self.scale: float | None = None
         self.size: tuple[int, int] | None = None
