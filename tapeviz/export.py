@@ -23,7 +23,7 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import numpy as np
 from matplotlib import rc_context

@@ -15,7 +15,8 @@ import tapeviz as tv
 from tapeviz import examples, export, raster
 from tapeviz.export import Frame, plan_frames, save_view
 from tapeviz.gif import GifStream, Palette
-from tapeviz.raster import FrameRenderer, parse_svg, png_bytes
+from tapeviz.raster import FrameRenderer, png_bytes
+from tapeviz.svgparts import cjk_font_files, parse_svg
 from tapeviz.render import C_GRAD
 from tapeviz.svg import to_svg
 
@@ -127,7 +128,7 @@ def test_drawn_views_keep_matplotlibs_png(tmp_path, monkeypatch):
 
 
 def test_chinese_text_is_drawn_with_a_cjk_font():
-    if not raster._cjk_font_files():
+    if not cjk_font_files():
         pytest.skip("no CJK font installed (Debian: fonts-noto-cjk)")
     svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40" viewBox="0 0 200 40">'
            '<rect width="100%" height="100%" fill="#ffffff"/>'
@@ -274,7 +275,6 @@ def test_gif_stream_writes_only_what_changed():
             assert (np.asarray(im.convert("RGB")) == pal.table[f]).all()
             assert im.info["duration"] == (3000 if i == 2 else 500)
     data = buf.getvalue()
-    descriptors = [m.start() for m in re.finditer(rb",", data)]
     assert b"\x2c\x1e\x00\x0a\x00\x14\x00\x0a\x00" in data  # frame 1: only the 20 x 10 block at (30, 10)
 
 
