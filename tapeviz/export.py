@@ -184,12 +184,16 @@ def save_view(view: GraphView, path: str | os.PathLike, *, dpi: int = 100, fps: 
                 elif ours:
                     from .raster import png_bytes
 
-                    tmp.write_bytes(png_bytes(to_svg(view), dpi=dpi))
+                    def drawn(done: int, total: int) -> None:  # a big picture is drawn in strips
+                        bar.total = total
+                        bar.update(done - bar.n)
+
+                    tmp.write_bytes(png_bytes(to_svg(view), dpi=dpi, on_part=drawn))
                 else:
                     from . import raster
 
                     view.figure.savefig(tmp, format="png", dpi=_mpl_dpi(view, dpi, raster.MAX_PNG_PIXELS))
-                bar.update(1)
+                bar.update(bar.total - bar.n)
     return p
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import math
+from typing import Callable
 
 import numpy as np
 from PIL import Image
@@ -32,6 +33,7 @@ __all__ = ["MAX_PNG_PIXELS", "MAX_GIF_PIXELS", "raster_scale", "png_bytes", "Fra
 
 MAX_PNG_PIXELS = 40_000_000  # ~160 MB of RGBA while rendering; larger pictures get a lower dpi
 MAX_GIF_PIXELS = 8_000_000  # per frame: viewers decode every frame of a GIF whole
+STRIP_PIXELS = 12_000_000  # PNGs above this are drawn in strips (progress, Ctrl+C between strips)
 
 Rect = tuple[int, int, int, int]  # pixel columns x0..x1, rows y0..y1 (ends excluded)
 
@@ -65,12 +67,36 @@ def raster_scale(doc: SvgDoc, dpi: float, max_pixels: int) -> tuple[float, tuple
                    max(1, math.floor(doc.view_box[3] * scale + 1e-6)))
 
 
-def png_bytes(svg: str, *, dpi: float = 100, max_pixels: int | None = None) -> bytes:
+def png_bytes(svg: str, *, dpi: float = 100, max_pixels: int | None = None,
+              on_part: Callable[[int, int], None] | None = None) -> bytes:
     """The SVG document as PNG bytes at ``dpi``, lower if it would pass ``max_pixels``
-    (default :data:`MAX_PNG_PIXELS`)."""
+    (default :data:`MAX_PNG_PIXELS`).
+
+    A picture above :data:`STRIP_PIXELS` is drawn in horizontal strips, each from the
+    elements reaching into it, calling ``on_part(done, total)`` after each: a long
+    drawing shows progress and can be interrupted between strips (resvg holds the
+    interpreter while it draws).  Smaller ones are one call, resvg's own PNG."""
     doc = parse_svg(svg, elements=False)
-    _, size = raster_scale(doc, dpi, MAX_PNG_PIXELS if max_pixels is None else max_pixels)
-    return _resvg(doc.document(size_px=size), doc.fonts)
+    scale, size = raster_scale(doc, dpi, MAX_PNG_PIXELS if max_pixels is None else max_pixels)
+    w, h = size
+    if w * h <= STRIP_PIXELS:
+        png = _resvg(doc.document(size_px=size), doc.fonts)
+        if on_part is not None:
+            on_part(1, 1)
+        return png
+    renderer = FrameRenderer(dpi=dpi, max_pixels=MAX_PNG_PIXELS if max_pixels is None else max_pixels)
+    renderer.scale, renderer.size = scale, size
+    renderer.pixels = np.zeros((h, w, 4), np.uint8)
+    doc = parse_svg(svg)
+    rows = max(1, STRIP_PIXELS // (2 * w))
+    tops = list(range(0, h, rows))
+    for i, top in enumerate(tops):
+        renderer._redraw(doc, (0, top, w, min(h, top + rows)))
+        if on_part is not None:
+            on_part(i + 1, len(tops))
+    buf = io.BytesIO()
+    Image.fromarray(renderer.pixels, "RGBA").save(buf, format="PNG", compress_level=3)
+    return buf.getvalue()
 
 
 def text_strip(text: str, width: int, scale: float, *, height: int, size: float = 12.0,

@@ -366,3 +366,21 @@ def test_cli_export_interrupted_exits_130_without_a_file(tmp_path, monkeypatch, 
     monkeypatch.setattr(cli, "export_example", interrupted)
     assert cli.main(["export", "basic", "-o", str(tmp_path / "b.gif")]) == 130
     assert "interrupted" in capsys.readouterr().err and not (tmp_path / "b.gif").exists()
+
+
+def test_big_pngs_are_drawn_in_strips_with_progress(stop_view, tmp_path, monkeypatch, capsys):
+    _, view = stop_view
+    svg = to_svg(view)
+    whole = np.asarray(Image.open(io.BytesIO(png_bytes(svg))).convert("RGBA")).astype(int)
+    monkeypatch.setattr(raster, "STRIP_PIXELS", 60_000)  # a "big" picture: drawn strip by strip
+    parts = []
+    striped = png_bytes(svg, on_part=lambda done, total: parts.append((done, total)))
+    pixels = np.asarray(Image.open(io.BytesIO(striped)).convert("RGBA")).astype(int)
+    assert pixels.shape == whole.shape
+    assert len(parts) > 3 and parts[-1][0] == parts[-1][1] == len(parts)
+    diff = np.abs(pixels - whole).max(axis=2)
+    assert diff.max() <= 32 and (diff > 2).sum() <= 0.001 * diff.size
+    monkeypatch.setattr(export, "PROGRESS_AFTER", 0.0)
+    save_view(view, tmp_path / "big.png")
+    err = capsys.readouterr().err
+    assert "writing big.png" in err and f"{len(parts)}/{len(parts)}" in err
