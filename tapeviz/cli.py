@@ -53,7 +53,7 @@ def export_all(out: Path, formats=("png", "svg", "gif"), *, progress: bool = Tru
     out.mkdir(parents=True, exist_ok=True)
     written = []
     jobs = [(name, fmt) for name in examples.EXAMPLES for fmt in formats]
-    with progress_bar(len(jobs), f"writing {out}", progress) as bar:
+    with progress_bar(len(jobs), f"writing {out}", progress, unit="file") as bar:
         for name, fmt in jobs:
             written.append(export_example(name, out / f"{name}.{fmt}", progress=False))
             bar.set_postfix_str(f"{name}.{fmt}", refresh=False)

@@ -116,13 +116,13 @@ def plan_frames(view: GraphView, *, max_frames: int | None = FRAME_BUDGET, every
 
 
 @contextlib.contextmanager
-def progress_bar(total: int, desc: str, enabled: bool = True) -> Iterator:
+def progress_bar(total: int, desc: str, enabled: bool = True, unit: str = "frame") -> Iterator:
     """A tqdm bar (notebook-aware) that appears only once the work has taken
     :data:`PROGRESS_AFTER` seconds; ``update(n)`` it as work is done."""
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, desc=desc, unit="frame" if total > 1 else "", delay=PROGRESS_AFTER, disable=not enabled,
-               leave=True, dynamic_ncols=True)
+    bar = tqdm(total=total, desc=desc, unit=unit, delay=PROGRESS_AFTER, disable=not enabled, leave=True,
+               dynamic_ncols=True)
     try:
         yield bar
     finally:
@@ -178,7 +178,7 @@ def save_view(view: GraphView, path: str | os.PathLike, *, dpi: int = 100, fps: 
             writer = _gif_tapeviz if ours else _gif_matplotlib
             writer(view, tmp, frames, dpi=dpi, fps=fps, progress=progress, label=f"writing {p.name}")
         else:
-            with progress_bar(1, f"writing {p.name}", progress) as bar:
+            with progress_bar(1, f"writing {p.name}", progress, unit="part") as bar:
                 if suffix == ".svg":
                     _svg(view, tmp, ours, dpi)
                 elif ours:
@@ -259,7 +259,7 @@ def _gif_tapeviz(view: GraphView, tmp: Path, frames: list[Frame], *, dpi: float,
                     rects.append((0, 0, w, band))
                     shown = f.note
                 changed = (min(r[0] for r in rects), min(r[1] for r in rects), max(r[2] for r in rects),
-                           max(r[3] for r in rects))
+                           max(r[3] for r in rects)) if rects else (0, 0, 0, 0)  # nothing changed: held longer
                 stream.add(indices, 1.0 / fps, changed)
                 bar.update(1)
             stream.close(last_delay=_hold(fps))

@@ -384,3 +384,18 @@ def test_big_pngs_are_drawn_in_strips_with_progress(stop_view, tmp_path, monkeyp
     save_view(view, tmp_path / "big.png")
     err = capsys.readouterr().err
     assert "writing big.png" in err and f"{len(parts)}/{len(parts)}" in err
+
+
+def test_a_frame_that_changes_nothing_lengthens_the_one_before(stop_view, tmp_path, monkeypatch):
+    _, view = stop_view
+    svg = to_svg(view)
+    r = FrameRenderer(dpi=50)
+    r.render(svg)
+    assert r.render(svg)[1] == []  # the same document again: nothing to redraw
+    frames = [Frame(0, 0), Frame(1, 1), Frame(1, 1), Frame(view.flow.last_step, 2)]
+    monkeypatch.setattr(export, "plan_frames", lambda *a, **k: frames)
+    gif = save_view(view, tmp_path / "held.gif", dpi=50)
+    with Image.open(gif) as im:
+        assert im.n_frames == 3
+        im.seek(1)
+        assert im.info["duration"] == 2 * round(100 / 1.5) * 10
