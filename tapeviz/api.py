@@ -12,6 +12,7 @@ from .capture import GRAPH_MODE_MESSAGE, GraphModeError, Recorder, tape_is_recor
 from .flow import GradientFlow
 from .export import check_path, save_view
 from .graph import DEFAULT_BUDGET_BYTES, DEFAULT_MAX_VALUE_BYTES, TapeGraph
+from .messages import check_lang
 from .render import GraphView
 
 __all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "export_html", "explain",
@@ -164,45 +165,63 @@ def flow(tape: Any, target, *, sources=None, output_gradients=None) -> GradientF
 
 
 def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str | None = None,
-         caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False) -> GraphView:
+         caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
+         lang: str = "en", theme: str = "light") -> GraphView:
     """A GraphView of what ``tape`` recorded; with a target, its backward pass at ``step``
     (0 seeds the target; None, the default, is the last step: the finished pass).
 
     What is shown: ops that carry nothing to the target are hidden, constants and
     shape plumbing fold into chips on the ops that use them (``show_all=True`` draws
     every recorded op). ``collapsed``: "auto" (TF API calls collapse; layers when the
-    picture would not fit a screen), True, False, or the names of groups to collapse."""
+    picture would not fit a screen), True, False, or the names of groups to collapse.
+    ``lang``: "en" or "zh" for every word on the picture; ``theme``: "light", "dark" or
+    "projector"."""
     graph = _graph_of(tape)
     fl = flow(tape, target, output_gradients=output_gradients) if target is not None else None
-    v = GraphView(graph, fl, ax=ax, title=title, caption=caption, collapsed=collapsed, show_all=show_all)
+    v = GraphView(graph, fl, ax=ax, title=title, caption=caption, collapsed=collapsed, show_all=show_all, lang=lang,
+                  theme=theme)
     if step is not None:
         v.set_step(step)
     return v
 
 
 def draw(tape: Any, target=None, step: int | None = None, *, ax=None, title: str | None = None,
-         caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False):
+         caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
+         lang: str = "en", theme: str = "light"):
     """A matplotlib Figure of the recorded graph and, given a target, its gradient flow.
 
     ``step=None`` shows the finished backward pass, ``step=k`` the state after k steps.
     Pass ``ax=`` to draw into an existing Axes (its figure is returned).
     """
     return view(tape, target, step=step, ax=ax, title=title, caption=caption,
-                output_gradients=output_gradients, collapsed=collapsed, show_all=show_all).figure
+                output_gradients=output_gradients, collapsed=collapsed, show_all=show_all, lang=lang,
+                theme=theme).figure
 
 
 def save(tape: Any, path, *, target=None, step: int | None = None, dpi: int = 100, fps: float = 1.5,
-         caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False):
+         caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
+         lang: str = "en", theme: str = "light"):
     """Write a .png / .svg picture, or a .gif of the backward pass (one frame a step)."""
     check_path(path)  # fail before any work on a bad path
     v = view(tape, target, step=step, caption=caption, output_gradients=output_gradients, collapsed=collapsed,
-             show_all=show_all)
+             show_all=show_all, lang=lang, theme=theme)
     return save_view(v, path, dpi=dpi, fps=fps)
 
 
-def explore(tape: Any, targets, *, output_gradients=None):
-    """A live Explorer widget: ``targets`` is one tensor or {name: tensor} (persistent tapes)."""
+def explore(tape: Any, targets, *, output_gradients=None, lang: str = "en", theme: str = "light",
+            show_all: bool = False, presenter: bool = False):
+    """A live Explorer widget: ``targets`` is one tensor or {name: tensor} (persistent tapes).
+
+    ``lang``: "en" or "zh"; ``theme``: "light", "dark" or "projector"; ``show_all``: every
+    recorded op; ``presenter``: only the picture and the step buttons, full width."""
     from .widget import Explorer
+
+    explored = _explored(tape, targets, output_gradients)
+    return Explorer(explored, presenter=presenter, lang=lang, theme=theme, show_all=show_all)
+
+
+def _explored(tape: Any, targets, output_gradients):
+    from .state import Explored
 
     graph = _graph_of(tape)
     if isinstance(targets, dict):
@@ -210,38 +229,42 @@ def explore(tape: Any, targets, *, output_gradients=None):
             raise ValueError("explore() needs at least one target.")
         named = {str(k): v for k, v in targets.items()}
     else:
-        named = {graph.display_name(graph.node_of(targets)) if graph.node_of(targets) is not None else "target": targets}
+        node = graph.node_of(targets)
+        named = {graph.display_name(node) if node is not None else "target": targets}
     for name, t in named.items():  # fail now, with flow's clear message, not inside a callback
         flow(tape, t, output_gradients=output_gradients)
-    return Explorer(graph, named, flow_factory=lambda t: flow(tape, t, output_gradients=output_gradients))
+    return Explored(graph, named, flow_factory=lambda t: flow(tape, t, output_gradients=output_gradients))
 
 
 def export_html(tape: Any, target, path, *, output_gradients=None, title: str | None = None,
                 embed_url: str | None = None, requirejs: bool = True, requirejs_url: str | None = None,
-                cors: bool = True):
+                cors: bool = True, clip: str = "none", clip_norm: float = 1.0, clip_norms=None,
+                lang: str = "en", theme: str = "light"):
     """Write a standalone .html page that steps through the backward pass of ``target`` with
     no Python kernel (a slider and a play button over pictures rendered now).
 
-    ``target``: a tensor, or {name: tensor} with one entry to choose the name shown. The
-    page loads its widget scripts from public CDNs unless ``embed_url`` / ``requirejs_url``
-    point at local copies: see :meth:`tapeviz.widget.Explorer.export_html`. Returns the path.
+    ``target``: a tensor, or {name: tensor}; with several targets (a persistent tape) the
+    page holds each one's backward pass and a menu picks one. ``clip`` / ``clip_norm``:
+    the clipping the panel shows; ``clip_norms=[...]``: the panel for each of those
+    positions, picked by a slider in the page. The page loads its widget scripts from
+    public CDNs unless ``embed_url`` / ``requirejs_url`` point at local copies: see
+    :func:`tapeviz.page.write_page`. Returns the path.
     """
-    if isinstance(target, dict) and len(target) != 1:
-        raise ValueError(
-            f"export_html writes one target's backward pass, got {len(target)} targets. Pass one tensor or "
-            "{name: tensor} with one entry (or call .export_html on a tv.explore(...) widget after choosing "
-            "its target).")
+    from .page import write_page
+
     check_path(path, formats=(".html", ".htm"))  # fail before any drawing work
-    ex = explore(tape, target, output_gradients=output_gradients)
+    explored = _explored(tape, target, output_gradients)
+    state = explored.initial(lang=lang, theme=theme, clip=clip, clip_norm=clip_norm)
     try:
-        return ex.export_html(path, title=title, embed_url=embed_url, requirejs=requirejs,
-                              requirejs_url=requirejs_url, cors=cors)
+        return write_page(explored, state, path, targets=list(explored.targets), clip_norms=clip_norms, title=title,
+                          embed_url=embed_url, requirejs=requirejs, requirejs_url=requirejs_url, cors=cors)
     finally:
-        ex.close()
+        explored.forget()
 
 
-def explain(tape: Any, target, source, *, output_gradients=None):
-    """Why d target / d source is None: a Diagnosis (reason, message, fix), or None if it is not."""
+def explain(tape: Any, target, source, *, output_gradients=None, lang: str = "en"):
+    """Why d target / d source is None: a Diagnosis (reason, message, fix), or None if it is not.
+    ``lang``: the language of the message and the fix ("en", "zh")."""
     from .diagnose import explain_flow
 
-    return explain_flow(flow(tape, target, output_gradients=output_gradients), source)
+    return explain_flow(flow(tape, target, output_gradients=output_gradients), source, check_lang(lang))

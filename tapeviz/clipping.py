@@ -17,12 +17,6 @@ import tensorflow as tf
 
 MODES = ("none", "by_norm", "by_value", "by_global_norm")
 
-NONE_ADVICE = (
-    "tf.clip_by_norm(None, ...) raises ValueError; keep only the pairs with a gradient: "
-    "[(g, v) for g, v in zip(grads, variables) if g is not None]."
-)
-
-
 def check_settings(mode: str, clip_norm: float = 1.0, clip_value: tuple[float, float] = (-1.0, 1.0)) -> None:
     """Refuse settings that make no sense, with what to do instead."""
     if mode not in MODES:

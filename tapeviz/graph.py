@@ -15,6 +15,7 @@ import networkx as nx
 import numpy as np
 
 from .capture import Capture, Export, OpRecord, function_body, is_trainable
+from .messages import Phrase
 
 #: Tensors up to this many bytes keep their full value; larger ones keep a summary.
 DEFAULT_MAX_VALUE_BYTES = 1 << 20
@@ -450,9 +451,9 @@ class TapeGraph:
         if d.get("name"):
             return d["name"]
         if d["kind"] == "op":
-            return f"the {d['op_type']} op"
+            return Phrase("name.op", op=d["op_type"])
         if d["kind"] == "constant":
-            return f"the constant {d['label']}"
+            return Phrase("name.constant", label=d["label"])
         return d["label"]
 
     def data_edges(self, node=None, out: bool = True) -> Iterable:

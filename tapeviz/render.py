@@ -218,9 +218,9 @@ class GraphView:
 
     def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, ax: Axes | None = None,
                  pos=None, title: str | None = None, caption: str | None = None, routes=None,
-                 collapsed="auto", functions=(), show_all: bool = False):
+                 collapsed="auto", functions=(), show_all: bool = False, lang: str = "en", theme: str = "light"):
         self.scene = Scene(graph, flow, pos=pos, routes=routes, title=title, caption=caption,
-                           collapsed=collapsed, functions=functions, show_all=show_all)
+                           collapsed=collapsed, functions=functions, show_all=show_all, lang=lang, theme=theme)
         self._ax = ax
         self._chrome: Chrome | None = None
         self._artists: Artists | None = None
@@ -348,7 +348,8 @@ class GraphView:
 
     def _like(self, collapsed, functions) -> "GraphView":
         view = GraphView(self.graph, self.flow, collapsed=collapsed, title=self.scene.custom_title,
-                         functions=functions, show_all=self.scene.show_all)
+                         functions=functions, show_all=self.scene.show_all, lang=self.scene.lang,
+                         theme=self.scene.theme)
         view.overrides = self.overrides
         view.set_step(self.step)
         return view

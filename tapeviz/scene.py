@@ -25,7 +25,7 @@ from matplotlib.path import Path
 
 from .flow import GradientFlow
 from .graph import TapeGraph, format_value
-from .messages import DEFAULT, say
+from .messages import DEFAULT, check_lang, localize, say
 from .bands import band_columns, wrap_bands
 from .layout import layered_routes
 from .shown import Shown, collapse, decide
@@ -426,9 +426,10 @@ class Scene:
 
     def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, pos=None, routes=None,
                  title: str | None = None, caption: str | None = None, collapsed="auto", functions=(),
-                 lang: str = DEFAULT, show_all: bool = False):
+                 lang: str = DEFAULT, show_all: bool = False, theme: str = "light"):
         self.graph = graph
-        self.lang = lang
+        self.lang = check_lang(lang)
+        self.theme = theme
         self.show_all = show_all
         self.flow = flow
         self.functions = set(functions)
@@ -593,15 +594,15 @@ class Scene:
     def _step_title(self, k: int, finished: bool) -> str:
         fl = self.flow
         g = fl.graph
-        target = g.display_name(fl.target_nodes[0])
+        target = localize(g.display_name(fl.target_nodes[0]), self.lang)
         st = fl.steps[k]
         n = fl.last_step
         if k == 0:
             title = say("ui.step.start", self.lang, k=k, n=n, target=target, value=format_value(st.grad))
         else:
             grad = format_value(st.grad if not isinstance(st.grad, list) else st.grad[0])
-            to = sorted({g.display_name(u) for u, _, _ in st.edges})
-            node = g.display_name(st.node)
+            to = sorted({localize(g.display_name(u), self.lang) for u, _, _ in st.edges})
+            node = localize(g.display_name(st.node), self.lang)
             if to:
                 title = say("ui.step.passes", self.lang, k=k, n=n, node=node, value=grad, to=", ".join(to))
             else:

@@ -131,9 +131,9 @@ def test_explorer_layer_control_expands_and_collapses(big):
 
 
 def test_panel_of_a_big_model_lists_the_largest_gradients(big, monkeypatch):
-    import tapeviz.widget
+    import tapeviz.panels
 
-    monkeypatch.setattr(tapeviz.widget, "PANEL_ROWS", 5)
+    monkeypatch.setattr(tapeviz.panels, "PANEL_ROWS", 5)
     tape, loss, ws, bs = big
     ex = tv.explore(tape, loss)
     ex.controls["clip"].value = "by_norm"
