@@ -167,3 +167,29 @@ def test_pictures_export(name, tmp_path):
     with Image.open(png) as im:
         im.verify()
         assert im.size[0] > 100 and im.size[1] > 100
+
+
+def test_layers_built_by_their_first_call_inside_the_tape():
+    """The usual first training step: the model's variables are created inside the block.
+    The handle a VarHandleOp creates is the variable: one node for it, not a second one
+    holding the same tensor (whose gradient no edge would carry)."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([L.LSTM(2), L.Dense(1, name="head")])  # not built yet
+    x = _normal(2, 3, 2)
+    with tv.GradientTape(persistent=True) as tape:
+        loss = loss_of(model, x)
+    fl = tv.flow(tape, loss)
+    g = fl.graph
+    assert not [n for n, d in g.nx.nodes(data=True) if d.get("op_type") == "VarHandleOp"]
+    for v in model.trainable_variables:
+        node = g.node_of(v)
+        assert g.nx.nodes[node]["name"] == v.path
+        want = tape.gradient(loss, v).numpy()
+        assert np.array_equal(fl.grad(v), want), v.path
+        assert np.array_equal(fl.grad(v.value.handle), want), v.path  # the handle is the variable
+        # The initial value is written into it (stateful), its reads carry the gradient.
+        inits = [(u, w, k) for u, w, k in g.nx.out_edges(node, keys=True)
+                 if g.nx.nodes[w].get("op_type") == "AssignVariableOp"]
+        assert inits and all(fl.edge_reason[e].reason == "stateful" for e in inits), v.path
+        parts = [c for _, c in fl.contributions(v)]
+        np.testing.assert_allclose(np.sum(parts, axis=0), want, rtol=1e-5, atol=1e-6, err_msg=v.path)
