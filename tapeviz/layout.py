@@ -768,7 +768,8 @@ class Collapsed:
     ``members`` lists the original edges it stands for. Edges inside a layer vanish.
     """
 
-    def __init__(self, g: nx.MultiDiGraph, groups: Mapping[Node, str | None], collapsed, bodies=None):
+    def __init__(self, g: nx.MultiDiGraph, groups: Mapping[Node, str | None], collapsed, bodies=None,
+                 calls: Mapping[Node, int] | None = None):
         self.source = g
         self.collapsed = {c for c in collapsed if c is not None}
         self.of: dict[Node, Node] = {}
@@ -777,9 +778,10 @@ class Collapsed:
         for n, data in g.nodes(data=True):
             layer = groups.get(n)
             if layer in self.collapsed:
-                dn = f"layer:{layer}"
+                call = calls.get(n, 0) if calls else 0
+                dn = f"layer:{layer}" if call == 0 else f"layer:{layer}#{call + 1}"
                 if dn not in d:
-                    d.add_node(dn, kind="layer", layer=layer, members=[])
+                    d.add_node(dn, kind="layer", layer=layer, call=call, members=[])
                     self.members[dn] = d.nodes[dn]["members"]
                 d.nodes[dn]["members"].append(n)
             else:
@@ -866,7 +868,47 @@ def collapse(g: nx.MultiDiGraph, collapsed="auto", *, threshold: int = COLLAPSE_
         unknown = chosen - names
         if unknown:
             raise ValueError(f"No layer named {sorted(unknown)}; layers are: {sorted(names)}")
-    return Collapsed(g, groups, chosen, bodies)
+    display = Collapsed(g, groups, chosen, bodies)
+    if chosen and not nx.is_directed_acyclic_graph(display.nx):
+        calls = layer_calls(g, groups)
+        display = Collapsed(g, groups, chosen, bodies, calls=calls)
+        # One box holds a call's ops even where no path joins them, so boxes can still
+        # close a cycle no path of the graph makes: such layers stay open.
+        while not nx.is_directed_acyclic_graph(display.nx):
+            cycle = nx.find_cycle(display.nx)
+            chosen = chosen - {display.nx.nodes[e[0]].get("layer") for e in cycle}
+            display = Collapsed(g, groups, chosen, bodies, calls=calls)
+    return display
+
+
+def layer_calls(g: nx.MultiDiGraph, groups: Mapping[Node, str | None]) -> dict[Node, int]:
+    """Node -> which call of its layer it belongs to (0, 1, ...), for nodes in a layer.
+
+    A layer whose ops are left and entered again (a layer called twice, as with shared
+    weights; ops in a model's own scope on both sides of a layer, as Keras's mixed-precision
+    casts are) would collapse into one box with edges out of it and back in: a cycle. So
+    each time a path leaves a layer and comes back, its ops start a new call, which gets
+    a box of its own. Variables and constants go with their first consumer's call 0.
+    """
+    calls: dict[Node, int] = {}
+    # node -> {layer: the highest call of that layer with a path to this node}
+    reach: dict[Node, dict] = {}
+    for n in nx.topological_sort(g):
+        mine = groups.get(n)
+        seen: dict = {}
+        call = 0
+        for p in g.predecessors(n):
+            for layer, c in reach[p].items():
+                if c > seen.get(layer, -1):
+                    seen[layer] = c
+            if mine is not None and mine in reach[p]:
+                # a path from this layer's ops: the same call if p is in the layer,
+                # a new call if it went through something outside the layer
+                call = max(call, reach[p][mine] + (groups.get(p) != mine))
+        if mine is not None:
+            calls[n] = seen[mine] = call
+        reach[n] = seen
+    return calls
 
 
 # --------------------------------------------------------------------------

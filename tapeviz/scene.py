@@ -148,7 +148,9 @@ def is_bad(value) -> bool:
 def node_title(graph: TapeGraph, node, display: Collapsed | None = None) -> str:
     """First line of a box: the user's name for it, else what it is."""
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
-        return display.nx.nodes[node]["layer"].split("/")[-1]
+        d = display.nx.nodes[node]
+        name = d["layer"].split("/")[-1]
+        return f"{name} (call {d['call'] + 1})" if d.get("call") else name
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         return display.nx.nodes[node]["op_type"]
     d = graph.nx.nodes[node]

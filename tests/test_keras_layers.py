@@ -13,6 +13,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import keras
+import networkx as nx
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -20,6 +21,7 @@ from PIL import Image
 
 import tapeviz as tv
 from tapeviz import capture
+from tapeviz.layout import collapse, layer_calls, layer_groups
 
 L = keras.layers
 
@@ -193,3 +195,78 @@ def test_layers_built_by_their_first_call_inside_the_tape():
         assert inits and all(fl.edge_reason[e].reason == "stateful" for e in inits), v.path
         parts = [c for _, c in fl.contributions(v)]
         np.testing.assert_allclose(np.sum(parts, axis=0), want, rtol=1e-5, atol=1e-6, err_msg=v.path)
+
+
+# --------------------------------------------------------------------------- collapsed pictures
+
+
+class _SharedLayer(keras.Model):
+    """One Dense called twice (shared weights), with an op of the model between the calls."""
+
+    def __init__(self):
+        super().__init__(name="shared")
+        self.inner = L.Dense(3, name="inner")
+        self.head = L.Dense(1, name="head")
+
+    def call(self, x):
+        return self.head(self.inner(tf.tanh(self.inner(x))))
+
+
+def _mixed_precision_model():
+    """Keras casts the input, and the float16 output of one layer for a float32 layer, in
+    the model's own scope: the model's ops sit on both sides of a layer."""
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((3,)), L.Dense(3), L.Dense(1, dtype="float32")], name="mp")
+        x = _normal(2, 3)
+        model(x)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    return model, x
+
+
+def _shared_layer_model():
+    keras.utils.set_random_seed(0)
+    model, x = _SharedLayer(), _normal(2, 3)
+    model(x)
+    return model, x
+
+
+@pytest.mark.parametrize("make", [_mixed_precision_model, _shared_layer_model], ids=["mixed precision", "shared layer"])
+def test_collapsed_picture_of_a_layer_left_and_entered_again(make, tmp_path):
+    """Collapsing such a layer into one box would draw edges out of it and back in (a
+    cycle the layered layout cannot place): each call of the layer gets a box."""
+    model, x = make()
+    with tv.GradientTape(persistent=True) as tape:
+        loss = tf.reduce_sum(tf.square(model(x, training=True)))
+    fl = tv.flow(tape, loss)
+    for v in model.trainable_variables:
+        assert np.array_equal(fl.grad(v), dense(tape.gradient(loss, v))), v.path
+    view = tv.view(tape, loss, collapsed=True)
+    shown = view.display.nx
+    assert nx.is_directed_acyclic_graph(shown)
+    boxes = [d for _, d in shown.nodes(data=True) if d.get("kind") == "layer"]
+    assert {d["layer"] for d in boxes} == set(view.layers)  # every layer is collapsed
+    tv.save(tape, tmp_path / "x.svg", target=loss, collapsed=True)
+    if make is _shared_layer_model:
+        calls = sorted(d["call"] for d in boxes if d["layer"] == "shared/inner")
+        assert calls == [0, 1]
+        assert "inner (call 2)" in " ".join(ET.parse(tmp_path / "x.svg").getroot().itertext())
+
+
+def test_layer_calls_leave_layers_open_when_boxes_would_still_close_a_cycle():
+    """Boxes join a call's ops that no path links: here layer G's call 0 feeds H's call 1
+    and H's call 1 feeds G's call 0 through different ops. Those layers stay expanded."""
+    g = nx.MultiDiGraph()
+    scope = {"x": "", "y": "", "h0": "H", "z": "", "h": "H", "g": "G", "gp": "G", "w": "", "hp": "H"}
+    for n, s in scope.items():
+        g.add_node(n, kind="op" if s or n in "zw" else "input", scope=s)
+    for u, v in [("x", "h0"), ("h0", "z"), ("z", "h"), ("h", "g"), ("y", "gp"), ("gp", "hp"), ("h0", "w"), ("w", "hp")]:
+        g.add_edge(u, v, key=0)
+    groups = layer_groups(g)
+    assert layer_calls(g, groups) == {"h0": 0, "h": 1, "hp": 1, "g": 0, "gp": 0}
+    shown = collapse(g, True)
+    assert nx.is_directed_acyclic_graph(shown.nx)
+    assert shown.collapsed == set()
+
