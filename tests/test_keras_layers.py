@@ -270,3 +270,21 @@ def test_layer_calls_leave_layers_open_when_boxes_would_still_close_a_cycle():
     assert nx.is_directed_acyclic_graph(shown.nx)
     assert shown.collapsed == set()
 
+
+def test_recurrent_model_called_through_a_tf_function_inside_the_tape(tmp_path):
+    """The call op's forward function also returns what its backward pass needs: for the
+    recurrent loop, TensorList accumulators (dtype variant). Their gradients are no arrays;
+    the step shows None for them instead of failing to convert them."""
+    model, x = build("LSTM")
+    forward = tf.function(lambda t: model(t, training=True))
+    with tv.GradientTape(persistent=True) as tape:
+        loss = tf.reduce_mean(tf.square(forward(x)))
+    fl = tv.flow(tape, loss)
+    for v in model.trainable_variables:
+        assert np.array_equal(fl.grad(v), dense(tape.gradient(loss, v))), v.path
+    (call,) = [s for s in fl.steps if fl.graph.nx.nodes[s.node].get("function")]
+    kinds = [None if t is None else t.dtype for t in call.tf_grad]
+    assert tf.variant in kinds
+    assert [g is None for g in call.grad] == [k in (None, tf.variant, tf.resource) for k in kinds]
+    tv.save(tape, tmp_path / "x.svg", target=loss)
+    tv.save(tape, tmp_path / "x.png", target=loss)
