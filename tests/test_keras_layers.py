@@ -288,3 +288,15 @@ def test_recurrent_model_called_through_a_tf_function_inside_the_tape(tmp_path):
     assert [g is None for g in call.grad] == [k in (None, tf.variant, tf.resource) for k in kinds]
     tv.save(tape, tmp_path / "x.svg", target=loss)
     tv.save(tape, tmp_path / "x.png", target=loss)
+
+
+def test_readme_coverage_table_lists_exactly_the_layers_tested_here():
+    """The README's "Keras layer coverage" table is written from these tests' results."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("### Keras layer coverage", 1)[1].split("Also checked", 1)[0]
+    rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    table = {cells[0].strip(): cells[1].strip() for cells in rows[1:]}
+    assert list(table) == LAYERS
+    assert set(table.values()) == {"works"}
