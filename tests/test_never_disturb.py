@@ -1,7 +1,7 @@
 """Property: the same generated program gives bit-identical results and the same errors
 with tapeviz or without — gradients, jacobians, higher-order gradients through an outer
 tape, unconnected_gradients=ZERO, and a second gradient() on a non-persistent tape; and
-tf.py_function, whose gradient TF lets run only once, with tv.flow before or between calls.
+tf.py_function, whose gradient TF lets run only once, with tv.flow before or between calls."""
 
 import re
 
