@@ -271,16 +271,25 @@ def test_layer_calls_leave_layers_open_when_boxes_would_still_close_a_cycle():
     assert shown.collapsed == set()
 
 
-def test_recurrent_model_called_through_a_tf_function_inside_the_tape(tmp_path):
-    """The call op's forward function also returns what its backward pass needs: for the
-    recurrent loop, TensorList accumulators (dtype variant). Their gradients are no arrays;
-    the step shows None for them instead of failing to convert them."""
-    model, x = build("LSTM")
-    forward = tf.function(lambda t: model(t, training=True))
+def test_loop_in_a_tf_function_called_inside_the_tape(tmp_path):
+    """The call op's forward function also returns what its backward pass needs: for a
+    loop (tf.while_loop, as Keras's recurrent layers run under tf.function), TensorList
+    accumulators (dtype variant). Their gradients are no arrays: the step shows None for
+    them instead of failing to convert them. (A Keras LSTM under tf.function fails the
+    same way; its tracing costs ~5 s, so the loop is written out here.)"""
+    keras.utils.set_random_seed(0)
+    layer = L.Dense(2, name="step")
+    x = _normal(2, 2)
+    layer(x)
+
+    @tf.function
+    def forward(t):
+        return tf.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, tf.tanh(layer(h))), (0, t))[1]
+
     with tv.GradientTape(persistent=True) as tape:
         loss = tf.reduce_mean(tf.square(forward(x)))
     fl = tv.flow(tape, loss)
-    for v in model.trainable_variables:
+    for v in layer.trainable_variables:
         assert np.array_equal(fl.grad(v), dense(tape.gradient(loss, v))), v.path
     (call,) = [s for s in fl.steps if fl.graph.nx.nodes[s.node].get("function")]
     kinds = [None if t is None else t.dtype for t in call.tf_grad]
