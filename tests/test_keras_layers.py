@@ -215,6 +215,7 @@ class _SharedLayer(keras.Model):
 def _mixed_precision_model():
     """Keras casts the input, and the float16 output of one layer for a float32 layer, in
     the model's own scope: the model's ops sit on both sides of a layer."""
+    before = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:
         keras.utils.set_random_seed(0)
@@ -222,7 +223,7 @@ def _mixed_precision_model():
         x = _normal(2, 3)
         model(x)
     finally:
-        keras.mixed_precision.set_global_policy("float32")
+        keras.mixed_precision.set_global_policy(before)
     return model, x
 
 
