@@ -291,6 +291,7 @@ _PATHS_MAX = 1 << 16  # handles remembered before the memo starts over
 # resource handle id -> its Keras path (str), or how often its reads showed none (int)
 _paths: dict[int, Any] = {}
 _keras_codes: frozenset | None = None  # code objects of the Keras variable classes' methods
+_keras_dirs: tuple = ()  # folders of the Keras package (set with _keras_codes)
 # code object -> _TF (TensorFlow's, or this module's), _KV (a Keras variable method),
 # _KERAS (other Keras code) or _OTHER
 _code_kinds: dict = {}
@@ -301,7 +302,7 @@ _TF_DIRS = tuple({os.path.dirname(f) + os.sep for f in (tf.__file__, os.path.rea
 def _keras_variable_codes() -> frozenset | None:
     """Code objects of every method of Keras's Variable class and its subclasses (None
     while Keras is not imported; Keras itself is never imported from here)."""
-    global _keras_codes
+    global _keras_codes, _keras_dirs
     if _keras_codes is not None:
         return _keras_codes
     mod = sys.modules.get("keras.src.backend.common.variables")
@@ -324,6 +325,10 @@ def _keras_variable_codes() -> frozenset | None:
                     if code is not None:
                         codes.add(code)
                     fn = getattr(fn, "__wrapped__", None)
+    # Keras's own code is told by where it lives (not by "keras" anywhere in a path: a
+    # user's project folder may be called that).
+    package = os.path.dirname(sys.modules[mod.__name__.split(".")[0]].__file__)
+    _keras_dirs = tuple({package + os.sep, os.path.realpath(package) + os.sep})
     _keras_codes = frozenset(codes)
     return _keras_codes
 
@@ -335,7 +340,7 @@ def _code_kind(code, codes) -> int:
         file = code.co_filename
         if file == __file__ or file.startswith(_TF_DIRS):
             kind = _TF
-        elif f"{os.sep}keras{os.sep}" in file:
+        elif file.startswith(_keras_dirs):
             kind = _KERAS
         else:
             kind = _OTHER

@@ -227,6 +227,14 @@ class TapeGraph:
                 self._add_tensor(op.outputs[0], node, 0)
                 g.nodes[node]["reads"].append(op.index)
                 continue
+            if op.op_type == "VarHandleOp" and op.outputs and cap.handle_of(op.outputs[0]) is not None:
+                # A variable created in the block (a Keras layer built by its first call):
+                # the handle this op makes *is* the variable, so it is the variable's node,
+                # not a second node holding the same tensor (and the variable's gradient).
+                node = self._variable_node(op.outputs[0])
+                self.op_node[op.index] = node
+                self._add_tensor(op.outputs[0], node, 0)
+                continue
             node = f"op{op.index}"
             self.op_node[op.index] = node
             g.add_node(

@@ -152,7 +152,10 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None) -> str:
     """First line of a box: the user's name for it, else what it is."""
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         dd = display.nx.nodes[node]
-        return dd["layer"].removeprefix("tf.") if dd.get("group_kind") == "api" else dd["layer"].split("/")[-1]
+        if dd.get("group_kind") == "api":
+            return dd["layer"].removeprefix("tf.")
+        name = dd["layer"].split("/")[-1]
+        return f"{name} (call {dd['call'] + 1})" if dd.get("call") else name
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         return display.nx.nodes[node]["op_type"]
     d = graph.nx.nodes[node]
