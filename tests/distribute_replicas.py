@@ -58,6 +58,8 @@ def tapeviz_step(x):
         "tape": [g.numpy().tolist() for g in grads],
         "flow": [fl.grad(v).tolist() for v in model.trainable_variables],
         "ops": len(fl.graph.capture.ops),
+        "names": sorted(fl.gradients()),
+        "paths": sorted(v.path for v in model.trainable_variables),
     }
     return loss
 
