@@ -26,6 +26,8 @@ def _printed(printed: dict) -> str:
             parts.append(f"{k} = None")
         elif isinstance(v, list):
             parts.append(f"{k} = [" + ", ".join(f"{x:.4g}" for x in v) + "]")
+        elif np.ndim(v) == 0:  # as Python prints a number (the tutorial's 6.0), not NumPy's 6.
+            parts.append(f"{k} = {str(np.asarray(v)[()])}")
         else:
             parts.append(f"{k} = {np.array2string(np.asarray(v), precision=4, separator=', ')}".replace("\n", ""))
     return "TensorFlow printed: " + "; ".join(parts)

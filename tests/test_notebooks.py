@@ -37,7 +37,7 @@ PRINTED = {
     "05_stop_gradient": ["z对x的梯度: 4.0", "z对y的梯度: None", "why_none(y): stop_gradient"],
     "06_clip_by_norm": ["裁剪后的梯度: [1.3363062 2.6726124 4.008919 ]", "norm after  : 5.0"],
     "07_clip_by_value": ["裁剪后的梯度: [-1.  1.  1.]"],
-    "08_clipping_in_training": ["SGD step matches: True", "global norm after : 0.3"],
+    "08_clipping_in_training": ["SGD step matches: True", "global norm after : 1.0", "per-variable scale: [0.4367"],
     "09_why_is_my_gradient_none": [
         "why_none      -> stop_gradient",
         "why_none      -> integer_dtype",
