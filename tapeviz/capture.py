@@ -1197,9 +1197,15 @@ class Recorder:
         """
         tape, tld, append, is_stopped, rec = self.tape, self._tld, self._raw.append, _is_stopped, self
         side_ops, side_state, api_call = _SIDE_STATE_OPS, self._side_state, _api_call
+        thread, get_ident = self._thread_id, _get_ident
 
         def callback(op_type, inputs, attrs, outputs, op_name=None, graph=None):
             if graph is not None:  # graph construction (tf.function tracing) is not an execution
+                return None
+            # Callbacks are per thread, except where TF shares one list between threads
+            # (MirroredStrategy's replica threads run with their caller's list): only
+            # the recording thread's own ops are this tape's.
+            if get_ident() != thread:
                 return None
             if tape._tape is not rec._live:
                 rec._generation()
@@ -1453,6 +1459,14 @@ def _backward_fn(cap: Capture, op: OpRecord, calls: list) -> Callable:
     side = cap._side_state.get(op.index)
     seen = cap._seen
 
+    if custom is not None and _runs_across_replicas(custom):
+        raise ReplayError(
+            f"tapeviz cannot replay the gradient of tf.distribute's all_reduce ({op.op_type}, op {op.index}): it is "
+            "itself an all-reduce that every replica must run at the same moment, so replaying it on one replica "
+            "would wait forever or fail. Record the replica's computation without ReplicaContext.all_reduce inside "
+            "the tape (reduce the gradients afterwards, as optimizer.apply_gradients does), or run the step without "
+            "the strategy to look at it.")
+
     def backward(*out_grads):
         if custom is not None:  # the Python function TF's tape was given
             grads = custom(*out_grads)
@@ -1471,6 +1485,25 @@ def _backward_fn(cap: Capture, op: OpRecord, calls: list) -> Callable:
 
 class ReplayError(RuntimeError):
     """tapeviz cannot replay a recorded op's gradient without disturbing the user's run."""
+
+
+def _runs_across_replicas(fn, depth: int = 3) -> bool:
+    """Whether a recorded backward function is (or wraps) tf.distribute's all_reduce
+    gradient, which needs every replica at once (custom_gradient wraps the function
+    distribute_lib defines; its code lives in tensorflow/python/distribute)."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and "distribute" + os.sep in code.co_filename and code.co_filename.startswith(_TF_DIRS):
+        return True
+    if depth == 0:
+        return False
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            inner = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if callable(inner) and _runs_across_replicas(inner, depth - 1):
+            return True
+    return False
 
 
 class _restored:
