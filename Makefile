@@ -67,7 +67,7 @@ venv-tf-min: $(VENV_TF_MIN)/.installed
 $(VENV_TF_MIN)/.installed: pyproject.toml
 	@test -x $(VPY_TF_MIN) || $(PYTHON) -m venv $(VENV_TF_MIN)
 	$(VPY_TF_MIN) -m pip install --upgrade pip
-	$(VPY_TF_MIN) -m pip install -e '.[test]' 'tensorflow-cpu==$(TF_MIN).*'
+	$(VPY_TF_MIN) -m pip install --no-compile -e '.[test]' 'tensorflow-cpu==$(TF_MIN).*'
 	@touch $@
 
 # The suite without the browser tests on the lowest supported TensorFlow.
