@@ -126,7 +126,7 @@ def test_value_of_and_display_name(fan):
 @pytest.mark.parametrize("mode", ["none", "by_norm", "by_value", "by_global_norm"])
 def test_batched_report_equals_eager_tf_bit_for_bit(mode):
     rng = np.random.default_rng(1)
-    grads = {f"g{i}": tf.constant(rng.normal(size=s).astype("float32") * 3) for i, s in enumerate([(4, 4), (4,), (), (3, 2)])}
+    grads = {f"g{i}": tf.constant((rng.normal(size=s) * 3).astype("float32")) for i, s in enumerate([(4, 4), (4,), (), (3, 2)])}
     grads["sparse"] = tf.IndexedSlices(tf.constant([[1.0, 2.0], [3.0, 4.0]]), tf.constant([0, 2]), tf.constant([3, 2]))
     weights = {n: tf.zeros_like(tf.convert_to_tensor(g)) + 1.0 for n, g in grads.items()}
     rep = clipping.report(grads, weights, mode=mode, clip_norm=1.3, clip_value=(-0.7, 0.9), lr=0.25)
