@@ -81,7 +81,7 @@ class Measures:
     grads: dict[str, Any]  # TF values (Tensor, IndexedSlices) or None
     raw: dict[str, np.ndarray | None]
     norm_before: dict[str, float | None]
-    global_norm_before: float
+    global_norm_before: float | None
     weights: dict[str, np.ndarray]
     weight_tensors: dict[str, Any] = field(repr=False, default_factory=dict)
 
@@ -95,7 +95,7 @@ def measure(grads: Mapping[str, Any], weights: Mapping[str, Any]) -> Measures:
         grads=dict(grads),
         raw={n: to_numpy(g) for n, g in grads.items()},
         norm_before={n: None if g is None else float(tf.norm(_values(g))) for n, g in grads.items()},
-        global_norm_before=float(tf.linalg.global_norm(present)) if present else 0.0,
+        global_norm_before=_global_norm(present),
         weights={n: np.asarray(t.numpy()) for n, t in tensors.items()},
         weight_tensors=tensors,
     )
@@ -111,8 +111,8 @@ class ClipReport:
     clipped: dict[str, np.ndarray | None]
     norm_before: dict[str, float | None]
     norm_after: Mapping[str, float | None]
-    global_norm_before: float
-    global_norm_after: float
+    global_norm_before: float | None  # None: TF forms no global norm over mixed dtypes
+    global_norm_after: float | None
     weights: dict[str, np.ndarray]
     updated: Mapping[str, np.ndarray | None]  # w - lr * clipped g
     lr: float
@@ -136,7 +136,11 @@ def report(grads: Mapping[str, Any], weights: Mapping[str, Any], *, mode: str = 
     """
     check_settings(mode, clip_norm, clip_value)
     m = measured if measured is not None else measure(grads, weights)
-    clipped_tf = clip(m.grads, mode, clip_norm, clip_value)
+    try:
+        clipped_tf = clip(m.grads, mode, clip_norm, clip_value)
+    except (TypeError, ValueError, tf.errors.InvalidArgumentError) as e:  # as TF refuses it, say why
+        dtypes = sorted({g.dtype.name for g in m.grads.values() if g is not None})
+        raise ValueError(f"tf.{'clip_' + mode} refuses these gradients ({', '.join(dtypes)}): {e}") from e
     present = [c for c in clipped_tf.values() if c is not None]
 
     def norm_after(name):
@@ -156,11 +160,21 @@ def report(grads: Mapping[str, Any], weights: Mapping[str, Any], *, mode: str = 
         norm_before=m.norm_before,
         norm_after=Lazy(clipped_tf, norm_after),
         global_norm_before=m.global_norm_before,
-        global_norm_after=float(tf.linalg.global_norm(present)) if present else 0.0,
+        global_norm_after=_global_norm(present),
         weights=m.weights,
         updated=Lazy(m.weight_tensors, updated),
         lr=lr,
     )
+
+
+def _global_norm(tensors: list) -> float | None:
+    """tf.linalg.global_norm of the tensors; None where TF cannot form one (gradients of
+    different dtypes, float32 and float64, which tf.linalg.global_norm refuses to mix)."""
+    if not tensors:
+        return 0.0
+    if len({t.dtype for t in tensors}) > 1:
+        return None
+    return float(tf.linalg.global_norm(tensors))
 
 
 def _values(g):
