@@ -11,7 +11,9 @@ Rules (every threshold is a field of :class:`Thresholds`):
   median of the layer's previous ``median_window`` recorded norms, once at least
   ``min_history`` are known (rule ``"jump"``), or it grew by ``growth_factor`` or more at
   each of ``growth_steps`` recorded steps in a row (rule ``"growth"``).
-- **nan** (per variable, and ``"loss"``): the gradient (or the loss) is NaN or Inf.
+- **nan** (per variable, and ``"loss"``): the gradient (or the loss) is NaN or Inf. Such a
+  step, or one whose weights are already Inf, raises no vanishing or exploding flags (its
+  ratios mean nothing).
 - **no_gradient** (per variable): the gradient passed for it was None.
 
 A condition that holds for many steps is one episode and gives one flag, at its first
@@ -66,7 +68,7 @@ class Thresholds:
 
     vanishing_ratio: float = 1e-6
     vanishing_gap: float = 1e-3
-    exploding_jump: float = 10.0
+    exploding_jump: float = 5.0
     median_window: int = 50
     min_history: int = 5
     growth_factor: float = 2.0
@@ -160,13 +162,17 @@ class FlagDetector:
         before = len(self.flags)
         steps = np.asarray(steps)
         self._grow_layers(len(layers))
+        # A step with a NaN / Inf gradient or loss gets nan flags only: ratios and jumps
+        # of a broken step say nothing about vanishing or exploding.
+        broken = ((var_present & ~np.isfinite(var_grad)).any(axis=1) | (loss_given & ~np.isfinite(loss))
+                  | np.isinf(layer_weight).any(axis=1))[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.where(layer_weight > 0, layer_grad / layer_weight, np.nan)
+            rel = np.where((layer_weight > 0) & np.isfinite(layer_weight), layer_grad / layer_weight, np.nan)
             last_rel = rel[np.arange(len(steps)), last_layer] if len(layers) else np.zeros(len(steps))
             is_last = np.arange(len(layers))[None, :] == np.asarray(last_layer)[:, None]
             by_ratio = rel < t.vanishing_ratio
             by_gap = (rel < last_rel[:, None] * t.vanishing_gap) & ~is_last
-        vanish = by_ratio | by_gap
+        vanish = (by_ratio | by_gap) & ~broken
         for i, j in self._ep["vanishing"].onsets(vanish, t.quiet_steps):
             r = float(rel[i, j])
             if by_ratio[i, j]:
@@ -182,7 +188,7 @@ class FlagDetector:
             self._emit(Flag(int(steps[i]), layers[j], "vanishing", r, msg, rule))
 
         jump, growth, median = self._exploding(layer_grad)
-        for i, j in self._ep["exploding"].onsets(jump | growth, t.quiet_steps):
+        for i, j in self._ep["exploding"].onsets((jump | growth) & ~broken, t.quiet_steps):
             g = float(layer_grad[i, j])
             if jump[i, j]:
                 msg = (f"{layers[j]}: its gradient norm jumped to {g:.3g}, {g / median[i, j]:.0f}x its running median "

@@ -34,10 +34,15 @@ _FLAG_STYLE = {  # kind -> (marker, colour, label)
 }
 
 
-def _band(ax, x, lo, hi, color):
-    ok = np.isfinite(lo) & np.isfinite(hi) & (lo > 0)
-    if ok.any():
-        ax.fill_between(x, np.where(ok, lo, np.nan), np.where(ok, hi, np.nan), color=color, alpha=0.18, linewidth=0)
+def _band(ax, first, last, lo, hi, color, alpha=0.18):
+    """Each point's min..max drawn over the steps it covers (first..last step)."""
+    ok = np.isfinite(lo) & np.isfinite(hi) & (lo > 0 if ax.get_yscale() == "log" else True)
+    if not ok.any():
+        return
+    x = np.column_stack([first, last]).ravel()
+    lo2 = np.repeat(np.where(ok, lo, np.nan), 2)
+    hi2 = np.repeat(np.where(ok, hi, np.nan), 2)
+    ax.fill_between(x, lo2, hi2, color=color, alpha=alpha, linewidth=0)
 
 
 def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None, kind: str = "grad") -> Figure:
@@ -71,11 +76,11 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
     loss = hist.losses()
     if np.isfinite(loss).any():
         ax_loss.plot(steps, loss, color="black", linewidth=1.3, label="loss")
-        if merged:
-            ax_loss.fill_between(steps, hist.losses("min"), hist.losses("max"), color="black", alpha=0.12, linewidth=0)
         pos = loss[np.isfinite(loss)]
         if (pos > 0).all() and pos.max() > 100 * pos.min():
             ax_loss.set_yscale("log")
+        if merged:
+            _band(ax_loss, first, last, hist.losses("min"), hist.losses("max"), "black", alpha=0.12)
     else:
         ax_loss.text(0.5, 0.5, "no loss recorded", transform=ax_loss.transAxes, ha="center", va="center", color="grey")
     ax_loss.set_ylabel("loss")
@@ -89,17 +94,18 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
     else:
         colors = [colormaps["viridis"](i / max(n - 1, 1)) for i in range(n)]
     level = "layer" if by == "layer" else "variable"
+    ax_norm.set_yscale("log")
     series = {}
     for name, color in zip(shown, colors):
         g = hist.norms(name, kind, level=level)
         series[name] = g
         ax_norm.plot(steps, np.where(g > 0, g, np.nan), color=color, linewidth=1.4, label=name)
         if merged:
-            _band(ax_norm, steps, hist.norms(name, kind, "min", level=level), hist.norms(name, kind, "max", level=level), color)
+            _band(ax_norm, first, last, hist.norms(name, kind, "min", level=level),
+                  hist.norms(name, kind, "max", level=level), color)
         if kind == "grad" and clip[name].steps:
             c = hist.norms(name, "clipped", level=level)
             ax_norm.plot(steps, np.where(c > 0, c, np.nan), color=color, linewidth=1.0, linestyle="--")
-    ax_norm.set_yscale("log")
     ax_norm.set_ylabel("‖g‖ (log)" if kind == "grad" else "‖g‖ / ‖w‖ (log)")
     ax_norm.grid(True, which="major", axis="y", alpha=0.3)
     kinds_shown = _mark_flags(hist, ax_norm, steps, series, shown, by)
@@ -131,26 +137,25 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
         shared = all(np.allclose(s, glob, rtol=1e-4, atol=1e-6, equal_nan=True) for s in scales.values())
         if shared:  # tf.clip_by_global_norm: one scale for every gradient, one line
             st = hist.clipping(by="global")["global"]
-            lines = [("every gradient (one global scale)", "black", glob, None, st)]
+            lines = [(None, "black", glob, st)]
+            title = (f"clipping: one global scale for every gradient, engaged {st.engaged}/{st.steps} steps "
+                     f"({st.fraction:.0%}), strongest ×{st.min_scale:.2g}")
         else:
-            lines = [(name, color, scales[name], name, clip[name]) for name, color in zip(shown, colors) if name in scales]
-        for label, color, s, name, st in lines:
-            text = f"{label}: engaged {st.engaged}/{st.steps} steps ({st.fraction:.0%}), min ×{st.min_scale:.2g}"
-            ax_clip.plot(steps, s, color=color, linewidth=1.2, label=text)
+            lines = [(name, color, scales[name], clip[name]) for name, color in zip(shown, colors) if name in scales]
+            title = "clipping: clipped / raw norm per " + by + " (legend: steps clipped / recorded)"
+        for name, color, s, st in lines:
+            label = f"{name}: {st.engaged}/{st.steps} ({st.fraction:.0%})" if name else "every gradient"
+            ax_clip.plot(steps, s, color=color, linewidth=1.2, label=label)
             if merged:
-                lo = hist.norms(name, "clip_scale", "min", level=level if name else None)
-                hi = hist.norms(name, "clip_scale", "max", level=level if name else None)
-                ax_clip.fill_between(steps, lo, hi, color=color, alpha=0.15, linewidth=0)
+                lvl = level if name else None
+                _band(ax_clip, first, last, hist.norms(name, "clip_scale", "min", level=lvl),
+                      hist.norms(name, "clip_scale", "max", level=lvl), color, alpha=0.15)
         ax_clip.set_ylim(0, 1.08)
         ax_clip.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
         ax_clip.set_ylabel("clipped / raw")
-        ax_clip.set_title("clipping: scale applied to each gradient (1 = not clipped)", loc="left", fontsize=10)
-        if len(lines) <= _MAX_LEGEND:
+        ax_clip.set_title(title, loc="left", fontsize=10)
+        if not shared and len(lines) <= _MAX_LEGEND:
             ax_clip.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-        else:
-            g = hist.clipping(by="global")["global"]
-            ax_clip.text(0.01, 0.05, f"global: engaged {g.engaged}/{g.steps} steps ({g.fraction:.0%})",
-                         transform=ax_clip.transAxes, fontsize=8)
     axes[-1].set_xlabel("step")
     return fig
 

@@ -487,7 +487,7 @@ def test_plot_shows_norms_loss_clipping_and_flags(tmp_path):
     (line,) = ax_clip.get_lines()[:1]
     np.testing.assert_allclose(line.get_ydata(), clipped.norms(None, "clip_scale"))
     g = clipped.clipping(by="global")["global"]
-    assert f"engaged {g.engaged}/20 steps" in line.get_label()
+    assert f"engaged {g.engaged}/20 steps" in ax_clip.get_title(loc="left")  # one global scale: one line
     dashed = [ln for ln in fig.axes[1].get_lines() if ln.get_linestyle() == "--"]
     assert len(dashed) == len(clipped.variables())  # raw solid, clipped dashed
     fig.savefig(tmp_path / "clipped.png", dpi=80)
