@@ -43,6 +43,9 @@ from .pictures import PictureStore
 __all__ = ["History", "Flag", "Thresholds", "ClipStats"]
 
 QUANTITIES = ("grad", "clipped", "weight", "relative", "clip_scale")
+# stored per variable / layer: the quantities above, and 1.0 where the gradient was None
+_COLUMNS = QUANTITIES + ("no_grad",)
+_NO_GRAD = len(QUANTITIES)
 _ENGAGED = 1 - 1e-5  # clipped/raw below this: clipping changed the gradient (float32 round-off above)
 _MAX_LAYOUTS = 16
 
@@ -75,7 +78,7 @@ class _Entities:
     def __init__(self):
         self.names: list[str] = []
         self.index: dict[str, int] = {}
-        self.cols = np.zeros((0, len(QUANTITIES)), np.int64)
+        self.cols = np.zeros((0, len(_COLUMNS)), np.int64)
         self.clip_steps = np.zeros(0, np.int64)
         self.clip_engaged = np.zeros(0, np.int64)
         self.clip_sum = np.zeros(0)
@@ -85,7 +88,7 @@ class _Entities:
         i = len(self.names)
         self.names.append(name)
         self.index[name] = i
-        self.cols = np.vstack([self.cols, first_col + np.arange(len(QUANTITIES))])
+        self.cols = np.vstack([self.cols, first_col + np.arange(len(_COLUMNS))])
         self.clip_steps = np.append(self.clip_steps, 0)
         self.clip_engaged = np.append(self.clip_engaged, 0)
         self.clip_sum = np.append(self.clip_sum, 0.0)
@@ -154,7 +157,7 @@ class History:
         self._var_layer: list[int] = []  # variable index -> layer index
         self._layer_vars: list[list[int]] = []
         self._loss_col = self._new_columns(1)
-        self._global.add("global", self._new_columns(len(QUANTITIES)))
+        self._global.add("global", self._new_columns(len(_COLUMNS)))
         self._registry: dict[int, tuple[Any, str]] = {}  # id(variable) -> (weakref, name)
         self._layouts: dict[tuple, _Layout] = {}
         self._pending_values: list = []  # scalar float32 tensors, not fetched yet
@@ -273,13 +276,11 @@ class History:
                 continue
             if not isinstance(g, (tf.Tensor, tf.IndexedSlices)):
                 raise TypeError(f"grads[{i}] is a {type(g).__name__}: pass the tensors tape.gradient returned.")
-            gshape = g.dense_shape if isinstance(g, tf.IndexedSlices) else g.shape
-            if isinstance(gshape, tf.Tensor):
-                gshape = tuple(gshape.numpy())
+            gshape = _shape(g)
             if tuple(gshape) != tuple(v.shape):
-                raise ValueError(f"grads[{i}] has shape {tuple(gshape)} but variables[{i}] ({self._name_for(v, register=False)}) "
+                raise ValueError(f"grads[{i}] has shape {tuple(gshape)} but variables[{i}] ({_variable_name(v)}) "
                                  f"has shape {tuple(v.shape)}: grads and variables must be in the same order.")
-            if clipped is not None and clipped[i] is not None and tuple(clipped[i].shape) != tuple(g.shape):
+            if clipped is not None and clipped[i] is not None and tuple(_shape(clipped[i])) != tuple(gshape):
                 raise ValueError(f"clipped[{i}] has shape {tuple(clipped[i].shape)}, grads[{i}] {tuple(g.shape)}: pass "
                                  "the clipped gradients in the order of grads.")
         index = np.array([self._register(v) for v in variables], np.int64)
@@ -298,24 +299,16 @@ class History:
         while name in self._vars.index:
             k += 1
             name = f"{base}_{k}"
-        try:
-            ref = weakref.ref(v)
-        except TypeError:
-            ref = (lambda obj: (lambda: obj))(v)
-        self._registry[id(v)] = (ref, name)
-        i = self._vars.add(name, self._new_columns(len(QUANTITIES)))
+        self._registry[id(v)] = (_ref(v), name)
+        i = self._vars.add(name, self._new_columns(len(_COLUMNS)))
         layer = layer_of(name)
         if layer not in self._layers.index:
-            self._layers.add(layer, self._new_columns(len(QUANTITIES)))
+            self._layers.add(layer, self._new_columns(len(_COLUMNS)))
             self._layer_vars.append([])
         li = self._layers.index[layer]
         self._var_layer.append(li)
         self._layer_vars[li].append(i)
         return i
-
-    def _name_for(self, v, register=True) -> str:
-        found = self._registry.get(id(v))
-        return found[1] if found is not None and found[0]() is v else _variable_name(v)
 
     def _new_columns(self, k: int) -> int:
         first = self._buckets.columns
@@ -396,9 +389,9 @@ class History:
 
         rows = np.full((b, self._buckets.columns), np.nan, np.float32)
         rows[:, self._loss_col] = loss
-        for ent, g, w, c in ((self._vars, var_g, var_w, var_c), (self._layers, lay_g, lay_w, lay_c),
-                             (self._global, glob_g, glob_w, glob_c)):
-            _fill(rows, ent.cols, g, w, c)
+        _fill(rows, self._vars.cols, var_g, var_w, var_c, np.where(in_step, missing.astype(np.float64), np.nan))
+        _fill(rows, self._layers.cols, lay_g, lay_w, lay_c)
+        _fill(rows, self._global.cols, glob_g, glob_w, glob_c)
         steps = np.array([p[0] for p in pending], np.int64)
 
         self._vars.count_clipping(var_g, var_c, clip_present & present)
@@ -513,18 +506,16 @@ class History:
         if b is None:
             return []
         last = self._buckets.row(b, "last")
+        grad, weight = QUANTITIES.index("grad"), QUANTITIES.index("weight")
         out = []
         for i, name in enumerate(self._vars.names):
-            g, w = last[self._vars.cols[i, 0]], last[self._vars.cols[i, 2]]
-            if np.isnan(w):
+            cols = self._vars.cols[i]
+            w = last[cols[weight]]
+            if np.isnan(last[cols[_NO_GRAD]]):
                 continue  # not part of this step
-            out.append(magnitude(name, None if np.isnan(g) and self._no_grad_at(b, i) else float(g), float(w),
-                                 layer=self._layers.names[self._var_layer[i]]))
+            g = None if last[cols[_NO_GRAD]] == 1.0 else float(last[cols[grad]])
+            out.append(magnitude(name, g, float(w), layer=self._layers.names[self._var_layer[i]]))
         return group_by_layer(out) if by == "layer" else out
-
-    def _no_grad_at(self, b: int, i: int) -> bool:
-        step = int(self._buckets.last_step[b])
-        return any(f.step <= step for f in self._detector.flags if f.kind == "no_gradient" and f.name == self._vars.names[i])
 
     def relative_magnitudes(self, step: int | None = None, by: str = "variable") -> dict[str, float | None]:
         """``{name: ||g|| / ||w||}`` at ``step`` (see :meth:`magnitudes`)."""
@@ -618,8 +609,9 @@ class History:
 
 
 # ---------------------------------------------------------------------- helpers
-def _fill(rows: np.ndarray, cols: np.ndarray, g, w, c) -> None:
-    """Write grad, clipped, weight, relative and clip scale of n entities into rows."""
+def _fill(rows: np.ndarray, cols: np.ndarray, g, w, c, no_grad=None) -> None:
+    """Write grad, clipped, weight, relative and clip scale of n entities into rows (and
+    for variables, 1.0 / 0.0 where the gradient was / was not None)."""
     if not len(cols):
         return
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -627,6 +619,8 @@ def _fill(rows: np.ndarray, cols: np.ndarray, g, w, c) -> None:
         scale = np.where(g > 0, c / g, np.nan)
     for q, vals in zip(QUANTITIES, (g, c, w, rel, scale)):
         rows[:, cols[:, QUANTITIES.index(q)]] = vals
+    if no_grad is not None:
+        rows[:, cols[:, _NO_GRAD]] = no_grad
 
 
 def _pack(values: list, grads, clipped, layout: _Layout) -> None:
@@ -648,6 +642,22 @@ def _float32(t):
     if isinstance(t, tf.IndexedSlices):
         t = t.values  # the norm TF's clip functions use (a repeated row counts twice)
     return t if t.dtype == tf.float32 else tf.cast(t, tf.float32)
+
+
+def _shape(t) -> tuple:
+    """The dense shape of a gradient (an IndexedSlices' dense_shape)."""
+    if isinstance(t, tf.IndexedSlices):
+        shape = t.dense_shape
+        return tuple(int(d) for d in (shape.numpy() if isinstance(shape, tf.Tensor) else shape))
+    return tuple(t.shape)
+
+
+def _ref(obj):
+    """A weak reference when the object allows one, else a strong one (same call shape)."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
 
 
 def _first(seq):
@@ -703,8 +713,6 @@ def _loss_tensor(loss):
 
 
 def _host_loss(loss) -> float:
-    if isinstance(loss, (tf.Tensor, tf.Variable)) or hasattr(loss, "numpy"):
-        return float(np.asarray(loss))
     arr = np.asarray(loss)
     if arr.shape != () or not np.issubdtype(arr.dtype, np.number):
         raise ValueError(f"hist.add(loss=...) needs one number (the scalar loss), got {loss!r}.")

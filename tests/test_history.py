@@ -282,6 +282,17 @@ def test_none_gradient_is_recorded_as_no_gradient():
     assert mags["used"].relative == pytest.approx(3.0)
 
 
+def test_flags_are_bounded_by_max_flags():
+    w = tf.Variable(1.0, name="w")
+    hist = tv.History(thresholds=Thresholds(quiet_steps=1, max_flags=3))
+    for step in range(10):  # NaN at every other step: a new episode each time
+        with tf.GradientTape() as tape:
+            loss = w * (float("nan") if step % 2 else 1.0)
+        hist.add(step, grads=tape.gradient(loss, [w]), variables=[w])
+    assert [f.step for f in hist.flags()] == [1, 3, 5]
+    assert hist.dropped_flags == 2
+
+
 def test_flags_are_found_without_an_explicit_flush_and_filter():
     hist = tv.History(flush_every=1000)
     v = tf.Variable(1.0, name="v")
@@ -506,6 +517,9 @@ def test_plot_of_merged_points_draws_min_max_bands():
             loss = (1.0 + step % 5) * tf.reduce_sum(w**2)
         hist.add(step, loss=loss, grads=tape.gradient(loss, [w]), variables=[w])
     assert len(hist.steps()) <= 8
+    first, last = hist.spans()
+    assert first[0] == 0 and last[-1] == 39 and (last - first).max() > 0  # points cover several steps
+    np.testing.assert_array_equal(hist.steps(), last)
     fig = hist.plot()
     bands = fig.axes[1].collections
     assert bands, "merged points are drawn with a min-max band"
