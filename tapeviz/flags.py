@@ -27,7 +27,6 @@ Decisions use the exact per-step norms (before any downsampling), batched: each 
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -229,10 +228,7 @@ class FlagDetector:
         w = t.median_window
         stacked = np.concatenate([self._window, layer_grad], axis=0)  # (w + b, n)
         windows = np.lib.stride_tricks.sliding_window_view(stacked, w, axis=0)[:b]  # (b, n, w): previous w norms
-        known = np.isfinite(windows).sum(axis=-1)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows: not enough history yet
-            median = np.nanmedian(windows, axis=-1)
+        known, median = _nanmedian(windows)
         with np.errstate(divide="ignore", invalid="ignore"):
             jump = (known >= t.min_history) & (layer_grad > t.exploding_jump * median) & (median > 0)
             prev = np.concatenate([self._prev[None, :], layer_grad[:-1]], axis=0)
@@ -251,3 +247,18 @@ class FlagDetector:
         last = layer_grad[-1] if b else self._prev
         self._prev = np.where(np.isnan(last), self._prev, last)  # a layer absent from a step keeps its norm
         return jump & np.isfinite(layer_grad), growth, median
+
+
+def _nanmedian(windows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(count of finite values, their median) along the last axis; NaN where none.
+
+    np.nanmedian goes through masked arrays for small inputs (~20x slower here); sorting
+    puts NaNs last, so the median of the k finite values sits at index (k-1)//2 and k//2."""
+    finite = np.isfinite(windows)
+    k = finite.sum(axis=-1)
+    ordered = np.sort(np.where(finite, windows, np.inf), axis=-1)
+    lo = np.take_along_axis(ordered, np.maximum(k - 1, 0)[..., None] // 2, axis=-1)[..., 0]
+    hi = np.take_along_axis(ordered, (k // 2)[..., None], axis=-1)[..., 0] if windows.shape[-1] else lo
+    with np.errstate(invalid="ignore"):
+        median = np.where(k > 0, (lo + hi) / 2, np.nan)
+    return k, median

@@ -342,31 +342,31 @@ class History:
         loss_given = np.zeros(b, bool)
         last_layer = np.zeros(b, np.int64)
         has_grads = np.zeros(b, bool)
-        at = 0
-        for i, (_, layout, host_loss, _) in enumerate(pending):
+        for i, (_, _, host_loss, _) in enumerate(pending):
             if host_loss is not None:
                 loss[i], loss_given[i] = host_loss, True
-            if layout is None:
-                continue
-            row = fetched[at:at + layout.width]
-            at += layout.width
+        at = 0
+        for start, stop, layout in _runs(pending):  # consecutive steps of one layout: one block
+            rows = np.arange(start, stop)[:, None]
+            block = fetched[at:at + (stop - start) * layout.width].reshape(stop - start, layout.width)
+            at += (stop - start) * layout.width
             k = 0
             if layout.loss_packed:
-                loss[i], loss_given[i] = row[0], True
+                loss[start:stop], loss_given[start:stop] = block[:, 0], True
                 k = 1
             idx = layout.var_index
-            n_grad = int(layout.present.sum())
-            g2[i, idx[layout.present]] = 2 * row[k:k + n_grad]
-            k += n_grad
-            w2[i, idx] = 2 * row[k:k + len(idx)]
+            got, clip = idx[layout.present], idx[layout.clipped_present]
+            g2[rows, got] = 2 * block[:, k:k + len(got)]
+            k += len(got)
+            w2[rows, idx] = 2 * block[:, k:k + len(idx)]
             k += len(idx)
-            c2[i, idx[layout.clipped_present]] = 2 * row[k:]
-            present[i, idx[layout.present]] = True
-            missing[i, idx[~layout.present]] = True
-            in_step[i, idx] = True
-            clip_present[i, idx[layout.clipped_present]] = True
-            last_layer[i] = layout.last_layer
-            has_grads[i] = True
+            c2[rows, clip] = 2 * block[:, k:]
+            present[rows, got] = True
+            missing[rows, idx[~layout.present]] = True
+            in_step[rows, idx] = True
+            clip_present[rows, clip] = True
+            last_layer[start:stop] = layout.last_layer
+            has_grads[start:stop] = True
 
         with np.errstate(invalid="ignore", divide="ignore"):
             var_g = np.where(present, np.sqrt(g2), np.nan)
@@ -638,10 +638,27 @@ def _pack(values: list, grads, clipped, layout: _Layout) -> None:
                 values.append(l2(_float32(c)))
 
 
+_F32 = tf.float32
+
+
 def _float32(t):
-    if isinstance(t, tf.IndexedSlices):
+    if t.__class__ is tf.IndexedSlices:
         t = t.values  # the norm TF's clip functions use (a repeated row counts twice)
-    return t if t.dtype == tf.float32 else tf.cast(t, tf.float32)
+    dtype = t.dtype
+    return t if dtype is _F32 or dtype == _F32 else tf.cast(t, _F32)
+
+
+def _runs(pending):
+    """(start, stop, layout) for each run of consecutive pending steps with one layout."""
+    start = None
+    for i, p in enumerate(pending):
+        if start is not None and p[1] is not pending[start][1]:
+            yield start, i, pending[start][1]
+            start = None
+        if start is None and p[1] is not None:
+            start = i
+    if start is not None:
+        yield start, len(pending), pending[start][1]
 
 
 def _shape(t) -> tuple:

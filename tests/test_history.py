@@ -775,3 +775,20 @@ def test_loss_only_steps_and_python_numbers():
     np.testing.assert_allclose(hist.losses(), [2.5, 1.5, 0.5])
     assert hist.variables() == [] and np.isnan(hist.norms()).all()
     assert repr(hist).startswith("History(steps=3")
+
+
+def test_running_median_matches_numpy():
+    import warnings
+
+    from tapeviz.flags import _nanmedian
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        w = rng.normal(size=(3, 4, int(rng.integers(1, 9))))
+        w[rng.random(w.shape) < 0.4] = np.nan
+        k, m = _nanmedian(w)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = np.nanmedian(w, axis=-1)
+        np.testing.assert_array_equal(k, np.isfinite(w).sum(axis=-1))
+        np.testing.assert_allclose(m, want, equal_nan=True)
