@@ -3,7 +3,7 @@
 1. Overhead: a plain eager custom train step on a Keras MLP 32-128-128-10, batch 64
    (forward + ``tf.GradientTape.gradient`` + ``tf.clip_by_global_norm`` + SGD
    ``apply_gradients``) against the same step followed by ``hist.add(...)`` (norms only:
-   no tape picture). Variants run in blocks of ``flush_every`` (64) consecutive steps, so
+   no tape picture). Variants run in blocks of ``flush_every`` (256) consecutive steps, so
    each block includes exactly one fetch of the norms and the flag analysis; blocks of all
    variants alternate in a fresh random order, each round keeps the median block per
    variant, and a ratio is the median over rounds of the within-round ratio.
@@ -177,12 +177,12 @@ def long_run(n: int) -> dict:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--blocks", type=int, default=3)
+    ap.add_argument("--blocks", type=int, default=2)
     ap.add_argument("--long", type=int, default=100_000)
     args = ap.parse_args(argv)
 
     m = overhead(args.rounds, args.blocks)
-    print(f"Overhead, Keras MLP 32-128-128-10 b64, eager train step; rounds={args.rounds}, {args.blocks} blocks of 64 "
+    print(f"Overhead, Keras MLP 32-128-128-10 b64, eager train step; rounds={args.rounds}, {args.blocks} blocks of 256 "
           "steps per variant per round; ratio = median over rounds of the within-round ratio of median blocks")
     print("| variant | ms / step | ratio to the plain step | overhead |")
     print("|---|---|---|---|")

@@ -204,13 +204,13 @@ class FlagDetector:
         nonfinite = var_present & ~np.isfinite(var_grad)
         for i, j in self._ep["nan_var"].onsets(nonfinite, t.quiet_steps):
             g = float(var_grad[i, j])
-            what = "NaN" if np.isnan(g) else "Inf (or values whose squares overflow)"
+            what = "NaN" if np.isnan(g) else "Inf (or so large its square overflows float32)"
             self._emit(Flag(int(steps[i]), variables[j], "nan", g,
-                            f"{variables[j]}: its gradient is {what} from this step on; {_NAN_FIX}.", "nonfinite"))
+                            f"{variables[j]}: its gradient norm is {what} at this step; {_NAN_FIX}.", "nonfinite"))
         bad_loss = (loss_given & ~np.isfinite(loss))[:, None]
         for i, _ in self._ep["nan_loss"].onsets(bad_loss, t.quiet_steps):
             self._emit(Flag(int(steps[i]), "loss", "nan", float(loss[i]),
-                            f"the loss is {'NaN' if np.isnan(loss[i]) else 'Inf'} from this step on; {_NAN_FIX}.", "nonfinite"))
+                            f"the loss is {'NaN' if np.isnan(loss[i]) else 'Inf'} at this step; {_NAN_FIX}.", "nonfinite"))
         for i, j in self._ep["no_gradient"].onsets(var_missing, t.quiet_steps):
             self._emit(Flag(int(steps[i]), variables[j], "no_gradient", None,
                             f"{variables[j]}: its gradient is None (the loss does not depend on it); "
@@ -256,6 +256,10 @@ def _nanmedian(windows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     puts NaNs last, so the median of the k finite values sits at index (k-1)//2 and k//2."""
     finite = np.isfinite(windows)
     k = finite.sum(axis=-1)
+    w = windows.shape[-1]
+    if w and finite.all():  # full windows (the usual case): partition, no sort
+        part = np.partition(windows, [(w - 1) // 2, w // 2], axis=-1)
+        return k, (part[..., (w - 1) // 2] + part[..., w // 2]) / 2
     ordered = np.sort(np.where(finite, windows, np.inf), axis=-1)
     lo = np.take_along_axis(ordered, np.maximum(k - 1, 0)[..., None] // 2, axis=-1)[..., 0]
     hi = np.take_along_axis(ordered, (k // 2)[..., None], axis=-1)[..., 0] if windows.shape[-1] else lo

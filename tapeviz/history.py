@@ -141,7 +141,7 @@ class History:
     """
 
     def __init__(self, *, thresholds: Thresholds | None = None, capacity: int = 1024, max_pictures: int = 16,
-                 picture_budget_bytes: int = 256 << 20, flush_every: int = 64):
+                 picture_budget_bytes: int = 256 << 20, flush_every: int = 256):
         if thresholds is not None and not isinstance(thresholds, Thresholds):
             raise TypeError(f"thresholds must be a tv.history.Thresholds, got {type(thresholds).__name__}.")
         if flush_every < 1:
@@ -188,12 +188,13 @@ class History:
             raise RuntimeError(
                 "hist.add runs eagerly, but it was called inside a tf.function. Return the gradients from your "
                 "train step and call hist.add after it, or use hist.callback(...) with model.fit.")
+        grads, variables, clipped = _as_list(grads), _as_list(variables), _as_list(clipped)
         ctx = tf.distribute.get_replica_context()
         if ctx is not None and ctx.num_replicas_in_sync > 1:
             loss, grads, clipped, primary = _sum_replicas(ctx, loss, grads, clipped)
             if not primary:
                 return
-        elif grads is not None and grads and isinstance(_first(grads), tf.distribute.DistributedValues):
+        elif grads and isinstance(grads[0], tf.distribute.DistributedValues):
             loss, grads, clipped = _reduce_per_replica(loss, grads, clipped)
         step = _as_step(step)
         with self._lock:
@@ -206,6 +207,7 @@ class History:
             values = self._pending_values
             mark = len(values)
             try:
+                picture = self._picture_input(step, tape, loss) if tape is not None else None
                 if loss is not None:
                     packed_loss = _loss_tensor(loss)
                     if packed_loss is None:
@@ -219,7 +221,6 @@ class History:
                     raise ValueError("hist.add got variables/clipped without grads: pass grads= as well.")
                 elif packed_loss is not None:
                     host_loss = float(packed_loss)  # a loss-only step: fetch it now
-                picture = self._picture_input(step, tape, loss) if tape is not None else None
             except BaseException:
                 del values[mark:]  # a refused call leaves nothing half-recorded
                 raise
@@ -240,19 +241,13 @@ class History:
         return graph, loss
 
     def _layout(self, grads, variables, clipped, *, loss_packed: bool) -> _Layout:
-        if isinstance(grads, dict) or isinstance(variables, dict):
-            raise TypeError("hist.add takes grads and variables as lists (what tape.gradient(loss, variables) returns and "
-                            "the variables), not dicts.")
-        grads = list(grads) if not isinstance(grads, (list, tuple)) else grads
         if variables is None:
             raise ValueError("hist.add got grads without variables: pass variables=model.trainable_variables (the list "
                              "you gave tape.gradient), so each gradient is named and compared with its weights.")
-        variables = list(variables) if not isinstance(variables, (list, tuple)) else variables
         if len(grads) != len(variables):
             raise ValueError(f"hist.add got {len(grads)} gradients for {len(variables)} variables: pass the list "
                              "tape.gradient(loss, variables) returned together with that same variables list.")
         if clipped is not None:
-            clipped = list(clipped) if not isinstance(clipped, (list, tuple)) else clipped
             if len(clipped) != len(grads):
                 raise ValueError(f"hist.add got {len(clipped)} clipped gradients for {len(grads)} gradients: pass the "
                                  "whole list tf.clip_by_global_norm(grads, ...)[0] returned (one per variable).")
@@ -661,6 +656,18 @@ def _runs(pending):
         yield start, len(pending), pending[start][1]
 
 
+def _as_list(seq):
+    """grads / variables / clipped as a list or tuple (a generator is read once, here)."""
+    if seq is None or isinstance(seq, (list, tuple)):
+        return seq
+    if isinstance(seq, dict):
+        raise TypeError("hist.add takes grads, variables and clipped as lists (what tape.gradient(loss, variables) "
+                        "returns and the variables), not dicts.")
+    if isinstance(seq, (tf.Tensor, tf.Variable, tf.IndexedSlices)) or hasattr(seq, "path"):
+        return [seq]  # a single variable and its gradient
+    return list(seq)
+
+
 def _shape(t) -> tuple:
     """The dense shape of a gradient (an IndexedSlices' dense_shape)."""
     if isinstance(t, tf.IndexedSlices):
@@ -675,12 +682,6 @@ def _ref(obj):
         return weakref.ref(obj)
     except TypeError:
         return lambda: obj
-
-
-def _first(seq):
-    for x in seq:
-        return x
-    return None
 
 
 def _inner_variable(v):

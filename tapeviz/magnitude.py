@@ -110,15 +110,16 @@ def group_by_layer(items: Iterable[Magnitude], layer: Callable[[Magnitude], str]
     variables got one is ``no_gradient``).
 
     ``layer``: how to group, by default each Magnitude's ``layer``; a mapping
-    ``{variable name: layer}`` or a function of the Magnitude (e.g. a picture's own
-    grouping of nodes) overrides it.
+    ``{variable name: layer}`` or a function of the Magnitude overrides it, e.g. a
+    picture's own grouping: ``layer=lambda m: groups[m.node]`` with ``groups`` from
+    ``tapeviz.layout.layer_groups(graph.nx)`` (None keeps the Magnitude's layer).
     """
     if layer is None:
         key = lambda m: m.layer  # noqa: E731
     elif isinstance(layer, Mapping):
-        key = lambda m: layer.get(m.name, m.layer)  # noqa: E731
+        key = lambda m: layer.get(m.name) or m.layer  # noqa: E731
     else:
-        key = layer
+        key = lambda m: layer(m) or m.layer  # noqa: E731  (None: keep the variable's own layer)
     sums: dict[str, list] = {}
     for m in items:
         s = sums.setdefault(key(m), [0.0, 0.0, False])
