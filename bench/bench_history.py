@@ -3,10 +3,11 @@
 1. Overhead: a plain eager custom train step on a Keras MLP 32-128-128-10, batch 64
    (forward + ``tf.GradientTape.gradient`` + ``tf.clip_by_global_norm`` + SGD
    ``apply_gradients``) against the same step followed by ``hist.add(...)`` (norms only:
-   no tape picture). Variants run in blocks of ``flush_every`` (256) consecutive steps, so
-   each block includes exactly one fetch of the norms and the flag analysis; blocks of all
-   variants alternate in a fresh random order, each round keeps the median block per
-   variant, and a ratio is the median over rounds of the within-round ratio.
+   no tape picture). A round runs ``flush_every`` (256) steps of every variant, one step
+   of each in a fresh random order, so load from other processes hits all variants alike
+   and each History fetches its norms (and judges flags) exactly once per round; a
+   variant's time is its mean step in the round, a ratio the median over rounds of the
+   within-round ratio.
    Also timed in the same rounds: the design not taken, one ``tf.function`` computing every
    norm (``reduce_retracing=True``) instead of one eager ``tf.nn.l2_loss`` per tensor.
 2. A picture step: ``hist.add(tape=tv_tape)`` (records the graph; the flow is computed
@@ -14,7 +15,7 @@
 3. Memory: 100,000 ``hist.add`` calls of a 2 -> 1 linear model with clipping: stored
    points, the History's own bytes, and the process RSS growth, at 1 %, 10 %, 50 % and 100 %.
 
-Run: .venv/bin/python bench/bench_history.py [--rounds N] [--blocks N] [--long N]
+Run: .venv/bin/python bench/bench_history.py [--rounds N] [--long N]
 Prints markdown tables.
 """
 
@@ -70,7 +71,7 @@ def _all_norms(loss, grads, weights, clipped):
     return tf.stack(parts)
 
 
-def overhead(rounds: int, blocks: int) -> dict:
+def overhead(rounds: int) -> dict:
     step, variables = mlp_setup()
     hist = tv.History()
     hist_noclip = tv.History()
@@ -106,20 +107,18 @@ def overhead(rounds: int, blocks: int) -> dict:
     times = {k: [] for k in variants}
     rng = random.Random(0)
     clock = time.perf_counter
+    order = list(variants)
     for _ in range(rounds):
         gc.collect()
-        per = {k: [] for k in variants}
-        order = list(variants)
-        for _ in range(blocks):
+        total = dict.fromkeys(variants, 0.0)
+        for _ in range(block):  # one step of every variant, in a fresh random order
             rng.shuffle(order)
             for k in order:
-                fn = variants[k]
                 t0 = clock()
-                for _ in range(block):
-                    fn()
-                per[k].append((clock() - t0) / block)
-        for k, v in per.items():
-            times[k].append(statistics.median(v))
+                variants[k]()
+                total[k] += clock() - t0
+        for k, v in total.items():
+            times[k].append(v / block)  # includes exactly one flush of each History
     med = {k: statistics.median(v) for k, v in times.items()}
     for k in ("hist", "hist_noclip", "tf_function"):
         med[k + "/plain"] = statistics.median(a / b for a, b in zip(times[k], times["plain"]))
@@ -176,14 +175,13 @@ def long_run(n: int) -> dict:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--blocks", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--long", type=int, default=100_000)
     args = ap.parse_args(argv)
 
-    m = overhead(args.rounds, args.blocks)
-    print(f"Overhead, Keras MLP 32-128-128-10 b64, eager train step; rounds={args.rounds}, {args.blocks} blocks of 256 "
-          "steps per variant per round; ratio = median over rounds of the within-round ratio of median blocks")
+    m = overhead(args.rounds)
+    print(f"Overhead, Keras MLP 32-128-128-10 b64, eager train step; rounds={args.rounds} of 256 steps per variant, "
+          "interleaved step by step; ratio = median over rounds of the within-round ratio of mean steps")
     print("| variant | ms / step | ratio to the plain step | overhead |")
     print("|---|---|---|---|")
     print(f"| plain step (forward, gradient, clip_by_global_norm, SGD) | {m['plain'] * 1e3:.3f} | 1.00x | |")

@@ -198,8 +198,12 @@ class FlagDetector:
                        f"{t.growth_steps} steps (now {g:.3g})")
                 rule = "growth"
             s = clip_scale[i]
-            clip_note = (f", and clipping scaled this step's gradients by {s:.2g}" if np.isfinite(s) and s < 1 - 1e-5 else "")
-            self._emit(Flag(int(steps[i]), layers[j], "exploding", g, f"{msg}{clip_note}; {_EXPLODE_FIX}.", rule))
+            if np.isfinite(s) and s < 1 - 1e-5:
+                fix = (f"clipping scaled this step's gradients by {s:.2g}, so the update stayed bounded; "
+                       "if the loss still jumps, lower the learning rate")
+            else:
+                fix = _EXPLODE_FIX
+            self._emit(Flag(int(steps[i]), layers[j], "exploding", g, f"{msg}; {fix}.", rule))
 
         nonfinite = var_present & ~np.isfinite(var_grad)
         for i, j in self._ep["nan_var"].onsets(nonfinite, t.quiet_steps):

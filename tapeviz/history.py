@@ -138,6 +138,18 @@ class History:
     ``max_pictures`` / ``picture_budget_bytes``: how many step pictures are kept and their
     estimated bytes (see :mod:`tapeviz.pictures`); ``flush_every``: steps whose norms
     stay on the device before being fetched together.
+
+    Reading it back (each query first fetches what is pending):
+
+    - series, one value per stored point: :meth:`steps`, :meth:`spans`, :meth:`losses`,
+      :meth:`norms` (a variable, a layer or all together; grad / clipped / weight /
+      relative / clip_scale; last / min / max);
+    - :meth:`flags` (filter by step, name, kind), :meth:`clipping` (exact counts);
+    - for pictures and a step scrubber: :meth:`recorded_steps` and :meth:`picture` (the
+      steps that kept a TapeGraph + GradientFlow), :meth:`magnitudes` /
+      :meth:`relative_magnitudes` at any stored step (``||g|| / ||w||`` per variable or
+      layer) and :meth:`magnitude_scale` (one log scale, value -> [0, 1], for every step);
+    - :meth:`plot`, :meth:`to_tensorboard`, :meth:`callback` (``model.fit``).
     """
 
     def __init__(self, *, thresholds: Thresholds | None = None, capacity: int = 1024, max_pictures: int = 16,

@@ -5,7 +5,8 @@ Panels, sharing the step axis:
 2. gradient norms per layer (or variable) on a log scale: raw solid, clipped dashed in
    the same colour; where steps were merged a band spans each point's min..max, so a
    spike is never hidden; flags are marked where they were raised (vanishing ▼,
-   exploding ▲ at the norm, NaN ✕ along the top, no gradient ○ along the bottom);
+   exploding ▲ at the norm, NaN ✕ along the top, no gradient ○ along the bottom); steps
+   whose gradients are NaN / Inf are shaded red on every panel;
 3. when clipped gradients were recorded: the clip scale (clipped / raw norm) over steps,
    with how often clipping engaged in the legend.
 Up to 10 series get a legend; more are coloured by depth (first layer dark, last light)
@@ -22,10 +23,12 @@ from matplotlib.colors import Normalize
 from matplotlib.cm import ScalarMappable
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from .magnitude import layer_of
 
 _MAX_LEGEND = 10
+_NAN_SHADE = "#f4a3a3"
 _FLAG_STYLE = {  # kind -> (marker, colour, label)
     "vanishing": ("v", "#1f77b4", "vanishing"),
     "exploding": ("^", "#d62728", "exploding"),
@@ -109,6 +112,8 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
     ax_norm.set_ylabel("‖g‖ (log)" if kind == "grad" else "‖g‖ / ‖w‖ (log)")
     ax_norm.grid(True, which="major", axis="y", alpha=0.3)
     kinds_shown = _mark_flags(hist, ax_norm, steps, series, shown, by)
+    broken = _shade_nonfinite(hist, axes, first, last)
+    ax_loss.set_xlim(first[0] - 0.5, last[-1] + 0.5)  # the whole run, NaN steps included
 
     handles, labels = [], []
     if n <= _MAX_LEGEND:
@@ -120,6 +125,9 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
     if kind == "grad" and has_clip:
         handles += [Line2D([], [], color="grey", linewidth=1.4), Line2D([], [], color="grey", linewidth=1.0, linestyle="--")]
         labels += ["raw", "clipped"]
+    if broken:
+        handles.append(Patch(color=_NAN_SHADE, alpha=0.5))
+        labels.append("NaN / Inf gradients")
     for k in kinds_shown:
         marker, color, label = _FLAG_STYLE[k]
         handles.append(Line2D([], [], linestyle="none", marker=marker, color=color, markersize=7))
@@ -158,6 +166,20 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
             ax_clip.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     axes[-1].set_xlabel("step")
     return fig
+
+
+def _shade_nonfinite(hist, axes, first, last) -> bool:
+    """Shade the steps whose global gradient norm is NaN / Inf on every panel; True if any."""
+    if not hist.variables():
+        return False
+    bad = ~np.isfinite(hist.norms(None))
+    if not bad.any():
+        return False
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], bad.astype(np.int8), [0]])))
+    for a, b in zip(edges[0::2], edges[1::2]):  # runs of bad points
+        for ax in axes:
+            ax.axvspan(first[a] - 0.5, last[b - 1] + 0.5, color=_NAN_SHADE, alpha=0.25, linewidth=0, zorder=0)
+    return True
 
 
 def _mark_flags(hist, ax, steps, series, shown, by) -> list[str]:

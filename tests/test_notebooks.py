@@ -51,8 +51,9 @@ PRINTED = {
     "11_watching_training": [
         "step  0  vanishing  sig/d0",
         "matches tf.norm: True",
-        "exploding  seq/rnn/simple_rnn_cell",
-        "exploding flags: 0",
+        "step  6  exploding  seq/rnn/simple_rnn_cell",
+        "step  7  nan        loss",
+        "so the update stayed bounded",
         "vanishing flags with ReLU + He initialisation: 0",
         "steps with a picture: [0, 10, 20]",
     ],
