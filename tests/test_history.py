@@ -494,7 +494,11 @@ def test_plot_shows_norms_loss_clipping_and_flags(tmp_path):
     flagged_steps = {f.step for f in hist.flags() if f.kind in ("exploding", "nan")}
     assert {float(ln.get_xdata()[0]) for ln in markers} == flagged_steps
     legend = [t.get_text() for t in ax_norm.get_legend().get_texts()]
-    assert "flag: exploding" in legend and "flag: NaN / Inf" in legend
+    assert "flag: exploding" in legend and "flag: NaN / Inf" in legend and "NaN / Inf gradients" in legend
+    bad = hist.steps()[~np.isfinite(hist.norms())]
+    shaded = [p.get_x() for p in ax_norm.patches]  # one span per run of NaN / Inf steps
+    assert shaded and shaded[0] == bad[0] - 0.5
+    assert ax_norm.get_xlim()[1] >= hist.steps()[-1]  # the whole run is shown, NaN steps included
     fig.savefig(tmp_path / "diverging.png", dpi=80)
 
     clipped = tv.History()
