@@ -65,6 +65,15 @@ def train(model, hist, x, y, steps, *, lr=0.01, clip=None, tape_every=None, loss
     return seen
 
 
+def train_sigmoid_net(hist, steps, tape_every=None):
+    """The vanishing network on a binary task (Keras's cross-entropy), SGD lr 0.1."""
+    model = sigmoid_net()
+    x, y = batch(64, 16, seed=1)
+    y = tf.cast(y > 0, tf.float32)
+    bce = keras.losses.BinaryCrossentropy(from_logits=True)
+    return train(model, hist, x, y, steps, lr=0.1, tape_every=tape_every, loss_fn=lambda: bce(y, model(x, training=True)))
+
+
 # ---------------------------------------------------------------- norms are TensorFlow's
 def test_norms_equal_tf_norm_of_the_gradients_tf_computed():
     model = mlp()
@@ -176,12 +185,8 @@ def test_indexed_slices_gradient_norm_is_what_clipping_uses():
 
 # ---------------------------------------------------------------- flags
 def test_vanishing_flagged_at_first_layers_not_the_last():
-    model = sigmoid_net()
-    x, y = batch(64, 16, seed=1)
-    y = tf.cast(y > 0, tf.float32)
-    bce = keras.losses.BinaryCrossentropy(from_logits=True)
     hist = tv.History()
-    seen = train(model, hist, x, y, 5, lr=0.1, loss_fn=lambda: bce(y, model(x, training=True)))
+    seen = train_sigmoid_net(hist, 5)
     flagged = {f.name for f in hist.flags(kind="vanishing")}
     assert {"sig/d0", "sig/d1", "sig/d2"} <= flagged
     assert "sig/d9" not in flagged and "sig/d8" not in flagged
@@ -307,12 +312,8 @@ def test_flags_are_found_without_an_explicit_flush_and_filter():
 
 # ---------------------------------------------------------------- magnitudes for pictures
 def test_magnitudes_on_the_vanishing_network_span_the_scale():
-    model = sigmoid_net()
-    x, y = batch(64, 16, seed=1)
-    y = tf.cast(y > 0, tf.float32)
-    bce = keras.losses.BinaryCrossentropy(from_logits=True)
     hist = tv.History()
-    train(model, hist, x, y, 3, lr=0.1, tape_every=2, loss_fn=lambda: bce(y, model(x, training=True)))
+    train_sigmoid_net(hist, 3, tape_every=2)
     scale = hist.magnitude_scale()
     layers = hist.relative_magnitudes(by="layer")
     assert list(layers) == [f"sig/d{i}" for i in range(10)]
