@@ -25,7 +25,6 @@ path without the last part.
 
 from __future__ import annotations
 
-import math
 import operator
 import threading
 import weakref
