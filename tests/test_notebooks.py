@@ -26,6 +26,7 @@ EXPECTED = [
     "07_clip_by_value",
     "08_clipping_in_training",
     "09_why_is_my_gradient_none",
+    "11_watching_training",
 ]
 
 # What the tutorial's own print statements must show (computed by TensorFlow in the kernel).
@@ -46,6 +47,15 @@ PRINTED = {
         "why_none      -> outside_tf",
         "why_none      -> not_recorded",
         "why_none -> not_watched: x is a plain tensor",
+    ],
+    "11_watching_training": [
+        "step  0  vanishing  sig/d0",
+        "matches tf.norm: True",
+        "step  6  exploding  seq/rnn/simple_rnn_cell",
+        "step  7  nan        loss",
+        "so the update stayed bounded",
+        "vanishing flags with ReLU + He initialisation: 0",
+        "steps with a picture: [0, 10, 20]",
     ],
 }
 
