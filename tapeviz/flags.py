@@ -27,18 +27,13 @@ Decisions use the exact per-step norms (before any downsampling), batched: each 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from .messages import say
+
 KINDS = ("vanishing", "exploding", "nan", "no_gradient")
-
-_VANISH_FIX = ("use ReLU-family activations with He initialisation, add normalisation "
-               "(BatchNormalization / LayerNormalization) or residual connections")
-_EXPLODE_FIX = "clip with tf.clip_by_global_norm(grads, 1.0) or lower the learning rate"
-_NAN_FIX = ("look for log(0), sqrt(0) or division by zero in the loss, lower the learning rate "
-            "and clip with tf.clip_by_global_norm(grads, 1.0)")
-
 
 @dataclass(frozen=True)
 class Flag:
@@ -46,7 +41,8 @@ class Flag:
 
     ``value`` is what was measured: ``||g|| / ||w||`` for vanishing, the gradient norm for
     exploding and nan (NaN / Inf), None for no_gradient. ``message`` is one sentence with
-    the fix; ``rule`` says which test fired (``ratio``, ``gap``, ``jump``, ``growth``,
+    the fix (English; ``text(lang)`` says it in another language, from the same facts);
+    ``rule`` says which test fired (``ratio``, ``gap``, ``jump``, ``growth``,
     ``nonfinite``, ``none``).
     """
 
@@ -56,9 +52,27 @@ class Flag:
     value: float | None
     message: str
     rule: str = ""
+    facts: tuple = field(default=(), repr=False, compare=False)  # (message key, {fact: text}) for text()
+
+    def text(self, lang: str = "en") -> str:
+        """The message in ``lang`` (see tapeviz.messages)."""
+        if not self.facts:
+            return self.message
+        key, facts = self.facts
+        return _say_flag(key, lang, facts)
 
     def __str__(self) -> str:
         return f"step {self.step} {self.kind} {self.name}: {self.message}"
+
+
+def _say_flag(key: str, lang: str, facts: dict) -> str:
+    fix = say(f"flagfix.{facts['fix']}", lang, **facts) if facts.get("fix") else ""
+    return say(key, lang, **{**facts, "fix": fix})
+
+
+def _flag(step: int, name: str, kind: str, value, rule: str, key: str, **facts) -> Flag:
+    facts = {"name": name, **facts}
+    return Flag(step, name, kind, value, _say_flag(key, "en", facts), rule, (key, facts))
 
 
 @dataclass(frozen=True)
@@ -175,50 +189,41 @@ class FlagDetector:
         for i, j in self._ep["vanishing"].onsets(vanish, t.quiet_steps):
             r = float(rel[i, j])
             if by_ratio[i, j]:
-                msg = (f"{layers[j]}: its gradient is {r:.1e} of its weights (below {t.vanishing_ratio:g}), "
-                       f"so it barely learns; {_VANISH_FIX}.")
-                rule = "ratio"
+                flag = _flag(int(steps[i]), layers[j], "vanishing", r, "ratio", "flag.vanishing.ratio",
+                             ratio=f"{r:.1e}", threshold=f"{t.vanishing_ratio:g}", fix="vanishing")
             else:
                 lr = float(last_rel[i])
                 orders = np.log10(lr / r) if r > 0 else np.inf
-                msg = (f"{layers[j]}: its gradient relative to its weights ({r:.1e}) is {orders:.1f} orders of magnitude "
-                       f"below the last layer's ({lr:.1e}), so it learns far more slowly; {_VANISH_FIX}.")
-                rule = "gap"
-            self._emit(Flag(int(steps[i]), layers[j], "vanishing", r, msg, rule))
+                flag = _flag(int(steps[i]), layers[j], "vanishing", r, "gap", "flag.vanishing.gap",
+                             ratio=f"{r:.1e}", orders=f"{orders:.1f}", last=f"{lr:.1e}", fix="vanishing")
+            self._emit(flag)
 
         jump, growth, median = self._exploding(layer_grad)
         for i, j in self._ep["exploding"].onsets((jump | growth) & ~broken, t.quiet_steps):
             g = float(layer_grad[i, j])
-            if jump[i, j]:
-                msg = (f"{layers[j]}: its gradient norm jumped to {g:.3g}, {g / median[i, j]:.0f}x its running median "
-                       f"({median[i, j]:.3g})")
-                rule = "jump"
-            else:
-                msg = (f"{layers[j]}: its gradient norm grew {t.growth_factor:g}x or more at each of the last "
-                       f"{t.growth_steps} steps (now {g:.3g})")
-                rule = "growth"
             s = clip_scale[i]
-            if np.isfinite(s) and s < 1 - 1e-5:
-                fix = (f"clipping scaled this step's gradients by {s:.2g}, so the update stayed bounded; "
-                       "if the loss still jumps, lower the learning rate")
+            clipped = bool(np.isfinite(s) and s < 1 - 1e-5)
+            fix = {"fix": "clipped", "scale": f"{s:.2g}"} if clipped else {"fix": "exploding"}
+            if jump[i, j]:
+                flag = _flag(int(steps[i]), layers[j], "exploding", g, "jump", "flag.exploding.jump", norm=f"{g:.3g}",
+                             times=f"{g / median[i, j]:.0f}", median=f"{median[i, j]:.3g}", **fix)
             else:
-                fix = _EXPLODE_FIX
-            self._emit(Flag(int(steps[i]), layers[j], "exploding", g, f"{msg}; {fix}.", rule))
+                flag = _flag(int(steps[i]), layers[j], "exploding", g, "growth", "flag.exploding.growth",
+                             norm=f"{g:.3g}", factor=f"{t.growth_factor:g}", steps=str(t.growth_steps), **fix)
+            self._emit(flag)
 
         nonfinite = var_present & ~np.isfinite(var_grad)
         for i, j in self._ep["nan_var"].onsets(nonfinite, t.quiet_steps):
             g = float(var_grad[i, j])
-            what = "NaN" if np.isnan(g) else "Inf (or so large its square overflows float32)"
-            self._emit(Flag(int(steps[i]), variables[j], "nan", g,
-                            f"{variables[j]}: its gradient norm is {what} at this step; {_NAN_FIX}.", "nonfinite"))
+            key = "flag.nan.nan" if np.isnan(g) else "flag.nan.inf"
+            self._emit(_flag(int(steps[i]), variables[j], "nan", g, "nonfinite", key, fix="nan"))
         bad_loss = (loss_given & ~np.isfinite(loss))[:, None]
         for i, _ in self._ep["nan_loss"].onsets(bad_loss, t.quiet_steps):
-            self._emit(Flag(int(steps[i]), "loss", "nan", float(loss[i]),
-                            f"the loss is {'NaN' if np.isnan(loss[i]) else 'Inf'} at this step; {_NAN_FIX}.", "nonfinite"))
+            what = "NaN" if np.isnan(loss[i]) else "Inf"
+            self._emit(_flag(int(steps[i]), "loss", "nan", float(loss[i]), "nonfinite", "flag.nan.loss", what=what,
+                             fix="nan"))
         for i, j in self._ep["no_gradient"].onsets(var_missing, t.quiet_steps):
-            self._emit(Flag(int(steps[i]), variables[j], "no_gradient", None,
-                            f"{variables[j]}: its gradient is None (the loss does not depend on it); "
-                            "record the step with a tv.GradientTape and tv.explain(tape, loss, variable) says why.", "none"))
+            self._emit(_flag(int(steps[i]), variables[j], "no_gradient", None, "none", "flag.no_gradient.none"))
         new = self.flags[before:]
         new.sort(key=lambda f: f.step)
         self.flags[before:] = new

@@ -242,10 +242,10 @@ class History:
                 self.flush()
 
     def _picture_input(self, step, tape, loss):
-        from .api import _graph_of
+        from .tape import graph_of
 
-        graph = _graph_of(tape)
-        if loss is None or not hasattr(loss, "_id") or loss._id not in graph.tensors:
+        graph = graph_of(tape)
+        if loss is None or graph.key_of(loss) not in graph.tensors:
             raise ValueError(
                 "hist.add(tape=...) keeps the picture of the loss: pass loss= the tensor computed inside that "
                 "tv.GradientTape's `with` block.")

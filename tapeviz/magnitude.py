@@ -91,7 +91,10 @@ def flow_magnitudes(flow) -> list[Magnitude]:
     for node, d in g.nx.nodes(data=True):
         if d["kind"] != "variable" or not d["reads"]:
             continue
-        read = g.capture.ops[d["reads"][0]].outputs[0]
+        read_id = g.capture.ops[d["reads"][0]].outputs[0]
+        if not g.tensors[read_id].trainable:
+            continue  # an integer variable (a seed, a step counter): no gradient to measure
+        read = g.capture.tensor(read_id)
         grad = flow.grad_tensor(node)
         grad_norm = None if grad is None else float(tf.norm(_values(grad)))
         weight_norm = float(tf.norm(read))
