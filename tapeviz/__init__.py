@@ -9,6 +9,7 @@ from .api import (
     draw,
     explain,
     explore,
+    interact,
     export_html,
     flow,
     record,
@@ -16,6 +17,6 @@ from .api import (
     view,
 )
 
-__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "explain", "export_html", "TapeGraph",
+__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "interact", "explain", "export_html", "TapeGraph",
            "GradientFlow", "GraphView"]
 __version__ = "0.1.0"
