@@ -161,21 +161,37 @@ def _describe(v: Any) -> str:
 _BLOCK = compile("with _tape:\n    _targets = _check(_fn(**_args), _ns)\n", "<tapeviz.whatif>", "exec")
 
 
-@dataclass
 class Run:
-    """One call of the function at some input values, and what the explorer needs of it."""
+    """One call of the function at some input values, and what the explorer needs of it:
+    the tape, the targets, each target's backward pass (computed when first asked for:
+    a move computes only the shown target's), the Explored of the explorer's states."""
 
-    values: dict[str, float]  # the input values of this call
-    tape: GradientTape
-    targets: dict[str, tf.Tensor]  # name -> target tensor, in the order the function returned them
-    flows: dict[str, GradientFlow]  # name -> backward pass of that target
-    explored: Explored
-    shape: tuple  # what decides the layout (see shape_of)
-    nodes: list  # the graph's nodes in insertion order: runs of one shape match node for node
+    def __init__(self, values: dict[str, float], tape: GradientTape, targets: dict[str, tf.Tensor]):
+        self.values = values  # the input values of this call
+        self.tape = tape
+        self.targets = targets  # name -> target tensor, in the order the function returned them
+        self.nodes = list(tape.graph.nx.nodes)  # insertion order: runs of one shape match node for node
+        self._flows: dict[str, GradientFlow] = {}
+        self._shapes: dict[str, tuple] = {}
+        by_id = {id(t): name for name, t in targets.items()}
+        self.explored = Explored(tape.graph, targets, flow_factory=lambda t: self.flow(by_id[id(t)]))
 
     @property
     def graph(self) -> TapeGraph:
         return self.explored.graph
+
+    def flow(self, target: str) -> GradientFlow:
+        """The backward pass of one target (tv.flow; raises what it raises)."""
+        fl = self._flows.get(target)
+        if fl is None:
+            fl = self._flows[target] = tape_flow(self.tape, self.targets[target])
+        return fl
+
+    def shape(self, target: str) -> tuple:
+        """What decides the layout of this target's picture (see shape_of)."""
+        if target not in self._shapes:
+            self._shapes[target] = shape_of(self.graph, self.flow(target))
+        return self._shapes[target]
 
 
 class Runner:
@@ -191,6 +207,7 @@ class Runner:
         self.single = next(n for n in (name, "y", "target", "_target") if self._bindable(n) or n == "_target")
         self.variables = {n: tf.Variable(r.start, dtype=tf.float32, name=n) for n, r in self.ranges.items()}
         self._probes: dict[str, tf.Variable] | None = None
+        self._traced: Callable | None | bool = None  # fn as a tf.function for the samples; False: not traceable
         self.target_names: list[str] | None = None  # fixed by the first call that works
 
     def _bindable(self, name: str) -> bool:
@@ -202,10 +219,12 @@ class Runner:
         return f"{self.fn_name}({', '.join(f'{k}={_num(v)}' for k, v in values.items())})"
 
     # -- under the tape ------------------------------------------------------------------
-    def run(self, values: Mapping[str, float]) -> Run:
-        """Call fn at ``values`` under a tv.GradientTape and compute each target's flow.
-        Raises CallFailed or ReturnTypeError (with the cause and the fix)."""
-        values = {n: float(values[n]) for n in self.ranges}
+    def run(self, values: Mapping[str, float], target: str | None = None) -> Run:
+        """Call fn at ``values`` under a tv.GradientTape and compute the flow of ``target``
+        (default: the first). Raises CallFailed or ReturnTypeError (with the cause and the fix)."""
+        # 12 significant digits: a slider stepped in the browser adds float noise
+        # (2.000000000000001); the float32 variable holds 7 digits anyway.
+        values = {n: float(f"{float(values[n]):.12g}") for n in self.ranges}
         for n, v in values.items():
             self.variables[n].assign(v)
         call = self.call_text(values)
@@ -221,15 +240,13 @@ class Runner:
             raise CallFailed("ui.interact.raised", call=call, error=_error_text(e), fn=self.fn_name) from e
         targets: dict[str, tf.Tensor] = ns["_targets"]
         try:
-            flows = {name: tape_flow(tape, t) for name, t in targets.items()}
-            graph = tape.graph
+            run = Run(values, tape, targets)
+            run.flow(target or next(iter(targets)))
         except Exception as e:  # noqa: BLE001 - e.g. a target not computed from anything on the tape
             raise CallFailed("ui.interact.raised", call=call, error=_error_text(e), fn=self.fn_name) from e
         if self.target_names is None:
             self.target_names = list(targets)
-        by_id = {id(t): flows[name] for name, t in targets.items()}
-        explored = Explored(graph, targets, flow_factory=lambda t: by_id[id(t)])
-        return Run(values, tape, targets, flows, explored, shape_of(graph, flows), list(graph.nx.nodes))
+        return run
 
     def _check(self, call: str, out: Any, ns: dict) -> dict[str, tf.Tensor]:
         """{name: tensor} of what fn returned (a tensor or a dict of them), each bound to its
@@ -254,10 +271,15 @@ class Runner:
         return named
 
     # -- no tape: the slope plot's samples ------------------------------------------------
-    def sample(self, name: str, target: str, values: Mapping[str, float], n: int = SAMPLES):
+    def sample(self, name: str, target: str, values: Mapping[str, float], at: tuple[float, float] | None = None,
+               n: int = SAMPLES):
         """(xs, ys, failed): the target (summed if not a scalar) at ``n`` points over input
-        ``name``'s range, the other inputs at ``values``; each point one call of fn, made
-        with variables of its own so the explorer's stay as they are."""
+        ``name``'s range, the other inputs at ``values``, with variables of its own (the
+        explorer's stay as they are).
+
+        Each point is one call of fn, through a tf.function of it when fn can be traced
+        (a few hundred microseconds a point instead of milliseconds for a dozen eager ops)
+        and gives there, at ``at`` = (x0, y0), the value the eager run gave; else eagerly."""
         if self._probes is None:
             self._probes = {k: tf.Variable(v.start, dtype=tf.float32, name=k) for k, v in self.ranges.items()}
         probes = self._probes
@@ -265,6 +287,10 @@ class Runner:
             probes[k].assign(v)
         r = self.ranges[name]
         xs = np.linspace(r.min, r.max, n)
+        if self._traced is not False and at is not None:
+            ys = self._sample_traced(name, target, xs, at)
+            if ys is not None:
+                return xs, ys, 0
         ys = np.full(n, np.nan)
         failed = 0
         for i, x in enumerate(xs):
@@ -276,6 +302,34 @@ class Runner:
             except Exception:  # noqa: BLE001 - a point where fn fails is a gap in the curve, and is counted
                 failed += 1
         return xs, ys, failed
+
+    def _sample_traced(self, name: str, target: str, xs: np.ndarray, at: tuple[float, float]) -> np.ndarray | None:
+        """The curve through the traced function, or None (and never again for this runner)
+        when fn cannot be traced or the traced function disagrees with the eager run."""
+        probes = self._probes
+        try:
+            if self._traced is None:
+                fn, single = self.fn, self.single
+
+                def totals():
+                    out = fn(**probes)
+                    if isinstance(out, Mapping):
+                        return {str(k): tf.reduce_sum(v) for k, v in out.items()}
+                    return {single: tf.reduce_sum(out)}
+
+                self._traced = tf.function(totals)
+            probes[name].assign(at[0])
+            check = float(self._traced()[target])
+            if not np.isclose(check, at[1], rtol=1e-5, atol=1e-6, equal_nan=True):
+                raise ValueError(f"traced {check} != eager {at[1]}")
+            ys = np.empty(len(xs))
+            for i, x in enumerate(xs):
+                probes[name].assign(x)
+                ys[i] = float(self._traced()[target])
+            return ys
+        except Exception:  # noqa: BLE001 - not traceable (x.numpy(), Python branches on values, ...)
+            self._traced = False
+            return None
 
 
 def total(t: tf.Tensor) -> float:
@@ -293,25 +347,22 @@ def _error_text(e: BaseException) -> str:
 # --------------------------------------------------------------------------- shapes and states
 
 
-def shape_of(graph: TapeGraph, flows: Mapping[str, GradientFlow]) -> tuple:
-    """What decides the picture's layout: the recorded nodes (kind, op type, name, scope) in
-    insertion order, the edges between them, and where each target's gradient stops.
-    Values are left out: moving an input changes them and nothing else."""
+def shape_of(graph: TapeGraph, flow: GradientFlow) -> tuple:
+    """What decides the layout of a target's picture: the recorded nodes (kind, op type,
+    name, scope) in insertion order, the edges between them, the target and where its
+    gradient stops. Values are left out: moving an input changes them and nothing else."""
     g = graph.nx
     index = {n: i for i, n in enumerate(g.nodes)}
     nodes = tuple((d["kind"], d.get("op_type"), d.get("name") if d["kind"] == "variable" else None,
                    d.get("scope"), d.get("recorded")) for _, d in g.nodes(data=True))
     edges = tuple((index[u], index[v], k, d["kind"]) for u, v, k, d in g.edges(keys=True, data=True))
-    stops = tuple(
-        (name,
-         tuple(sorted((index[u], index[v], k, r.reason.value) for (u, v, k), r in fl.edge_reason.items())),
-         tuple(sorted((index[n], r.reason.value) for n, r in fl.node_reason.items())),
-         tuple(index[n] for n in fl.target_nodes))
-        for name, fl in flows.items())
+    stops = (tuple(sorted((index[u], index[v], k, r.reason.value) for (u, v, k), r in flow.edge_reason.items())),
+             tuple(sorted((index[n], r.reason.value) for n, r in flow.node_reason.items())),
+             tuple(index[n] for n in flow.target_nodes))
     return nodes, edges, stops
 
 
-def shape_change(old: Run, new: Run, lang: str = DEFAULT) -> str:
+def shape_change(old: Run, new: Run, target: str, lang: str = DEFAULT) -> str:
     """What differs between two shapes, in words: ops added and gone, else rewiring, else
     where the gradient stops."""
     def ops(run: Run) -> Counter:
@@ -324,7 +375,7 @@ def shape_change(old: Run, new: Run, lang: str = DEFAULT) -> str:
             return ", ".join(f"{op} ×{k}" if k > 1 else op for op, k in sorted(c.items()))
 
         return say("ui.interact.ops", lang, added=names(added), removed=names(removed))
-    if old.shape[:2] != new.shape[:2]:
+    if old.shape(target)[:2] != new.shape(target)[:2]:
         return say("ui.interact.rewired", lang)
     return say("ui.interact.stops", lang)
 
@@ -334,10 +385,10 @@ def carry_state(state: ExplorerState, old: Run, new: Run) -> ExplorerState:
     step clamped to the new pass (or the finished pass, if it was showing the finished one);
     groups and the inspected node kept while the shape is the same (nodes matched by
     insertion order), the picture's defaults when it changed."""
-    fl_old, fl_new = old.flows[state.target], new.flows[state.target]
+    fl_old, fl_new = old.flow(state.target), new.flow(state.target)
     step = fl_old.check_step(state.step)
     step = fl_new.last_step if step >= fl_old.last_step else min(step, fl_new.last_step)
-    if new.shape == old.shape:
+    if new.shape(state.target) == old.shape(state.target):
         same = dict(zip(old.nodes, new.nodes))
         return state.replace(step=step, node=same.get(state.node),
                              functions=frozenset(same[f] for f in state.functions if f in same))
@@ -381,25 +432,22 @@ class Interact(Explorer):
             s.observe(partial(self._on_range, name), names=["min", "max"])
             c[name] = s
             sliders.append(s)
-        side = []
+        self.status = W.HTML().add_class("tv-status")
+        self.notice = W.HTML().add_class("tv-notice")
+        self.slope_view = W.HTML().add_class("tv-slope")
+        inputs = [*sliders, self.status]
         if len(runner.ranges) > 1:
             c["slope"] = W.Dropdown(options=list(runner.ranges), value=next(iter(runner.ranges)),
                                     description=say("ui.control.slope", lang),
                                     layout=W.Layout(width="240px")).add_class("tv-slope-input")
             c["slope"].observe(lambda _: self._show_slope(), names="value")
-            side.append(c["slope"])
-        self.status = W.HTML().add_class("tv-status")
-        self.notice = W.HTML().add_class("tv-notice")
-        self.slope_view = W.HTML().add_class("tv-slope")
-        side.append(self.slope_view)
-        self.canvas.layout.flex = "1 1 auto"
-        self.canvas.layout.width = None
-        picture = W.HBox([self.canvas, W.VBox(side, layout=W.Layout(flex="0 0 auto", margin="0 0 0 8px"))],
-                         layout=W.Layout(align_items="flex-start"))
+            inputs.append(c["slope"])
+        # Sliders and the slope plot side by side above the picture (the plot wraps under the
+        # sliders in a narrow cell); the picture keeps the full width below, as in tv.explore.
+        top = W.HBox([W.VBox(inputs, layout=W.Layout(margin="0 16px 0 0")), self.slope_view],
+                     layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
         kids = list(self.children)
-        kids[kids.index(self.canvas)] = picture
-        kids[1:1] = [W.HTML(_CSS), W.HBox(sliders, layout=W.Layout(flex_flow="row wrap")), self.status,
-                     self.notice]
+        kids[1:1] = [W.HTML(_CSS), top, self.notice]
         self.children = kids
         self._show_inputs()
         self._show_slope()
@@ -440,14 +488,15 @@ class Interact(Explorer):
         run, target = self.run, self.state.target
         r = self.runner.ranges[name]
         fixed = {k: v for k, v in run.values.items() if k != name}
+        t = run.targets[target]
         key = (name, target, r.min, r.max, tuple(fixed.items()))
         curve = self._curves.get(key)
         if curve is None:
-            curve = self._curves[key] = self.runner.sample(name, target, run.values)
+            curve = self._curves[key] = self.runner.sample(name, target, run.values, at=(run.values[name], total(t)))
             if len(self._curves) > 32:
                 self._curves.popitem(last=False)
         xs, ys, failed = curve
-        fl, var, t = run.flows[target], self.runner.variables[name], run.targets[target]
+        fl, var = run.flow(target), self.runner.variables[name]
         g = fl.grad(var)
         reason = None
         if g is None:
@@ -505,7 +554,7 @@ class Interact(Explorer):
                 self._fail(say("ui.interact.empty_range", lang, name=name, lo=_num(c[name].min), hi=_num(c[name].max)))
                 return
         try:
-            run = self.runner.run({name: c[name].value for name in self.runner.ranges})
+            run = self.runner.run({name: c[name].value for name in self.runner.ranges}, self.state.target)
         except InteractError as e:
             self._fail(e.say(lang))
             return
@@ -515,12 +564,12 @@ class Interact(Explorer):
         old, old_model = self.run, self.model
         state = carry_state(self.state, old, run)
         notice = ""
-        if run.shape != old.shape:
+        if run.shape(state.target) != old.shape(state.target):
             where = f"{moved} = {_num(run.values[moved])}"
-            notice = say("ui.interact.changed", state.lang, where=where, what=shape_change(old, run, state.lang),
-                         fn=self.runner.fn_name)
+            notice = say("ui.interact.changed", state.lang, where=where,
+                         what=shape_change(old, run, state.target, state.lang), fn=self.runner.fn_name)
         self.run, self.model, self.state = run, run.explored, state
-        last = run.flows[state.target].last_step
+        last = run.flow(state.target).last_step
         c = self.controls
         with self._quiet():
             for k in ("step", "play"):
@@ -541,6 +590,14 @@ class Interact(Explorer):
         self.notice.value = f"<span class='tv-bad'>{html.escape(text)} {html.escape(kept)}</span>"
 
     def _on_target(self, target: str) -> None:
+        try:  # computed now (a move computes only the shown target's backward pass)
+            self.run.flow(target)
+        except Exception as e:  # noqa: BLE001 - said in the explorer, the menu goes back
+            self._fail(say("ui.interact.raised", self.state.lang, call=self.runner.call_text(self.run.values),
+                           error=_error_text(e), fn=self.runner.fn_name))
+            with self._quiet():
+                self.controls["target"].value = self.state.target
+            return
         super()._on_target(target)
         self._show_inputs()
         self._show_slope()

@@ -170,14 +170,52 @@ def test_tangent_slope_is_the_gradient(x):
 def test_curve_is_the_function_evaluated_by_tensorflow():
     ex = tv.interact(wave, a=(-1.0, 1.0, 0.3), b=(0.5, 2.0, 1.25))
     s = ex.slope("a")
+    assert callable(ex.runner._traced), "wave can be traced: the samples run as a tf.function"
     assert len(s.xs) == whatif.SAMPLES and s.xs[0] == -1.0 and s.xs[-1] == 1.0
     for i in (0, 17, 40, len(s.xs) - 1):
         direct = wave(tf.Variable(s.xs[i], dtype=tf.float32), tf.Variable(1.25, dtype=tf.float32))
-        assert s.ys[i] == float(direct.numpy())
+        assert s.ys[i] == pytest.approx(float(direct.numpy()), rel=1e-6)  # graph vs eager: round-off at most
     assert s.fixed == {"b": 1.25}
     fig = ex.slope_figure("a")
     (curve,) = [ln for ln in fig.axes[0].lines if ln.get_gid() == "curve"]
     np.testing.assert_array_equal(curve.get_data()[1], s.ys)
+
+
+def test_curve_of_an_untraceable_function_is_sampled_eagerly():
+    ex = tv.interact(branch, x=(-2.0, 2.0, 1.0))  # x.numpy() cannot run inside a tf.function
+    s = ex.slope("x")
+    assert ex.runner._traced is False and s.failed == 0
+    for i in (0, 20, 45, len(s.xs) - 1):
+        assert s.ys[i] == float(branch(tf.Variable(s.xs[i], dtype=tf.float32)).numpy())
+
+
+def test_a_traced_function_that_disagrees_with_the_eager_run_is_not_used():
+    """A function whose Python side changes between calls (here a counter) traces into a
+    graph that no longer computes what the eager run did: the check at the current point
+    catches it, and the curve is sampled eagerly."""
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return x * float(len(calls))
+
+    ex = tv.interact(counted, x=(0.0, 1.0, 0.5))
+    s = ex.slope("x")
+    assert ex.runner._traced is False
+    assert s.ys[-1] == float(len(calls)), "the last eager call"
+
+
+def test_a_sample_point_where_the_function_fails_is_a_gap():
+    def partial_domain(x):
+        if x.numpy() > 0.5:
+            raise ValueError("outside the domain")
+        return x * 2.0
+
+    ex = tv.interact(partial_domain, x=(0.0, 1.0, 0.25))
+    s = ex.slope("x")
+    assert s.failed == int(np.sum(s.xs > 0.5)) and np.all(np.isnan(s.ys[s.xs > 0.5]))
+    assert "failed at 30 of 61 sample points" in ex.slope_view.value
+    assert 'd="M' in slope_svg(s) and tangent_slope(ex.slope_figure("x")) == 2.0
 
 
 def test_curve_changes_only_when_another_input_moves():
@@ -241,11 +279,11 @@ def test_slope_of_an_unknown_input_is_refused():
 def test_boxes_keep_their_places_while_the_shape_stays():
     ex = tv.interact(wave, a=(-1.0, 1.0, 0.3), b=(0.5, 2.0, 1.0))
     first = box_positions(ex)
-    shape = ex.run.shape
+    shape = ex.run.shape("wave")
     for name, value in (("a", -0.8), ("b", 1.9), ("a", 0.05)):
         old_svg = ex.canvas.value
         ex.controls[name].value = value
-        assert ex.run.shape == shape
+        assert ex.run.shape("wave") == shape
         assert box_positions(ex) == first
         assert ex.canvas.value != old_svg
         assert ex.notice.value == ""
@@ -262,7 +300,7 @@ def test_layout_is_deterministic_for_the_same_structure():
 
     r1, s1 = picture(0.1)
     r2, s2 = picture(-0.9)
-    assert r1.shape == r2.shape
+    assert r1.shape("wave") == r2.shape("wave")
     assert [(b.x, b.y) for b in s1.boxes.values()] == [(b.x, b.y) for b in s2.boxes.values()]
     assert [a.path.vertices.tolist() if a.path is not None else (a.start, a.end) for a in s1.arrows.values()] == \
            [a.path.vertices.tolist() if a.path is not None else (a.start, a.end) for a in s2.arrows.values()]
@@ -324,9 +362,9 @@ def test_carry_state_is_a_pure_function_of_two_runs():
     same = whatif.carry_state(state, a, b)
     assert same == state, "same shape: nothing to change"
     other = whatif.carry_state(state, a, c)
-    assert other.clip == "by_value" and other.step == min(1, c.flows["branch"].last_step)
+    assert other.clip == "by_value" and other.step == min(1, c.flow("branch").last_step)
     assert other.node is None and other.collapsed is None
-    assert whatif.shape_change(a, c) == "new ops: Neg; ops gone: AddV2, Mul, Pow"
+    assert whatif.shape_change(a, c, "branch") == "new ops: Neg; ops gone: AddV2, Mul, Pow"
 
 
 # --------------------------------------------------------------------------- errors
