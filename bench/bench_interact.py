@@ -132,10 +132,14 @@ def measure(page, lab, name: str, source: str, presses: int, settle: float) -> d
         half = presses // 2
         there_and_back = ["ArrowRight"] * half + ["ArrowLeft"] * (presses - half)
         back_and_there = ["ArrowLeft"] * half + ["ArrowRight"] * (presses - half)
+        # step: back from the finished pass and forward again, never past the ends (as bench_browser)
+        last = int(float(page.locator(f"{EXPLORER} .tv-step .noUi-handle").get_attribute("aria-valuemax")))
+        back = max(1, min(half, last))
+        steps = ((["ArrowLeft"] * back + ["ArrowRight"] * back) * -(-presses // (2 * back)))[:presses]
         for slider, sel, keys, slope in (
                 ("x (plotted input)", ".tv-input-x .noUi-handle", there_and_back, True),
                 ("w (other input: curve re-sampled)", ".tv-input-w .noUi-handle", back_and_there, True),
-                ("step (baseline)", ".tv-step .noUi-handle", back_and_there, False)):
+                ("step (baseline)", ".tv-step .noUi-handle", steps, False)):
             BB.kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
             canvas, slope_ms, misses = press_series(page, page.locator(f"{EXPLORER} {sel}"), keys, settle, slope)
             kernel = json.loads(BB.kernel_eval(kc, "import json; print(json.dumps(_tvb))"))

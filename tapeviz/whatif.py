@@ -207,7 +207,7 @@ class Runner:
         self.single = next(n for n in (name, "y", "target", "_target") if self._bindable(n) or n == "_target")
         self.variables = {n: tf.Variable(r.start, dtype=tf.float32, name=n) for n, r in self.ranges.items()}
         self._probes: dict[str, tf.Variable] | None = None
-        self._traced: Callable | None | bool = None  # fn as a tf.function for the samples; False: not traceable
+        self._traced: dict | bool = {}  # (input, target) -> tf.function of the curve; False: fn does not trace
         self.target_names: list[str] | None = None  # fixed by the first call that works
 
     def _bindable(self, name: str) -> bool:
@@ -304,32 +304,39 @@ class Runner:
         return xs, ys, failed
 
     def _sample_traced(self, name: str, target: str, xs: np.ndarray, at: tuple[float, float]) -> np.ndarray | None:
-        """The curve through the traced function, or None (and never again for this runner)
-        when fn cannot be traced or the traced function disagrees with the eager run."""
-        probes = self._probes
+        """The curve from one call of a tf.function that loops over the points in the graph,
+        or None (and never again for this runner) when fn cannot be traced or the traced
+        function disagrees with the eager run at the current point."""
         try:
-            if self._traced is None:
-                fn, single = self.fn, self.single
-
-                def totals():
-                    out = fn(**probes)
-                    if isinstance(out, Mapping):
-                        return {str(k): tf.reduce_sum(v) for k, v in out.items()}
-                    return {single: tf.reduce_sum(out)}
-
-                self._traced = tf.function(totals)
-            probes[name].assign(at[0])
-            check = float(self._traced()[target])
-            if not np.isclose(check, at[1], rtol=1e-5, atol=1e-6, equal_nan=True):
-                raise ValueError(f"traced {check} != eager {at[1]}")
-            ys = np.empty(len(xs))
-            for i, x in enumerate(xs):
-                probes[name].assign(x)
-                ys[i] = float(self._traced()[target])
-            return ys
+            curve = self._traced.get((name, target))
+            if curve is None:
+                curve = self._traced[(name, target)] = self._curve_function(name, target)
+            ys = curve(tf.constant(np.append(xs, at[0]), dtype=tf.float32)).numpy()
+            if not np.isclose(ys[-1], at[1], rtol=1e-5, atol=1e-6, equal_nan=True):
+                raise ValueError(f"traced {ys[-1]} != eager {at[1]}")
+            return ys[:-1]
         except Exception:  # noqa: BLE001 - not traceable (x.numpy(), Python branches on values, ...)
             self._traced = False
             return None
+
+    def _curve_function(self, name: str, target: str) -> Callable:
+        """tf.function(xs) -> the target (summed) at each x: the loop runs inside the graph,
+        assigning the probe variable and calling fn at each point."""
+        fn, single, probes = self.fn, self.single, self._probes
+        probe = probes[name]
+
+        @tf.function(autograph=True)
+        def curve(xs):
+            n = tf.shape(xs)[0]
+            ys = tf.TensorArray(tf.float64, size=n)
+            for i in tf.range(n):
+                probe.assign(xs[i])
+                out = fn(**probes)
+                t = out[target] if isinstance(out, Mapping) else out if target == single else None
+                ys = ys.write(i, tf.cast(tf.reduce_sum(t), tf.float64))
+            return ys.stack()
+
+        return curve
 
 
 def total(t: tf.Tensor) -> float:
