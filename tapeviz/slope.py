@@ -17,6 +17,7 @@ the gradient is.
 from __future__ import annotations
 
 import html
+import textwrap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -208,10 +209,13 @@ def slope_figure(s: Slope, *, lang: str = DEFAULT, theme: str = "light") -> Figu
     """The slope plot as a matplotlib Figure (no pyplot). Its lines carry gids:
     ``curve``, ``tangent`` (absent when the gradient is None) and ``point``."""
     c = THEMES[theme]
-    lines = caption_lines(s, lang)
-    fig = SlopeFigure(figsize=(5.0, 3.6 + 0.22 * len(lines)), dpi=100, facecolor=c["bg"])
-    bottom = (0.55 + 0.22 * len(lines)) / fig.get_figheight()
-    ax = fig.add_axes((0.14, bottom, 0.82, 0.86 - bottom), facecolor=c["bg"])
+    lines = [textwrap.fill(line, 84) for line in caption_lines(s, lang)]
+    n_lines = sum(line.count("\n") + 1 for line in lines)
+    line_h = 0.16  # inches per caption line (8.5 pt, spacing 1.3)
+    height = 3.3 + line_h * n_lines
+    fig = SlopeFigure(figsize=(5.2, height), dpi=100, facecolor=c["bg"])
+    bottom = 0.55 + line_h * n_lines + 0.08  # the x label, then the caption under it
+    ax = fig.add_axes((0.13, bottom / height, 0.82, 1 - (bottom + 0.35) / height), facecolor=c["bg"])
     ax.grid(True, color=c["grid"], lw=0.8)
     for side in ax.spines.values():
         side.set_color(c["axis"])
@@ -230,7 +234,9 @@ def slope_figure(s: Slope, *, lang: str = DEFAULT, theme: str = "light") -> Figu
     ax.set_xlabel(s.input, color=c["fg"])
     ax.set_ylabel(s.y_name, color=c["fg"])
     ax.set_title(_title(s, lang), color=c["fg"], fontsize=10)
-    ax.legend(loc="best", fontsize=8)
-    fig.text(0.5, 0.1 / fig.get_figheight() + 0.22 * (len(lines) - 1) / fig.get_figheight(), "\n".join(lines),
-             ha="center", va="bottom", fontsize=9, color=c["fg"])
+    legend = ax.legend(loc="best", fontsize=8, facecolor=c["bg"], edgecolor=c["grid"])
+    for text in legend.get_texts():
+        text.set_color(c["fg"])
+    fig.text(0.5, 0.08 / height, "\n".join(lines), ha="center", va="bottom", fontsize=8.5, linespacing=1.3,
+             color=c["fg"])
     return fig

@@ -47,7 +47,7 @@ from .flow import GradientFlow
 from .graph import TapeGraph, format_value
 from .messages import DEFAULT, say
 from .slope import Slope, caption_lines, slope_figure, slope_svg, THEMES
-from .state import Explored, ExplorerState
+from .state import Explored, ExplorerState, picture
 from .widget import Explorer
 
 __all__ = ["InputRange", "parse_range", "Runner", "Run", "InteractError", "CallFailed", "ReturnTypeError",
@@ -410,7 +410,7 @@ _CSS = """
 .tv-status { font-size: 13px; margin: 2px 0 2px 4px; }
 .tv-notice { font-size: 12px; margin: 0 0 2px 4px; }
 .tv-notice .tv-info { color: #1d4ed8; }
-.tv-slope-caption { font-size: 11px; color: #475569; max-width: 340px; }
+.tv-slope-caption { font-size: 11px; line-height: 1.35; color: #475569; max-width: 340px; }
 </style>
 """
 
@@ -576,6 +576,11 @@ class Interact(Explorer):
             notice = say("ui.interact.changed", state.lang, where=where,
                          what=shape_change(old, run, state.target, state.lang), fn=self.runner.fn_name)
         self.run, self.model, self.state = run, run.explored, state
+        # The picture first: it leaves for the browser before the panel's clip report (TF
+        # ops) and the controls are computed; _show then finds it cached and unchanged.
+        svg = picture(run.explored, state)
+        if self.canvas.value != svg:
+            self.canvas.value = svg
         last = run.flow(state.target).last_step
         c = self.controls
         with self._quiet():
