@@ -151,8 +151,12 @@ def _describe(v: Any) -> str:
         return f"the tf.Variable {v.name.split(':')[0]} itself (return a tensor computed from it, e.g. tf.identity(x))"
     if isinstance(v, (int, float, np.ndarray, np.generic)):
         kind = f"numpy.{type(v).__name__}" if isinstance(v, (np.ndarray, np.generic)) else type(v).__name__
-        return f"a {kind} ({v!r:.40}), computed outside TensorFlow, where the tape cannot trace it"
-    return f"a {type(v).__name__}"
+        return f"{_a(kind)} ({v!r:.40}), computed outside TensorFlow, where the tape cannot trace it"
+    return _a(type(v).__name__)
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
 
 
 # The tape's block runs in a namespace of its own: tapeviz names tensors and variables after
@@ -204,7 +208,8 @@ class Runner:
         name = getattr(fn, "__name__", "")
         self.fn_name = name if name.isidentifier() else "fn"
         # the target's name when fn returns one tensor: the function's own name (def z(x, y): ...)
-        self.single = next(n for n in (name, "y", "target", "_target") if self._bindable(n) or n == "_target")
+        # ("target" is a reserved input name, so one of the three is always free)
+        self.single = next(n for n in (name, "y", "target") if self._bindable(n))
         self.variables = {n: tf.Variable(r.start, dtype=tf.float32, name=n) for n, r in self.ranges.items()}
         self._probes: dict[str, tf.Variable] | None = None
         self._traced: dict | bool = {}  # (input, target) -> tf.function of the curve; False: fn does not trace
@@ -257,7 +262,8 @@ class Runner:
             named = {}
             for k, v in out.items():
                 if not isinstance(v, tf.Tensor):
-                    raise ReturnTypeError("ui.interact.returned", call=call, got=f"a dict whose {k!r} is {_describe(v)}")
+                    raise ReturnTypeError("ui.interact.returned", call=call,
+                                          got=f"a dict whose {k!r} is {_describe(v)}")
                 named[str(k)] = v
         elif isinstance(out, tf.Tensor):
             named = {self.single: out}
@@ -598,7 +604,8 @@ class Interact(Explorer):
 
     def _fail(self, text: str) -> None:
         """Say why there is no new picture; the last one stays."""
-        kept = say("ui.interact.kept", self.state.lang, good=", ".join(f"{k} = {_num(v)}" for k, v in self.run.values.items()))
+        good = ", ".join(f"{k} = {_num(v)}" for k, v in self.run.values.items())
+        kept = say("ui.interact.kept", self.state.lang, good=good)
         self.notice.value = f"<span class='tv-bad'>{html.escape(text)} {html.escape(kept)}</span>"
 
     def _on_target(self, target: str) -> None:
@@ -645,7 +652,8 @@ def interact(fn: Callable, ranges: Mapping[str, Any], *, lang: str = DEFAULT, th
         raise TypeError(f"tv.interact needs a function first, got {type(fn).__name__}: "
                         "tv.interact(f, x=(-3.0, 3.0, 1.0)).")
     if not ranges:
-        raise ValueError("tv.interact needs at least one input with its range, e.g. tv.interact(f, x=(-3.0, 3.0, 1.0)).")
+        raise ValueError("tv.interact needs at least one input with its range, "
+                         "e.g. tv.interact(f, x=(-3.0, 3.0, 1.0)).")
     if theme not in THEMES:
         raise ValueError(f"Unknown theme {theme!r}; use one of {', '.join(repr(t) for t in THEMES)}.")
     taken = sorted(set(ranges) & RESERVED)

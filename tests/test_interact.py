@@ -436,7 +436,7 @@ def test_bad_ranges_raise_at_construction(ranges, error, match):
     (lambda x: x.numpy() * 2, TypeError, "returned a numpy.float32"),
     (lambda x: x, TypeError, "the tf.Variable x itself"),
     (lambda x: {}, TypeError, "an empty dict"),
-    (lambda x: {"a": x * 2.0, "b": 3}, TypeError, "a dict whose 'b' is a int"),
+    (lambda x: {"a": x * 2.0, "b": 3}, TypeError, "a dict whose 'b' is an int"),
     (lambda x: tf.constant(1.0), ValueError, "raised"),
 ])
 def test_a_first_call_that_fails_raises(fn, error, match):
