@@ -12,12 +12,12 @@ from .capture import GRAPH_MODE_MESSAGE, GraphModeError, Recorder, tape_is_recor
 from .flow import GradientFlow
 from .export import check_path, save_view
 from .graph import DEFAULT_BUDGET_BYTES, DEFAULT_MAX_VALUE_BYTES, TapeGraph
+from .history import Flag, History
 from .messages import check_lang
 from .render import GraphView
 
 __all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "interact", "export_html",
-           "explain",
-           "TapeGraph", "GradientFlow", "GraphView"]
+           "explain", "TapeGraph", "GradientFlow", "GraphView", "History", "Flag"]
 
 
 class _GraphHolder:

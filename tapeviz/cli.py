@@ -26,6 +26,8 @@ def _printed(printed: dict) -> str:
             parts.append(f"{k} = None")
         elif isinstance(v, list):
             parts.append(f"{k} = [" + ", ".join(f"{x:.4g}" for x in v) + "]")
+        elif np.ndim(v) == 0:  # as Python prints a number (the tutorial's 6.0), not NumPy's 6.
+            parts.append(f"{k} = {str(np.asarray(v)[()])}")
         else:
             parts.append(f"{k} = {np.array2string(np.asarray(v), precision=4, separator=', ')}".replace("\n", ""))
     return "TensorFlow printed: " + "; ".join(parts)
@@ -55,8 +57,31 @@ def export_all(out: Path, formats=("png", "svg", "gif")) -> list[Path]:
 
 # ----------------------------------------------------------------------------- demo: JupyterLab
 
-#: The teaching notebooks of a source checkout (not part of an installed wheel).
+#: The teaching notebooks inside an installed package: the wheel ships notebooks/ (with img/)
+#: as package data here (see pyproject.toml, [tool.hatch.build.targets.wheel]).
+PACKAGE_NOTEBOOKS = Path(__file__).resolve().parent / "notebooks"
+#: The teaching notebooks of a source checkout (an editable install or PYTHONPATH run), where
+#: notebooks/ sits next to the package and pyproject.toml.
 REPO_NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def _has_notebooks(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.glob("*.ipynb"))
+
+
+def find_notebooks() -> Path | None:
+    """The teaching notebooks this tapeviz came with, or None when it has none.
+
+    An installed wheel has them as package data (``tapeviz/notebooks``); a source checkout
+    has the top-level ``notebooks/``. The checkout's folder counts only when a
+    pyproject.toml sits beside it, so an unrelated ``notebooks`` folder next to an installed
+    tapeviz (site-packages) is never served by mistake.
+    """
+    if _has_notebooks(PACKAGE_NOTEBOOKS):
+        return PACKAGE_NOTEBOOKS
+    if (REPO_NOTEBOOKS.parent / "pyproject.toml").is_file() and _has_notebooks(REPO_NOTEBOOKS):
+        return REPO_NOTEBOOKS
+    return None
 
 
 def has_display() -> bool:
@@ -133,11 +158,21 @@ def run_jupyterlab(args) -> int:
         print("tapeviz demo: JupyterLab is not installed. Install it with pip install 'tapeviz[notebook]', "
               "or run `tapeviz demo --export` for pictures only.", file=sys.stderr)
         return 2
-    source = Path(args.notebooks).expanduser() if args.notebooks else REPO_NOTEBOOKS
-    if not source.is_dir() or not any(source.glob("*.ipynb")):
-        print(f"tapeviz demo: no notebooks in {source}. The notebooks ship with the source checkout; "
-              "pass --notebooks DIR, or run `tapeviz demo --export` for pictures only.", file=sys.stderr)
-        return 2
+    if args.notebooks:
+        source = Path(args.notebooks).expanduser()
+        if not _has_notebooks(source):
+            print(f"tapeviz demo: no notebooks (*.ipynb) in {source}. Pass a folder that has some, leave out "
+                  "--notebooks to open the ones tapeviz ships, or run `tapeviz demo --export` for pictures only.",
+                  file=sys.stderr)
+            return 2
+    else:
+        found = find_notebooks()
+        if found is None:
+            print(f"tapeviz demo: this tapeviz has no notebooks (looked in {PACKAGE_NOTEBOOKS} and "
+                  f"{REPO_NOTEBOOKS}). Reinstall it from a wheel or a checkout (pip install 'tapeviz[cpu,notebook]'), "
+                  "pass --notebooks DIR, or run `tapeviz demo --export` for pictures only.", file=sys.stderr)
+            return 2
+        source = found
     if args.in_place:
         served = source.resolve()
     else:
@@ -220,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     p_demo.add_argument("--export", action="store_true",
                         help="write every example as PNG/SVG/GIF into --out instead of starting JupyterLab")
     p_demo.add_argument("--out", default=None, help="--export folder (default: out/demo); implies --export")
-    p_demo.add_argument("--notebooks", default=None, help="notebooks to serve (default: the checkout's notebooks/)")
+    p_demo.add_argument("--notebooks", default=None, help="notebooks to serve (default: the ones tapeviz ships)")
     p_demo.add_argument("--workdir", default="out/notebooks",
                         help="where the server's working copies live (default: out/notebooks); "
                              "copies already there are kept")

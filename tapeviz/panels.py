@@ -107,8 +107,11 @@ def clipping_panel(rep: clipping.ClipReport, fl: GradientFlow, variables: Mappin
     head = "<tr>" + "".join(f"<th>{_esc(say('panel.head.' + h, lang))}</th>" for h in heads) + "</tr>"
     more = (f"<div class='tv-none'>{_esc(say('panel.more', lang, shown=len(shown), total=len(names)))}</div>"
             if len(shown) < len(names) else "")
-    foot = more + (f"<div>{_esc(say('panel.global', lang))} {rep.global_norm_before:.4g} → "
-                   f"<b class='tv-global-norm'>{rep.global_norm_after:.4g}</b> ({_esc(rep.mode)})</div>")
+    if rep.global_norm_before is None or rep.global_norm_after is None:
+        gn = f"<span class='tv-none'>{_esc(say('panel.global_mixed', lang))}</span>"
+    else:
+        gn = f"{rep.global_norm_before:.4g} → <b class='tv-global-norm'>{rep.global_norm_after:.4g}</b>"
+    foot = more + f"<div>{_esc(say('panel.global', lang))} {gn} ({_esc(rep.mode)})</div>"
     return f"<div class='tv-panel'><table>{head}{''.join(rows)}</table>{foot}</div>"
 
 

@@ -393,9 +393,11 @@ class _Decision:
             if n in reach:
                 continue
             d = G.nodes[n]
-            if d["kind"] == "op" and d["op_type"] in STATEFUL_OPS:
+            if d["kind"] == "op" and d["op_type"] in STATEFUL_OPS and self.graph.capture.ops[d["op_index"]].tape_recording:
+                # an assign the user made into what the target reads (not a variable's
+                # initializer: Keras runs those in tf.init_scope, where the tape is paused)
                 var = self.graph.assigned_variable(n)
-                if var is not None and var in reach and var in self.live:  # an assign into what the target reads
+                if var is not None and var in reach and var in self.live:
                     extra |= nx.ancestors(G, n) | {n}
             elif fl is not None and getattr(fl.node_reason.get(n), "reason", None) is Reason.OUTSIDE_TF:
                 extra |= nx.ancestors(G, n) | {n}  # a value that left TF on its way to the target

@@ -74,6 +74,7 @@ class Explored:
         self._views: dict[tuple, GraphView] = {}
         self._shown: dict[tuple, Shown] = {}
         self._reports: dict[tuple, clipping.ClipReport] = {}
+        self._measures: dict[str, clipping.Measures] = {}
         self._pictures: OrderedDict = OrderedDict()
 
     # -- what is computed once -------------------------------------------------------
@@ -125,10 +126,13 @@ class Explored:
         key = (state.target, state.clip, state.clip_norm, tuple(state.clip_value), state.lr)
         rep = self._reports.get(key)
         if rep is None:
-            raw = self.raw_gradients(state)
-            weights = {name: self.graph.value_of(node) for name, node in self.variables().items()}
-            rep = clipping.report(raw, {k: v for k, v in weights.items() if v is not None}, mode=state.clip,
-                                  clip_norm=state.clip_norm, clip_value=tuple(state.clip_value), lr=state.lr)
+            measured = self._measures.get(state.target)
+            if measured is None:  # what no slider changes: raw gradients, their norms, the weights
+                weights = {name: self.graph.value_of(node) for name, node in self.variables().items()}
+                measured = self._measures[state.target] = clipping.measure(
+                    self.raw_gradients(state), {k: v for k, v in weights.items() if v is not None})
+            rep = clipping.report(measured.grads, measured.weights, mode=state.clip, clip_norm=state.clip_norm,
+                                  clip_value=tuple(state.clip_value), lr=state.lr, measured=measured)
             if len(self._reports) >= 64:
                 self._reports.pop(next(iter(self._reports)))
             self._reports[key] = rep
@@ -158,6 +162,7 @@ class Explored:
         self._views.clear()
         self._shown.clear()
         self._reports.clear()
+        self._measures.clear()
         self._pictures.clear()
 
 

@@ -214,7 +214,11 @@ class Explorer(W.VBox):
         c = self.controls
         c["clip_norm"].layout.display = None if self.state.clip in ("by_norm", "by_global_norm") else "none"
         c["clip_value"].layout.display = None if self.state.clip == "by_value" else "none"
-        panel = st.panel(self.model, self.state)
+        try:
+            panel = st.panel(self.model, self.state)
+        except ValueError as e:  # TF refuses this clipping (e.g. mixed dtypes): say so, keep the picture
+            self.message.value = f"<span class='tv-bad'>{panels._esc(e)}</span>"
+            return
         self.message.value = ""
         if self.panel.value != panel:
             self.panel.value = panel

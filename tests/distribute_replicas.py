@@ -22,6 +22,7 @@ import keras  # noqa: E402  (after the device configuration)
 
 import tapeviz as tv  # noqa: E402
 from tapeviz import capture  # noqa: E402
+from tensorflow.python.eager import context  # noqa: E402
 
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 with strategy.scope():
@@ -58,15 +59,45 @@ def tapeviz_step(x):
         "tape": [g.numpy().tolist() for g in grads],
         "flow": [fl.grad(v).tolist() for v in model.trainable_variables],
         "ops": len(fl.graph.capture.ops),
+        "names": sorted(fl.gradients()),
+        "paths": sorted(v.path for v in model.trainable_variables),
     }
+    return loss
+
+
+reduced: dict = {}
+
+
+def all_reduce_step(x, tape_class):
+    """ReplicaContext.all_reduce inside the tape: the replicas wait for each other in the
+    middle of the block, so their recordings interleave in time."""
+    ctx = tf.distribute.get_replica_context()
+    rid = int(ctx.replica_id_in_sync_group)
+    with tape_class(persistent=True) as tape:
+        y = ctx.all_reduce("sum", tf.reduce_sum(model(x, training=True)))
+        loss = y * y
+    grads = [g.numpy().tolist() for g in tape.gradient(loss, model.trainable_variables)]
+    entry = reduced.setdefault(tape_class.__module__.split(".")[0], {})
+    entry[rid] = {"grads": grads}
+    if tape_class is tv.GradientTape:
+        entry[rid]["ops"] = len(tape.graph.capture.ops)
+        try:
+            tv.flow(tape, loss)
+            entry[rid]["flow"] = "ok"
+        except capture.ReplayError as e:
+            entry[rid]["flow"] = str(e)
     return loss
 
 
 strategy.run(plain_step, args=(per_replica,))
 strategy.run(tapeviz_step, args=(per_replica,))
+strategy.run(all_reduce_step, args=(per_replica, tf.GradientTape))
+strategy.run(all_reduce_step, args=(per_replica, tv.GradientTape))
 print(json.dumps({
     "replicas": strategy.num_replicas_in_sync,
     "plain": plain,
     "tapeviz": seen,
+    "all_reduce": reduced,
     "hooks_left": capture.hooks_installed(),
+    "callbacks_left": len(context.context().op_callbacks),
 }))

@@ -188,6 +188,7 @@ MESSAGES = {
                          "[(g, v) for g, v in zip(grads, variables) if g is not None].",
     "panel.more": "showing {shown} of {total} variables (None gradients, then the largest norms); ex.gradients() has them all",
     "panel.global": "global norm:",
+    "panel.global_mixed": "none: tf.linalg.global_norm does not mix float32 and float64 gradients",
     "inspect.scope": "scope:",
     "inspect.value": "value ({dtype}, shape {shape}):",
     "inspect.grad": "d{target}/d·:",

@@ -182,6 +182,7 @@ MESSAGES = {
                          "[(g, v) for g, v in zip(grads, variables) if g is not None]。",
     "panel.more": "显示 {total} 个变量中的 {shown} 个（先是 None 梯度，再按范数从大到小）；ex.gradients() 包含全部",
     "panel.global": "全局范数：",
+    "panel.global_mixed": "无：tf.linalg.global_norm 不能混合 float32 与 float64 梯度",
     "inspect.scope": "作用域：",
     "inspect.value": "值（{dtype}，形状 {shape}）：",
     "inspect.grad": "d{target}/d·：",
