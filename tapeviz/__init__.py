@@ -11,6 +11,7 @@ from .api import (
     draw,
     explain,
     explore,
+    interact,
     export_html,
     flow,
     record,
@@ -18,6 +19,6 @@ from .api import (
     view,
 )
 
-__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "explain", "export_html", "TapeGraph",
-           "GradientFlow", "GraphView", "History", "Flag"]
+__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "interact", "explain",
+           "export_html", "TapeGraph", "GradientFlow", "GraphView", "History", "Flag"]
 __version__ = "0.1.0"

@@ -13,8 +13,8 @@ from .messages import check_lang
 from .render import GraphView
 from .tape import GradientTape, Recording, graph_of, record
 
-__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "export_html", "explain",
-           "TapeGraph", "GradientFlow", "GraphView", "History", "Flag"]
+__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "interact", "export_html",
+           "explain", "TapeGraph", "GradientFlow", "GraphView", "History", "Flag"]
 
 
 def flow(tape: Any, target, *, sources=None, output_gradients=None) -> GradientFlow:
@@ -79,6 +79,29 @@ def explore(tape: Any, targets, *, output_gradients=None, lang: str = "en", them
 
     explored = _explored(tape, targets, output_gradients)
     return Explorer(explored, presenter=presenter, lang=lang, theme=theme, show_all=show_all)
+
+
+def interact(fn, /, *, lang: str = "en", theme: str = "light", show_all: bool = False, presenter: bool = False,
+             **ranges):
+    """What-if: an explorer of ``fn``'s backward pass with one slider per input.
+
+    ``tv.interact(f, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))``: each keyword is an input given
+    as ``(min, max[, start[, step]])`` (start: the middle; step: about 1/100 of the range).
+    ``fn`` is called with one ``tf.Variable`` per keyword, named after it and holding that
+    slider's value, under a tv.GradientTape, and returns the target tensor or a dict of
+    targets (then a target menu appears). Every slider move calls ``fn`` again through
+    TensorFlow (forward and backward) and repaints, keeping the explorer's state; a slope
+    plot shows the target against one input with the tangent whose slope is TF's gradient.
+    ``fn`` should depend only on its inputs: the slope plot calls it once per sample point.
+
+    When ``fn`` raises or returns no tensor at some values, the explorer says why and keeps
+    the last picture that worked. At construction there is none yet: a bad range raises
+    ValueError (TypeError for a non-number), a failing first call ValueError, a wrong return
+    type TypeError. ``lang``, ``theme``, ``show_all``, ``presenter``: as for tv.explore
+    (so no input can take those names)."""
+    from .whatif import interact as build
+
+    return build(fn, ranges, lang=check_lang(lang), theme=theme, show_all=show_all, presenter=presenter)
 
 
 def _explored(tape: Any, targets, output_gradients):

@@ -26,6 +26,7 @@ EXPECTED = [
     "07_clip_by_value",
     "08_clipping_in_training",
     "09_why_is_my_gradient_none",
+    "10_what_if",
     "11_watching_training",
 ]
 
@@ -47,6 +48,13 @@ PRINTED = {
         "why_none      -> outside_tf",
         "why_none      -> not_recorded",
         "why_none -> not_watched: x is a plain tensor",
+    ],
+    "10_what_if": [
+        "x =  2.5   dy/dx =  5.0   2x =  5.0",
+        "tape.gradient: 5.0",
+        "y = 5.0   z =  9.0   dz/dx = 4.0   dz/dy = None",
+        "x = 1.3   norm = 4.864   unchanged   d sum(clipped)/dx = 6",
+        "x = 2.0   norm = 7.483   clipped",
     ],
     "11_watching_training": [
         "step  0  vanishing  sig/d0",
@@ -103,7 +111,7 @@ def test_last_cell_displays_the_explorer_once(name):
     last = [c for c in nb.cells if c.cell_type == "code"][-1]
     lines = [ln.strip() for ln in last.source.strip().splitlines()]
     assert lines[-1] == "ex", "the last line shows the explorer (and nothing else)"
-    assert any(ln.startswith("ex = tv.explore(") for ln in lines)
+    assert any(ln.startswith(("ex = tv.explore(", "ex = tv.interact(")) for ln in lines)
     assert not any(ln.endswith(")") and ".add_class(" in ln for ln in lines), "add_class() would display a second copy"
 
 

@@ -67,6 +67,11 @@ def _hidden_note(hidden, folded, target, **_):
     return "; ".join(parts) + " (show_all=True shows them)"
 
 
+def _graph_change(added, removed, **_):
+    parts = [f"new ops: {added}"] * bool(added) + [f"ops gone: {removed}"] * bool(removed)
+    return "; ".join(parts)
+
+
 MESSAGES = {
     # ---- one-line stop reasons: stop.<reason>.<cause> --------------------------------
     "stop.stop_gradient.stop_edge": "{subject} goes through tf.stop_gradient, which tells the tape to pass no gradient back to it.",
@@ -212,4 +217,25 @@ MESSAGES = {
     "word.a_variable": "a variable",
     "word.an_op": "an op",
     "word.this_tensor": "this tensor",
+    # ---- tv.interact -----------------------------------------------------------------
+    "ui.control.slope": "slope of",
+    "ui.interact.changed": "The graph changed shape at {where} ({what}): a Python if or loop in {fn} read an "
+                           "input's value and took another path, so the boxes were laid out again.",
+    "ui.interact.ops": _graph_change,
+    "ui.interact.rewired": "the same ops, wired differently",
+    "ui.interact.stops": "the same ops, but the gradient stops at other places",
+    "ui.interact.raised": "{call} raised {error}. Fix {fn}, or move the slider back.",
+    "ui.interact.returned": "{call} returned {got}: return the target tensor, or a dict of them such as "
+                            "{{'loss': loss}}.",
+    "ui.interact.renamed": "{call} returned the targets {got}, but its first call returned {first}: return the same "
+                           "names every time (the target menu is made from them).",
+    "ui.interact.empty_range": "The range of {name} is empty (min {lo} ≥ max {hi}): set its min below its max.",
+    "ui.interact.kept": "The picture still shows {good}.",
+    "ui.slope.title": "{y} against {x}",
+    "ui.slope.tangent": "tangent at {x} = {x0}: slope d{y}/d{x} = {slope} (TensorFlow's gradient)",
+    "ui.slope.none": "d{y}/d{x} is None ({reason}): no tangent, even where the curve moves",
+    "ui.slope.sum": "{y} has shape {shape}: the curve is its sum (TF's gradient of a non-scalar target is the "
+                    "gradient of its sum)",
+    "ui.slope.failed": "the function failed at {n} of {total} sample points (gaps in the curve)",
+    "ui.slope.legend": "tangent, slope {slope}",
 }

@@ -67,6 +67,11 @@ def _collapsed_note(layers, calls, total, **_):
     return "和".join(parts) + f"已折叠（共 {total} 个节点）；展开即可看到其中的运算"
 
 
+def _graph_change(added, removed, **_):
+    parts = [f"新增运算：{added}"] * bool(added) + [f"消失的运算：{removed}"] * bool(removed)
+    return "；".join(parts)
+
+
 MESSAGES = {
     # ---- 一句话的停止原因：stop.<原因>.<情形> ---------------------------------------------
     "stop.stop_gradient.stop_edge": "{subject} 经过 tf.stop_gradient，它告诉磁带不要把梯度传回给它。",
@@ -206,4 +211,22 @@ MESSAGES = {
     "word.a_variable": "一个变量",
     "word.an_op": "一个运算",
     "word.this_tensor": "这个张量",
+    # ---- tv.interact -----------------------------------------------------------------
+    "ui.control.slope": "斜率图",
+    "ui.interact.changed": "计算图在 {where} 处改变了形状（{what}）：{fn} 中的 Python if 或循环读取了输入的值并走了"
+                           "另一条路径，所以重新排布了方框。",
+    "ui.interact.ops": _graph_change,
+    "ui.interact.rewired": "运算相同，但连接方式不同",
+    "ui.interact.stops": "运算相同，但梯度在别的地方停止",
+    "ui.interact.raised": "{call} 抛出了 {error}。请修改 {fn}，或把滑块移回去。",
+    "ui.interact.returned": "{call} 返回了 {got}：请返回目标张量，或由张量组成的字典，例如 {{'loss': loss}}。",
+    "ui.interact.renamed": "{call} 返回的目标是 {got}，但第一次调用返回的是 {first}：每次都请返回相同的名字（目标菜单由它们生成）。",
+    "ui.interact.empty_range": "{name} 的范围为空（最小值 {lo} ≥ 最大值 {hi}）：请把最小值设得比最大值小。",
+    "ui.interact.kept": "图中仍显示 {good} 时的结果。",
+    "ui.slope.title": "{y} 随 {x} 的变化",
+    "ui.slope.tangent": "{x} = {x0} 处的切线：斜率 d{y}/d{x} = {slope}（TensorFlow 算出的梯度）",
+    "ui.slope.none": "d{y}/d{x} 为 None（{reason}）：没有切线，即使曲线在变化",
+    "ui.slope.sum": "{y} 的形状是 {shape}：曲线画的是它的和（TF 对非标量目标求的梯度就是其和的梯度）",
+    "ui.slope.failed": "函数在 {total} 个采样点中的 {n} 个上失败（曲线上的空缺）",
+    "ui.slope.legend": "切线，斜率 {slope}",
 }
