@@ -47,7 +47,7 @@ from .flow import GradientFlow
 from .graph import TapeGraph, format_value
 from .messages import DEFAULT, say
 from .slope import Slope, caption_lines, slope_figure, slope_svg, THEMES
-from .state import Explored, ExplorerState, picture
+from .state import Explored, ExplorerState
 from .widget import Explorer
 
 __all__ = ["InputRange", "parse_range", "Runner", "Run", "InteractError", "CallFailed", "ReturnTypeError",
@@ -574,33 +574,18 @@ class Interact(Explorer):
         self._load(run, moved)
 
     def _load(self, run: Run, moved: str) -> None:
-        old, old_model = self.run, self.model
+        old = self.run
         state = carry_state(self.state, old, run)
         notice = ""
         if run.shape(state.target) != old.shape(state.target):
             where = f"{moved} = {_num(run.values[moved])}"
             notice = say("ui.interact.changed", state.lang, where=where,
                          what=shape_change(old, run, state.target, state.lang), fn=self.runner.fn_name)
-        self.run, self.model, self.state = run, run.explored, state
-        # The picture first: it leaves for the browser before the panel's clip report (TF
-        # ops) and the controls are computed; _show then finds it cached and unchanged.
-        svg = picture(run.explored, state)
-        if self.canvas.value != svg:
-            self.canvas.value = svg
-        last = run.flow(state.target).last_step
-        c = self.controls
-        with self._quiet():
-            for k in ("step", "play"):
-                c[k].max = max(last, c[k].min)
-                c[k].value = state.step
-            c["node"].options = self._node_options()
-            c["node"].value = state.node
-        self._sync_groups()
-        self._show()
+        self.run = run
+        self.show_model(run.explored, state)  # the picture first, then the panel and the controls
         self.notice.value = f"<span class='tv-info'>{html.escape(notice)}</span>" if notice else ""
         self._show_inputs()
         self._show_slope()
-        old_model.forget()
 
     def _fail(self, text: str) -> None:
         """Say why there is no new picture; the last one stays."""

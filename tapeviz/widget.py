@@ -208,6 +208,27 @@ class Explorer(W.VBox):
             w.rows = max(1, min(6, len(w.options)))
         w.layout.display = None if w.options else "none"
 
+    def show_model(self, explored: Explored, state: ExplorerState) -> None:
+        """Show another recording in this widget (a what-if move, another training step),
+        keeping its controls: the step slider follows the new backward pass, the inspector
+        menu its nodes, the groups list its groups. The picture leaves for the browser
+        first; the old recording's pictures and flows are dropped."""
+        old = self.model
+        self.model, self.state = explored, state
+        self._set_canvas(st.picture(explored, state))
+        last = explored.flow(state.target).last_step
+        c = self.controls
+        with self._quiet():
+            for k in ("step", "play"):
+                c[k].max = max(last, c[k].min)
+                c[k].value = explored.flow(state.target).check_step(state.step)
+            c["node"].options = self._node_options()
+            c["node"].value = state.node
+        self._sync_groups()
+        self._show()
+        if old is not explored:
+            old.forget()
+
     # -- state -> what is shown ------------------------------------------------------------
     def _show(self) -> None:
         """Show the state: the picture, the clipping panel, the inspector (one redraw each)."""
