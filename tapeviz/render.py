@@ -13,6 +13,7 @@ glyph (:func:`tapeviz.fonts.matplotlib_families`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,7 @@ from matplotlib.text import Text
 
 from .fonts import matplotlib_families
 from .graph import TapeGraph
-from .scene import (DPI, FONT, Arrow, Box, Label, Scene, Swatch, _edge_plans, arrow_specs, edge_label_specs,
+from .scene import (FONT, Arrow, Box, Label, Scene, Swatch, _legend_layout_for, arrow_specs, edge_label_specs,
                     label_specs)
 from .themes import LIGHT, Theme
 
@@ -101,7 +102,7 @@ def arrow_artist(ax: Axes, a: Arrow, theme: Theme = LIGHT) -> FancyArrowPatch:
 
 def mark_artists(ax: Axes, a: Arrow, scene: Scene) -> list[Line2D]:
     """The backward markers an Arrow record shows now (the step being processed)."""
-    import math
+
 
     out = []
     sx, sy = scene.px_per_unit
@@ -197,8 +198,6 @@ def chrome_artists(fig: Figure, scene: Scene) -> Chrome:
 def draw_legend(fig: Figure, reasons=(), kinds=(), *, theme: "str | Theme | None" = None, lang: str = "en"):
     """A legend of node kinds, edges and these stop reasons, laid out by a scene for
     ``fig``'s width and drawn at its bottom; returns the legend's artists."""
-    from .scene import _legend_layout_for
-
     scene = _legend_layout_for(tuple(fig.get_size_inches()), list(reasons), list(kinds), theme=theme, lang=lang)
     samples, texts = [], []
     for sw in scene.legend:
@@ -228,8 +227,7 @@ def draw_edges(ax: Axes, graph: TapeGraph, pos, *, routes=None, display=None) ->
 def draw_edge_labels(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT, routes=None,
                      display=None) -> dict[tuple, Text]:
     """A text on each edge for the gradient (or stop reason) it carries, on its run into its consumer."""
-    plans = _edge_plans(graph, pos, routes, display)
-    specs = edge_label_specs(graph, pos, fontsize=fontsize, display=display, plans=plans)
+    specs = edge_label_specs(graph, pos, fontsize=fontsize, routes=routes, display=display)
     return {e: text_artist(ax, t, Z_EDGE_LABEL) for e, t in specs.items()}
 
 

@@ -87,7 +87,7 @@ LIGHT = Theme(
     forward="#6b7682",
     flowing=ORANGE,
     active=BLUE,
-    stopped="#bbbbbb",
+    stopped="#999999",
     bad="#b2182b",
     target="#000000",
     grad_text="#8a4600",
@@ -117,8 +117,8 @@ DARK = Theme(
     forward="#8f98a1",
     flowing=ORANGE,
     active=SKY_BLUE,
-    stopped="#808080",
-    bad="#d7263d",
+    stopped="#8a8a8a",
+    bad="#cc2233",
     target="#ffffff",
     grad_text="#f2b84b",
     stop_text="#a0a0a0",
@@ -131,7 +131,7 @@ DARK = Theme(
 
 PROJECTOR = Theme(
     **{**LIGHT.__dict__, "name": "projector", "font": 12.0, "line": 2.0, "scale": 1.5,
-       "forward": "#4f5a66", "stopped": "#a6a6a6", "grad_text": "#7a3e00", "muted": "#46515c"},
+       "forward": "#4f5a66", "grad_text": "#7a3e00", "muted": "#46515c"},
 )
 
 THEMES: dict[str, Theme] = {t.name: t for t in (LIGHT, DARK, PROJECTOR)}
