@@ -105,23 +105,23 @@ class _Advances(dict):
 
 
 _TABLES: dict[tuple[str, str], _Advances] = {}
+_BY_ARGS: dict = {}  # (weight, style) as callers pass them -> table: one look-up per call
 
 
 def _table(weight, style) -> _Advances:
-    key = (_weight(weight), "italic" if style in ("italic", "oblique") else "normal")
-    table = _TABLES.get(key)
+    table = _BY_ARGS.get((weight, style))
     if table is None:
-        table = _TABLES[key] = _Advances(*key)
+        key = (_weight(weight), "italic" if style in ("italic", "oblique") else "normal")
+        table = _TABLES.get(key)
+        if table is None:
+            table = _TABLES[key] = _Advances(*key)
+        _BY_ARGS[(weight, style)] = table
     return table
 
 
 def text_width(text: str, size: float, weight="normal", style="normal") -> float:
     """Width in points of one line of ``text`` at ``size`` points."""
-    table = _table(weight, style)
-    try:
-        return size * sum(map(table.__getitem__, text))
-    except KeyError:  # pragma: no cover  (dict subclasses call __missing__ from __getitem__)
-        return size * sum(table[c] for c in text)
+    return size * sum(map(_table(weight, style).__getitem__, text))
 
 
 @lru_cache(maxsize=None)

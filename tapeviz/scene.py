@@ -34,7 +34,9 @@ every sentence from the message catalogue (:func:`tapeviz.messages.say`).
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Mapping, NamedTuple
 
 import numpy as np
@@ -209,7 +211,11 @@ def is_bad(value) -> bool:
     if value is None:
         return False
     a = np.asarray(value)
-    return a.dtype.kind in "fc" and not np.all(np.isfinite(a))
+    if a.dtype.kind not in "fc":
+        return False
+    if a.size == 1:
+        return not math.isfinite(abs(a.item()))
+    return not np.isfinite(a).all()
 
 
 def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str = DEFAULT) -> str:
@@ -336,15 +342,13 @@ def _ports(g, pos, routes, label_h: float):
     between columns so that labels in one column stay ``label_h`` apart."""
     out = {}
     window = max(0.5 - label_h, label_h)  # ports of two boxes a row apart keep their labels apart
-    for v in g.nodes:
-        groups: dict = {}
-        for u, _, k in g.in_edges(v, keys=True):
-            groups.setdefault(u, []).append(k)
-        if not groups:
+    for v in g:
+        preds = g.pred[v]
+        if not preds:
             continue
         entries = []
-        for u, keys in groups.items():
-            keys = sorted(keys, key=str)
+        for u, keyed in preds.items():
+            keys = sorted(keyed, key=str)
             n = len(keys)
             bends = routes.get((u, v)) if routes else None
             y_from = bends[-1][1] if bends else pos[u][1]
@@ -500,13 +504,14 @@ def box_specs(graph: TapeGraph, pos, *, targets=(), display: Shown | None = None
     return boxes
 
 
-def _box_lines(size: float, has_sub: bool, has_chips: bool) -> list[float]:
+@lru_cache(maxsize=None)
+def _box_lines(size: float, has_sub: bool, has_chips: bool) -> tuple[float, ...]:
     """Heights (points) of a box's lines: title, subtitle, value, chips."""
     title = sum(fonts.line_box(size, "bold")[:2])
     sub = sum(fonts.line_box(size - 1, style="italic")[:2]) if has_sub else 0.0
     value = sum(fonts.line_box(size - 0.5)[:2])
     chips = _label_height(size - 1.5) + 1.0 if has_chips else 0.0
-    return [title, sub, value, chips]
+    return (title, sub, value, chips)
 
 
 def label_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, display: Shown | None = None,
@@ -598,18 +603,19 @@ def grad_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, display: Shown 
 
 
 def arrow_specs(graph: TapeGraph, pos, *, routes=None, display: Shown | None = None, plans=None,
-                theme: Theme = LIGHT, label_widths: Mapping | None = None) -> dict[tuple, Arrow]:
+                theme: Theme = LIGHT, route: bool = True) -> dict[tuple, Arrow]:
     """One arrow per edge, in the forward direction, ending at its consumer's port run
-    (see :func:`_edge_plans`); routed edges follow their bends."""
+    (see :func:`_edge_plans`); routed edges follow their bends. ``route=False`` leaves the
+    paths to the caller (a Scene routes each edge once it knows its label's width)."""
     plans = plans if plans is not None else _edge_plans(graph, pos, routes, display)
     g = display.nx if display is not None else graph.nx
-    widths = label_widths or {}
     arrows = {}
     for u, v, k, d in g.edges(keys=True, data=True):
         plan = plans[(u, v, k)]
-        route, _, mark = _edge_route(plan, widths.get((u, v, k)))
-        arrows[(u, v, k)] = Arrow(plan.start, route.vertices[-1], 0.0, route, theme.forward, LW_EDGE * theme.line,
-                                  "-", f"edge-{u}-{v}-{k}", list(d.get("members", [(u, v, k)])), mark_at=mark)
+        path, mark = _edge_route(plan)[::2] if route else (None, None)
+        arrows[(u, v, k)] = Arrow(plan.start, (plan.gap_right, plan.end_y), 0.0, path, theme.forward,
+                                  LW_EDGE * theme.line, "-", f"edge-{u}-{v}-{k}", list(d.get("members", [(u, v, k)])),
+                                  mark_at=mark)
     return arrows
 
 
@@ -791,30 +797,28 @@ class Scene:
                      for n, trio in self.labels.items()}
         self.chips = chip_specs(disp, pos, fontsize=self.font, theme=th, unit=self.unit, rows=chip_rows)
         self.grads = grad_specs(graph, pos, fontsize=self.font, display=disp, theme=th)
-        self.arrows = arrow_specs(graph, pos, display=disp, plans=plans, theme=th)
+        self.arrows = arrow_specs(graph, pos, display=disp, plans=plans, theme=th, route=False)
         self.edge_labels = edge_label_specs(graph, pos, fontsize=self.font, display=disp, plans=plans, theme=th)
         self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
         self._grad_rooms = self._grad_allowance(plans, label_h)
         self.overrides: dict[Any, str] = {}
-        if flow is not None:  # turn each edge towards its port where its widest label begins
-            last = flow.last_step
-            for e, arrow in self.arrows.items():
-                label = self.edge_labels[e]
-                widest = self._rooms[e]
-                if len(arrow.members) <= 1:
-                    self._style_edge(e, arrow, label, last, False)
-                    widest = fonts.text_width(label.text, label.size, style=label.style)
-                width = (widest + 2 * LABEL_PAD * label.size + 2.0) / self.unit[0]
-                arrow.path, _, arrow.mark_at = _edge_route(plans[e], width)
-        self.has_bad = flow is not None and any(
-            is_bad(fl_v) for fl_v in (flow.edge_grad(*m) for _, _, d in dg.edges(data=True)
-                                      for m in d.get("members", ()) if flow.carries(m)))
+        # route each edge: it turns towards its port where its widest label begins
+        last = flow.last_step if flow is not None else None
+        for e, arrow in self.arrows.items():
+            label = self.edge_labels[e]
+            widest = self._rooms[e]
+            if flow is not None and len(arrow.members) <= 1:
+                self._style_edge(e, arrow, label, last, False)
+                widest = fonts.text_width(label.text, label.size, style=label.style)
+            width = (widest + 2 * LABEL_PAD * label.size + 2.0) / self.unit[0]
+            arrow.path, _, arrow.mark_at = _edge_route(plans[e], width)
         self.custom_title = title
         self.title = title or ""
         self.caption = self._caption(caption)
         self.step: int = 0
         self.title_label = None
         self.set_step(None)  # the finished pass: the texts the canvas must hold
+        self.has_bad = any(v[1] for k, v in self._texts.items() if k[0] == "edge")
         self._layout_canvas()
         self._clamp_grad_rooms()
         self.set_step(None)
@@ -825,7 +829,6 @@ class Scene:
         for n, g in self.grads.items():
             edge = min(g.x - x0, x1 - g.x) * 2 * self.unit[0]
             self._grad_rooms[n] = min(self._grad_rooms[n], edge)
-        self._texts = {k: v for k, v in self._texts.items() if k[0] != "node"}
 
     def _grad_allowance(self, plans, label_h: float) -> dict:
         """Points of text each box's gradient line may take: the box's width, or more where
@@ -834,12 +837,16 @@ class Scene:
         unit_x = self.unit[0]
         size = self.font - 0.5
         text_h = sum(fonts.line_box(size)[:2]) / self.unit[1]
-        rects: dict = {}  # column of the consumer -> reserved label rectangles (x0, x1, y0, y1)
-        for e, p in plans.items():
+        rects: dict = {}  # column of the consumer -> reserved label rectangles (y0, y1, x0, x1), by y0
+        pad = LABEL_PAD * (self.font - 1) / unit_x
+        for p in plans.values():
             x1 = p.gap_right - (CONVERGE_ROOM if abs(p.port - p.end_y) > 1e-9 else TAIL) - p.col * p.room
-            pad = LABEL_PAD * (self.font - 1) / unit_x
-            rect = (x1 - p.room - pad, x1 + pad, p.port - label_h / 2, p.port + label_h / 2)
-            rects.setdefault(round(p.gap_right + BOX_W / 2), []).append(rect)
+            rects.setdefault(round(p.gap_right + BOX_W / 2), []).append(
+                (p.port - label_h / 2, p.port + label_h / 2, x1 - p.room - pad, x1 + pad))
+        starts = {}
+        for col, rs in rects.items():
+            rs.sort()
+            starts[col] = [r[0] for r in rs]
         out = {}
         most = 0.5 - 0.02  # half a column pitch, less a margin from the neighbour's text
         for n, g in self.grads.items():
@@ -848,7 +855,10 @@ class Scene:
             half = most
             c = round(x)
             for col in (c, c + 1):
-                for x0, x1, r0, r1 in rects.get(col, ()):
+                rs = rects.get(col)
+                if not rs:
+                    continue
+                for r0, r1, x0, x1 in rs[bisect_left(starts[col], y_low - label_h):bisect_left(starts[col], y_top)]:
                     if r1 <= y_low or r0 >= y_top:
                         continue
                     if x1 <= x:
@@ -873,13 +883,11 @@ class Scene:
             if g.text:
                 half = fonts.text_width(g.text, g.size) / 2 / self.unit[0]
                 xs += [g.x - half, g.x + half]
-        for a in self.arrows.values():
-            if a.path is not None:
-                xs.extend(p[0] for p in a.path.vertices)
-                ys.extend(p[1] for p in a.path.vertices)
-            else:
-                xs += [a.start[0], a.end[0]]
-                ys += [a.start[1], a.end[1]]
+        verts = [v for a in self.arrows.values() for v in (a.path.vertices if a.path is not None else (a.start, a.end))]
+        if verts:
+            arr = np.asarray(verts, float)
+            xs += [float(arr[:, 0].min()), float(arr[:, 0].max())]
+            ys += [float(arr[:, 1].min()), float(arr[:, 1].max())]
         half = (_label_height(self.font - 1) / 2 + 1.0) / self.unit[1]
         for e, t in self.edge_labels.items():
             ys += [t.y - half, t.y + half]
@@ -1038,7 +1046,10 @@ class Scene:
         text = prefix + format_value(value)
         if fonts.text_width(text, size) <= room:
             return text
-        return fonts.fit(prefix + _compact(value), room, size)
+        text = prefix + _compact(value)
+        if fonts.text_width(text, size) <= room or "|.|=" not in text:
+            return fonts.fit(text, room, size)
+        return fonts.fit(prefix + text[text.index("|.|="):], room, size)  # the norm alone: the shape is on the box
 
     def set_step(self, step: int | None) -> None:
         """Style every record for the flow as it stands after steps 0..`step` (None: the
@@ -1149,7 +1160,7 @@ class Scene:
             return fonts.fit(self.overrides[n], room, size), th.grad_text
         s = fl.step_of(n)
         if s is not None and s <= k:
-            key = ("node", n)
+            key = ("node", n, room)
             cached = self._texts.get(key)
             if cached is None:
                 if n in fl.target_nodes:
