@@ -90,7 +90,7 @@ def text_artist(ax: Axes, t: Label, zorder: float = Z_TEXT, theme: Theme = LIGHT
 def arrow_artist(ax: Axes, a: Arrow, theme: Theme = LIGHT) -> FancyArrowPatch:
     """The matplotlib arrow for an Arrow record, added to ``ax``."""
     style = dict(arrowstyle="-|>", mutation_scale=MUTATION * theme.line, lw=a.lw, color=a.color,
-                 linestyle=a.linestyle, zorder=Z_EDGE, visible=a.visible)
+                 linestyle=a.linestyle, zorder=Z_EDGE + a.lw / 100, visible=a.visible)  # thicker on top
     if a.path is not None:
         arrow = FancyArrowPatch(path=Path(a.path.vertices, a.path.codes), **style)
     else:

@@ -466,15 +466,15 @@ def _edge_route(plan: _Plan, label_w: float | None = None) -> tuple[Route, tuple
         codes += [CURVE4] * 3
     verts.append((gap_right, end_y))
     codes.append(LINETO)
-    if mark is None:  # a straight run from the producer: mark it before the label
-        mark = (min(x + 0.6 * CURVE_ROOM, label_left - 0.02), port, -1.0, 0.0)
+    if mark is None:  # a straight run from the producer: mark it half-way to the label
+        mark = ((x + min(label_left, run_end)) / 2, port, -1.0, 0.0)
     return Route(verts, codes), (anchor_x, port, "right"), mark
 
 
 def _mark_on_curve(p0, p3) -> tuple:
     """A point early on an S-curve from p0 to p3, and the backward direction there."""
     (x0, y0), (x1, y1) = p0, p3
-    t = 0.2
+    t = 0.4
     # B(t) of the cubic with controls (x0 + c, y0), (x1 - c, y1): x is linear in t only at c = dx / 3;
     # evaluate it exactly
     c = (x1 - x0) / 2

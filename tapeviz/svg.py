@@ -82,6 +82,7 @@ class _Writer:
         self.text_color = scene.theme.text
         self._colors: dict = {}
         self._styles: dict = {}
+        self._fonts: dict = {}  # (size, weight, style) -> pixel size, font attributes, ascent, descent, gap
         sx, sy = scene.px_per_unit
         ox, oy = scene._origin  # noqa: SLF001  (the scene's own data -> pixel map)
         H = self.height
@@ -157,8 +158,17 @@ class _Writer:
         if not t.visible or (not s and not keep_empty):
             return ""
         x, y = (t.x, self.height - t.y) if px else self.to_px(t.x, t.y)
-        size = t.size * self.px
-        asc, desc, gap = (v * self.px for v in fonts.line_box(t.size, t.weight, t.style))
+        key = (t.size, t.weight, t.style)
+        got = self._fonts.get(key)
+        if got is None:
+            size = t.size * self.px
+            font = f' font-size="{size:.2f}"'
+            if t.weight not in ("normal", 400):
+                font += ' font-weight="700"'
+            if t.style != "normal":
+                font += f' font-style="{t.style}"'
+            got = self._fonts[key] = (size, font, *(v * self.px for v in fonts.line_box(*key)))
+        size, font, asc, desc, gap = got
         lines = s.split("\n") if s else [""]
         g = gap if len(lines) > 1 else 0.0
         a, d = asc + g / 2, desc + g / 2
@@ -167,11 +177,6 @@ class _Writer:
         va = t.va
         top = y if va == "top" else y - block if va == "bottom" else y - (block - d) if va == "baseline" else y - block / 2
         anchor = _ANCHOR.get(t.ha, "start")
-        font = f' font-size="{size:.2f}"'
-        if t.weight not in ("normal", 400):
-            font += ' font-weight="700"'
-        if t.style != "normal":
-            font += f' font-style="{t.style}"'
         fill = self.paint("fill", t.color)
         ident = f' id="{_esc(gid)}"' if gid else ""
         out = []
@@ -312,7 +317,8 @@ def to_svg(view) -> str:
         f'<rect width="100%" height="100%"{w.paint("fill", sc.theme.background)}/>\n',
         '<g id="layer-edges">\n',
     ]
-    for ar in sc.arrows.values():
+    # thicker (carrying, then active) edges last: where edges converge on a box, their heads show on top
+    for ar in sorted(sc.arrows.values(), key=lambda a: a.lw):
         if ar.visible:
             out.append(f'<g id="{_esc(ar.gid)}">{w.arrow(ar)}</g>\n')
     out.append("</g>\n")

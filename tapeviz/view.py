@@ -22,7 +22,7 @@ from matplotlib.text import Text
 from .flow import GradientFlow
 from .graph import TapeGraph
 from .messages import DEFAULT
-from .render import Artists, Chrome, chrome_artists, draw_scene, mark_artists, raster_dpi
+from .render import Z_EDGE, Artists, Chrome, chrome_artists, draw_scene, mark_artists, raster_dpi
 from .scene import DPI, Scene
 from .svg import to_svg
 from .themes import Theme
@@ -241,6 +241,7 @@ class GraphView:
             arrow.set_color(spec.color)
             arrow.set_linestyle(spec.linestyle)
             arrow.set_linewidth(spec.lw)
+            arrow.set_zorder(Z_EDGE + spec.lw / 100)  # thicker edges on top, as svg.py orders them
             text.set_text(label.text)
             text.set_color(label.color)
             text.set_fontstyle(label.style)
