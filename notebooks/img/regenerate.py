@@ -37,16 +37,24 @@ def small_cnn():
     return tape, loss
 
 
+def export_both(name: str, stem: str) -> None:
+    """One run of a built-in example (Keras names layers by how many were made before),
+    saved before and after, with the caption `tapeviz export` writes."""
+    ex = examples.get(name)
+    run = ex.run()
+    caption = f"{ex.title}\n{cli._printed(run.printed)}"
+    for show_all, when in ((True, "before"), (False, "after")):
+        tv.save(run.tape, HERE / f"{stem}_{when}.png", target=run.target, caption=caption, show_all=show_all)
+
+
 def main() -> None:
+    export_both("clip_in_training", "mlp")
+    export_both("clip_by_norm", "clip_by_norm")
+    cli.export_example("stop_gradient", HERE / "stop_gradient.png")
     tape, loss = small_cnn()
     caption = "a small CNN: Conv2D, BatchNormalization, MaxPooling2D, Conv2D, GlobalAveragePooling2D, Dropout, Dense"
     for show_all, when in ((True, "before"), (False, "after")):
         tv.save(tape, HERE / f"cnn_{when}.png", target=loss, caption=caption, show_all=show_all)
-        for name, stem in (("clip_by_norm", "clip_by_norm"), ("clip_in_training", "mlp")):
-            cli.export_example(name, HERE / f"{stem}_{when}.png", show_all=show_all)
-    cli.export_example("stop_gradient", HERE / "stop_gradient.png")
-    run = examples.stop_gradient()
-    tv.save(run.tape, HERE / "stop_gradient_step1.png", target=run.target, step=1)
 
 
 if __name__ == "__main__":
