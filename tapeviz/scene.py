@@ -69,7 +69,7 @@ BAND_MOST = 20  # widest band, in columns (a 20-column band of the default theme
 FONT = LIGHT.font
 DPI = 100
 MARGIN = 8.0  # points between the canvas edge and anything on it
-MAX_INCHES = 200.0  # kept for callers; pictures are no longer squeezed (squeezed text would overlap)
+MAX_INCHES = 200.0  # figure_size's cap; a Scene is never squeezed (squeezed text would overlap)
 
 # The default (light) theme's colours, for callers and tests that compare against them.
 KIND_STYLE = {k: dict(fc=fc, ec=ec) for k, (fc, ec) in LIGHT.kinds.items()}
@@ -195,15 +195,6 @@ class Frame:
 
 
 # --------------------------------------------------------------------------- texts
-
-
-def _short(text: str, n: int = 18) -> str:
-    """Cut long labels; scoped names (``model/dense/kernel``) keep their informative tail."""
-    if len(text) <= n:
-        return text
-    if "/" in text:
-        return "…" + text[-(n - 1):]
-    return text[: n - 1] + "…"
 
 
 def is_bad(value) -> bool:
@@ -820,15 +811,25 @@ class Scene:
         self.set_step(None)  # the finished pass: the texts the canvas must hold
         self.has_bad = any(v[1] for k, v in self._texts.items() if k[0] == "edge")
         self._layout_canvas()
-        self._clamp_grad_rooms()
-        self.set_step(None)
+        changed = self._clamp_grad_rooms()
+        if flow is not None:  # restyle only what the layout changed: the gradient lines cut to the canvas, the title
+            finished = self.step == flow.last_step
+            for n in changed:
+                self.grads[n].text, self.grads[n].color = self._node_grad_text(
+                    n, self.display.nx.nodes[n]["kind"], self.step, finished)
+        self.set_title()
 
-    def _clamp_grad_rooms(self) -> None:
-        """Keep every gradient line on the canvas, whatever it shows later (clipped values)."""
+    def _clamp_grad_rooms(self) -> list:
+        """Keep every gradient line on the canvas, whatever it shows later (clipped values);
+        returns the nodes whose room shrank."""
         (x0, x1), _ = self.limits
+        changed = []
         for n, g in self.grads.items():
             edge = min(g.x - x0, x1 - g.x) * 2 * self.unit[0]
-            self._grad_rooms[n] = min(self._grad_rooms[n], edge)
+            if edge < self._grad_rooms[n]:
+                self._grad_rooms[n] = edge
+                changed.append(n)
+        return changed
 
     def _grad_allowance(self, plans, label_h: float) -> dict:
         """Points of text each box's gradient line may take: the box's width, or more where
@@ -1078,8 +1079,11 @@ class Scene:
             else:
                 box.ec, box.lw = th.kinds.get(kind, th.kinds["op"])[1], LW_BOX * th.line
         self.title = self.custom_title or self._step_title(k, finished)
-        if self.title_label is None:  # still being laid out
-            return
+        if self.title_label is not None:  # (None while the canvas is being laid out)
+            self.set_title()
+
+    def set_title(self) -> None:
+        """Write ``self.title`` into the title's record: wrapped to the canvas, cut to the lines it has."""
         lines = fonts.wrap(self.title, self._title_inner, self.title_size)
         if len(lines) > self.title_lines:
             rest = " ".join(lines[self.title_lines - 1:])
