@@ -226,6 +226,8 @@ class GraphView:
         for n, tags in a.chips.items():
             for art, label in zip(tags, sc.chips[n]):
                 _sync_text(art, label)
+        for art, label in ((self._chrome.title, sc.title_label), (self._chrome.caption, sc.caption_label)):
+            label.text, label.color = art.get_text(), _hex(art.get_color())
         return sc
 
     def _push(self) -> None:

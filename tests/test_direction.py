@@ -58,3 +58,18 @@ def test_merged_edges_show_tfs_sum_once_every_part_arrived():
     if not all(fl.arrived(m, first) for m in arrow.members):
         s.set_step(first)
         assert "of" in s.edge_labels[e].text and "arrived" in s.edge_labels[e].text
+
+
+def test_restyled_arrows_and_titles_reach_the_svg():
+    x = tf.Variable(2.0, name="x")
+    with tv.GradientTape() as tape:
+        y = x * 3.0
+    view = tv.view(tape, y)
+    e = next(iter(view.artists.arrows))
+    view.artists.arrows[e].set_color("#123456")
+    view.artists.arrows[e].set_linestyle("--")
+    view.artists.title.set_text("my own title")
+    svg = to_svg(view)
+    group = svg.split(f'id="edge-{e[0]}-{e[1]}-{e[2]}"')[1].split("</g>")[0]
+    assert "#123456" in group and "stroke-dasharray" in group
+    assert "my own title" in svg
