@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from . import fonts
-from .scene import CURVE4, DPI, LINETO, MOVETO, Arrow, Box, Label, Scene
+from .scene import CURVE4, DPI, MOVETO, Arrow, Box, Label, Scene
 from .themes import FONT_FAMILIES, rgba
 
 __all__ = ["to_svg", "draws_whole_figure", "head_and_line", "chevron"]

@@ -102,18 +102,9 @@ def test_built_in_examples_in_every_view_and_theme(name):
 
 
 def small_cnn():
-    model = keras.Sequential([
-        keras.Input((8, 8, 1)),
-        keras.layers.Conv2D(4, 3, activation="relu"),
-        keras.layers.BatchNormalization(),
-        keras.layers.MaxPooling2D(),
-        keras.layers.Conv2D(4, 3, activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dropout(0.2),
-        keras.layers.Dense(3),
-    ], name="cnn")
-    rng = np.random.default_rng(0)
-    return model, (tf.constant(rng.normal(size=(4, 8, 8, 1)).astype("float32")),), tf.constant([0, 1, 2, 1])
+    """Conv2D -> BatchNormalization -> MaxPooling2D -> Conv2D -> GlobalAveragePooling2D ->
+    Dropout -> Dense: the README's CNN."""
+    return _module("tapeviz_readme_pictures", HERE.parent / "notebooks" / "img" / "regenerate.py").small_cnn_model()
 
 
 def lstm():

@@ -16,7 +16,8 @@ from tapeviz import cli, examples
 HERE = Path(__file__).resolve().parent
 
 
-def small_cnn():
+def small_cnn_model():
+    """The README's small CNN and a batch for it: (model, (x,), labels)."""
     keras.utils.set_random_seed(0)
     model = keras.Sequential([
         keras.Input((8, 8, 1)),
@@ -30,7 +31,12 @@ def small_cnn():
     ], name="cnn")
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(4, 8, 8, 1)).astype("float32"))
-    y = tf.constant([0, 1, 2, 1])
+    return model, (x,), tf.constant([0, 1, 2, 1])
+
+
+def small_cnn():
+    """One training step's tape of the small CNN, and its loss."""
+    model, (x,), y = small_cnn_model()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     with tv.GradientTape() as tape:
         loss = loss_fn(y, model(x, training=True))
