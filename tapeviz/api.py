@@ -9,9 +9,10 @@ from .flow import GradientFlow
 from .export import check_path, save_view
 from .graph import TapeGraph
 from .history import Flag, History
-from .messages import check_lang
-from .render import GraphView
+from .messages import DEFAULT, check_lang
 from .tape import GradientTape, Recording, graph_of, record
+from .themes import Theme
+from .view import GraphView
 
 __all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "interact", "export_html",
            "explain", "TapeGraph", "GradientFlow", "GraphView", "History", "Flag"]
@@ -27,7 +28,7 @@ def flow(tape: Any, target, *, sources=None, output_gradients=None) -> GradientF
 
 def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str | None = None,
          caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
-         lang: str = "en", theme: str = "light") -> GraphView:
+         theme: "str | Theme | None" = None, lang: str = DEFAULT) -> GraphView:
     """A GraphView of what ``tape`` recorded; with a target, its backward pass at ``step``
     (0 seeds the target; None, the default, is the last step: the finished pass).
 
@@ -35,12 +36,12 @@ def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str
     shape plumbing fold into chips on the ops that use them (``show_all=True`` draws
     every recorded op). ``collapsed``: "auto" (TF API calls collapse; layers when the
     picture would not fit a screen), True, False, or the names of groups to collapse.
-    ``lang``: "en" or "zh" for every word on the picture; ``theme``: "light", "dark" or
-    "projector"."""
+    ``theme``: "light" (default), "dark" (JupyterLab's dark theme) or "projector" (large
+    text, thick lines); ``lang``: the language of the picture's words (tapeviz.messages.LANGUAGES)."""
     graph = graph_of(tape)
     fl = flow(tape, target, output_gradients=output_gradients) if target is not None else None
-    v = GraphView(graph, fl, ax=ax, title=title, caption=caption, collapsed=collapsed, show_all=show_all, lang=lang,
-                  theme=theme)
+    v = GraphView(graph, fl, ax=ax, title=title, caption=caption, collapsed=collapsed, show_all=show_all,
+                  theme=theme, lang=lang)
     if step is not None:
         v.set_step(step)
     return v
@@ -48,24 +49,23 @@ def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str
 
 def draw(tape: Any, target=None, step: int | None = None, *, ax=None, title: str | None = None,
          caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
-         lang: str = "en", theme: str = "light"):
+         theme: "str | Theme | None" = None, lang: str = DEFAULT):
     """A matplotlib Figure of the recorded graph and, given a target, its gradient flow.
 
     ``step=None`` shows the finished backward pass, ``step=k`` the state after k steps.
     Pass ``ax=`` to draw into an existing Axes (its figure is returned).
     """
-    return view(tape, target, step=step, ax=ax, title=title, caption=caption,
-                output_gradients=output_gradients, collapsed=collapsed, show_all=show_all, lang=lang,
-                theme=theme).figure
+    return view(tape, target, step=step, ax=ax, title=title, caption=caption, output_gradients=output_gradients,
+                collapsed=collapsed, show_all=show_all, theme=theme, lang=lang).figure
 
 
 def save(tape: Any, path, *, target=None, step: int | None = None, dpi: int = 100, fps: float = 1.5,
          caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
-         lang: str = "en", theme: str = "light"):
+         theme: "str | Theme | None" = None, lang: str = DEFAULT):
     """Write a .png / .svg picture, or a .gif of the backward pass (one frame a step)."""
     check_path(path)  # fail before any work on a bad path
     v = view(tape, target, step=step, caption=caption, output_gradients=output_gradients, collapsed=collapsed,
-             show_all=show_all, lang=lang, theme=theme)
+             show_all=show_all, theme=theme, lang=lang)
     return save_view(v, path, dpi=dpi, fps=fps)
 
 

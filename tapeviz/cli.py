@@ -33,7 +33,8 @@ def _printed(printed: dict) -> str:
     return "TensorFlow printed: " + "; ".join(parts)
 
 
-def export_example(name: str, path: str | os.PathLike, *, step: int | None = None) -> Path:
+def export_example(name: str, path: str | os.PathLike, *, step: int | None = None, theme: str | None = None,
+                   show_all: bool = False, lang: str = "en") -> Path:
     """Run a built-in example and write its picture (.png/.svg) or animation (.gif)."""
     from . import api, examples
     from .export import check_path
@@ -41,7 +42,8 @@ def export_example(name: str, path: str | os.PathLike, *, step: int | None = Non
     ex = examples.get(name)
     check_path(path)  # a bad path fails before the example runs
     run = ex.run()
-    return api.save(run.tape, path, target=run.target, step=step, caption=f"{ex.title}\n{_printed(run.printed)}")
+    return api.save(run.tape, path, target=run.target, step=step, caption=f"{ex.title}\n{_printed(run.printed)}",
+                    theme=theme, show_all=show_all, lang=lang)
 
 
 def export_all(out: Path, formats=("png", "svg", "gif")) -> list[Path]:
@@ -250,6 +252,14 @@ def main(argv: list[str] | None = None) -> int:
     p_exp.add_argument("-o", "--output", required=True, help="FILE.png, FILE.svg or FILE.gif")
     p_exp.add_argument("--step", type=int, default=None,
                        help="backward step to show, 0 (the start) to the last (the finished pass, the default)")
+    from .messages import LANGUAGES
+    from .themes import THEMES
+
+    p_exp.add_argument("--theme", choices=sorted(THEMES), default=None,
+                       help="light (default), dark (JupyterLab's dark colours) or projector (large text, thick lines)")
+    p_exp.add_argument("--show-all", action="store_true",
+                       help="draw every recorded op (no hiding of what carries nothing, no folding into chips)")
+    p_exp.add_argument("--lang", choices=LANGUAGES, default="en", help="language of the picture's words")
     p_demo = sub.add_parser(
         "demo", help="open the teaching notebooks in JupyterLab (--export: write every example as PNG/SVG/GIF)")
     p_demo.add_argument("--export", action="store_true",
@@ -280,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tapeviz: no example named {args.name!r}; run `tapeviz examples` to list them.", file=sys.stderr)
             return 2
         try:
-            path = export_example(args.name, args.output, step=args.step)
+            path = export_example(args.name, args.output, step=args.step, theme=args.theme, show_all=args.show_all,
+                                  lang=args.lang)
         except (ValueError, OSError) as e:
             print(f"tapeviz: {e}", file=sys.stderr)
             return 2

@@ -8,7 +8,8 @@ from pathlib import Path
 from matplotlib import rc_context
 from matplotlib.animation import FuncAnimation, PillowWriter
 
-from .render import GraphView, raster_dpi
+from .render import raster_dpi
+from .view import GraphView
 from .svg import draws_whole_figure, to_svg
 
 FORMATS = (".png", ".svg", ".gif")

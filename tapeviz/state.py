@@ -26,7 +26,7 @@ from . import clipping, panels
 from .flow import GradientFlow
 from .graph import TapeGraph, format_value
 from .messages import DEFAULT, check_lang
-from .render import GraphView
+from .view import GraphView
 from .shown import Shown, decide
 from .svg import to_svg
 

@@ -20,7 +20,7 @@ from . import clipping, panels, state as st
 from .flow import GradientFlow
 from .keys import attach_keys
 from .messages import say
-from .render import GraphView
+from .view import GraphView
 from .state import Explored, ExplorerState
 
 __all__ = ["Explorer"]

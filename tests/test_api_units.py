@@ -9,7 +9,8 @@ import io
 import tapeviz as tv
 from tapeviz import clipping
 from tapeviz.graph import format_value, summarize
-from tapeviz.render import GraphView, draw_legend, draw_node_labels
+from tapeviz.render import draw_legend, draw_node_labels
+from tapeviz.view import GraphView
 
 
 @pytest.fixture
