@@ -6,16 +6,23 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS='-k smoke -x'`.
 PYTEST_ARGS ?=
+# The lowest TensorFlow tapeviz supports (the lower bound of the [cpu] extra in
+# pyproject.toml; tests/test_release.py keeps the two equal). `make test-tf-min` runs the
+# non-browser suite on it, in its own venv, with the Keras 3 that pip picks for it.
+TF_MIN := 2.16
+VENV_TF_MIN := .venv-tf$(TF_MIN)
+VPY_TF_MIN := $(VENV_TF_MIN)/bin/python
 
-.PHONY: venv demo export test bench
+.PHONY: venv demo export test bench docs test-docs dist test-wheel venv-tf-min test-tf-min ci
 
 venv: $(STAMP)
 
-# Reinstalls only when pyproject.toml is newer than the stamp.
+# Reinstalls only when pyproject.toml is newer than the stamp. One venv for the tests, the
+# docs and the packaging checks.
 $(STAMP): pyproject.toml
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --upgrade pip
-	$(VPY) -m pip install -e '.[cpu,test]'
+	$(VPY) -m pip install -e '.[cpu,test,docs]'
 	@touch $(STAMP)
 
 # Opens the teaching notebooks in JupyterLab (prints the URL; a browser opens when there
@@ -34,6 +41,41 @@ export: venv
 # works either way, each worker then starts its own server and browser.
 test: venv
 	$(VPY) -m pytest -q -n 2 --dist loadgroup $(PYTEST_ARGS) tests/
+
+# The docs site in docs/_build/html: README, notebooks executed now, gallery, API reference.
+# Strict: any Sphinx warning fails the build. Needs npm (ipywidgets' scripts are served
+# from the site, not a CDN).
+docs: venv
+	$(VPY) -m sphinx -W --keep-going -b html docs docs/_build/html
+
+# Builds the docs, then checks the built site (every page there, no CDN, widgets render).
+test-docs: docs
+	$(VPY) -m pytest -q $(PYTEST_ARGS) tests_dist/test_docs.py
+
+# sdist and wheel in dist/ (the wheel is built from the sdist, as an installer would).
+dist: venv
+	rm -rf dist
+	$(VPY) -m build --outdir dist .
+
+# Builds the sdist and wheel, installs the wheel into a fresh venv (TF from pip's cache)
+# and runs the command line and a notebook from the installed package.
+test-wheel: venv
+	$(VPY) -m pytest -q $(PYTEST_ARGS) tests_dist/test_wheel.py
+
+venv-tf-min: $(VENV_TF_MIN)/.installed
+
+$(VENV_TF_MIN)/.installed: pyproject.toml
+	@test -x $(VPY_TF_MIN) || $(PYTHON) -m venv $(VENV_TF_MIN)
+	$(VPY_TF_MIN) -m pip install --upgrade pip
+	$(VPY_TF_MIN) -m pip install --no-compile -e '.[test]' 'tensorflow-cpu==$(TF_MIN).*'
+	@touch $@
+
+# The suite without the browser tests on the lowest supported TensorFlow.
+test-tf-min: venv-tf-min
+	$(VPY_TF_MIN) -m pytest -q -n 2 -m "not browser" $(PYTEST_ARGS) tests/
+
+# Everything CI runs after `make test` (see .ci/run).
+ci: test test-wheel test-tf-min test-docs
 
 bench: venv
 	@set -e; shopt -s nullglob; files=(bench/bench_*.py); \

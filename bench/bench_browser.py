@@ -14,7 +14,7 @@ it (the new SVG is in the document), a ``requestAnimationFrame`` callback queued
 there stamps the next frame (the headline number), and a task posted from that callback
 stamps "after paint" (the frame that lays out and paints the new SVG has finished). To split the total, the kernel's side is timed too: through a
 second client on the notebook's kernel (jupyter_client) the Explorer's callbacks are
-wrapped with timers (``_on_view``, ``_on_clip``, and ``_svg`` = writing the canvas
+wrapped with timers (``_show``: state -> picture, panel and inspector; ``_svg`` = writing the canvas
 SVG with svg.to_svg, only on picture-cache misses), so "rest" = total - kernel callback = comm + widget manager + DOM + layout.
 
 Run:  .venv/bin/python bench/bench_browser.py [--notebook 08_clipping_in_training.ipynb] [--presses 26]
@@ -71,18 +71,18 @@ _INSTALL_JS = r"""
 # Runs in the notebook's kernel (a second client), around the Explorer instance `ex`.
 _KERNEL_WRAP = r"""
 import time as _tvb_time
-_tvb = {"_on_view": [], "_on_clip": [], "_svg": []}
-def _tvb_wrap(obj, name):
-    f = getattr(type(obj), name).__get__(obj)
+import tapeviz.state as _tvb_state
+_tvb = {"_show": [], "_svg": []}
+def _tvb_timed(name, f):
     def timed(*a, **k):
         t = _tvb_time.perf_counter()
         try:
             return f(*a, **k)
         finally:
             _tvb[name].append(_tvb_time.perf_counter() - t)
-    setattr(obj, name, timed)
-for _n in _tvb:
-    _tvb_wrap(ex, _n)
+    return timed
+ex._show = _tvb_timed("_show", ex._show)  # the widget's one callback: state -> picture, panel, inspector
+_tvb_state.to_svg = _tvb_timed("_svg", _tvb_state.to_svg)  # SVG writing, on picture-cache misses
 print(len(ex.canvas.value))
 """
 
@@ -239,7 +239,7 @@ def main(argv=None) -> int:
           "| rest = next frame − callback (comm + widgets + DOM), median |")
     print("|---|---|---|---|---|")
     for name, k in (("step", k_step), ("clip_norm", k_clip)):
-        handler = k["_on_view"] if name == "step" else k["_on_clip"]
+        handler = k["_show"]
         frame = results[name][1]
         med_h = statistics.median(handler) * 1000 if handler else float("nan")
         med_svg = statistics.median(k["_svg"]) * 1000 if k["_svg"] else float("nan")

@@ -1,14 +1,17 @@
 """tapeviz: see what tf.GradientTape recorded and how the gradient flows back."""
 
 from .api import (
+    Flag,
     GradientFlow,
     GradientTape,
     GraphView,
+    History,
     Recording,
     TapeGraph,
     draw,
     explain,
     explore,
+    interact,
     export_html,
     flow,
     record,
@@ -16,6 +19,6 @@ from .api import (
     view,
 )
 
-__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "explain", "export_html", "TapeGraph",
-           "GradientFlow", "GraphView"]
+__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "interact", "explain",
+           "export_html", "TapeGraph", "GradientFlow", "GraphView", "History", "Flag"]
 __version__ = "0.1.0"

@@ -211,12 +211,13 @@ def _fast_path_execute(*args):
     recs = getattr(_local, "recorders", None)
     if not recs:
         return _tf_fast(*args)
-    if any(a.__class__ in _NUMPY_TYPES for a in args):
-        # A NumPy value enters TF here; C converts it into the op's input tensors, so
-        # the inputs made during this call (ids above the counter now) came from NumPy.
+    frame = sys._getframe(1)
+    if any(a.__class__ in _NUMPY_TYPES and _passed_by_user(a, frame) for a in args):
+        # A NumPy value of the user's enters TF here; C converts it into the op's input
+        # tensors, so the inputs made during this call (ids above the counter now) came from NumPy.
         before = _ops.uid()
         out = _tf_fast(*[_route(a) for a in args])
-        _note_reentry_by_op(recs, before, sys._getframe(1))
+        _note_reentry_by_op(recs, before, frame)
         return out
     return _tf_fast(*[_route(a) for a in args])
 
@@ -291,6 +292,7 @@ _PATHS_MAX = 1 << 16  # handles remembered before the memo starts over
 # resource handle id -> its Keras path (str), or how often its reads showed none (int)
 _paths: dict[int, Any] = {}
 _keras_codes: frozenset | None = None  # code objects of the Keras variable classes' methods
+_keras_dirs: tuple = ()  # folders of the Keras package (set with _keras_codes)
 # code object -> _TF (TensorFlow's, or this module's), _KV (a Keras variable method),
 # _KERAS (other Keras code) or _OTHER
 _code_kinds: dict = {}
@@ -301,7 +303,7 @@ _TF_DIRS = tuple({os.path.dirname(f) + os.sep for f in (tf.__file__, os.path.rea
 def _keras_variable_codes() -> frozenset | None:
     """Code objects of every method of Keras's Variable class and its subclasses (None
     while Keras is not imported; Keras itself is never imported from here)."""
-    global _keras_codes
+    global _keras_codes, _keras_dirs
     if _keras_codes is not None:
         return _keras_codes
     mod = sys.modules.get("keras.src.backend.common.variables")
@@ -324,6 +326,10 @@ def _keras_variable_codes() -> frozenset | None:
                     if code is not None:
                         codes.add(code)
                     fn = getattr(fn, "__wrapped__", None)
+    # Keras's own code is told by where it lives (not by "keras" anywhere in a path: a
+    # user's project folder may be called that).
+    package = os.path.dirname(sys.modules[mod.__name__.split(".")[0]].__file__)
+    _keras_dirs = tuple({package + os.sep, os.path.realpath(package) + os.sep})
     _keras_codes = frozenset(codes)
     return _keras_codes
 
@@ -335,7 +341,7 @@ def _code_kind(code, codes) -> int:
         file = code.co_filename
         if file == __file__ or file.startswith(_TF_DIRS):
             kind = _TF
-        elif f"{os.sep}keras{os.sep}" in file:
+        elif file.startswith(_keras_dirs):
             kind = _KERAS
         else:
             kind = _OTHER
@@ -380,7 +386,9 @@ def _keras_path_on_stack(variable, f, codes) -> str | bool:
         if kind == _KV:
             kv = f.f_locals.get("self")
             try:
-                if kv is not None and getattr(kv, "_value", None) is variable:
+                inner = getattr(kv, "_value", None) if kv is not None else None
+                # a MirroredStrategy's replicas read the components of a distributed variable
+                if inner is variable or any(c is variable for c in getattr(inner, "values", None) or ()):
                     path = kv.path
                     if isinstance(path, str) and path:
                         return path
@@ -403,7 +411,9 @@ def _keras_path_on_stack(variable, f, codes) -> str | bool:
 _API_DEPTH = 48
 _API_MODULES = ("math", "nn", "linalg", "signal", "image", "random", "sparse", "strings", "bitwise", "experimental")
 _api_names: dict | None = None  # code object of a public TF function -> its public name
-_code_in_tf: dict = {}  # code object -> whether it is TensorFlow's (or this module's)
+# code object -> its public TF name, _TF_INNER (TensorFlow's, or this module's) or None (other code)
+_code_api: dict = {}
+_TF_INNER = ""
 
 
 def _public_api_names() -> dict:
@@ -444,35 +454,60 @@ def _public_api_names() -> dict:
     return names
 
 
-def _in_tf(code) -> bool:
-    known = _code_in_tf.get(code)
-    if known is None:
-        file = code.co_filename
-        known = _code_in_tf[code] = file == __file__ or file.startswith(_TF_DIRS)
-    return known
-
-
-def _api_call(rec: "Recorder") -> tuple[str, int] | None:
-    """(public name, call number) of the TF API call running the current op, or None."""
+def _code_role(code):
+    """What a frame's code is to an API-call walk (see _code_api), computed once per code."""
     names = _api_names if _api_names is not None else _public_api_names()
-    f = sys._getframe(2)
+    role = names.get(code)
+    if role is None:
+        file = code.co_filename
+        role = _TF_INNER if file == __file__ or file.startswith(_TF_DIRS) else None
+    _code_api[code] = role
+    return role
+
+
+_UNKNOWN = object()
+
+
+def _outer_api_frame(f):
+    """The outermost public TF function's frame above `f`, before the user's code (or None)."""
     outer = None
+    roles = _code_api
     for _ in range(_API_DEPTH):
         if f is None:
             break
         code = f.f_code
-        name = names.get(code)
-        if name is not None:
-            outer, outer_name = f, name
-        elif not _in_tf(code):
+        role = roles.get(code, _UNKNOWN)
+        if role is _UNKNOWN:
+            role = _code_role(code)
+        if role is None:
             break  # the user's code (or Keras): the outermost API call is found
+        if role:
+            outer = f
         f = f.f_back
+    return outer
+
+
+def _api_call(rec: "Recorder") -> tuple[str, int] | None:
+    """(public name, call number) of the TF API call running the current op, or None."""
+    outer = _outer_api_frame(sys._getframe(2))
     if outer is None:
         return None
     if outer is not rec._api_frame:
         rec._api_frame = outer
         rec._api_seq += 1
-    return outer_name, rec._api_seq
+    return _code_api[outer.f_code], rec._api_seq
+
+
+def _passed_by_user(value, frame) -> bool:
+    """Whether the user handed `value` to the TF function running at `frame` (not a NumPy
+    array TF made for itself, such as the axes of tf.reduce_sum)."""
+    outer = _outer_api_frame(frame)
+    if outer is None:
+        return True  # called from the user's code directly
+    for v in outer.f_locals.values():
+        if v is value or (v.__class__ in (list, tuple) and any(x is value for x in v)):
+            return True
+    return False
 
 
 # --------------------------------------------------------------------------- values leaving TF
@@ -626,7 +661,8 @@ def _view_of(value) -> int | None:
 def _convert_to_eager_tensor(value, ctx, dtype=None):
     t = _tf_convert(value, ctx, dtype)
     recs = getattr(_local, "recorders", None)
-    if recs and value.__class__ in _NUMPY_TYPES and t.__class__ is _ops.EagerTensor:
+    if (recs and value.__class__ in _NUMPY_TYPES and t.__class__ is _ops.EagerTensor
+            and _passed_by_user(value, sys._getframe(1))):
         expr, file, line = _user_site(sys._getframe(1))
         entry = Reentry(t._id, expr, file, line, _view_of(value))
         for r in recs:
@@ -742,24 +778,25 @@ class FrameInfo:
                 except Exception:  # noqa: BLE001 - a property that cannot answer now
                     continue
                 for kv in listed:
-                    inner = _wrapped_variable(kv)
-                    if inner is not None:
+                    for inner in _wrapped_variables(kv):
                         paths.setdefault(inner.handle._id, kv.path)
                 break
         return paths
 
 
-def _wrapped_variable(kv):
-    """The tf.Variable inside a Keras-style variable (``.path`` str, ``.value`` variable)."""
+def _wrapped_variables(kv) -> list:
+    """The tf.Variable(s) inside a Keras-style variable (``.path`` str, ``.value`` variable):
+    one, or one per replica when a tf.distribute strategy mirrors it."""
     if isinstance(kv, _rvo.BaseResourceVariable):
-        return None  # a tf.Variable itself: its own name is used
+        return []  # a tf.Variable itself: its own name is used
     try:
         path, inner = kv.path, kv.value
     except Exception:  # noqa: BLE001
-        return None
-    if isinstance(path, str) and isinstance(inner, _rvo.BaseResourceVariable) and type(inner.handle) is _ops.EagerTensor:
-        return inner
-    return None
+        return []
+    if not isinstance(path, str):
+        return []
+    parts = [inner] if isinstance(inner, _rvo.BaseResourceVariable) else list(getattr(inner, "values", None) or ())
+    return [v for v in parts if isinstance(v, _rvo.BaseResourceVariable) and type(v.handle) is _ops.EagerTensor]
 
 
 class GraphModeError(RuntimeError):
@@ -1160,9 +1197,15 @@ class Recorder:
         """
         tape, tld, append, is_stopped, rec = self.tape, self._tld, self._raw.append, _is_stopped, self
         side_ops, side_state, api_call = _SIDE_STATE_OPS, self._side_state, _api_call
+        thread, get_ident = self._thread_id, _get_ident
 
         def callback(op_type, inputs, attrs, outputs, op_name=None, graph=None):
             if graph is not None:  # graph construction (tf.function tracing) is not an execution
+                return None
+            # Callbacks are per thread, except where TF shares one list between threads
+            # (MirroredStrategy's replica threads run with their caller's list): only
+            # the recording thread's own ops are this tape's.
+            if get_ident() != thread:
                 return None
             if tape._tape is not rec._live:
                 rec._generation()
@@ -1332,8 +1375,7 @@ def _scan_frame(frame) -> FrameInfo:
             except TypeError:
                 holders.append(v)
         elif kind == 2:
-            inner = _wrapped_variable(v)
-            if inner is not None:
+            for inner in _wrapped_variables(v):
                 variable_names.setdefault(inner.handle._id, k)
     return FrameInfo(names, variable_names, holders)
 
@@ -1417,6 +1459,14 @@ def _backward_fn(cap: Capture, op: OpRecord, calls: list) -> Callable:
     side = cap._side_state.get(op.index)
     seen = cap._seen
 
+    if custom is not None and _runs_across_replicas(custom):
+        raise ReplayError(
+            f"tapeviz cannot replay the gradient of tf.distribute's all_reduce ({op.op_type}, op {op.index}): it is "
+            "itself an all-reduce that every replica must run at the same moment, so replaying it on one replica "
+            "would wait forever or fail. Record the replica's computation without ReplicaContext.all_reduce inside "
+            "the tape (reduce the gradients afterwards, as optimizer.apply_gradients does), or run the step without "
+            "the strategy to look at it.")
+
     def backward(*out_grads):
         if custom is not None:  # the Python function TF's tape was given
             grads = custom(*out_grads)
@@ -1435,6 +1485,25 @@ def _backward_fn(cap: Capture, op: OpRecord, calls: list) -> Callable:
 
 class ReplayError(RuntimeError):
     """tapeviz cannot replay a recorded op's gradient without disturbing the user's run."""
+
+
+def _runs_across_replicas(fn, depth: int = 3) -> bool:
+    """Whether a recorded backward function is (or wraps) tf.distribute's all_reduce
+    gradient, which needs every replica at once (custom_gradient wraps the function
+    distribute_lib defines; its code lives in tensorflow/python/distribute)."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and "distribute" + os.sep in code.co_filename and code.co_filename.startswith(_TF_DIRS):
+        return True
+    if depth == 0:
+        return False
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            inner = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if callable(inner) and _runs_across_replicas(inner, depth - 1):
+            return True
+    return False
 
 
 class _restored:

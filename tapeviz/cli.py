@@ -26,12 +26,15 @@ def _printed(printed: dict) -> str:
             parts.append(f"{k} = None")
         elif isinstance(v, list):
             parts.append(f"{k} = [" + ", ".join(f"{x:.4g}" for x in v) + "]")
+        elif np.ndim(v) == 0:  # as Python prints a number (the tutorial's 6.0), not NumPy's 6.
+            parts.append(f"{k} = {str(np.asarray(v)[()])}")
         else:
             parts.append(f"{k} = {np.array2string(np.asarray(v), precision=4, separator=', ')}".replace("\n", ""))
     return "TensorFlow printed: " + "; ".join(parts)
 
 
-def export_example(name: str, path: str | os.PathLike, *, step: int | None = None, progress: bool = True) -> Path:
+def export_example(name: str, path: str | os.PathLike, *, step: int | None = None, theme: str | None = None,
+                   show_all: bool = False, lang: str = "en", progress: bool = True) -> Path:
     """Run a built-in example and write its picture (.png/.svg) or animation (.gif).
     A write that takes more than ~2 s shows a progress bar (``progress=False``: never)."""
     from . import api, examples
@@ -41,7 +44,7 @@ def export_example(name: str, path: str | os.PathLike, *, step: int | None = Non
     check_path(path)  # a bad path fails before the example runs
     run = ex.run()
     return api.save(run.tape, path, target=run.target, step=step, caption=f"{ex.title}\n{_printed(run.printed)}",
-                    progress=progress)
+                    theme=theme, show_all=show_all, lang=lang, progress=progress)
 
 
 def export_all(out: Path, formats=("png", "svg", "gif"), *, progress: bool = True) -> list[Path]:
@@ -63,8 +66,31 @@ def export_all(out: Path, formats=("png", "svg", "gif"), *, progress: bool = Tru
 
 # ----------------------------------------------------------------------------- demo: JupyterLab
 
-#: The teaching notebooks of a source checkout (not part of an installed wheel).
+#: The teaching notebooks inside an installed package: the wheel ships notebooks/ (with img/)
+#: as package data here (see pyproject.toml, [tool.hatch.build.targets.wheel]).
+PACKAGE_NOTEBOOKS = Path(__file__).resolve().parent / "notebooks"
+#: The teaching notebooks of a source checkout (an editable install or PYTHONPATH run), where
+#: notebooks/ sits next to the package and pyproject.toml.
 REPO_NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def _has_notebooks(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.glob("*.ipynb"))
+
+
+def find_notebooks() -> Path | None:
+    """The teaching notebooks this tapeviz came with, or None when it has none.
+
+    An installed wheel has them as package data (``tapeviz/notebooks``); a source checkout
+    has the top-level ``notebooks/``. The checkout's folder counts only when a
+    pyproject.toml sits beside it, so an unrelated ``notebooks`` folder next to an installed
+    tapeviz (site-packages) is never served by mistake.
+    """
+    if _has_notebooks(PACKAGE_NOTEBOOKS):
+        return PACKAGE_NOTEBOOKS
+    if (REPO_NOTEBOOKS.parent / "pyproject.toml").is_file() and _has_notebooks(REPO_NOTEBOOKS):
+        return REPO_NOTEBOOKS
+    return None
 
 
 def has_display() -> bool:
@@ -141,11 +167,21 @@ def run_jupyterlab(args) -> int:
         print("tapeviz demo: JupyterLab is not installed. Install it with pip install 'tapeviz[notebook]', "
               "or run `tapeviz demo --export` for pictures only.", file=sys.stderr)
         return 2
-    source = Path(args.notebooks).expanduser() if args.notebooks else REPO_NOTEBOOKS
-    if not source.is_dir() or not any(source.glob("*.ipynb")):
-        print(f"tapeviz demo: no notebooks in {source}. The notebooks ship with the source checkout; "
-              "pass --notebooks DIR, or run `tapeviz demo --export` for pictures only.", file=sys.stderr)
-        return 2
+    if args.notebooks:
+        source = Path(args.notebooks).expanduser()
+        if not _has_notebooks(source):
+            print(f"tapeviz demo: no notebooks (*.ipynb) in {source}. Pass a folder that has some, leave out "
+                  "--notebooks to open the ones tapeviz ships, or run `tapeviz demo --export` for pictures only.",
+                  file=sys.stderr)
+            return 2
+    else:
+        found = find_notebooks()
+        if found is None:
+            print(f"tapeviz demo: this tapeviz has no notebooks (looked in {PACKAGE_NOTEBOOKS} and "
+                  f"{REPO_NOTEBOOKS}). Reinstall it from a wheel or a checkout (pip install 'tapeviz[cpu,notebook]'), "
+                  "pass --notebooks DIR, or run `tapeviz demo --export` for pictures only.", file=sys.stderr)
+            return 2
+        source = found
     if args.in_place:
         served = source.resolve()
     else:
@@ -223,12 +259,20 @@ def main(argv: list[str] | None = None) -> int:
     p_exp.add_argument("-o", "--output", required=True, help="FILE.png, FILE.svg or FILE.gif")
     p_exp.add_argument("--step", type=int, default=None,
                        help="backward step to show, 0 (the start) to the last (the finished pass, the default)")
+    from .messages import LANGUAGES
+    from .themes import THEMES
+
+    p_exp.add_argument("--theme", choices=sorted(THEMES), default=None,
+                       help="light (default), dark (JupyterLab's dark colours) or projector (large text, thick lines)")
+    p_exp.add_argument("--show-all", action="store_true",
+                       help="draw every recorded op (no hiding of what carries nothing, no folding into chips)")
+    p_exp.add_argument("--lang", choices=LANGUAGES, default="en", help="language of the picture's words")
     p_demo = sub.add_parser(
         "demo", help="open the teaching notebooks in JupyterLab (--export: write every example as PNG/SVG/GIF)")
     p_demo.add_argument("--export", action="store_true",
                         help="write every example as PNG/SVG/GIF into --out instead of starting JupyterLab")
     p_demo.add_argument("--out", default=None, help="--export folder (default: out/demo); implies --export")
-    p_demo.add_argument("--notebooks", default=None, help="notebooks to serve (default: the checkout's notebooks/)")
+    p_demo.add_argument("--notebooks", default=None, help="notebooks to serve (default: the ones tapeviz ships)")
     p_demo.add_argument("--workdir", default="out/notebooks",
                         help="where the server's working copies live (default: out/notebooks); "
                              "copies already there are kept")
@@ -253,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tapeviz: no example named {args.name!r}; run `tapeviz examples` to list them.", file=sys.stderr)
             return 2
         try:
-            path = export_example(args.name, args.output, step=args.step)
+            path = export_example(args.name, args.output, step=args.step, theme=args.theme, show_all=args.show_all,
+                                  lang=args.lang)
         except (ValueError, OSError) as e:
             print(f"tapeviz: {e}", file=sys.stderr)
             return 2

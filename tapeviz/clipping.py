@@ -9,19 +9,14 @@ whose gradient is None stays None, with the reason, where the tutorial's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping
+from dataclasses import dataclass, field
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 MODES = ("none", "by_norm", "by_value", "by_global_norm")
-
-NONE_ADVICE = (
-    "tf.clip_by_norm(None, ...) raises ValueError; keep only the pairs with a gradient: "
-    "[(g, v) for g, v in zip(grads, variables) if g is not None]."
-)
-
 
 def check_settings(mode: str, clip_norm: float = 1.0, clip_value: tuple[float, float] = (-1.0, 1.0)) -> None:
     """Refuse settings that make no sense, with what to do instead."""
@@ -54,19 +49,72 @@ def clip(grads: Mapping[str, Any], mode: str = "none", clip_norm: float = 1.0,
     return dict(zip(names, clipped))
 
 
+class Lazy(Mapping):
+    """A read-only {name: value} whose values are computed (by TensorFlow) on first access:
+    a panel shows 40 rows of a 400-variable model, and each value left uncomputed is a few
+    eager ops saved on every slider move."""
+
+    def __init__(self, names, compute):
+        self._names = list(names)
+        self._compute = compute
+        self._done: dict = {}
+
+    def __getitem__(self, name):
+        if name not in self._done:
+            if name not in self._names:
+                raise KeyError(name)
+            self._done[name] = self._compute(name)
+        return self._done[name]
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+@dataclass
+class Measures:
+    """What does not depend on the clip setting: raw gradients, their norms and the weights
+    (computed once per gradient set, reused by every report)."""
+
+    grads: dict[str, Any]  # TF values (Tensor, IndexedSlices) or None
+    raw: dict[str, np.ndarray | None]
+    norm_before: dict[str, float | None]
+    global_norm_before: float | None
+    weights: dict[str, np.ndarray]
+    weight_tensors: dict[str, Any] = field(repr=False, default_factory=dict)
+
+
+def measure(grads: Mapping[str, Any], weights: Mapping[str, Any]) -> Measures:
+    """Raw gradients as numpy, their norms as TF's clip functions see them (of an
+    IndexedSlices' values: a row that appears twice counts twice), the global norm."""
+    present = [g for g in grads.values() if g is not None]
+    tensors = {n: tf.convert_to_tensor(w) for n, w in weights.items()}
+    return Measures(
+        grads=dict(grads),
+        raw={n: to_numpy(g) for n, g in grads.items()},
+        norm_before={n: None if g is None else float(tf.norm(_values(g))) for n, g in grads.items()},
+        global_norm_before=_global_norm(present),
+        weights={n: np.asarray(t.numpy()) for n, t in tensors.items()},
+        weight_tensors=tensors,
+    )
+
+
 @dataclass
 class ClipReport:
-    """Everything the clipping panel shows, for one setting of the controls."""
+    """Everything the clipping panel shows, for one setting of the controls. Per-variable
+    norms after clipping and the SGD preview are computed when first read."""
 
     mode: str
     raw: dict[str, np.ndarray | None]
     clipped: dict[str, np.ndarray | None]
     norm_before: dict[str, float | None]
-    norm_after: dict[str, float | None]
-    global_norm_before: float
-    global_norm_after: float
+    norm_after: Mapping[str, float | None]
+    global_norm_before: float | None  # None: TF forms no global norm over mixed dtypes
+    global_norm_after: float | None
     weights: dict[str, np.ndarray]
-    updated: dict[str, np.ndarray | None]  # w - lr * clipped g
+    updated: Mapping[str, np.ndarray | None]  # w - lr * clipped g
     lr: float
 
 
@@ -77,64 +125,56 @@ def to_numpy(g) -> np.ndarray | None:
 
 
 def report(grads: Mapping[str, Any], weights: Mapping[str, Any], *, mode: str = "none", clip_norm: float = 1.0,
-           clip_value: tuple[float, float] = (-1.0, 1.0), lr: float = 0.01) -> ClipReport:
+           clip_value: tuple[float, float] = (-1.0, 1.0), lr: float = 0.01,
+           measured: Measures | None = None) -> ClipReport:
     """Raw vs clipped gradients, their norms and the SGD preview, all from TF.
 
-    The TF functions run in one ``tf.function`` over all variables, so a slider move on
-    a model with hundreds of variables costs one graph call, not thousands of eager ops
-    (the results are the same as calling them eagerly, bit for bit; a test checks it).
+    The TF functions run eagerly, exactly as a user's training step calls them. (They
+    once ran in one ``tf.function``: tracing it for a model with 200 variables took
+    seconds per clip mode, far more than the eager ops it saved on a slider move.) Pass
+    ``measured`` (from :func:`measure`) to reuse what does not depend on the setting.
     """
     check_settings(mode, clip_norm, clip_value)
-    names = list(grads)
-    present = [n for n in names if grads[n] is not None]
-    ws = [n for n in present if n in weights]
-    out = _batched(
-        mode, [grads[n] for n in present], [tf.convert_to_tensor(weights[n]) for n in ws],
-        [present.index(n) for n in ws],
-        tf.constant(clip_norm, tf.float32), tf.constant(clip_value[0], tf.float32),
-        tf.constant(clip_value[1], tf.float32), tf.constant(lr, tf.float32),
-    )
-    clipped_v, nb, na, gnb, gna, upd = out
-    none = {n: None for n in names}
-    clipped = {**none, **dict(zip(present, clipped_v))}
-    updated = {n: None for n in weights}
-    updated.update({n: u.numpy() for n, u in zip(ws, upd)})
+    m = measured if measured is not None else measure(grads, weights)
+    try:
+        clipped_tf = clip(m.grads, mode, clip_norm, clip_value)
+    except (TypeError, ValueError, tf.errors.InvalidArgumentError) as e:  # as TF refuses it, say why
+        dtypes = sorted({g.dtype.name for g in m.grads.values() if g is not None})
+        raise ValueError(f"tf.{'clip_' + mode} refuses these gradients ({', '.join(dtypes)}): {e}") from e
+    present = [c for c in clipped_tf.values() if c is not None]
+
+    def norm_after(name):
+        c = clipped_tf[name]
+        return None if c is None else float(tf.norm(_values(c)))
+
+    def updated(name):
+        c, w = clipped_tf.get(name), m.weight_tensors[name]
+        if c is None:
+            return None
+        return (w - tf.cast(lr, w.dtype) * tf.cast(tf.convert_to_tensor(c), w.dtype)).numpy()
+
     return ClipReport(
         mode=mode,
-        raw={n: to_numpy(g) for n, g in grads.items()},
-        clipped={n: to_numpy(g) for n, g in clipped.items()},
-        norm_before={**none, **{n: float(v) for n, v in zip(present, nb)}},
-        norm_after={**none, **{n: float(v) for n, v in zip(present, na)}},
-        global_norm_before=float(gnb),
-        global_norm_after=float(gna),
-        weights={n: np.asarray(tf.convert_to_tensor(w).numpy()) for n, w in weights.items()},
-        updated=updated,
+        raw=m.raw,
+        clipped={n: to_numpy(c) for n, c in clipped_tf.items()},
+        norm_before=m.norm_before,
+        norm_after=Lazy(clipped_tf, norm_after),
+        global_norm_before=m.global_norm_before,
+        global_norm_after=_global_norm(present),
+        weights=m.weights,
+        updated=Lazy(m.weight_tensors, updated),
         lr=lr,
     )
 
 
-@tf.function(reduce_retracing=True)
-def _batched(mode, grads, weights, weight_of, clip_norm, lo, hi, lr):
-    if mode == "by_norm":
-        clipped = [tf.clip_by_norm(g, clip_norm) for g in grads]
-    elif mode == "by_value":
-        clipped = [tf.clip_by_value(g, lo, hi) for g in grads]
-    elif mode == "by_global_norm" and grads:
-        clipped, _ = tf.clip_by_global_norm(grads, clip_norm)
-    else:
-        clipped = list(grads)
-    # Norms as TF's clip functions see them: of an IndexedSlices' values (a row that
-    # appears twice counts twice), which is what decides whether TF clips.
-    dense_c = [tf.convert_to_tensor(g) for g in clipped]
-    zero = tf.constant(0.0)
-    return (
-        clipped,
-        [tf.norm(_values(g)) for g in grads],
-        [tf.norm(_values(g)) for g in clipped],
-        tf.linalg.global_norm(list(grads)) if grads else zero,
-        tf.linalg.global_norm(list(clipped)) if clipped else zero,
-        [w - tf.cast(lr, w.dtype) * tf.cast(dense_c[i], w.dtype) for w, i in zip(weights, weight_of)],
-    )
+def _global_norm(tensors: list) -> float | None:
+    """tf.linalg.global_norm of the tensors; None where TF cannot form one (gradients of
+    different dtypes, float32 and float64, which tf.linalg.global_norm refuses to mix)."""
+    if not tensors:
+        return 0.0
+    if len({t.dtype for t in tensors}) > 1:
+        return None
+    return float(tf.linalg.global_norm(tensors))
 
 
 def _values(g):

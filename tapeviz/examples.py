@@ -98,20 +98,23 @@ def clip_by_value() -> ExampleRun:
     return ExampleRun(tape, clipped_gradients, {"clipped": clipped_gradients.numpy()}, {"gradients": gradients})
 
 
-def small_model():
-    """A small Keras model and batch, built deterministically (no downloads)."""
+def small_model(target_scale: float = 1.0):
+    """A small Keras model and batch, built deterministically (no downloads); targets
+    spread by ``target_scale`` (3.0 gives gradients large enough for clip_norm=1.0 to act)."""
     import keras
 
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input(shape=(3,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(8, 3)).astype("float32"))
-    y = tf.constant(rng.normal(size=(8, 1)).astype("float32"))
+    y = tf.constant((rng.normal(size=(8, 1)) * target_scale).astype("float32"))
     return model, x, y
 
 
 def clip_in_training() -> ExampleRun:
-    model, xb, yb = small_model()
+    # Targets spread wide enough that clip_norm=1.0 acts: three of the four gradients
+    # (norms 1.41, 1.25, 1.03) shrink to norm 1, the first bias's (0.80) stays.
+    model, xb, yb = small_model(target_scale=3.0)
 
     def some_loss_function():
         return tf.reduce_mean(tf.square(model(xb) - yb))

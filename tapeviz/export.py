@@ -28,7 +28,7 @@ from typing import Iterator
 import numpy as np
 from matplotlib import rc_context
 
-from .render import GraphView
+from .view import GraphView
 from .svg import draws_whole_figure, to_svg
 
 __all__ = ["FORMATS", "ENGINES", "FRAME_BUDGET", "Frame", "plan_frames", "check_path", "save_view"]

@@ -60,6 +60,10 @@ def _to_numpy(t) -> np.ndarray | None:
         return None
     if isinstance(t, tf.IndexedSlices):
         t = tf.convert_to_tensor(t)
+    if getattr(t, "dtype", None) in (tf.variant, tf.resource):
+        # e.g. a tf.function's extra outputs for its backward pass (a while loop's
+        # TensorList accumulators): a handle, not numbers there is an array of
+        return None
     return np.asarray(t.numpy() if hasattr(t, "numpy") else t)
 
 

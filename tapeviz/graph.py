@@ -15,6 +15,7 @@ import networkx as nx
 import numpy as np
 
 from .capture import Capture, Export, OpRecord, function_body, is_trainable
+from .messages import Phrase
 
 #: Tensors up to this many bytes keep their full value; larger ones keep a summary.
 DEFAULT_MAX_VALUE_BYTES = 1 << 20
@@ -225,6 +226,14 @@ class TapeGraph:
                 self.op_node[op.index] = node
                 self._add_tensor(op.outputs[0], node, 0)
                 g.nodes[node]["reads"].append(op.index)
+                continue
+            if op.op_type == "VarHandleOp" and op.outputs and cap.handle_of(op.outputs[0]) is not None:
+                # A variable created in the block (a Keras layer built by its first call):
+                # the handle this op makes *is* the variable, so it is the variable's node,
+                # not a second node holding the same tensor (and the variable's gradient).
+                node = self._variable_node(op.outputs[0])
+                self.op_node[op.index] = node
+                self._add_tensor(op.outputs[0], node, 0)
                 continue
             node = f"op{op.index}"
             self.op_node[op.index] = node
@@ -450,9 +459,9 @@ class TapeGraph:
         if d.get("name"):
             return d["name"]
         if d["kind"] == "op":
-            return f"the {d['op_type']} op"
+            return Phrase("name.op", op=d["op_type"])
         if d["kind"] == "constant":
-            return f"the constant {d['label']}"
+            return Phrase("name.constant", label=d["label"])
         return d["label"]
 
     def data_edges(self, node=None, out: bool = True) -> Iterable:

@@ -20,6 +20,7 @@ it.  An element that cannot be bounded makes that frame a whole redraw.
 
 from __future__ import annotations
 
+import bisect
 import io
 import math
 from typing import Callable
@@ -61,10 +62,23 @@ def raster_scale(doc: SvgDoc, dpi: float, max_pixels: int) -> tuple[float, tuple
     picture stays under ``max_pixels`` (a 5,000-op graph is tens of inches on each side)."""
     w_in, h_in = doc.size_inches
     dpi = min(float(dpi), math.sqrt(max_pixels / max(w_in * h_in, 1e-9)))
-    scale = w_in * dpi / doc.view_box[2]
+    # user units per inch, to 1/100: the document's size in points is rounded when written
+    # (1501.22pt for 2085.02 units), and an exact ratio (1.0 at the figure's own dpi) keeps
+    # the parts redrawn later on the same pixel grid as the whole picture
+    native = round(doc.view_box[2] / w_in, 2)
+    scale = dpi / native
     # whole pixels, rounded down (a fraction of a pixel is cut rather than the cap passed)
     return scale, (max(1, math.floor(doc.view_box[2] * scale + 1e-6)),
                    max(1, math.floor(doc.view_box[3] * scale + 1e-6)))
+
+
+def _whole(doc: SvgDoc, scale: float, size: tuple[int, int]) -> Box:
+    """The region a picture of ``size`` whole pixels shows at ``scale``: the size was
+    rounded down in each direction, so the region is cut to it rather than the document
+    squeezed into it (which would scale the two directions apart and shift every
+    antialiased edge against the parts redrawn later)."""
+    vx, vy = doc.view_box[:2]
+    return (vx, vy, size[0] / scale, size[1] / scale)
 
 
 def png_bytes(svg: str, *, dpi: float = 100, max_pixels: int | None = None,
@@ -80,7 +94,7 @@ def png_bytes(svg: str, *, dpi: float = 100, max_pixels: int | None = None,
     scale, size = raster_scale(doc, dpi, MAX_PNG_PIXELS if max_pixels is None else max_pixels)
     w, h = size
     if w * h <= STRIP_PIXELS:
-        png = _resvg(doc.document(size_px=size), doc.fonts)
+        png = _resvg(doc.document(_whole(doc, scale, size), size), doc.fonts)
         if on_part is not None:
             on_part(1, 1)
         return png
@@ -137,6 +151,34 @@ def _merge(rects, slack: int) -> list[Rect]:
     return [tuple(int(v) for v in row) for row in r[alive]]
 
 
+def _moved(before: list[str], after: list[str]) -> set[str]:
+    """Elements that changed places in the drawing order (a picture may draw the active
+    arrows last, on top): all but a longest run kept in order.  Pixels change only where
+    a moved element paints, so redrawing its boxes in the new order is enough."""
+    if before == after:
+        return set()
+    rank = {k: i for i, k in enumerate(before)}
+    seq = [rank[k] for k in after]
+    # longest increasing subsequence of the old ranks, in the new order (patience sorting)
+    tails: list[int] = []  # smallest tail rank of an increasing run of each length
+    tail_at: list[int] = []  # index in seq of that tail
+    prev_of = [-1] * len(seq)
+    for i, r in enumerate(seq):
+        j = bisect.bisect_left(tails, r)
+        if j == len(tails):
+            tails.append(r)
+            tail_at.append(i)
+        else:
+            tails[j], tail_at[j] = r, i
+        prev_of[i] = tail_at[j - 1] if j else -1
+    kept = set()
+    i = tail_at[-1] if tail_at else -1
+    while i >= 0:
+        kept.add(after[i])
+        i = prev_of[i]
+    return set(after) - kept
+
+
 def _area(r: Rect) -> int:
     return max(0, r[2] - r[0]) * max(0, r[3] - r[1])
 
@@ -150,9 +192,11 @@ class FrameRenderer:
     ``full_every`` forces whole redraws (tests compare the two ways).
     """
 
-    #: Margin drawn around a redrawn rectangle and thrown away: resvg's antialiasing at an
-    #: image's edge differs slightly from inside it.
-    MARGIN = 4
+    #: Margin drawn around a redrawn rectangle and thrown away: resvg flattens a curve that
+    #: crosses the image's edge differently from one inside it (a box's rounded corner cut
+    #: by the edge differs by up to ~15% in a few pixels), so the cut is kept away from what
+    #: is kept.
+    MARGIN = 32
     #: Past this many rectangles, or this share of the picture, a whole redraw is cheaper.
     MAX_RECTS = 48
     MAX_SHARE = 0.5
@@ -198,7 +242,7 @@ class FrameRenderer:
 
     def _full(self, doc: SvgDoc) -> tuple[np.ndarray, list[Rect]]:
         w, h = self.size
-        self.pixels = np.array(_rgba(_resvg(doc.document(size_px=self.size), doc.fonts)))
+        self.pixels = np.array(_rgba(_resvg(doc.document(_whole(doc, self.scale, self.size), self.size), doc.fonts)))
         self.full_redraws += 1
         return self.pixels, [(0, 0, w, h)]
 
@@ -209,12 +253,11 @@ class FrameRenderer:
             return None
         old = {u.key: u for u in prev.units}
         new = {u.key: u for u in doc.units}
-        if [u.key for u in prev.units if u.key in new] != [u.key for u in doc.units if u.key in old]:
-            return None  # elements changed places in the drawing order
+        moved = _moved([u.key for u in prev.units if u.key in new], [u.key for u in doc.units if u.key in old])
         parts: list[list[Box]] = []
         for k, u in new.items():
             o = old.get(k)
-            if o is None or o.source != u.source:
+            if o is None or o.source != u.source or k in moved:
                 parts += [unit.parts for unit in (o, u) if unit is not None]
         parts += [o.parts for k, o in old.items() if k not in new]
         if any(p is None for p in parts):

@@ -1,67 +1,81 @@
-"""Scene: what a picture of a tape shows, as plain data, before anything is drawn.
+"""Scene: what a picture of a tape shows, as plain data, placed and styled, before anything is drawn.
 
-A Scene holds one record per box, text and arrow (position in data units, text,
-colour, line width, dash) and restyles those records when the backward step or
-the shown gradients change.  Two writers read it: ``render.py`` turns it into
-matplotlib artists (for PNG, GIF and anyone who wants to restyle artists) and
-``svg.py`` writes it straight to an SVG document.
+A Scene holds one record per box, text, tag and arrow, plus the figure's chrome (title,
+caption, legend), each with its position, text, colour, line width and dash, and
+restyles those records when the backward step or the shown gradients change. Two
+writers read it and decide nothing: ``svg.py`` writes it as an SVG document (files,
+the explorer's canvas, Jupyter) and ``render.py`` turns it into matplotlib artists
+(PNG, GIF, ``tv.draw``'s Figure). The raster writer rasterises the SVG.
 
-Why a stage of its own: a matplotlib ``Text`` costs ~100 µs to create, which
-made artist creation most of the time of a 1,000-op picture, yet an SVG file
-or the explorer's canvas needs no artist at all.  Keeping the decisions here
-(which colour means what, what each label says at step k) also means the PNG
-and the SVG cannot disagree about them.
+Placement happens here, with the text metrics of :mod:`tapeviz.fonts` (the ones the
+SVG writer uses too), so that no label overlaps another label or covers a box and
+nothing leaves the canvas:
 
-Nothing here computes a gradient: every number comes from the GradientFlow.
+* every edge is labelled in the gap just before its consumer, on a horizontal run at
+  one of the consumer's *ports* (its in-edges spread over the box's height, ordered as
+  they arrive, so parallel edges and fan-in get a row each); the run then converges
+  on the middle of the consumer's left side, where the arrow head is;
+* a gap holds nothing but edge labels, a column nothing but boxes and the gradient
+  text under each box; each label is fitted (shortened, a value to its shape and
+  norm, else cut with "…") to the room it has;
+* constants and shape plumbing folded away by :mod:`tapeviz.shown` appear as small
+  tags (chips) inside their consumer's box;
+* the title, caption and legend are laid out by width: wrapped to the canvas and
+  flowed into rows.
+
+Graph records are in data units (one column is 1 wide, one row 1 tall, as the layout
+places them); chrome records are in canvas pixels (``DPI`` per inch, y up).
+``data_to_px`` maps the former onto the latter.
+
+Nothing here computes a gradient: every number comes from the GradientFlow, and
+every sentence from the message catalogue (:func:`tapeviz.messages.say`).
 """
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from functools import lru_cache
+from typing import Any, Mapping, NamedTuple
 
 import numpy as np
-from matplotlib.path import Path
 
+from . import fonts
+from .bands import band_columns, wrap_bands
 from .flow import GradientFlow
 from .graph import TapeGraph, format_value
-from .messages import DEFAULT, say
-from .bands import band_columns, wrap_bands
 from .layout import layered_routes
+from .messages import DEFAULT, check_lang, localize, say
 from .shown import Shown, collapse, decide
+from .themes import LIGHT, Theme, get_theme
 
-__all__ = ["Scene", "Box", "Label", "Arrow", "box_specs", "label_specs", "grad_specs", "arrow_specs",
-           "edge_label_specs", "figure_size", "node_title", "node_subtitle", "node_value_text", "grad_text"]
+__all__ = ["Scene", "Box", "Label", "Arrow", "Route", "Swatch", "box_specs", "label_specs", "grad_specs",
+           "arrow_specs", "edge_label_specs", "figure_size", "node_title", "node_subtitle", "node_value_text",
+           "grad_text", "KIND_STYLE", "REASON_STYLE"]
 
-# Geometry, in data units: one layer is INCH_X inches wide, one row INCH_Y inches tall.
-INCH_X, INCH_Y = 2.3, 1.15
-BOX_W, BOX_H = 0.74, 0.6  # node box, as a fraction of a layer / a row (layout.py keeps bends clear of it)
-PARALLEL_GAP = 0.12  # vertical distance between the ends of parallel edges (x * x)
-LABEL_PAD = 0.03  # between a routed edge's label and the end of the run it sits on
+# Geometry, in data units: one layer is INCH_X inches wide, one row INCH_Y inches tall (x theme.scale).
+INCH_X, INCH_Y = 2.7, 1.15
+BOX_W, BOX_H = 0.56, 0.6  # node box, as a fraction of a layer / a row (layout.py keeps bends clear of it)
+GAP = 1.0 - BOX_W  # between two columns' boxes: edge labels live here, and only here
+PARALLEL_GAP = 0.13  # vertical distance between the ends of parallel edges (x * x)
+CURVE_ROOM = 0.07  # at a gap's left: where an edge turns from where it comes to its port
+CONVERGE_ROOM = 0.06  # at a gap's right: where a port's run turns into the middle of the box
+TAIL = 0.03  # the straight stretch under the arrow head
+PORT_WINDOW = 0.45  # ports spread at most this far above and below a box's middle
+CAPTION_H = 0.15  # the strip under a box where its gradient is written (layout.py keeps bends out of it)
 RETURN_PAD, RETURN_STEP = 0.05, 0.02  # an edge returning to the next band turns down this far right of the boxes
-FONT = 8.0
+BAND_MOST = 20  # widest band, in columns (a 20-column band of the default theme is ~55 inches)
+FONT = LIGHT.font
 DPI = 100
-MAX_INCHES = 200.0  # a picture larger than this is shrunk to fit (PNGs are further limited in pixels: export.py)
+MARGIN = 8.0  # points between the canvas edge and anything on it
+MAX_INCHES = 200.0  # figure_size's cap; a Scene is never squeezed (squeezed text would overlap)
 
-KIND_STYLE = {
-    "variable": dict(fc="#dbeafe", ec="#1d4ed8"),
-    "watched": dict(fc="#dcfce7", ec="#15803d"),
-    "constant": dict(fc="#f1f5f9", ec="#94a3b8"),
-    "input": dict(fc="#f8fafc", ec="#94a3b8"),
-    "op": dict(fc="#ffffff", ec="#334155"),
-    "layer": dict(fc="#ede9fe", ec="#6d28d9"),
-    "inner": dict(fc="#fefce8", ec="#a16207"),
-}
-KIND_NAMES = {"variable": "variable", "watched": "watched tensor", "constant": "constant", "input": "tensor from outside",
-              "op": "op", "layer": "layer (collapsed)", "inner": "op inside a tf.function"}
-C_FORWARD = "#64748b"
-C_GRAD = "#ea580c"
-C_ACTIVE = "#f59e0b"
-C_STOP = "#a3a3a3"
-C_BAD = "#dc2626"  # NaN / Inf gradients
-C_TARGET = "#b91c1c"
-C_GRADTEXT = "#9a3412"
-C_STOPTEXT = "#737373"
+# The default (light) theme's colours, for callers and tests that compare against them.
+KIND_STYLE = {k: dict(fc=fc, ec=ec) for k, (fc, ec) in LIGHT.kinds.items()}
+C_FORWARD, C_GRAD, C_ACTIVE, C_STOP = LIGHT.forward, LIGHT.flowing, LIGHT.active, LIGHT.stopped
+C_BAD, C_TARGET, C_GRADTEXT, C_STOPTEXT = LIGHT.bad, LIGHT.target, LIGHT.grad_text, LIGHT.stop_text
+# Line widths in points, before the theme's ``line`` factor.
 LW_BOX, LW_TARGET, LW_ACTIVE = 1.1, 2.6, 3.4
 LW_EDGE, LW_STOPPED, LW_CARRIES, LW_ACTIVE_EDGE = 1.1, 1.2, 1.8, 3.0
 
@@ -75,6 +89,12 @@ REASON_STYLE = {
     "outside_tf": (0, (1, 1)),
     "unconnected": (0, (3, 3)),
 }
+
+# matplotlib's path codes (the writers read them as such)
+MOVETO, LINETO, CURVE4 = 1, 2, 4
+LABEL_PAD = 0.15  # a boxed label's padding, in units of its font size (matplotlib's "round,pad=0.15")
+CHIP_PAD = 0.25
+MARK_SIZE = 8.0  # points: a backward marker's length and width (times the theme's line factor)
 
 
 # --------------------------------------------------------------------------- records
@@ -92,67 +112,111 @@ class Box:
     ec: str
     lw: float
     gid: str
+    linestyle: Any = "-"
+    visible: bool = True
+    radius: float = 0.08  # corner rounding, in data units
 
 
 @dataclass(slots=True)
 class Label:
-    """One text, anchored at (x, y) in data units; ``boxed`` puts it on a white
-    rounded background (edge labels sit on top of arrows)."""
+    """One text, anchored at (x, y); ``boxed`` puts it on a rounded background
+    (``fill`` / ``edge``; edge labels sit on top of arrows, chips are tags)."""
 
     x: float
     y: float
     text: str
     size: float
-    color: str | None = None  # None: matplotlib's text colour
+    color: str | None = None  # None: the theme's text colour
     ha: str = "center"
     va: str = "center"
     weight: str = "normal"
     style: str = "normal"
     boxed: bool = False
     gid: str | None = None
+    fill: str | None = None
+    edge: str | None = None
+    fill_alpha: float = 1.0
+    visible: bool = True
+    pad: float = LABEL_PAD  # background padding, in units of the font size
+
+
+class Route(NamedTuple):
+    """A path: vertices and matplotlib path codes (MOVETO / LINETO / CURVE4), in data units."""
+
+    vertices: list
+    codes: list
 
 
 @dataclass(slots=True)
 class Arrow:
-    """An edge, producer → consumer.  Straight edges go from ``start`` to ``end``
-    bent by ``rad`` (matplotlib's arc3); routed ones follow ``path``."""
+    """An edge, producer → consumer (the forward direction).  Routed and ported edges
+    follow ``path``; straight ones go from ``start`` to ``end`` bent by ``rad`` (arc3).
+    ``marks`` are backward chevrons, (x, y, dx, dy) with (dx, dy) the direction the
+    gradient moves (towards the producer), on the edges of the step being processed."""
 
     start: tuple[float, float]
     end: tuple[float, float]
     rad: float
-    path: Path | None
+    path: Route | None
     color: str
     lw: float
     linestyle: Any
     gid: str
     members: list = field(default_factory=list)  # the graph's edges this one stands for
+    marks: list = field(default_factory=list)  # drawn now
+    mark_color: str | None = None
+    visible: bool = True
+    mark_at: tuple | None = None  # where its chevron goes while its step is processed
+
+
+@dataclass(slots=True)
+class Swatch:
+    """A legend entry's sample: a box, a line or a tag, and its text (canvas pixels)."""
+
+    kind: str  # "box", "line", "chip"
+    x: float  # lower-left of the sample
+    y: float
+    w: float
+    h: float
+    fc: str | None
+    ec: str
+    lw: float
+    linestyle: Any
+    label: Label
+    mark: bool = False  # a line with a backward chevron on it
+    chip: Label | None = None
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Where the graph sits on the canvas (fractions of it): left, bottom, width, height."""
+
+    axes: tuple[float, float, float, float]
 
 
 # --------------------------------------------------------------------------- texts
 
 
-def _short(text: str, n: int = 18) -> str:
-    """Cut long labels; scoped names (``model/dense/kernel``) keep their informative tail."""
-    if len(text) <= n:
-        return text
-    if "/" in text:
-        return "…" + text[-(n - 1):]
-    return text[: n - 1] + "…"
-
-
 def is_bad(value) -> bool:
-    """NaN or Inf anywhere in a float value (those are drawn red)."""
+    """NaN or Inf anywhere in a float value (those are drawn in the theme's ``bad`` colour)."""
     if value is None:
         return False
     a = np.asarray(value)
-    return a.dtype.kind in "fc" and not np.all(np.isfinite(a))
+    if a.dtype.kind not in "fc":
+        return False
+    if a.size == 1:
+        return not math.isfinite(abs(a.item()))
+    return not np.isfinite(a).all()
 
 
-def node_title(graph: TapeGraph, node, display: Shown | None = None) -> str:
+def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str = DEFAULT) -> str:
     """First line of a box: the user's name for it, else what it is."""
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         dd = display.nx.nodes[node]
-        return dd["layer"].removeprefix("tf.") if dd.get("group_kind") == "api" else dd["layer"].split("/")[-1]
+        if dd.get("group_kind") == "api":
+            return dd["layer"].removeprefix("tf.")
+        name = dd["layer"].split("/")[-1]
+        return f"{name} (call {dd['call'] + 1})" if dd.get("call") else name
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         return display.nx.nodes[node]["op_type"]
     d = graph.nx.nodes[node]
@@ -160,7 +224,7 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None) -> str:
         return d["name"]
     if d["kind"] == "op":
         return d.get("function") or d["op_type"]
-    return "constant" if d["kind"] == "constant" else d["label"]
+    return say("ui.kind.constant", lang) if d["kind"] == "constant" else d["label"]
 
 
 def _op_label(d) -> str:
@@ -168,16 +232,16 @@ def _op_label(d) -> str:
     return f"{d['via']} {d['function']}" if d.get("via") else d["op_type"]
 
 
-def node_subtitle(graph: TapeGraph, node, display: Shown | None = None) -> str:
+def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: str = DEFAULT) -> str:
     """Middle line: the op type when the title is the user's name for the op."""
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         members = display.members[node]
         ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
-        what = "tf API" if display.nx.nodes[node].get("group_kind") == "api" else "layer"
-        return f"{what} · {ops} ops"
+        key = "ui.group.api" if display.nx.nodes[node].get("group_kind") == "api" else "ui.group.layer"
+        return say(key, lang, n=ops)
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         fn = display.nx.nodes[node]["function"]
-        return f"in tf.function {graph.nx.nodes[fn].get('function', '')}"
+        return say("ui.group.inner", lang, function=graph.nx.nodes[fn].get("function", ""))
     d = graph.nx.nodes[node]
     if d["kind"] != "op":
         return ""
@@ -209,6 +273,14 @@ def grad_text(value) -> str:
     return "∂ " + ("None" if value is None else format_value(np.asarray(value)))
 
 
+def _compact(value) -> str:
+    """A shorter rendering of a value: its shape and norm (a scalar stays itself)."""
+    a = np.asarray(value)
+    if a.size <= 1:
+        return format_value(a)
+    return format_value(a, max_items=1)
+
+
 def _norm_text(value) -> str:
     if value is None:
         return "None"
@@ -233,7 +305,8 @@ def _extent_ys(pos, routes=None) -> list[float]:
 
 def figure_size(pos: Mapping[Any, tuple[float, float]], *, max_inches: float = MAX_INCHES,
                 routes=None) -> tuple[float, float]:
-    """Inches so that one layer / one row keeps a constant, legible size."""
+    """Inches the graph alone needs, so that one layer / one row keeps a constant size
+    (a Scene adds its title, caption and legend: see ``Scene.size``)."""
     if not pos:
         return (4.0, 3.0)
     xs = [p[0] for p in pos.values()]
@@ -243,192 +316,441 @@ def figure_size(pos: Mapping[Any, tuple[float, float]], *, max_inches: float = M
     return (min(max(w, 4.5), max_inches), min(max(h, 3.2), max_inches))
 
 
-@dataclass(frozen=True)
-class Frame:
-    """Where the graph, the title and the caption sit in the figure (fractions of it)."""
-
-    axes: tuple[float, float, float, float]  # left, bottom, width, height
-    title_y: float
-    caption_y: float
+def _label_height(size: float) -> float:
+    """Height in points of a one-line boxed label (its text line and padding)."""
+    a, d, _ = fonts.line_box(size)
+    return a + d + 2 * LABEL_PAD * size
 
 
-def frame(size: tuple[float, float], *, caption_lines: int = 1, legend_rows: int = 1) -> Frame:
-    """The figure's margins: fixed fractions for small pictures, fixed inches (what the
-    title, caption and legend need) for tall ones, which would otherwise spend inches of
-    empty paper above and below the graph."""
-    h = size[1]
-    top = min(0.09, (0.36 + 0.13 * max(caption_lines - 1, 0)) / h)
-    bottom = min(0.09, (0.2 + 0.17 * legend_rows) / h)
-    return Frame((0.01, bottom, 0.98, 1.0 - top - bottom), 1.0 - min(0.015, 0.06 / h), 1.0 - min(0.065, 0.26 / h))
+def _cubic(p0, p3) -> list:
+    """The control points and end of an S-curve from p0 to p3 that leaves and enters horizontally."""
+    (x0, y0), (x1, y1) = p0, p3
+    c = (x1 - x0) / 2
+    return [(x0 + c, y0), (x1 - c, y1), (x1, y1)]
 
 
-def data_limits(pos, routes=None) -> tuple[tuple[float, float], tuple[float, float]] | None:
-    """(xlim, ylim) that hold every box, its gradient text and every routed bend."""
-    if not pos:
-        return None
-    xs = [p[0] for p in pos.values()]
-    ys = _extent_ys(pos, routes)
-    return (min(xs) - 0.5, max(xs) + 0.5), (min(ys) - 0.65, max(ys) + 0.5)
+def _ports(g, pos, routes, label_h: float):
+    """Per consumer: its in-edges in port order (top to bottom) and each one's port y,
+    end y and label column. Ports are spread ``label_h`` apart around the middle of the
+    box; when more than fit between the neighbouring rows' ports, labels alternate
+    between columns so that labels in one column stay ``label_h`` apart."""
+    out = {}
+    window = max(0.5 - label_h, label_h)  # ports of two boxes a row apart keep their labels apart
+    for v in g:
+        preds = g.pred[v]
+        if not preds:
+            continue
+        entries = []
+        for u, keyed in preds.items():
+            keys = sorted(keyed, key=str)
+            n = len(keys)
+            bends = routes.get((u, v)) if routes else None
+            y_from = bends[-1][1] if bends else pos[u][1]
+            for i, k in enumerate(keys):
+                off = (i - (n - 1) / 2) * PARALLEL_GAP
+                entries.append((-(y_from + off / 2), -off, str(u), str(k), (u, v, k), off))
+        entries.sort(key=lambda t: t[:4])
+        n = len(entries)
+        y_v = pos[v][1]
+        cols = max(1, math.ceil((n - 1) * label_h / (2 * window) - 1e-9)) if n > 1 else 1
+        step = label_h / cols
+        for i, (*_, e, off) in enumerate(entries):
+            out[e] = (y_v + ((n - 1) / 2 - i) * step, y_v + off, i % cols, cols)
+    return out
 
 
-def _routed_path(a, b, bends, shift: float, lanes=()) -> tuple[Path, tuple[float, float, str]]:
-    """Path from ``a`` to ``b`` through the bend points; also the label anchor (x, y, ha).
+class _Plan(NamedTuple):
+    """Where an edge goes, before its label's width is known."""
 
-    The edge crosses each column it passes horizontally at its bend point's
-    height, from the left side of that column's boxes to their right side
-    (layout.py puts bend points between boxes, so this stays off them), and
-    changes height only in the empty space between columns, with an S-curve
-    that leaves and enters horizontally.  Where the layout wraps into bands
-    (``lanes``, from :func:`tapeviz.bands.wrap_bands`) the edge leaves its
-    band to the right, runs back along its lane under the band and enters the
-    next band from the left, in straight legs outside every column.  The label
-    anchor is the right end of the last horizontal run: a right-aligned text
-    there sits on the straight stretch just before the final bend into the
-    consumer, in the free band between boxes, where a long value has room to
-    be read.
+    start: tuple
+    stops: list  # left and right side of each column passed, at its bend height
+    lane: tuple  # (lane y, index) per band boundary crossed
+    port: float
+    end_y: float
+    col: int
+    cols: int
+    gap_right: float
+    off: float
+    room: float  # width its label may take, in data units (padding included)
+
+
+def _edge_plans(graph: TapeGraph, pos, routes=None, display: Shown | None = None, lanes=None, *,
+                label_h: float = 0.125) -> dict:
+    """Per edge key: its :class:`_Plan`.
+
+    Every edge ends in the gap before its consumer: it turns from the height it
+    arrives at (its producer's, or its last bend point's) to its port, runs
+    horizontally under its label, and converges on the middle of the consumer's left
+    side (parallel edges on their own ends). Edges with bend points (``routes``)
+    cross each column they pass horizontally at their bend point's height, changing
+    height only between columns; where the layout wraps into bands (``lanes``) they
+    leave their band to the right, run back along their lane and enter the next band
+    from the left.
     """
-    stops = [a]
-    for bx, by in bends:
-        stops += [(bx - BOX_W / 2, by + shift), (bx + BOX_W / 2, by + shift)]
-    stops.append(b)
-    returns = iter(lanes)
-    verts, codes = [a], [Path.MOVETO]
-    for i in range(0, len(stops) - 1, 2):
-        (x0, y0), (x1, y1) = stops[i], stops[i + 1]
-        if i:  # the horizontal run through the column before this gap
-            verts.append((x0, y0))
-            codes.append(Path.LINETO)
-        if x1 < x0:  # back to the start of the next band, along this edge's lane
-            lane, k = next(returns)
-            lane += shift
-            right, left = x0 + RETURN_PAD + k % 4 * RETURN_STEP, x1 - RETURN_PAD - k % 4 * RETURN_STEP
-            verts += [(right, y0), (right, lane), (left, lane), (left, y1), (x1, y1)]
-            codes += [Path.LINETO] * 5
-            label = (left + 4 * LABEL_PAD, lane, "left")  # on the lane: the last run with room for a value
-        else:
-            c = (x1 - x0) / 2
-            verts += [(x0 + c, y0), (x1 - c, y1), (x1, y1)]
-            codes += [Path.CURVE4] * 3
-            label = (x0 - LABEL_PAD, y0, "right")
-    return Path(verts, codes), label
-
-
-def _edge_geometry(graph: TapeGraph, pos, routes=None, display: Shown | None = None, lanes=None):
-    """Per edge key: (start, end, arc3 rad, path or None, (label x, label y, label ha)).
-
-    Edges with an entry in ``routes`` get a path through their bend points (and
-    their ``lanes`` back to the next band, if the layout wraps); the others are
-    drawn straight (parallel ones fanned out as arcs).
-    """
-    geo = {}
     g = display.nx if display is not None else graph.nx
-    for u, v in set(g.edges()):
-        keys = sorted(g[u][v], key=str)
-        n = len(keys)
-        (x0, y0), (x1, y1) = pos[u], pos[v]
-        bends = routes.get((u, v)) if routes else None
-        lane = lanes.get((u, v), ()) if lanes else ()
-        for i, k in enumerate(keys):
-            off = (i - (n - 1) / 2) * PARALLEL_GAP
-            rad = (i - (n - 1) / 2) * 0.35
-            a, b = (x0 + BOX_W / 2, y0 + off), (x1 - BOX_W / 2, y1 + off)
-            if bends or lane:
-                # Parallel routes run closer together than their ends: bend
-                # points between boxes may have little room to spare.
-                path, mid = _routed_path(a, b, bends or [], off / 2, lane)
-            else:
-                path = None
-                mx, my = (a[0] + b[0]) / 2, (a[1] + b[1]) / 2
-                # arc3 bends the midpoint sideways by rad * length / 2
-                dx, dy = b[0] - a[0], b[1] - a[1]
-                mid = (mx + rad * dy / 2, my - rad * dx / 2, "center")
-            geo[(u, v, k)] = (a, b, rad, path, mid)
-    return geo
+    plans = {}
+    for (u, v, k), (port, end_y, col, cols) in _ports(g, pos, routes, label_h).items():
+        (x0, y0), (x1, _) = pos[u], pos[v]
+        keys = g[u][v]
+        n_par = len(keys)
+        off = ((sorted(keys, key=str).index(k) if n_par > 1 else 0) - (n_par - 1) / 2) * PARALLEL_GAP
+        stops = []
+        for bx, by in (routes.get((u, v)) if routes else None) or ():
+            stops += [(bx - BOX_W / 2, by + off / 2), (bx + BOX_W / 2, by + off / 2)]
+        gap_right = x1 - BOX_W / 2
+        right_room = CONVERGE_ROOM if abs(port - end_y) > 1e-9 else TAIL
+        lane = tuple(lanes.get((u, v), ())) if lanes else ()
+        left = gap_right - GAP + CURVE_ROOM
+        if lane and (not stops or stops[-1][0] > gap_right):  # its last lane ends in this gap: leave room for the leg
+            left = max(left, gap_right - GAP + 0.03 + lane[-1][1] % 4 * RETURN_STEP)
+        room = (gap_right - right_room - left) / cols
+        plans[(u, v, k)] = _Plan((x0 + BOX_W / 2, y0 + off), stops, lane, port, end_y, col, cols, gap_right, off,
+                                 room)
+    return plans
+
+
+def _edge_route(plan: _Plan, label_w: float | None = None) -> tuple[Route, tuple, tuple]:
+    """The path of a planned edge, its label anchor (x, y, ha) and its backward mark.
+
+    ``label_w``: the widest text its label will show (data units, padding included);
+    the turn to the port then ends where that label begins instead of at the gap's
+    left, so it is gentle rather than steep."""
+    x, y = a = plan.start
+    verts, codes = [a], [MOVETO]
+    returns = iter(plan.lane)
+    mark = None
+    stops = plan.stops
+    for i in range(0, len(stops), 2):
+        (xa, ya), (xb, yb) = stops[i], stops[i + 1]
+        if xa < x:  # back to the start of the next band, along this edge's lane
+            lane_y, j = next(returns)
+            right, left = x + RETURN_PAD + j % 4 * RETURN_STEP, xa - GAP + 0.03 + j % 4 * RETURN_STEP
+            verts += [(right, y), (right, lane_y + plan.off / 2), (left, lane_y + plan.off / 2), (left, ya), (xa, ya)]
+            codes += [LINETO] * 5
+        else:
+            verts += _cubic((x, y), (xa, ya))
+            codes += [CURVE4] * 3
+            if mark is None:
+                mark = _mark_on_curve((x, y), (xa, ya))
+        verts.append((xb, yb))
+        codes.append(LINETO)
+        x, y = xb, yb
+    port, end_y, gap_right = plan.port, plan.end_y, plan.gap_right
+    converge = abs(port - end_y) > 1e-9
+    run_end = gap_right - (CONVERGE_ROOM if converge else TAIL)
+    anchor_x = run_end - plan.col * plan.room
+    label_left = anchor_x - (plan.room if label_w is None else min(label_w, plan.room))
+    if x > gap_right - 1e-9:  # arriving from a later column: a lane back to this band
+        lane_y, j = next(returns, (y, 0))
+        right, left = x + RETURN_PAD + j % 4 * RETURN_STEP, gap_right - GAP + 0.03 + j % 4 * RETURN_STEP
+        verts += [(right, y), (right, lane_y + plan.off / 2), (left, lane_y + plan.off / 2), (left, port)]
+        codes += [LINETO] * 4
+        x = left
+    elif abs(y - port) > 1e-9 or x < gap_right - GAP - 1e-9:
+        turn_end = max(min(label_left, run_end), x + 0.02)
+        verts += _cubic((x, y), (turn_end, port))
+        codes += [CURVE4] * 3
+        if mark is None:
+            mark = _mark_on_curve((x, y), (turn_end, port))
+        x = turn_end
+    verts.append((run_end, port))
+    codes.append(LINETO)
+    if converge:
+        verts += _cubic((run_end, port), (gap_right - TAIL, end_y))
+        codes += [CURVE4] * 3
+    verts.append((gap_right, end_y))
+    codes.append(LINETO)
+    if mark is None:  # a straight run from the producer: mark it half-way to the label
+        mark = ((x + min(label_left, run_end)) / 2, port, -1.0, 0.0)
+    return Route(verts, codes), (anchor_x, port, "right"), mark
+
+
+def _mark_on_curve(p0, p3) -> tuple:
+    """A point early on an S-curve from p0 to p3, and the backward direction there."""
+    (x0, y0), (x1, y1) = p0, p3
+    t = 0.4
+    # B(t) of the cubic with controls (x0 + c, y0), (x1 - c, y1): x is linear in t only at c = dx / 3;
+    # evaluate it exactly
+    c = (x1 - x0) / 2
+    pts = [(x0, y0), (x0 + c, y0), (x1 - c, y1), (x1, y1)]
+    mt = 1 - t
+    bx = mt**3 * pts[0][0] + 3 * mt**2 * t * pts[1][0] + 3 * mt * t**2 * pts[2][0] + t**3 * pts[3][0]
+    by = mt**3 * pts[0][1] + 3 * mt**2 * t * pts[1][1] + 3 * mt * t**2 * pts[2][1] + t**3 * pts[3][1]
+    dx = 3 * mt**2 * (pts[1][0] - pts[0][0]) + 6 * mt * t * (pts[2][0] - pts[1][0]) + 3 * t**2 * (pts[3][0] - pts[2][0])
+    dy = 3 * mt**2 * (pts[1][1] - pts[0][1]) + 6 * mt * t * (pts[2][1] - pts[1][1]) + 3 * t**2 * (pts[3][1] - pts[2][1])
+    return (bx, by, -dx, -dy)
 
 
 # --------------------------------------------------------------------------- records of a graph
 
 
-def box_specs(graph: TapeGraph, pos, *, targets=(), display: Shown | None = None) -> dict[Any, Box]:
-    """One rounded box per node, styled by kind; targets get a red border."""
+def box_specs(graph: TapeGraph, pos, *, targets=(), display: Shown | None = None, theme: Theme = LIGHT,
+              ) -> dict[Any, Box]:
+    """One rounded box per node, styled by kind; targets get the theme's target outline."""
     boxes = {}
+    kinds = theme.kinds
     for n, d in _nodes(graph, display):
         x, y = pos[n]
-        style = KIND_STYLE.get(d["kind"], KIND_STYLE["op"])
+        fc, ec = kinds.get(d["kind"], kinds["op"])
         target = n in targets
-        boxes[n] = Box(x - BOX_W / 2, y - BOX_H / 2, BOX_W, BOX_H, style["fc"],
-                       C_TARGET if target else style["ec"], LW_TARGET if target else LW_BOX, f"node-{n}")
+        boxes[n] = Box(x - BOX_W / 2, y - BOX_H / 2, BOX_W, BOX_H, fc, theme.target if target else ec,
+                       (LW_TARGET if target else LW_BOX) * theme.line, f"node-{n}")
     return boxes
 
 
-def label_specs(graph: TapeGraph, pos, *, fontsize: float = FONT,
-                display: Shown | None = None) -> dict[Any, tuple[Label, Label, Label]]:
-    """(title, subtitle, forward value) texts inside each box."""
+@lru_cache(maxsize=None)
+def _box_lines(size: float, has_sub: bool, has_chips: bool) -> tuple[float, ...]:
+    """Heights (points) of a box's lines: title, subtitle, value, chips."""
+    title = sum(fonts.line_box(size, "bold")[:2])
+    sub = sum(fonts.line_box(size - 1, style="italic")[:2]) if has_sub else 0.0
+    value = sum(fonts.line_box(size - 0.5)[:2])
+    chips = _label_height(size - 1.5) + 1.0 if has_chips else 0.0
+    return (title, sub, value, chips)
+
+
+def label_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, display: Shown | None = None,
+                theme: Theme = LIGHT, lang: str = DEFAULT, unit=(INCH_X * 72, INCH_Y * 72)
+                ) -> dict[Any, tuple[Label, Label, Label]]:
+    """(title, subtitle, forward value) texts inside each box, fitted to its width and
+    stacked by their font heights (leaving a row for chips where the box has some)."""
     labels = {}
-    for n, _ in _nodes(graph, display):
+    inner = BOX_W * unit[0] * 0.92  # points of text a box holds
+    ppu_y = unit[1]
+    for n, d in _nodes(graph, display):
         x, y = pos[n]
-        sub = node_subtitle(graph, n, display)
-        top = y + BOX_H * (0.24 if sub else 0.15)
+        sub = node_subtitle(graph, n, display, lang)
+        chips = bool(d.get("chips"))
+        heights = _box_lines(fontsize, bool(sub), chips)
+        gap = 2.0
+        total = sum(heights) + gap * (sum(1 for h in heights if h) - 1)
+        top = y + total / 2 / ppu_y
+        centres = []
+        for h in heights:
+            centres.append(top - h / 2 / ppu_y)
+            if h:
+                top -= (h + gap) / ppu_y
+        title = fonts.fit(node_title(graph, n, display, lang), inner, fontsize, "bold", keep_tail=True)
+        value = fonts.fit(node_value_text(graph, n, display), inner, fontsize - 0.5)
         labels[n] = (
-            Label(x, top, _short(node_title(graph, n, display), 20), fontsize, weight="bold"),
-            Label(x, y + BOX_H * 0.02, sub, fontsize - 1, color="#64748b", style="italic"),
-            Label(x, y - BOX_H * 0.24, _short(node_value_text(graph, n, display), 28), fontsize - 0.5,
-                  color="#334155"),
+            Label(x, centres[0], title, fontsize, color=theme.text, weight="bold"),
+            Label(x, centres[1] if sub else y, fonts.fit(sub, inner, fontsize - 1, style="italic"), fontsize - 1,
+                  color=theme.muted, style="italic"),
+            Label(x, centres[2], value, fontsize - 0.5, color=theme.value),
         )
     return labels
 
 
-def grad_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, display: Shown | None = None) -> dict[Any, Label]:
+def chip_specs(display: Shown, pos, *, fontsize: float = FONT, theme: Theme = LIGHT,
+               unit=(INCH_X * 72, INCH_Y * 72), rows: Mapping | None = None) -> dict[Any, list[Label]]:
+    """The chips of each box (folded constants, shapes, random masks, named inputs) as a
+    row of small tags at the bottom of the box: as many as fit, then "+k"."""
+    out = {}
+    size = fontsize - 1.5
+    inner = BOX_W * unit[0] * 0.92
+    pad = CHIP_PAD * size
+    for n, d in display.nx.nodes(data=True):
+        chips = d.get("chips") or []
+        if not chips:
+            continue
+        x, y = pos[n]
+        cy = rows[n] if rows else y - BOX_H * 0.32
+        widths = [fonts.text_width(c.text, size) + 2 * pad for c in chips]
+        kept, used = [], 0.0
+        for i, (c, w) in enumerate(zip(chips, widths)):
+            more = len(chips) - i - 1
+            extra = (fonts.text_width(f"+{more}", size) + 2 * pad + 3.0) if more else 0.0
+            if used + w + extra > inner:
+                break
+            kept.append((c.text, c.kind, w))
+            used += w + 3.0
+        if len(kept) < len(chips):
+            rest = len(chips) - len(kept)
+            if not kept:  # not even one fits whole: the first, cut to the room left
+                text = fonts.fit(chips[0].text, inner - 2 * pad - fonts.text_width(f"+{rest - 1}", size) - 2 * pad - 3,
+                                 size) if rest > 1 else fonts.fit(chips[0].text, inner - 2 * pad, size)
+                if text:
+                    kept.append((text, chips[0].kind, fonts.text_width(text, size) + 2 * pad))
+                    used = kept[0][2] + 3.0
+                    rest -= 1
+            if rest:
+                w = fonts.text_width(f"+{rest}", size) + 2 * pad
+                kept.append((f"+{rest}", "value", w))
+                used += w + 3.0
+        used -= 3.0
+        left = x - used / 2 / unit[0]
+        tags = []
+        for text, kind, w in kept:
+            fc, ec, tc = theme.chips.get(kind, theme.chips["value"])
+            tags.append(Label(left + w / 2 / unit[0], cy, text, size, color=tc, boxed=True, fill=fc, edge=ec,
+                              gid=None, pad=CHIP_PAD))
+            left += (w + 3.0) / unit[0]
+        out[n] = tags
+    return out
+
+
+def grad_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, display: Shown | None = None,
+               theme: Theme = LIGHT) -> dict[Any, Label]:
     """The gradient reaching each node, under its box (empty until the flow fills it)."""
-    return {n: Label(pos[n][0], pos[n][1] - BOX_H / 2 - 0.07, "", fontsize - 0.5, color=C_GRADTEXT, va="top",
+    return {n: Label(pos[n][0], pos[n][1] - BOX_H / 2 - 0.02, "", fontsize - 0.5, color=theme.grad_text, va="top",
                      gid=f"grad-{n}")
             for n, _ in _nodes(graph, display)}
 
 
-def arrow_specs(graph: TapeGraph, pos, *, routes=None, display: Shown | None = None,
-                geometry=None) -> dict[tuple, Arrow]:
-    """One arrow per edge, in the forward direction; routed edges follow their bends."""
-    geo = geometry if geometry is not None else _edge_geometry(graph, pos, routes, display)
+def arrow_specs(graph: TapeGraph, pos, *, routes=None, display: Shown | None = None, plans=None,
+                theme: Theme = LIGHT, route: bool = True) -> dict[tuple, Arrow]:
+    """One arrow per edge, in the forward direction, ending at its consumer's port run
+    (see :func:`_edge_plans`); routed edges follow their bends. ``route=False`` leaves the
+    paths to the caller (a Scene routes each edge once it knows its label's width)."""
+    plans = plans if plans is not None else _edge_plans(graph, pos, routes, display)
     g = display.nx if display is not None else graph.nx
     arrows = {}
     for u, v, k, d in g.edges(keys=True, data=True):
-        a, b, rad, path, _ = geo[(u, v, k)]
-        arrows[(u, v, k)] = Arrow(a, b, rad, path, C_FORWARD, LW_EDGE, "-", f"edge-{u}-{v}-{k}",
-                                  list(d.get("members", [(u, v, k)])))
+        plan = plans[(u, v, k)]
+        path, mark = _edge_route(plan)[::2] if route else (None, None)
+        arrows[(u, v, k)] = Arrow(plan.start, (plan.gap_right, plan.end_y), 0.0, path, theme.forward,
+                                  LW_EDGE * theme.line, "-", f"edge-{u}-{v}-{k}", list(d.get("members", [(u, v, k)])),
+                                  mark_at=mark)
     return arrows
 
 
 def edge_label_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, routes=None,
-                     display: Shown | None = None, geometry=None) -> dict[tuple, Label]:
-    """A text on each edge for the gradient (or stop reason) it carries: straight
-    edges at their middle, routed ones on their last horizontal stretch."""
-    geo = geometry if geometry is not None else _edge_geometry(graph, pos, routes, display)
-    return {e: Label(mx, my, "", fontsize - 1, color=C_GRADTEXT, ha=ha, boxed=True)
-            for e, (*_, (mx, my, ha)) in geo.items()}
+                     display: Shown | None = None, plans=None, theme: Theme = LIGHT) -> dict[tuple, Label]:
+    """A text on each edge for the gradient (or stop reason) it carries, right-aligned on
+    its port run in the gap before its consumer."""
+    plans = plans if plans is not None else _edge_plans(graph, pos, routes, display)
+    out = {}
+    for e, p in plans.items():
+        x = p.gap_right - (CONVERGE_ROOM if abs(p.port - p.end_y) > 1e-9 else TAIL) - p.col * p.room
+        out[e] = Label(x, p.port, "", fontsize - 1, color=theme.grad_text, ha="right", boxed=True,
+                       fill=theme.label_fill, fill_alpha=theme.label_alpha)
+    return out
+
+
+# --------------------------------------------------------------------------- chrome
+
+
+def _legend_entries(scene: "Scene") -> list[tuple]:
+    """(kind, style, text) for each legend entry: node kinds, edges, stop reasons, chips."""
+    th, lang = scene.theme, scene.lang
+    out = []
+    for k in scene.kinds:
+        fc, ec = th.kinds[k]
+        out.append(("box", (fc, ec, LW_BOX * th.line, "-"), say(f"ui.kind.{k}", lang)))
+    out.append(("line", (th.forward, LW_EDGE * th.line * 1.4, "-", False), say("ui.legend.forward", lang)))
+    if scene.flow is not None:
+        out.append(("line", (th.flowing, LW_CARRIES * th.line, "-", False), say("ui.legend.flowing", lang)))
+        out.append(("line", (th.active, LW_ACTIVE_EDGE * th.line, "-", True), say("ui.legend.active", lang)))
+        if scene.has_bad:
+            out.append(("line", (th.bad, LW_CARRIES * th.line, "-", False), say("ui.legend.bad", lang)))
+    for r in scene.reasons:
+        out.append(("line", (th.stopped, LW_STOPPED * th.line * 1.3, REASON_STYLE.get(r, "--"), False),
+                    say("ui.legend.stopped", lang, reason=say(f"legend.{r}", lang))))
+    for kind in scene.chip_kinds:
+        out.append(("chip", kind, say(f"ui.chip.{kind}", lang)))
+    return out
+
+
+def _legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple[list[Swatch], float]:
+    """Legend entries flowed into centred rows no wider than ``inner`` points; positions
+    in points from the lower-left of the legend area (the caller shifts them)."""
+    size = font - 0.5
+    sample_w, sample_h, sep, col_gap = 20.0 * th.scale, 9.0 * th.scale, 4.0, 14.0 * th.scale
+    items = []
+    for kind, style, text in entries:
+        if kind == "chip":
+            w_sample = fonts.text_width("2.0", size - 1) + 2 * CHIP_PAD * (size - 1)
+        else:
+            w_sample = sample_w
+        text = fonts.fit(text, inner - w_sample - sep, size)
+        items.append((kind, style, text, w_sample, w_sample + sep + fonts.text_width(text, size)))
+    rows, row, used = [], [], 0.0
+    for it in items:
+        w = it[4]
+        if row and used + col_gap + w > inner:
+            rows.append((row, used))
+            row, used = [], 0.0
+        used += (col_gap if row else 0.0) + w
+        row.append(it)
+    if row:
+        rows.append((row, used))
+    line_h = max(sum(fonts.line_box(size)[:2]), sample_h) + 4.0
+    out = []
+    for r, (row, used) in enumerate(rows):
+        y = (len(rows) - 1 - r) * line_h + line_h / 2  # centre of this row
+        x = (inner - used) / 2
+        for kind, style, text, w_sample, w in row:
+            label = Label(x + w_sample + sep, y, text, size, color=th.text, ha="left")
+            if kind == "box":
+                fc, ec, lw, ls = style
+                sw = Swatch("box", x, y - sample_h / 2, w_sample, sample_h, fc, ec, lw, ls, label)
+            elif kind == "line":
+                color, lw, ls, mark = style
+                sw = Swatch("line", x, y, w_sample, 0.0, None, color, lw, ls, label, mark=mark)
+            else:
+                fc, ec, tc = th.chips[style]
+                chip = Label(x + w_sample / 2, y, "2.0" if style == "value" else ("x" if style == "input" else "∼"),
+                             size - 1, color=tc, boxed=True, fill=fc, edge=ec, pad=CHIP_PAD)
+                sw = Swatch("chip", x, y - sample_h / 2, w_sample, sample_h, fc, ec, 0.8, "-", label, chip=chip)
+            out.append(sw)
+            x += w + col_gap
+    return out, len(rows) * line_h
+
+
+class _LegendOnly:
+    """What :func:`_legend_entries` reads, for a legend drawn without a scene."""
+
+    def __init__(self, reasons, kinds, theme, lang):
+        self.theme, self.lang = get_theme(theme), check_lang(lang)
+        self.kinds, self.reasons = [k for k in kinds if k in self.theme.kinds], list(reasons)
+        self.flow, self.has_bad, self.chip_kinds = True, False, []
+        self.font = self.theme.font
+
+
+def _legend_layout_for(size_in: tuple[float, float], reasons, kinds, *, theme=None, lang: str = DEFAULT):
+    """A legend alone, laid out for a canvas of ``size_in`` inches and placed at its
+    bottom: an object with ``legend`` (Swatches in pixels), ``canvas`` and ``theme``."""
+    width_in, height_in = size_in
+    spec = _LegendOnly(reasons, kinds, theme, lang)
+    th = spec.theme
+    margin = MARGIN * th.scale
+    inner = width_in * 72 - 2 * margin
+    swatches, _ = _legend_layout(_legend_entries(spec), inner, th, spec.font)
+    px = DPI / 72.0
+    for sw in swatches:
+        for obj in (sw, sw.label, sw.chip):
+            if obj is not None:
+                obj.x, obj.y = obj.x * px + margin * px, obj.y * px + margin * px
+        sw.w *= px
+        sw.h *= px
+    spec.legend = swatches
+    spec.canvas = (width_in * DPI, height_in * DPI)
+    return spec
 
 
 # --------------------------------------------------------------------------- the scene
 
 
 class Scene:
-    """Every box, text and arrow of one picture, styled for the current step.
+    """Every box, text, tag and arrow of one picture, placed, and styled for the current step.
 
-    ``set_step(k)`` shows the backward pass after k steps (None: all of it);
-    ``set_grad_overrides`` replaces the gradient texts of some nodes (e.g.
-    clipped values).  Both only change the records' texts and colours.
+    ``set_step(k)`` shows the backward pass after steps 0..k (None: the last step, the
+    finished pass); ``set_grad_overrides`` replaces the gradient texts of some nodes
+    (e.g. clipped values). Both only change the records' texts and colours; positions
+    are fixed when the scene is made, with room for the longest text a label shows.
 
-    Graphs with more than ``layout.COLLAPSE_THRESHOLD`` ops show each layer
-    (name scope) as one box with its variables' gradient norms; ``collapsed=``
-    picks layers by name (True/False for all/none).  Positions and edge routes
-    come from ``layered_routes`` unless ``pos`` is given, in which case edges
-    are drawn straight (the caller's positions carry no routes).
+    What is shown comes from :func:`tapeviz.shown.decide` (``show_all``, ``collapsed``,
+    ``functions``); positions and edge routes from ``layered_routes`` unless ``pos`` is
+    given, in which case edges are drawn straight (the caller's positions carry no
+    routes). ``theme``: "light", "dark", "projector" or a :class:`~tapeviz.themes.Theme`;
+    ``lang``: the language of every word on the picture.
     """
 
     def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, pos=None, routes=None,
                  title: str | None = None, caption: str | None = None, collapsed="auto", functions=(),
-                 lang: str = DEFAULT, show_all: bool = False):
+                 lang: str = DEFAULT, show_all: bool = False, theme: "str | Theme | None" = None):
         self.graph = graph
-        self.lang = lang
+        self.lang = check_lang(lang)
+        self.theme = th = get_theme(theme)
         self.show_all = show_all
         self.flow = flow
         self.functions = set(functions)
@@ -446,30 +768,250 @@ class Scene:
             pos, computed = layered_routes(dg)
             if routes is None:
                 n_columns = len({x for x, _ in pos.values()})
-                pos, routes, self.lanes = wrap_bands(dg, pos, computed, columns=band_columns(n_columns))
+                pos, routes, self.lanes = wrap_bands(dg, pos, computed,
+                                                     columns=band_columns(n_columns, most=BAND_MOST))
         self.pos = pos
-        self.routes = routes or {}  # (u, v) -> bend points; edges not in it are drawn straight
-        self.size = figure_size(self.pos, routes=self.routes)
-        self.limits = data_limits(self.pos, self.routes)
+        self.routes = routes or {}  # (u, v) -> bend points; edges not in it run straight to their consumer's gap
+        self.font = th.font
+        self.unit = (INCH_X * th.scale * 72.0, INCH_Y * th.scale * 72.0)  # points per data unit
         self.targets = {self.display.of[t] for t in flow.target_nodes} if flow is not None else set()
-        self.kinds = [k for k in KIND_STYLE if any(d["kind"] == k for _, d in dg.nodes(data=True))]
+        self.kinds = [k for k in th.kinds if any(d["kind"] == k for _, d in dg.nodes(data=True))]
         self.reasons = sorted({flow.edge_reason[m].reason for _, _, d in dg.edges(data=True)
                                for m in d.get("members", ()) if m in flow.edge_reason}) if flow is not None else []
+        self.chip_kinds = [k for k in ("value", "input", "random")
+                           if any(c.kind == k for _, d in dg.nodes(data=True) for c in d.get("chips") or ())]
         disp = self.display
-        geo = _edge_geometry(graph, pos, self.routes, disp, self.lanes)
-        self.boxes = box_specs(graph, pos, targets=self.targets, display=disp)
-        self.labels = label_specs(graph, pos, display=disp)
-        self.grads = grad_specs(graph, pos, display=disp)
-        self.arrows = arrow_specs(graph, pos, display=disp, geometry=geo)
-        self.edge_labels = edge_label_specs(graph, pos, display=disp, geometry=geo)
+        label_h = (_label_height(self.font - 1) + 1.0) / self.unit[1]
+        plans = _edge_plans(graph, pos, self.routes, disp, self.lanes, label_h=label_h)
+        self._rooms = {e: p.room * self.unit[0] - 2 * LABEL_PAD * (self.font - 1) - 1.0 for e, p in plans.items()}
+        self.boxes = box_specs(graph, pos, targets=self.targets, display=disp, theme=th)
+        self.labels = label_specs(graph, pos, fontsize=self.font, display=disp, theme=th, lang=self.lang,
+                                  unit=self.unit)
+        chip_rows = {n: trio[2].y - (sum(_box_lines(self.font, True, True)[2:]) / 2 + 1.0) / self.unit[1]
+                     for n, trio in self.labels.items()}
+        self.chips = chip_specs(disp, pos, fontsize=self.font, theme=th, unit=self.unit, rows=chip_rows)
+        self.grads = grad_specs(graph, pos, fontsize=self.font, display=disp, theme=th)
+        self.arrows = arrow_specs(graph, pos, display=disp, plans=plans, theme=th, route=False)
+        self.edge_labels = edge_label_specs(graph, pos, fontsize=self.font, display=disp, plans=plans, theme=th)
+        self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
+        self._grad_rooms = self._grad_allowance(plans, label_h)
+        self.overrides: dict[Any, str] = {}
+        # route each edge: it turns towards its port where its widest label begins
+        last = flow.last_step if flow is not None else None
+        for e, arrow in self.arrows.items():
+            label = self.edge_labels[e]
+            widest = self._rooms[e]
+            if flow is not None and len(arrow.members) <= 1:
+                self._style_edge(e, arrow, label, last, False)
+                widest = fonts.text_width(label.text, label.size, style=label.style)
+            width = (widest + 2 * LABEL_PAD * label.size + 2.0) / self.unit[0]
+            arrow.path, _, arrow.mark_at = _edge_route(plans[e], width)
         self.custom_title = title
         self.title = title or ""
         self.caption = self._caption(caption)
-        self.frame = frame(self.size, caption_lines=len(self.caption.split("\n")) if self.caption else 0,
-                           legend_rows=-(-(len(self.kinds) + 1 + len(self.reasons)) // 4))
-        self.overrides: dict[Any, str] = {}
         self.step: int = 0
-        self.set_step(None)
+        self.title_label = None
+        self.set_step(None)  # the finished pass: the texts the canvas must hold
+        self.has_bad = any(v[1] for k, v in self._texts.items() if k[0] == "edge")
+        self._layout_canvas()
+        changed = self._clamp_grad_rooms()
+        if flow is not None:  # restyle only what the layout changed: the gradient lines cut to the canvas, the title
+            finished = self.step == flow.last_step
+            for n in changed:
+                self.grads[n].text, self.grads[n].color = self._node_grad_text(
+                    n, self.display.nx.nodes[n]["kind"], self.step, finished)
+        self.set_title()
+
+    def _clamp_grad_rooms(self) -> list:
+        """Keep every gradient line on the canvas, whatever it shows later (clipped values);
+        returns the nodes whose room shrank."""
+        (x0, x1), _ = self.limits
+        changed = []
+        for n, g in self.grads.items():
+            edge = min(g.x - x0, x1 - g.x) * 2 * self.unit[0]
+            if edge < self._grad_rooms[n]:
+                self._grad_rooms[n] = edge
+                changed.append(n)
+        return changed
+
+    def _grad_allowance(self, plans, label_h: float) -> dict:
+        """Points of text each box's gradient line may take: the box's width, or more where
+        the gaps beside it hold no edge label at that height (at most to the middle of each
+        gap, which the neighbouring column's gradient line may use from the other side)."""
+        unit_x = self.unit[0]
+        size = self.font - 0.5
+        text_h = sum(fonts.line_box(size)[:2]) / self.unit[1]
+        rects: dict = {}  # column of the consumer -> reserved label rectangles (y0, y1, x0, x1), by y0
+        pad = LABEL_PAD * (self.font - 1) / unit_x
+        for p in plans.values():
+            x1 = p.gap_right - (CONVERGE_ROOM if abs(p.port - p.end_y) > 1e-9 else TAIL) - p.col * p.room
+            rects.setdefault(round(p.gap_right + BOX_W / 2), []).append(
+                (p.port - label_h / 2, p.port + label_h / 2, x1 - p.room - pad, x1 + pad))
+        starts = {}
+        for col, rs in rects.items():
+            rs.sort()
+            starts[col] = [r[0] for r in rs]
+        out = {}
+        most = 0.5 - 0.02  # half a column pitch, less a margin from the neighbour's text
+        for n, g in self.grads.items():
+            x, y_top = g.x, g.y
+            y_low = y_top - text_h
+            half = most
+            c = round(x)
+            for col in (c, c + 1):
+                rs = rects.get(col)
+                if not rs:
+                    continue
+                for r0, r1, x0, x1 in rs[bisect_left(starts[col], y_low - label_h):bisect_left(starts[col], y_top)]:
+                    if r1 <= y_low or r0 >= y_top:
+                        continue
+                    if x1 <= x:
+                        half = min(half, x - x1)
+                    elif x0 >= x:
+                        half = min(half, x0 - x)
+                    else:
+                        half = 0.0
+            out[n] = max(half, BOX_W / 2) * 2 * unit_x
+        return out
+
+    # -- the canvas: graph, title, caption and legend -------------------------------
+
+    def _graph_extent(self) -> tuple[float, float, float, float]:
+        """x0, x1, y0, y1 in data units holding every box, label, tag, bend and lane."""
+        xs, ys = [], []
+        for b in self.boxes.values():
+            xs += [b.x, b.x + b.w]
+            ys += [b.y, b.y + b.h]
+        for g in self.grads.values():
+            ys.append(g.y - sum(fonts.line_box(g.size)[:2]) / self.unit[1])
+            if g.text:
+                half = fonts.text_width(g.text, g.size) / 2 / self.unit[0]
+                xs += [g.x - half, g.x + half]
+        verts = [v for a in self.arrows.values() for v in (a.path.vertices if a.path is not None else (a.start, a.end))]
+        if verts:
+            arr = np.asarray(verts, float)
+            xs += [float(arr[:, 0].min()), float(arr[:, 0].max())]
+            ys += [float(arr[:, 1].min()), float(arr[:, 1].max())]
+        half = (_label_height(self.font - 1) / 2 + 1.0) / self.unit[1]
+        for e, t in self.edge_labels.items():
+            ys += [t.y - half, t.y + half]
+            xs.append(t.x - (self._rooms.get(e, 0.0) + 2 * LABEL_PAD * t.size) / self.unit[0])
+        if not xs:
+            return (0.0, 1.0, 0.0, 1.0)
+        pad_x, pad_y = 0.04, 0.04
+        return (min(xs) - pad_x, max(xs) + pad_x, min(ys) - pad_y, max(ys) + pad_y)
+
+    def _layout_canvas(self) -> None:
+        th = self.theme
+        x0, x1, y0, y1 = self._graph_extent()
+        graph_w = (x1 - x0) * self.unit[0]  # points
+        graph_h = (y1 - y0) * self.unit[1]
+        margin = MARGIN * th.scale
+        width = max(graph_w + 2 * margin, 4.5 * 72 * th.scale)
+        inner = width - 2 * margin
+        # title: room for two lines (step titles change length; the picture must not jump)
+        self.title_size = self.font + 2
+        if self.custom_title is not None:
+            self.title_lines = max(1, len(fonts.wrap(self.title, inner, self.title_size)))
+        elif self.flow is not None:  # room for the longest of a few steps' titles (later ones are fitted to it)
+            fl = self.flow
+            sampled = {0, fl.last_step // 2, fl.last_step}
+            self.title_lines = max(len(fonts.wrap(self._step_title(k, k == fl.last_step), inner, self.title_size))
+                                   for k in sampled)
+        else:
+            self.title_lines = 1
+        self.caption_size = self.font + 0.5
+        caption_lines = fonts.wrap(self.caption, inner, self.caption_size) if self.caption else []
+        title_pitch = self._pitch(self.title_size)
+        caption_pitch = self._pitch(self.caption_size)
+        top = margin + self.title_lines * title_pitch + (4.0 + len(caption_lines) * caption_pitch if caption_lines else 0.0) + 6.0
+        legend, legend_h = _legend_layout(_legend_entries(self), inner, th, self.font)
+        bottom = margin + legend_h + (6.0 if legend_h else 0.0)
+        height = top + graph_h + bottom
+        self.size = (width / 72.0, height / 72.0)
+        px = DPI / 72.0
+        self.canvas = (width * px, height * px)  # pixels at DPI
+        gx = (width - graph_w) / 2
+        self.frame = Frame((gx / width, bottom / height, graph_w / width, graph_h / height))
+        self.limits = ((x0, x1), (y0, y1))
+        self.px_per_unit = (self.unit[0] * px, self.unit[1] * px)
+        self._origin = (gx * px - x0 * self.unit[0] * px, bottom * px - y0 * self.unit[1] * px)
+        # chrome records, in canvas pixels (y up)
+        W, H = self.canvas
+        self.title_label = Label(W / 2, H - margin * px, "", self.title_size, color=th.text, va="top", gid="title")
+        self._title_inner = inner
+        cap_y = H - (margin + self.title_lines * title_pitch + 4.0) * px
+        self.caption_label = Label(W / 2, cap_y, "\n".join(caption_lines), self.caption_size, color=th.muted,
+                                   va="top", gid="caption")
+        self.legend = []
+        for sw in legend:
+            sw.x = sw.x * px + margin * px
+            sw.y = sw.y * px + margin * px
+            sw.w *= px
+            sw.h *= px
+            sw.label.x = sw.label.x * px + margin * px
+            sw.label.y = sw.label.y * px + margin * px
+            if sw.chip is not None:
+                sw.chip.x = sw.chip.x * px + margin * px
+                sw.chip.y = sw.chip.y * px + margin * px
+            self.legend.append(sw)
+
+    @staticmethod
+    def _pitch(size: float) -> float:
+        a, d, g = fonts.line_box(size)
+        return a + d + g
+
+    def data_to_px(self, x: float, y: float) -> tuple[float, float]:
+        """A data point's position on the canvas, in pixels (y up)."""
+        return (self._origin[0] + x * self.px_per_unit[0], self._origin[1] + y * self.px_per_unit[1])
+
+    def text_rect(self, t: Label, *, px: bool = False) -> tuple[float, float, float, float]:
+        """The canvas rectangle (x0, y0, x1, y1; pixels, y up) a label's text and background
+        cover, measured as the SVG writer lays it out."""
+        x, y = (t.x, t.y) if px else self.data_to_px(t.x, t.y)
+        k = DPI / 72.0
+        lines = t.text.split("\n") if t.text else [""]
+        width = max(fonts.text_width(line, t.size, t.weight, t.style) for line in lines) * k
+        a, d, g = (v * k for v in fonts.line_box(t.size, t.weight, t.style))
+        g = g if len(lines) > 1 else 0.0
+        a, d = a + g / 2, d + g / 2
+        block = len(lines) * (a + d)
+        top = {"top": y, "bottom": y + block, "baseline": y + block - d}.get(t.va, y + block / 2)
+        x0 = x - (width / 2 if t.ha == "center" else width if t.ha == "right" else 0.0)
+        pad = t.pad * t.size * k if t.boxed else 0.0
+        return (x0 - pad, top - block - pad, x0 + width + pad, top + pad)
+
+    def placed(self) -> dict[str, list]:
+        """Everything placed on the canvas, for checking the placement: ``boxes`` as
+        (node, rect) and ``texts`` as (what, node it belongs inside or None, rect), rects
+        in canvas pixels (x0, y0, x1, y1; y up); only texts that show something."""
+        boxes = []
+        for n, b in self.boxes.items():
+            (x0, y0), (x1, y1) = self.data_to_px(b.x, b.y), self.data_to_px(b.x + b.w, b.y + b.h)
+            boxes.append((n, (x0, y0, x1, y1)))
+        texts = []
+        for n, trio in self.labels.items():
+            texts += [(f"box text {n}", n, self.text_rect(t)) for t in trio if t.text]
+            texts += [(f"chip {n}", n, self.text_rect(t)) for t in self.chips.get(n, ()) if t.text]
+            if self.grads[n].text:
+                texts.append((f"gradient {n}", None, self.text_rect(self.grads[n])))
+        texts += [(f"edge label {e}", None, self.text_rect(t)) for e, t in self.edge_labels.items() if t.text]
+        for what, t in (("title", self.title_label), ("caption", self.caption_label)):
+            if t.text:
+                texts.append((what, None, self.text_rect(t, px=True)))
+        for sw in self.legend:
+            texts.append((f"legend {sw.label.text}", None, self.text_rect(sw.label, px=True)))
+            if sw.kind == "chip":
+                sample = self.text_rect(sw.chip, px=True)
+            elif sw.kind == "line":
+                half = max(sw.lw * DPI / 72.0, MARK_SIZE * self.theme.line * DPI / 72.0 if sw.mark else 0.0) / 2
+                sample = (sw.x, sw.y - half, sw.x + sw.w, sw.y + half)
+            else:
+                sample = (sw.x, sw.y, sw.x + sw.w, sw.y + sw.h)
+            texts.append((f"legend sample {sw.label.text}", None, sample))
+        return {"boxes": boxes, "texts": texts}
+
+    # -- texts -----------------------------------------------------------------------
 
     def _caption(self, caption: str | None) -> str:
         notes = [caption] if caption else []
@@ -502,6 +1044,17 @@ class Scene:
         self.overrides = dict(texts)
         self.set_step(self.step)
 
+    def _fit_value(self, value, room: float, size: float, prefix: str = "") -> str:
+        """``prefix + value`` in ``room`` points: the value as written, else its shape and
+        norm, else cut with an ellipsis."""
+        text = prefix + format_value(value)
+        if fonts.text_width(text, size) <= room:
+            return text
+        text = prefix + _compact(value)
+        if fonts.text_width(text, size) <= room or "|.|=" not in text:
+            return fonts.fit(text, room, size)
+        return fonts.fit(prefix + text[text.index("|.|="):], room, size)  # the norm alone: the shape is on the box
+
     def set_step(self, step: int | None) -> None:
         """Style every record for the flow as it stands after steps 0..`step` (None: the
         last step, the finished pass). A step outside the pass is refused."""
@@ -512,52 +1065,87 @@ class Scene:
         self.step = k
         finished = k == fl.last_step
         disp = self.display
+        th = self.theme
         active_node = disp.of.get(fl.steps[k].node)
         active_edges = disp.display_edges_of(fl.steps[k].edges)
         for e, arrow in self.arrows.items():
-            self._style_edge(arrow, self.edge_labels[e], k, e in active_edges)
+            self._style_edge(e, arrow, self.edge_labels[e], k, e in active_edges)
         dg = disp.nx
         for n, box in self.boxes.items():
             kind = dg.nodes[n]["kind"]
             grad = self.grads[n]
             grad.text, grad.color = self._node_grad_text(n, kind, k, finished)
             if n == active_node:
-                box.ec, box.lw = C_ACTIVE, LW_ACTIVE
+                box.ec, box.lw = th.active, LW_ACTIVE * th.line
             elif n in self.targets:
-                box.ec, box.lw = C_TARGET, LW_TARGET
+                box.ec, box.lw = th.target, LW_TARGET * th.line
             else:
-                box.ec, box.lw = KIND_STYLE.get(kind, KIND_STYLE["op"])["ec"], LW_BOX
+                box.ec, box.lw = th.kinds.get(kind, th.kinds["op"])[1], LW_BOX * th.line
         self.title = self.custom_title or self._step_title(k, finished)
+        if self.title_label is not None:  # (None while the canvas is being laid out)
+            self.set_title()
 
-    def _style_edge(self, arrow: Arrow, text: Label, k: int, active: bool) -> None:
+    def set_title(self) -> None:
+        """Write ``self.title`` into the title's record: wrapped to the canvas, cut to the lines it has."""
+        lines = fonts.wrap(self.title, self._title_inner, self.title_size)
+        if len(lines) > self.title_lines:
+            rest = " ".join(lines[self.title_lines - 1:])
+            lines = lines[:self.title_lines - 1] + [fonts.fit(rest, self._title_inner, self.title_size)]
+        self.title_label.text = "\n".join(lines)
+
+    def _style_edge(self, e, arrow: Arrow, text: Label, k: int, active: bool) -> None:
         fl = self.flow
+        th = self.theme
         members = arrow.members
         stops = [fl.edge_reason.get(m) for m in members]
+        room = self._rooms[e]
+        arrow.marks = []
         if members and all(r is not None for r in stops):
-            arrow.color, arrow.linestyle, arrow.lw = C_STOP, REASON_STYLE.get(stops[0].reason, "--"), LW_STOPPED
-            code = stops[0].reason.value
-            text.text = code if len(members) == 1 else f"{code} ({len(members)})"
-            text.color, text.style = C_STOPTEXT, "italic"
+            arrow.color, arrow.linestyle, arrow.lw = th.stopped, REASON_STYLE.get(stops[0].reason, "--"), LW_STOPPED * th.line
+            code = say(f"ui.edge.{stops[0].reason.value}", self.lang)
+            full = code if len(members) == 1 else say("ui.edge.stopped_n", self.lang, code=code, n=len(members))
+            text.text = fonts.fit(full, room, text.size, style="italic")
+            text.color, text.style = th.stop_text, "italic"
             return
         carried = [m for m in members if fl.arrived(m, k)]
         arrow.linestyle = "-"
         text.style = "normal"
         if not carried:
-            arrow.color, arrow.lw = C_FORWARD, LW_EDGE
+            arrow.color, arrow.lw = th.forward, LW_EDGE * th.line
             text.text = ""
             return
-        values = [fl.edge_grad(*m) for m in carried]
-        bad = any(is_bad(v) for v in values)
-        arrow.color = C_BAD if bad else (C_ACTIVE if active else C_GRAD)
-        arrow.lw = LW_ACTIVE_EDGE if active else LW_CARRIES
-        text.text = format_value(values[0]) if len(values) == 1 else f"{len(values)} gradients"
-        text.color = C_BAD if bad else C_GRADTEXT
+        key = ("edge", e, len(carried))
+        cached = self._texts.get(key)
+        if cached is None:
+            if len(members) == 1:
+                value = fl.edge_grad(*carried[0])
+                cached = (self._fit_value(value, room, text.size), is_bad(value))
+            elif len(carried) == len(members):  # every part has arrived: the sum TF forms (tf.math.add_n)
+                value = fl.total_along(members)
+                values = [fl.edge_grad(*m) for m in carried]
+                bad = is_bad(value) or any(is_bad(v) for v in values)
+                cached = (self._fit_value(value, room, text.size, say("ui.edge.sum", self.lang)), bad)
+            else:
+                values = [fl.edge_grad(*m) for m in carried]
+                cached = (fonts.fit(say("ui.edge.arriving", self.lang, got=len(carried), n=len(members)), room,
+                                    text.size), any(is_bad(v) for v in values))
+            self._texts[key] = cached
+        text.text, bad = cached
+        arrow.color = th.bad if bad else (th.active if active else th.flowing)
+        arrow.lw = (LW_ACTIVE_EDGE if active else LW_CARRIES) * th.line
+        text.color = th.bad if bad else th.grad_text
+        if active and arrow.mark_at is not None:
+            arrow.marks = [arrow.mark_at]
+            arrow.mark_color = th.active
 
     def _node_grad_text(self, n, kind: str, k: int, finished: bool) -> tuple[str, str]:
         fl = self.flow
         g = self.graph
+        th = self.theme
+        room = self._grad_rooms[n]
+        size = self.grads[n].size
         if kind == "inner":
-            return "", C_GRADTEXT
+            return "", th.grad_text
         if kind == "layer":
             parts, bad = [], False
             for m in self.display.members[n]:
@@ -573,35 +1161,44 @@ class Scene:
                 value = fl.grad(m)
                 bad = bad or is_bad(value)
                 parts.append(f"{name} {_norm_text(value)}")
-            return ("∂‖·‖ " + " · ".join(parts) if parts else ""), (C_BAD if bad else C_GRADTEXT)
+            text = ("∂‖·‖ " + " · ".join(parts)) if parts else ""
+            return fonts.fit(text, room, size), (th.bad if bad else th.grad_text)
         if n in self.overrides:
-            return self.overrides[n], C_GRADTEXT
+            return fonts.fit(self.overrides[n], room, size), th.grad_text
         s = fl.step_of(n)
         if s is not None and s <= k:
-            if n in fl.target_nodes:
-                value = fl.steps[0].grad
-            elif kind in ("variable", "watched", "input", "constant") or fl.grad(n) is not None:
-                value = fl.grad(n)
-            else:
-                value = fl.steps[s].grad
-            value = value if not isinstance(value, list) else value[0]
-            return grad_text(value), (C_BAD if is_bad(value) else C_GRADTEXT)
+            key = ("node", n, room)
+            cached = self._texts.get(key)
+            if cached is None:
+                if n in fl.target_nodes:
+                    value = fl.steps[0].grad
+                elif kind in ("variable", "watched", "input", "constant") or fl.grad(n) is not None:
+                    value = fl.grad(n)
+                else:
+                    value = fl.steps[s].grad
+                value = value if not isinstance(value, list) else value[0]
+                if value is None:
+                    text = grad_text(None)
+                else:
+                    text = self._fit_value(np.asarray(value), room, size, "∂ ")
+                cached = self._texts[key] = (text, th.bad if is_bad(value) else th.grad_text)
+            return cached
         if n in fl.node_reason and finished and kind in ("variable", "watched", "input"):
-            return "∂ None", C_STOPTEXT
-        return "", C_GRADTEXT
+            return grad_text(None), th.stop_text
+        return "", th.grad_text
 
     def _step_title(self, k: int, finished: bool) -> str:
         fl = self.flow
         g = fl.graph
-        target = g.display_name(fl.target_nodes[0])
+        target = localize(g.display_name(fl.target_nodes[0]), self.lang)
         st = fl.steps[k]
         n = fl.last_step
         if k == 0:
             title = say("ui.step.start", self.lang, k=k, n=n, target=target, value=format_value(st.grad))
         else:
             grad = format_value(st.grad if not isinstance(st.grad, list) else st.grad[0])
-            to = sorted({g.display_name(u) for u, _, _ in st.edges})
-            node = g.display_name(st.node)
+            to = sorted({localize(g.display_name(u), self.lang) for u, _, _ in st.edges})
+            node = localize(g.display_name(st.node), self.lang)
             if to:
                 title = say("ui.step.passes", self.lang, k=k, n=n, node=node, value=grad, to=", ".join(to))
             else:

@@ -27,9 +27,8 @@ recorded op, grouped by name scope only, as before this stage existed.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import networkx as nx
 
@@ -150,7 +149,8 @@ class Shown:
 
     def __init__(self, g: nx.MultiDiGraph, groups: Mapping[Node, str | None], collapsed, bodies=None, *,
                  boxes: set | None = None, chips: Mapping[Node, list] | None = None, links=(), hidden=(),
-                 folded=(), group_kinds: Mapping[str, str] | None = None, names=()):
+                 folded=(), group_kinds: Mapping[str, str] | None = None, names=(),
+                 calls: Mapping[Node, int] | None = None):
         self.source = g
         self.collapsed = {c for c in collapsed if c is not None}
         self.group_names = sorted(set(names) or {x for x in groups.values() if x is not None})
@@ -166,9 +166,11 @@ class Shown:
                 continue
             layer = groups.get(n)
             if layer in self.collapsed:
-                dn = f"layer:{layer}"
+                call = calls.get(n, 0) if calls else 0
+                dn = f"layer:{layer}" if call == 0 else f"layer:{layer}#{call + 1}"
                 if dn not in d:
-                    d.add_node(dn, kind="layer", layer=layer, group_kind=kinds.get(layer, "layer"), members=[], chips=[])
+                    d.add_node(dn, kind="layer", layer=layer, call=call, group_kind=kinds.get(layer, "layer"),
+                               members=[], chips=[])
                     self.members[dn] = d.nodes[dn]["members"]
                 d.nodes[dn]["members"].append(n)
                 for c in chips.get(n, ()):  # a group box keeps what the reader must know: inputs, randomness
@@ -266,6 +268,52 @@ def _chosen_groups(collapsed, names: set, default: set) -> set:
     return chosen
 
 
+def _acyclic(make: Callable[..., Shown], g: nx.MultiDiGraph, groups: Mapping, chosen: set) -> Shown:
+    """The display for the chosen groups, with a box per call where a group is left and
+    entered again (a box with edges out and back in would be a cycle)."""
+    display = make(chosen)
+    if chosen and not nx.is_directed_acyclic_graph(display.nx):
+        calls = layer_calls(g, groups)
+        display = make(chosen, calls)
+        # One box holds a call's ops even where no path joins them, so boxes can still
+        # close a cycle no path of the graph makes: such groups stay open.
+        while not nx.is_directed_acyclic_graph(display.nx):
+            cycle = nx.find_cycle(display.nx)
+            chosen = chosen - {display.nx.nodes[e[0]].get("layer") for e in cycle}
+            display = make(chosen, calls)
+    return display
+
+
+def layer_calls(g: nx.MultiDiGraph, groups: Mapping[Node, str | None]) -> dict[Node, int]:
+    """Node -> which call of its group it belongs to (0, 1, ...), for nodes in a group.
+
+    A layer whose ops are left and entered again (a layer called twice, as with shared
+    weights; ops in a model's own scope on both sides of a layer, as Keras's mixed-precision
+    casts are) would collapse into one box with edges out of it and back in: a cycle. So
+    each time a path leaves a layer and comes back, its ops start a new call, which gets
+    a box of its own. Variables and constants go with their first consumer's call 0.
+    """
+    calls: dict[Node, int] = {}
+    # node -> {layer: the highest call of that layer with a path to this node}
+    reach: dict[Node, dict] = {}
+    for n in nx.topological_sort(g):
+        mine = groups.get(n)
+        seen: dict = {}
+        call = 0
+        for p in g.predecessors(n):
+            for layer, c in reach[p].items():
+                if c > seen.get(layer, -1):
+                    seen[layer] = c
+            if mine is not None and mine in reach[p]:
+                # a path from this layer's ops: the same call if p is in the layer,
+                # a new call if it went through something outside the layer
+                call = max(call, reach[p][mine] + (groups.get(p) != mine))
+        if mine is not None:
+            calls[n] = seen[mine] = call
+        reach[n] = seen
+    return calls
+
+
 def collapse(g: nx.MultiDiGraph, collapsed="auto", *, threshold: int = COLLAPSE_THRESHOLD, bodies=None) -> Shown:
     """Every recorded node as a box, layers (name scopes) collapsed: ``"auto"`` collapses
     every layer when the graph has more than ``threshold`` ops, ``True``/``False`` all or
@@ -275,7 +323,7 @@ def collapse(g: nx.MultiDiGraph, collapsed="auto", *, threshold: int = COLLAPSE_
     names = {x for x in groups.values() if x is not None}
     n_ops = sum(1 for _, d in g.nodes(data=True) if d.get("kind") == "op")
     chosen = _chosen_groups(collapsed, names, names if n_ops > threshold else set())
-    return Shown(g, groups, chosen, bodies)
+    return _acyclic(lambda ch, calls=None: Shown(g, groups, ch, bodies, calls=calls), g, groups, chosen)
 
 
 # --------------------------------------------------------------------------- the decision
@@ -344,9 +392,11 @@ class _Decision:
             if n in reach:
                 continue
             d = G.nodes[n]
-            if d["kind"] == "op" and d["op_type"] in STATEFUL_OPS:
+            if d["kind"] == "op" and d["op_type"] in STATEFUL_OPS and self.graph.capture.ops[d["op_index"]].tape_recording:
+                # an assign the user made into what the target reads (not a variable's
+                # initializer: Keras runs those in tf.init_scope, where the tape is paused)
                 var = self.graph.assigned_variable(n)
-                if var is not None and var in reach and var in self.live:  # an assign into what the target reads
+                if var is not None and var in reach and var in self.live:
                     extra |= nx.ancestors(G, n) | {n}
             elif fl is not None and getattr(fl.node_reason.get(n), "reason", None) is Reason.OUTSIDE_TF:
                 extra |= nx.ancestors(G, n) | {n}  # a value that left TF on its way to the target
@@ -432,5 +482,6 @@ class _Decision:
             default |= layers
         chosen = _chosen_groups(collapsed, names, default)
         links = getattr(self.flow, "left_links", ()) if self.flow is not None else ()
-        return Shown(G, group, chosen, bodies, boxes=self.boxes, chips=self.chips, links=links, hidden=self.hidden,
-                     folded=self.folded, group_kinds=kinds, names=names)
+        return _acyclic(lambda ch, calls=None: Shown(
+            G, group, ch, bodies, boxes=self.boxes, chips=self.chips, links=links, hidden=self.hidden,
+            folded=self.folded, group_kinds=kinds, names=names, calls=calls), G, group, chosen)

@@ -9,7 +9,8 @@ import io
 import tapeviz as tv
 from tapeviz import clipping
 from tapeviz.graph import format_value, summarize
-from tapeviz.render import GraphView, draw_legend, draw_node_labels
+from tapeviz.render import draw_legend, draw_node_labels
+from tapeviz.view import GraphView
 
 
 @pytest.fixture
@@ -126,7 +127,7 @@ def test_value_of_and_display_name(fan):
 @pytest.mark.parametrize("mode", ["none", "by_norm", "by_value", "by_global_norm"])
 def test_batched_report_equals_eager_tf_bit_for_bit(mode):
     rng = np.random.default_rng(1)
-    grads = {f"g{i}": tf.constant(rng.normal(size=s).astype("float32") * 3) for i, s in enumerate([(4, 4), (4,), (), (3, 2)])}
+    grads = {f"g{i}": tf.constant((rng.normal(size=s) * 3).astype("float32")) for i, s in enumerate([(4, 4), (4,), (), (3, 2)])}
     grads["sparse"] = tf.IndexedSlices(tf.constant([[1.0, 2.0], [3.0, 4.0]]), tf.constant([0, 2]), tf.constant([3, 2]))
     weights = {n: tf.zeros_like(tf.convert_to_tensor(g)) + 1.0 for n, g in grads.items()}
     rep = clipping.report(grads, weights, mode=mode, clip_norm=1.3, clip_value=(-0.7, 0.9), lr=0.25)
@@ -139,3 +140,17 @@ def test_batched_report_equals_eager_tf_bit_for_bit(mode):
         assert rep.norm_after[n] == float(tf.norm(values(eager[n])))
         np.testing.assert_array_equal(rep.updated[n], (weights[n] - 0.25 * want).numpy())
     assert rep.global_norm_after == float(tf.linalg.global_norm([eager[n] for n in grads]))
+
+
+def test_mixed_dtype_gradients_clip_as_tf_does():
+    """TF's clip_by_norm / clip_by_value take a float64 gradient beside float32 ones;
+    tf.linalg.global_norm and clip_by_global_norm refuse to mix them: so does the panel."""
+    grads = {"f32": tf.constant([3.0, 4.0]), "f64": tf.constant([6.0, 8.0], tf.float64)}
+    weights = {"f32": tf.constant([1.0, 1.0]), "f64": tf.constant([1.0, 1.0], tf.float64)}
+    rep = clipping.report(grads, weights, mode="by_norm", clip_norm=1.0)
+    np.testing.assert_array_equal(rep.clipped["f64"], tf.clip_by_norm(grads["f64"], 1.0).numpy())
+    assert rep.global_norm_before is None and rep.global_norm_after is None
+    rep = clipping.report(grads, weights, mode="by_value", clip_value=(-1.0, 5.0))
+    np.testing.assert_array_equal(rep.clipped["f64"], tf.clip_by_value(grads["f64"], -1.0, 5.0).numpy())
+    with pytest.raises(ValueError, match="clip_by_global_norm refuses these gradients .float32, float64."):
+        clipping.report(grads, weights, mode="by_global_norm")

@@ -90,13 +90,13 @@ def _open_explorer(page, lab, notebook: str):
 def test_clip_norm_slider_and_step_slider(jupyterlab, page):
     from playwright.sync_api import expect
 
-    from tapeviz.render import C_ACTIVE
+    from tapeviz.scene import C_ACTIVE
 
     _open_explorer(page, jupyterlab, "08_clipping_in_training.ipynb")
     svg0 = _svg(page)
     assert svg0 and "<text" in svg0
 
-    # -- clip mode: none -> by_norm (the notebook set clip_norm to 0.3) -------------------
+    # -- clip mode: none -> by_norm (the notebook set clip_norm to 1.0) -------------------
     page.locator(f"{EXPLORER} .tv-clip-mode select").select_option("by_norm")
     handle = page.locator(f"{EXPLORER} .tv-clip-norm .noUi-handle")
     expect(handle).to_be_visible()  # shown only for by_norm / by_global_norm
@@ -125,7 +125,7 @@ def test_clip_norm_slider_and_step_slider(jupyterlab, page):
     assert float(gn_text) == pytest.approx(math.sqrt(sum(c * c for c in clipped)), rel=1e-3)
 
     # (a) the canvas changed, and a variable's gradient text now reads "raw → clipped" with the
-    # new clip_norm as the clipped norm (the first kernel's norm, 0.41, is above every value here)
+    # new clip_norm as the clipped norm (the first kernel's norm, 1.41, is above every value here)
     _wait_svg_changed(page, svg1)
     page.wait_for_function(
         """([sel, v]) => Array.from(document.querySelectorAll(sel + ' svg text'))

@@ -76,7 +76,7 @@ class ExplorerOnPage:
     def expect_picture_of_step(self, k: int, last: int, old_svg: str) -> str:
         """Wait until the picture shows step ``k`` of ``last`` (the slider's max: the
         finished pass), then check it was repainted; returns its SVG."""
-        from tapeviz.render import C_ACTIVE
+        from tapeviz.scene import C_ACTIVE
 
         pattern = "^Backward pass" if k == last else rf"^Step {k}/{last - 1}\b"
         wait_title_matching(self.page, self.canvas, pattern)

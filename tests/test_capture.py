@@ -884,3 +884,17 @@ def test_variables_inside_list_arguments_appear():
     for v in (a, b, w):
         np.testing.assert_array_equal(fl.grad(v), tape.gradient(y, v).numpy())
     assert_clean()
+
+
+def test_keras_code_is_told_by_the_keras_package_folder():
+    """A user's own code in a folder called `keras` is user code: a plain tf.Variable it
+    reads is looked at once, not again as if Keras code had read it."""
+    import os
+
+    import keras  # noqa: F401 - the Keras variable classes must be loaded
+
+    codes = capture._keras_variable_codes()
+    user = compile("x = 1", os.path.join(os.sep, "home", "me", "keras", "train.py"), "exec")
+    assert capture._code_kind(user, codes) == capture._OTHER
+    ours = keras.layers.Dense.call.__code__
+    assert capture._code_kind(ours, codes) == capture._KERAS

@@ -56,7 +56,7 @@ def test_expanding_a_layer_shows_its_ops_and_keeps_totals(big):
     assert "block5" not in opened.display.collapsed
     w5 = tape.graph.node_of(ws[5])
     assert w5 in opened.display.nx and "layer:block5" not in opened.display.nx
-    assert opened.artists.grads[w5].get_text() == tv.render.grad_text(tape.gradient(loss, ws[5]).numpy())
+    assert opened.artists.grads[w5].get_text() == tv.scene.grad_text(tape.gradient(loss, ws[5]).numpy())
     op_types = {tape.graph.nx.nodes[n]["op_type"] for n in opened.display.members if n in tape.graph.nx
                 and tape.graph.nx.nodes[n]["kind"] == "op" and tape.graph.nx.nodes[n]["scope"] == "block5"}
     assert {"MatMul", "AddV2", "Tanh"} <= op_types
@@ -131,9 +131,9 @@ def test_explorer_layer_control_expands_and_collapses(big):
 
 
 def test_panel_of_a_big_model_lists_the_largest_gradients(big, monkeypatch):
-    import tapeviz.widget
+    import tapeviz.panels
 
-    monkeypatch.setattr(tapeviz.widget, "PANEL_ROWS", 5)
+    monkeypatch.setattr(tapeviz.panels, "PANEL_ROWS", 5)
     tape, loss, ws, bs = big
     ex = tv.explore(tape, loss)
     ex.controls["clip"].value = "by_norm"
@@ -169,7 +169,7 @@ def test_tf_function_opens_into_its_body_and_keeps_totals():
     # gradients still show on the edges into and out of the body, totals unchanged
     x_node = g.node_of(x)
     want = tape.gradient(z, x).numpy()
-    assert opened.artists.grads[x_node].get_text() == view.artists.grads[x_node].get_text() == tv.render.grad_text(want)
+    assert opened.artists.grads[x_node].get_text() == view.artists.grads[x_node].get_text() == tv.scene.grad_text(want)
     out_edges = [e for e in opened.artists.arrows if e[0] == ident]
     assert out_edges and opened.artists.edge_labels[out_edges[0]].get_text() == "2.0"
     with pytest.raises(ValueError, match="not tf.function"):

@@ -145,8 +145,15 @@ def test_options_and_errors(tmp_path):
         export_html(tape, z, tmp_path / "c.html", requirejs=False, requirejs_url="/js/require.js")
     with pytest.raises(ValueError, match=r"\.html"):
         export_html(tape, z, tmp_path / "c.svg")
-    with pytest.raises(ValueError, match="one target"):
-        export_html(tape, {"a": z, "b": z}, tmp_path / "c.html")
+    x2 = tf.Variable(3.0)
+    with tv.GradientTape(persistent=True) as both:
+        f1 = x2**2
+        f2 = x2 * 4.0
+    two = export_html(both, {"a": f1, "b": f2}, tmp_path / "two.html").read_text(encoding="utf-8")
+    state = widget_state(two)
+    ((_, chooser),) = models(state, "DropdownModel")
+    assert chooser["_options_labels"] == ["a", "b"]  # every target of the tape in one page, a menu picks one
+    assert len(models(state, "StackModel")) == 3  # the targets, and each one's pictures
     with pytest.raises(FileNotFoundError):
         export_html(tape, z, tmp_path / "missing" / "c.html")
     assert not list(tmp_path.glob("c.*"))

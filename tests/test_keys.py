@@ -49,7 +49,7 @@ def test_explorer_has_keys_linked_to_its_own_step_and_play():
                       (ex.controls["step"], "max"), (ex.controls["play"], "playing")}
     # The range the keys clamp to is the slider's, in the kernel too (the explorer sets max
     # once it knows the number of steps); the step itself is linked in the browser only.
-    assert (keys.min, keys.max) == (0, len(ex.flow.steps)) == (ex.controls["step"].min, ex.controls["step"].max)
+    assert (keys.min, keys.max) == (0, len(ex.flow.steps) - 1) == (ex.controls["step"].min, ex.controls["step"].max)
     ex.close()
 
 

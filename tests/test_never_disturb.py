@@ -1,8 +1,12 @@
 """Property: the same generated program gives bit-identical results and the same errors
 with tapeviz or without — gradients, jacobians, higher-order gradients through an outer
-tape, unconnected_gradients=ZERO, and a second gradient() on a non-persistent tape."""
+tape, unconnected_gradients=ZERO, and a second gradient() on a non-persistent tape; and
+tf.py_function, whose gradient TF lets run only once, with tv.flow before or between calls."""
+
+import re
 
 import numpy as np
+import pytest
 import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 
@@ -76,3 +80,31 @@ def test_results_and_errors_identical_with_or_without_tapeviz(prog):
             same(got[key], plain[key], f"{mode} {key}")
         assert got["error"] == plain["error"]
         assert not capture.hooks_installed()
+
+
+def _py_function_run(cls, flow_at=None, want=None):
+    """A persistent tape over a tf.py_function; tape.gradient twice (TF itself refuses the
+    second: the py_function's gradient entry is used up), and tv.flow before call number
+    `flow_at`, whose gradient must be `want`."""
+    x = tf.Variable([0.5, -1.0])
+    with cls(persistent=True) as tape:
+        y = tf.reduce_sum(tf.py_function(lambda t: tf.sin(t) * 2.0, [x * 3.0], tf.float32) ** 2)
+    seen = []
+    for call in range(2):
+        if flow_at == call:
+            np.testing.assert_array_equal(tv.flow(tape, y).grad(x), want)
+        try:
+            seen.append(tape.gradient(y, x).numpy())
+        except Exception as e:  # noqa: BLE001 - compared below
+            seen.append((type(e), re.sub(r"pyfunc_\d+", "pyfunc_N", str(e)).splitlines()[0]))
+    return seen
+
+
+@pytest.mark.parametrize("flow_at", [None, 0, 1], ids=["no flow", "flow before gradient", "flow between two gradient calls"])
+def test_py_function_gradient_calls_behave_as_without_tapeviz(flow_at):
+    plain = _py_function_run(tf.GradientTape)
+    assert isinstance(plain[1], tuple)  # TF's own limit: the second call fails
+    got = _py_function_run(tv.GradientTape, flow_at, want=plain[0])
+    np.testing.assert_array_equal(got[0], plain[0])
+    assert got[1] == plain[1]
+    assert not capture.hooks_installed()

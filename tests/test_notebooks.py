@@ -26,6 +26,8 @@ EXPECTED = [
     "07_clip_by_value",
     "08_clipping_in_training",
     "09_why_is_my_gradient_none",
+    "10_what_if",
+    "11_watching_training",
 ]
 
 # What the tutorial's own print statements must show (computed by TensorFlow in the kernel).
@@ -37,7 +39,7 @@ PRINTED = {
     "05_stop_gradient": ["z对x的梯度: 4.0", "z对y的梯度: None", "why_none(y): stop_gradient"],
     "06_clip_by_norm": ["裁剪后的梯度: [1.3363062 2.6726124 4.008919 ]", "norm after  : 5.0"],
     "07_clip_by_value": ["裁剪后的梯度: [-1.  1.  1.]"],
-    "08_clipping_in_training": ["SGD step matches: True", "global norm after : 0.3"],
+    "08_clipping_in_training": ["SGD step matches: True", "global norm after : 1.0", "per-variable scale: [0.4367"],
     "09_why_is_my_gradient_none": [
         "why_none      -> stop_gradient",
         "why_none      -> integer_dtype",
@@ -46,6 +48,22 @@ PRINTED = {
         "why_none      -> outside_tf",
         "why_none      -> not_recorded",
         "why_none -> not_watched: x is a plain tensor",
+    ],
+    "10_what_if": [
+        "x =  2.5   dy/dx =  5.0   2x =  5.0",
+        "tape.gradient: 5.0",
+        "y = 5.0   z =  9.0   dz/dx = 4.0   dz/dy = None",
+        "x = 1.3   norm = 4.864   unchanged   d sum(clipped)/dx = 6",
+        "x = 2.0   norm = 7.483   clipped",
+    ],
+    "11_watching_training": [
+        "step  0  vanishing  sig/d0",
+        "matches tf.norm: True",
+        "step  6  exploding  seq/rnn/simple_rnn_cell",
+        "step  7  nan        loss",
+        "so the update stayed bounded",
+        "vanishing flags with ReLU + He initialisation: 0",
+        "steps with a picture: [0, 10, 20]",
     ],
 }
 
@@ -93,7 +111,7 @@ def test_last_cell_displays_the_explorer_once(name):
     last = [c for c in nb.cells if c.cell_type == "code"][-1]
     lines = [ln.strip() for ln in last.source.strip().splitlines()]
     assert lines[-1] == "ex", "the last line shows the explorer (and nothing else)"
-    assert any(ln.startswith("ex = tv.explore(") for ln in lines)
+    assert any(ln.startswith(("ex = tv.explore(", "ex = tv.interact(")) for ln in lines)
     assert not any(ln.endswith(")") and ".add_class(" in ln for ln in lines), "add_class() would display a second copy"
 
 

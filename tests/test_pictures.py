@@ -10,7 +10,8 @@ from PIL import Image
 import tapeviz as tv
 from tapeviz import examples
 from tapeviz.graph import format_value
-from tapeviz.render import C_STOP, BOX_H, BOX_W, GraphView
+from tapeviz.scene import BOX_H, BOX_W, C_STOP
+from tapeviz.view import GraphView
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

@@ -17,7 +17,7 @@ from tapeviz.export import Frame, plan_frames, save_view
 from tapeviz.gif import GifStream, Palette
 from tapeviz.raster import FrameRenderer, png_bytes
 from tapeviz.svgparts import cjk_font_files, parse_svg
-from tapeviz.render import C_GRAD
+from tapeviz.scene import C_GRAD
 from tapeviz.svg import to_svg
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -80,8 +80,9 @@ def test_png_shows_what_the_svg_draws_where_it_draws_it(stop_view, tmp_path):
     assert heads
     for head in heads:
         pts = np.array([float(v) for v in re.findall(r"-?\d+\.?\d*", head.get("d"))]).reshape(-1, 2)
-        cx, cy = pts.mean(axis=0) * scale
-        assert np.abs(pixels[int(cy), int(cx)] - rgb(C_GRAD)).max() < 40, (cx, cy, pixels[int(cy), int(cx)])
+        cx, cy = (pts.mean(axis=0) * scale).astype(int)
+        near = pixels[cy - 1:cy + 2, cx - 1:cx + 2].reshape(-1, 3)  # a small head: its centre pixel or a neighbour
+        assert np.abs(near - rgb(C_GRAD)).max(axis=1).min() < 40, (cx, cy, near)
 
     # the title's text is drawn where its <text> sits, and the area far above it is blank
     title = root.find(f".//{SVG_NS}g[@id='title']/{SVG_NS}text")
@@ -142,19 +143,24 @@ def test_chinese_text_is_drawn_with_a_cjk_font():
 # --------------------------------------------------------------------------- the incremental renderer
 
 
-def test_frames_redrawn_in_parts_equal_whole_redraws(keras_tape):
+@pytest.mark.parametrize("dpi", [100, 60])
+def test_frames_redrawn_in_parts_equal_whole_redraws(keras_tape, dpi):
     tape, loss = keras_tape
     view = tv.view(tape, loss, collapsed=False)
-    parts, whole = FrameRenderer(dpi=60), FrameRenderer(dpi=60, full_every=True)
+    parts, whole = FrameRenderer(dpi=dpi), FrameRenderer(dpi=dpi, full_every=True)
+    worst = 0
     for k in range(view.flow.last_step + 1):
         view.set_step(k)
         svg = to_svg(view)
         a, rects = parts.render(svg)
         b, _ = whole.render(svg)
         diff = np.abs(a.astype(int) - b.astype(int)).max(axis=2)
-        # at a fractional scale, resvg's antialiasing of a shifted crop may differ by one
-        # of its 16 coverage levels in a few pixels
-        assert diff.max() <= 32 and (diff > 2).sum() <= 0.001 * diff.size, (k, diff.max(), (diff > 2).sum())
+        worst = max(worst, diff.max())
+        # a part drawn alone is the same drawing shifted by whole pixels; at a fractional
+        # scale resvg's antialiasing may still differ a little in a few pixels
+        assert (diff > 2).sum() <= 0.0005 * diff.size and diff.max() <= 96, (k, diff.max(), (diff > 2).sum())
+    if dpi == 100:
+        assert worst <= 2
     assert parts.partial_redraws >= view.flow.last_step - 1  # and it did redraw in parts
     assert whole.full_redraws == view.flow.last_step + 1
 

@@ -227,7 +227,7 @@ def test_nan_gradients_are_red_not_hidden():
     assert not np.isfinite(g)
     np.testing.assert_array_equal(g, tape.gradient(y, x).numpy())  # TF's NaN/Inf, not a cleaned number
     view = tv.view(tape, y)
-    from tapeviz.render import C_BAD
+    from tapeviz.scene import C_BAD
 
     assert view.artists.grads[tape.graph.node_of(x)].get_color() == C_BAD
     ex = tv.explore(tape, y)

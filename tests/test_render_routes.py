@@ -9,7 +9,9 @@ import tensorflow as tf
 import tapeviz as tv
 from tapeviz import examples
 from tapeviz.layout import count_crossings, layered_layout, layered_routes
-from tapeviz.render import BOX_H, BOX_W, C_FORWARD, C_GRAD, GraphView, draw_edge_labels, draw_edges
+from tapeviz.render import draw_edge_labels, draw_edges
+from tapeviz.scene import BOX_H, BOX_W, C_FORWARD, C_GRAD
+from tapeviz.view import GraphView
 
 
 def skip_example():

@@ -8,7 +8,8 @@ import tensorflow as tf
 import tapeviz as tv
 from tapeviz import scene as sc
 from tapeviz.graph import format_value
-from tapeviz.render import GraphView, arrow_artist, box_artist, text_artist
+from tapeviz.render import arrow_artist, box_artist, text_artist
+from tapeviz.view import GraphView
 
 
 @pytest.fixture()

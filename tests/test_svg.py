@@ -14,12 +14,14 @@ import tensorflow as tf
 from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
+from matplotlib.path import Path as MplPath
 
 import tapeviz as tv
 from tapeviz.examples import EXAMPLES
 from tapeviz.export import save_view
-from tapeviz.render import BOX_W, C_GRAD, C_STOP, GraphView
-from tapeviz.svg import _arrow_display_paths, _arrow_paths, _Svg, draws_whole_figure, to_svg
+from tapeviz.scene import BOX_W, C_GRAD, C_STOP
+from tapeviz.svg import draws_whole_figure, head_and_line, to_svg
+from tapeviz.view import GraphView
 
 NS = "{http://www.w3.org/2000/svg}"
 NUM = re.compile(r"-?\d+(?:\.\d+)?")
@@ -186,22 +188,23 @@ def test_texts_sit_where_matplotlibs_svg_puts_them():
 
 
 def test_arrow_heads_are_matplotlibs():
-    """The line and head computed here equal matplotlib's mutated arrow path at this dpi."""
+    """The line and head written here equal matplotlib's mutated arrow path at this dpi."""
     view = skip_view()
     FigureCanvasAgg(view.figure).draw()  # sets each arrow's dpi correction, as savefig does
-    svg = _Svg(view.figure)
-    arrows = list(view.artists.arrows.values())
-    for arrow, path in zip(arrows, _arrow_display_paths(svg, arrows)):
-        ours = _arrow_paths(svg, arrow, path)
+    px = view.figure.dpi / 72
+    for e, arrow in view.artists.arrows.items():
+        rec = view.scene.arrows[e]
+        pts = [tuple(p) for p in view.ax.transData.transform(np.asarray(rec.path.vertices, float))]
+        line, head = head_and_line(pts, arrow.get_mutation_scale() * px, arrow.get_linewidth() * px)
         theirs, fills = arrow._get_path_in_displaycoord()
-        assert [f for _, f in ours] == list(fills)
-        generic, _ = arrow.get_arrowstyle()(path, arrow.get_mutation_scale() * svg.px,
-                                            arrow.get_linewidth() * svg.px)
+        generic, _ = arrow.get_arrowstyle()(MplPath(pts, rec.path.codes), arrow.get_mutation_scale() * px,
+                                            arrow.get_linewidth() * px)
+        assert list(fills) == [False, True]
         for reference in (theirs, generic):
-            assert len(reference) == len(ours)
-            for (p, _), q in zip(ours, reference):
-                drawn = q.codes != q.CLOSEPOLY  # CLOSEPOLY's vertex is ignored when drawing
-                np.testing.assert_allclose(np.asarray(p.vertices)[drawn], q.vertices[drawn], atol=1e-6)
+            np.testing.assert_allclose(np.asarray(line), reference[0].vertices, atol=1e-6)
+            q = reference[1]
+            drawn = q.codes != q.CLOSEPOLY  # CLOSEPOLY's vertex is ignored when drawing
+            np.testing.assert_allclose(np.asarray([*head, head[0]])[drawn], q.vertices[drawn], atol=1e-6)
 
 
 def test_routed_edges_are_curved_paths_from_producer_to_consumer():

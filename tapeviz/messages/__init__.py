@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 #: Languages with a catalogue.
-LANGUAGES = ("en",)
+LANGUAGES = ("en", "zh")
 DEFAULT = "en"
 
 
@@ -32,9 +32,36 @@ def catalogue(lang: str) -> dict[str, str]:
     return importlib.import_module(f"{__name__}.{check_lang(lang)}").MESSAGES
 
 
+class Phrase(str):
+    """A piece of a sentence that has words of its own ("the Pow op"): it reads as its
+    English text wherever a plain string is expected, and is said again in the language
+    of any sentence it is put into."""
+
+    __slots__ = ("key", "facts")
+
+    def __new__(cls, key: str, **facts: Any) -> "Phrase":
+        obj = super().__new__(cls, say(key, DEFAULT, **facts))
+        obj.key, obj.facts = key, facts
+        return obj
+
+    def __reduce__(self):
+        return (_phrase, (self.key, self.facts))
+
+
+def localize(text: str, lang: str = DEFAULT) -> str:
+    """A Phrase said in ``lang``; any other string as it is."""
+    return say(text.key, lang, **text.facts) if isinstance(text, Phrase) else text
+
+
+def _phrase(key: str, facts: dict) -> Phrase:
+    return Phrase(key, **facts)
+
+
 def say(key: str, lang: str = DEFAULT, /, **facts: Any) -> str:
     """The sentence for ``key`` in ``lang``, filled in with ``facts``."""
     template = catalogue(lang)[key]
+    if lang != DEFAULT:
+        facts = {k: localize(v, lang) for k, v in facts.items()}
     return template(**facts) if callable(template) else template.format(**facts)
 
 

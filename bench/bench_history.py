@@ -1,0 +1,216 @@
+"""What tv.History costs a training loop, and that its memory stays flat.
+
+1. Overhead: a plain eager custom train step on a Keras MLP 32-128-128-10, batch 64
+   (forward + ``tf.GradientTape.gradient`` + ``tf.clip_by_global_norm`` + SGD
+   ``apply_gradients``) against the same step followed by ``hist.add(...)`` (norms only:
+   no tape picture). A round runs ``flush_every`` (256) steps of every variant, one step
+   of each in a fresh random order, so load from other processes hits all variants alike
+   and each History fetches its norms (and judges flags) exactly once per round; a
+   variant's time is its mean step in the round, a ratio the median over rounds of the
+   within-round ratio.
+   Also timed in the same rounds: the design not taken, one ``tf.function`` computing every
+   norm (``reduce_retracing=True``) instead of one eager ``tf.nn.l2_loss`` per tensor.
+2. A picture step: ``hist.add(tape=tv_tape)`` (records the graph; the flow is computed
+   only when asked for) against a plain step, median of single steps.
+3. Memory: 100,000 ``hist.add`` calls of a 2 -> 1 linear model with clipping: stored
+   points, the History's own bytes, and the process RSS growth, at 1 %, 10 %, 50 % and 100 %.
+
+Run: .venv/bin/python bench/bench_history.py [--rounds N] [--long N]
+Prints markdown tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import random
+import statistics
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import tapeviz as tv  # noqa: E402
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def mlp_setup():
+    import keras
+
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(128, activation="relu"),
+                              keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)])
+    x = tf.constant(rng.normal(size=(64, 32)).astype("float32"))
+    y = tf.constant(rng.integers(0, 10, size=(64,)))
+    lossf = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    opt = keras.optimizers.SGD(learning_rate=0.01)
+    variables = model.trainable_variables
+
+    def step(tape_cls=tf.GradientTape):
+        with tape_cls() as tape:
+            loss = lossf(y, model(x, training=True))
+        grads = tape.gradient(loss, variables)
+        clipped, _ = tf.clip_by_global_norm(grads, 1.0)
+        opt.apply_gradients(zip(clipped, variables))
+        return loss, grads, clipped, tape
+
+    return step, variables
+
+
+@tf.function(reduce_retracing=True)
+def _all_norms(loss, grads, weights, clipped):
+    parts = [loss] + [tf.nn.l2_loss(t) for t in list(grads) + list(weights) + list(clipped)]
+    return tf.stack(parts)
+
+
+def overhead(rounds: int) -> dict:
+    step, variables = mlp_setup()
+    hist = tv.History()
+    hist_noclip = tv.History()
+    counter = {"hist": 0, "noclip": 0}
+    block = hist.flush_every
+    inner = [v.value for v in variables]
+    kept = []
+
+    def plain():
+        step()
+
+    def with_hist():
+        loss, grads, clipped, _ = step()
+        counter["hist"] += 1
+        hist.add(counter["hist"], loss=loss, grads=grads, variables=variables, clipped=clipped)
+
+    def with_hist_noclip():
+        loss, grads, _, _ = step()
+        counter["noclip"] += 1
+        hist_noclip.add(counter["noclip"], loss=loss, grads=grads, variables=variables)
+
+    def with_tf_function():  # the alternative design: one graph call per step, fetched in blocks
+        loss, grads, clipped, _ = step()
+        kept.append(_all_norms(loss, grads, inner, clipped))
+        if len(kept) >= block:
+            tf.stack(kept).numpy()
+            kept.clear()
+
+    variants = {"plain": plain, "hist": with_hist, "hist_noclip": with_hist_noclip, "tf_function": with_tf_function}
+    for fn in variants.values():
+        for _ in range(block):
+            fn()  # warm up: traces, first flush
+    times = {k: [] for k in variants}
+    rng = random.Random(0)
+    clock = time.perf_counter
+    order = list(variants)
+    for _ in range(rounds):
+        gc.collect()
+        total = dict.fromkeys(variants, 0.0)
+        for _ in range(block):  # one step of every variant, in a fresh random order
+            rng.shuffle(order)
+            for k in order:
+                t0 = clock()
+                variants[k]()
+                total[k] += clock() - t0
+        for k, v in total.items():
+            times[k].append(v / block)  # includes exactly one flush of each History
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for k in ("hist", "hist_noclip", "tf_function"):
+        med[k + "/plain"] = statistics.median(a / b for a, b in zip(times[k], times["plain"]))
+    return med
+
+
+def picture_step(n: int = 15) -> dict:
+    step, variables = mlp_setup()
+    hist = tv.History()
+    plain, pic = [], []
+    for i in range(n):
+        t0 = time.perf_counter()
+        step()
+        plain.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        loss, grads, clipped, tape = step(tv.GradientTape)
+        hist.add(i, loss=loss, grads=grads, variables=variables, clipped=clipped, tape=tape)
+        pic.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    hist.picture(hist.recorded_steps()[-1])
+    first_flow = time.perf_counter() - t0
+    return {"plain": statistics.median(plain), "picture": statistics.median(pic), "flow": first_flow,
+            "kept": len(hist.recorded_steps()), "bytes": hist.nbytes}
+
+
+def long_run(n: int) -> dict:
+    """n steps of a 2 -> 1 linear model on plain tf.Variables (cheap steps, so the run is
+    mostly hist.add), clipped with tf.clip_by_global_norm."""
+    rng = np.random.default_rng(0)
+    kernel = tf.Variable(rng.normal(size=(2, 1)).astype("float32"), name="lin/kernel")
+    bias = tf.Variable([0.0], name="lin/bias")
+    x = tf.constant(rng.normal(size=(8, 2)).astype("float32"))
+    y = tf.reduce_sum(x, axis=1, keepdims=True)
+    variables = [kernel, bias]
+    hist = tv.History()
+    gc.collect()
+    rss0 = rss_bytes()
+    marks = {}
+    t0 = time.perf_counter()
+    for i in range(n):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(x @ kernel + bias - y))
+        grads = tape.gradient(loss, variables)
+        clipped, _ = tf.clip_by_global_norm(grads, 0.5)
+        hist.add(i, loss=loss, grads=grads, variables=variables, clipped=clipped)
+        kernel.assign_sub(0.01 * clipped[0])
+        bias.assign_sub(0.01 * clipped[1])
+        if (i + 1) in (n // 100, n // 10, n // 2, n):
+            gc.collect()
+            marks[i + 1] = (len(hist.steps()), hist.nbytes, rss_bytes() - rss0)
+    return {"seconds": time.perf_counter() - t0, "marks": marks, "flags": len(hist.flags()),
+            "engaged": hist.clipping(by="global")["global"].engaged}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--long", type=int, default=100_000)
+    args = ap.parse_args(argv)
+
+    m = overhead(args.rounds)
+    print(f"Overhead, Keras MLP 32-128-128-10 b64, eager train step; rounds={args.rounds} of 256 steps per variant, "
+          "interleaved step by step; ratio = median over rounds of the within-round ratio of mean steps")
+    print("| variant | ms / step | ratio to the plain step | overhead |")
+    print("|---|---|---|---|")
+    print(f"| plain step (forward, gradient, clip_by_global_norm, SGD) | {m['plain'] * 1e3:.3f} | 1.00x | |")
+    for k, label in (("hist_noclip", "+ `hist.add(step, loss, grads, variables)`"),
+                     ("hist", "+ `hist.add(..., clipped=clipped)`"),
+                     ("tf_function", "+ one tf.function for all norms (design not taken)")):
+        r = m[k + "/plain"]
+        bold = "**" if k.startswith("hist") else ""
+        print(f"| {label} | {m[k] * 1e3:.3f} | {bold}{r:.3f}x{bold} | {(r - 1) * 100:+.1f}% |")
+
+    p = picture_step()
+    print()
+    print("| picture step | ms |")
+    print("|---|---|")
+    print(f"| plain step | {p['plain'] * 1e3:.2f} |")
+    print(f"| tv.GradientTape step + `hist.add(..., tape=tape)` | {p['picture'] * 1e3:.2f} |")
+    print(f"| first `hist.picture(step)` (computes the flow) | {p['flow'] * 1e3:.2f} |")
+    print(f"| pictures kept of 15 / History bytes | {p['kept']} / {p['bytes'] / 2**20:.2f} MiB |")
+
+    r = long_run(args.long)
+    print()
+    print(f"Memory: {args.long:,} steps of a 2->1 linear model with clip_by_global_norm, "
+          f"{r['seconds']:.0f} s ({r['seconds'] / args.long * 1e6:.0f} us a step incl. the step itself); "
+          f"global clipping engaged {r['engaged']:,} times, {r['flags']} flags")
+    print("| steps | stored points | History bytes | RSS growth since start |")
+    print("|---|---|---|---|")
+    for k, (points, nbytes, rss) in r["marks"].items():
+        print(f"| {k:,} | {points} | {nbytes / 1024:.0f} KiB | {rss / 2**20:+.1f} MiB |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Regenerate the README's pictures: python notebooks/img/regenerate.py (from the repo root).
+
+"before" is every recorded op (show_all=True), "after" the default picture (what carries
+nothing to the target hidden, constants folded into chips, TF API calls collapsed).
+"""
+
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import tapeviz as tv
+from tapeviz import cli, examples
+
+HERE = Path(__file__).resolve().parent
+
+
+def small_cnn_model():
+    """The README's small CNN and a batch for it: (model, (x,), labels)."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([
+        keras.Input((8, 8, 1)),
+        keras.layers.Conv2D(4, 3, activation="relu"),
+        keras.layers.BatchNormalization(),
+        keras.layers.MaxPooling2D(),
+        keras.layers.Conv2D(4, 3, activation="relu"),
+        keras.layers.GlobalAveragePooling2D(),
+        keras.layers.Dropout(0.2),
+        keras.layers.Dense(3),
+    ], name="cnn")
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.normal(size=(4, 8, 8, 1)).astype("float32"))
+    return model, (x,), tf.constant([0, 1, 2, 1])
+
+
+def small_cnn():
+    """One training step's tape of the small CNN, and its loss."""
+    model, (x,), y = small_cnn_model()
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with tv.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    return tape, loss
+
+
+def export_both(name: str, stem: str) -> None:
+    """One run of a built-in example (Keras names layers by how many were made before),
+    saved before and after, with the caption `tapeviz export` writes."""
+    ex = examples.get(name)
+    run = ex.run()
+    caption = f"{ex.title}\n{cli._printed(run.printed)}"
+    for show_all, when in ((True, "before"), (False, "after")):
+        tv.save(run.tape, HERE / f"{stem}_{when}.png", target=run.target, caption=caption, show_all=show_all)
+
+
+def main() -> None:
+    export_both("clip_in_training", "mlp")
+    export_both("clip_by_norm", "clip_by_norm")
+    cli.export_example("stop_gradient", HERE / "stop_gradient.png")
+    tape, loss = small_cnn()
+    caption = "a small CNN: Conv2D, BatchNormalization, MaxPooling2D, Conv2D, GlobalAveragePooling2D, Dropout, Dense"
+    for show_all, when in ((True, "before"), (False, "after")):
+        tv.save(tape, HERE / f"cnn_{when}.png", target=loss, caption=caption, show_all=show_all)
+
+
+if __name__ == "__main__":
+    main()

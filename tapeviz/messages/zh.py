@@ -1,0 +1,262 @@
+"""中文：tapeviz 写出的每一句话（键的约定见 tapeviz.messages）。
+
+术语与教程一致：梯度磁带（GradientTape）、变量、张量、常量、运算（op）、监视（watch）、
+记录（record）、反向传播、裁剪（clip）。代码（tf.stop_gradient、tape.watch(x)）保持原样。
+"""
+
+from __future__ import annotations
+
+
+def _where(expression, line):
+    return f"`{expression}`" + (f"（第 {line} 行）" if line else "")
+
+
+def _left(source, via, expression, line, target, back, back_line, **_):
+    where = f"，在 {_where(expression, line)}" if expression else ""
+    came = f"（在 {_where(back, back_line)}）" if back else ""
+    return (f"{source} 通过 {via} 离开了 TensorFlow{where}；之后 {target} 依赖一个由 NumPy 值新建的张量{came}，"
+            f"它很可能就是返回的结果，磁带无法把它追溯到 {source}。")
+
+
+def _left_unseen(source, target, back, back_line, **_):
+    came = f"（在 {_where(back, back_line)}）" if back else ""
+    return (f"TensorFlow 中没有运算使用 {source}，而 {target} 依赖其后由 NumPy 值新建的张量{came}："
+            f"{source} 很可能经过了 NumPy（np.asarray、np.array 或 NumPy 通用函数，tapeviz 看不到这些调用），"
+            "磁带无法追溯返回的值。")
+
+
+def _explain_left(name, source, via, expression, line, target, back, back_line, **_):
+    where = _where(expression, line) if expression else via
+    came = f"（在 {_where(back, back_line)}）" if back else ""
+    to = "NumPy" if via.startswith("np.") else "Python"
+    return (f"从 {name} 到 {target} 的路径在 {where} 离开了 TensorFlow：{source} 被交给 {to}，"
+            f"返回的{came}是一个新张量，磁带无法追溯它。")
+
+
+def _explain_left_unseen(name, source, target, back, back_line, **_):
+    came = f"（在 {_where(back, back_line)}）" if back else ""
+    return (f"从 {name} 到 {target} 的路径止于 {source}，TensorFlow 中没有运算使用它；{target} 依赖的是一个"
+            f"由 NumPy 值新建的张量{came}。{source} 很可能经过了 NumPy（np.asarray、np.array 或通用函数），"
+            "在磁带看不到的地方返回。")
+
+
+def _fix_left(via, tf_equivalent, **_):
+    if tf_equivalent:
+        return f"用 {tf_equivalent} 代替 {via.removesuffix('()')}，让值留在磁带上。"
+    if via in (".numpy()", "float()"):
+        return f"直接使用张量本身，不要调用 {via}；用 TensorFlow 运算来计算。"
+    return "用 TensorFlow 运算完成计算，不要经过 NumPy 或 Python 数值。"
+
+
+def _watch_call(subject, keras, **_):
+    return f"tape.watch(v.value)（v 为 Keras 变量 {subject}）" if keras else f"tape.watch({subject})"
+
+
+def _hidden_note(hidden, folded, target, **_):
+    parts = []
+    if hidden:
+        what = f"对 {target} 没有贡献" if target else "不通向任何输出"
+        parts.append(f"隐藏了 {hidden} 个{what}的运算")
+    if folded:
+        parts.append(f"{folded} 个常量和形状运算折叠进使用它们的运算")
+    return "；".join(parts) + "（show_all=True 可全部显示）"
+
+
+def _collapsed_note(layers, calls, total, **_):
+    parts = [f"{layers} 个层"] * bool(layers) + [f"{calls} 个 TF API 调用"] * bool(calls)
+    return "和".join(parts) + f"已折叠（共 {total} 个节点）；展开即可看到其中的运算"
+
+
+def _graph_change(added, removed, **_):
+    parts = [f"新增运算：{added}"] * bool(added) + [f"消失的运算：{removed}"] * bool(removed)
+    return "；".join(parts)
+
+
+MESSAGES = {
+    # ---- 一句话的停止原因：stop.<原因>.<情形> ---------------------------------------------
+    "stop.stop_gradient.stop_edge": "{subject} 经过 tf.stop_gradient，它告诉磁带不要把梯度传回给它。",
+    "stop.stop_gradient.stop_output": lambda subject, source, named, **_: (
+        f"{subject} 来自 tf.stop_gradient({source})，它告诉磁带不要把梯度传回去。" if named
+        else f"tf.stop_gradient({source}) 告诉磁带不要通过它把梯度传回去。"),
+    "stop.not_recorded.paused": "{subject} 是在磁带暂停时（tape.stop_recording()）计算的，所以从未被记录。",
+    "stop.not_recorded.before_reset": "{subject} 是在 tape.reset() 之前计算的，而 reset 清除了此前记录的一切。",
+    "stop.not_recorded.read_before_reset": "{subject} 是在 tape.reset() 之前读取的，而 reset 清除了此前记录的一切。",
+    "stop.not_recorded.watch_reset": "tape.reset() 清除了对 {subject} 的监视；reset 之后请再次调用 tape.watch({subject})。",
+    "stop.not_watched.non_trainable": lambda **f: (
+        f"{f['subject']} 是不可训练的变量（trainable=False），磁带不会监视它；调用 {_watch_call(**f)} 才能得到它的梯度。"),
+    "stop.not_watched.unwatched_variable": lambda **f: (
+        f"{f['subject']} 没有被监视：磁带创建时设置了 watch_accessed_variables=False；请调用 {_watch_call(**f)}。"),
+    "stop.not_watched.constant": "{subject} 不是变量，所以磁带不跟踪它（磁带只跟踪变量和传给 tape.watch() 的张量）。",
+    "stop.not_watched.plain_tensor": "{subject} 是普通张量，不是变量；只有调用 tape.watch({subject}) 之后磁带才会跟踪它。",
+    "stop.not_watched.watched_late": "{subject} 是在 tape.watch({source}) 之前计算的，所以磁带没有记录它。",
+    "stop.not_watched.derived": "{subject} 只由磁带未监视的值计算而来，所以不在磁带上。",
+    "stop.integer_dtype.integer": "{subject} 是 {dtype} 张量；梯度只能流过浮点张量（请先转换为 tf.float32）。",
+    "stop.no_gradient.not_differentiable": "{op} 在 TensorFlow 中没有梯度（不可微），所以没有梯度流回 {subject}。",
+    "stop.no_gradient.integer_result": "{subject} 来自 {op}，它在 TensorFlow 中没有梯度：其 {dtype} 结果不可微，转换回浮点数也无济于事。",
+    "stop.stateful.assigned": lambda subject, variable, op, **_: (
+        f"{subject} 被 {op} 写入了{variable or '一个变量'}；给变量赋值是副作用，不是可微的计算步骤。"),
+    "stop.outside_tf.round_trip": "{source} 通过 {via} 离开了 TensorFlow，又以常量 {label} 的形式回来；磁带无法跟踪经过 Python 或 NumPy 的值。",
+    "stop.outside_tf.left": _left,
+    "stop.outside_tf.left_unseen": _left_unseen,
+    "stop.unconnected.never_used": "磁带记录期间从未使用过 {subject}，所以目标不可能依赖它。",
+    "stop.unconnected.not_seen": "磁带从未见过 {subject}：它没有在 `with` 代码块中被使用。",
+    "stop.unconnected.custom_gradient": "{op}（tf.custom_gradient）提供了 {consumer} 计算结果的梯度，所以磁带不对 {consumer} 求导，{subject} 从中得不到任何梯度。",
+    "stop.unconnected.not_leading": "{consumer} 通不到 {target}，所以 {subject} 从中得不到梯度。",
+    "stop.unconnected.no_dependency": "{target} 不依赖 {subject}。",
+    # ---- 图例的短标签 ---------------------------------------------------------------------
+    "legend.stop_gradient": "tf.stop_gradient",
+    "legend.not_recorded": "磁带没有记录",
+    "legend.not_watched": "磁带没有监视",
+    "legend.integer_dtype": "整数 / 非浮点张量",
+    "legend.no_gradient": "运算没有梯度",
+    "legend.stateful": "被写入变量",
+    "legend.outside_tf": "值离开了 TensorFlow",
+    "legend.unconnected": "通不到目标",
+    # ---- tv.explain：explain.<情形> 与 fix.<情形> ------------------------------------------
+    "explain.stop_gradient": "{name} 在通往 {target} 的路上经过 tf.stop_gradient，所以磁带不会把梯度传回给它。",
+    "fix.stop_gradient": "去掉那里的 tf.stop_gradient，才能得到 d{target}/d{name}。",
+    "explain.before_reset": "{name} 与 {target} 之间的运算发生在 tape.reset() 之前，已被清除。",
+    "fix.before_reset": "在 reset 之后再计算 {target}，或者去掉 reset。",
+    "explain.paused": "从 {name} 到 {target} 的路径在 tape.stop_recording() 内执行（{at} 没有被记录）。",
+    "fix.paused": "把这段计算移出 stop_recording() 代码块。",
+    "explain.non_trainable": "{name} 是不可训练的变量（trainable=False），磁带不会监视它。",
+    "fix.non_trainable": "创建时设置 trainable=True，或在代码块内调用 tape.watch({name})。",
+    "explain.unwatched_variable": "磁带创建时设置了 watch_accessed_variables=False，所以除非明确要求，它会忽略 {name}。",
+    "fix.unwatched_variable": "在代码块内调用 tape.watch({name})。",
+    "explain.plain_tensor": "{name} 是在磁带之前创建的普通 tf.Tensor，不是 tf.Variable，而磁带只跟踪被要求监视的张量。",
+    "fix.plain_tensor": "在代码块内调用 tape.watch({name})。如果 {name} 原本是变量，`{name} = {name} + 1` 已把它替换成了张量：请改用 {name}.assign_add(1) 原地更新。",
+    "explain.constant": "{name} 是在代码块内创建的常量，磁带不监视常量。",
+    "fix.constant": "把它定义为 tf.Variable，或在创建后立即调用 tape.watch({name})。",
+    "explain.derived": lambda name, origin, **_: (
+        f"{name} 只由磁带未监视的值计算而来{'（起点是 ' + origin + '）' if origin else ''}，所以不在磁带上。"),
+    "fix.derived": "监视它所依赖的输入（tape.watch），或把它们定义为 tf.Variable。",
+    "explain.integer": "{name} 是 {dtype} 张量；只有浮点张量才有梯度。",
+    "fix.integer": "在磁带之前把它转换为 float32（tf.cast({name}, tf.float32)），再用它计算 {target}。",
+    "explain.integer_on_path": "从 {name} 到 {target} 的路上，值变成了整数（{detail}）",
+    "fix.integer_on_path": "保持浮点计算（例如用 tf.round，而不是转换为整数）。",
+    "explain.no_gradient": "从 {name} 到 {target} 的路径经过 {at}，它在 TensorFlow 中没有梯度。",
+    "fix.no_gradient": "在这条路径上用可微运算（或直通估计技巧）替换 {at}。",
+    "explain.assigned": "{name} 只能通过变量更新到达 {target}：{at} 把它写入了 {variable}。",
+    "fix.assigned": "磁带不会对 assign/assign_add 求导：请在计算中直接使用这个张量。",
+    "explain.round_trip": "{name} 通过 {via} 离开了 TensorFlow，又以常量形式回来，所以磁带失去了通往 {target} 的路径。",
+    "fix.round_trip": "用 TensorFlow 运算完成计算，不要经过 NumPy 或 Python 数值。",
+    "explain.left": _explain_left,
+    "fix.left": _fix_left,
+    "explain.left_unseen": _explain_left_unseen,
+    "fix.left_unseen": "用 TensorFlow 运算（tf.reduce_mean、tf.exp 等）代替 NumPy 完成这一步，让值留在磁带上。",
+    "explain.never_used": "磁带记录期间从未使用过 {name}，所以 {target} 不依赖它。",
+    "fix.never_used": "检查代码路径：某个 if/else 或循环可能跳过了它，或者它是在 `with` 代码块之外使用的。",
+    "explain.not_seen": "磁带从未见过 {name}：它没有在 `with` 代码块中被使用。",
+    "fix.not_seen": "在代码块内用它参与计算（如果是普通张量，还要调用 tape.watch）。",
+    "explain.unconnected": "{target} 不依赖 {name}：没有任何记录下的路径从 {name} 通往 {target}。",
+    "fix.unconnected": "检查 {target} 是否在代码块内由 {name} 计算而来（某个分支或循环可能跳过了它）。",
+    # ---- 图片 ------------------------------------------------------------------------------
+    "ui.step.start": "第 {k}/{n} 步：从 {target} 开始，d{target}/d{target} = {value}",
+    "ui.step.passes": "第 {k}/{n} 步：{node} 收到 {value}，并把梯度传回给 {to}",
+    "ui.step.received": "第 {k}/{n} 步：{node} 收到了它的梯度 {value}",
+    "ui.step.done": "（反向传播完成）",
+    "ui.note.collapsed": _collapsed_note,
+    "ui.note.hidden": _hidden_note,
+    # ---- 图片里的词 ------------------------------------------------------------------------
+    "ui.kind.variable": "变量",
+    "ui.kind.watched": "被监视的张量",
+    "ui.kind.constant": "常量",
+    "ui.kind.input": "外部张量",
+    "ui.kind.op": "运算",
+    "ui.kind.layer": "层（已折叠）",
+    "ui.kind.inner": "tf.function 内部的运算",
+    "ui.group.layer": "层 · {n} 个运算",
+    "ui.group.api": "TF API · {n} 个运算",
+    "ui.group.inner": "在 tf.function {function} 中",
+    "ui.legend.forward": "→ 前向计算",
+    "ui.legend.flowing": "已经传回的梯度",
+    "ui.legend.active": "‹ 当前步：梯度向后传",
+    "ui.legend.bad": "NaN / Inf 梯度",
+    "ui.legend.stopped": "没有梯度：{reason}",
+    "ui.chip.value": "折叠的常量 / 形状",
+    "ui.chip.input": "有名字的输入",
+    "ui.chip.random": "随机值",
+    "ui.edge.stop_gradient": "stop_gradient",
+    "ui.edge.not_recorded": "未记录",
+    "ui.edge.not_watched": "未监视",
+    "ui.edge.integer_dtype": "整数类型",
+    "ui.edge.no_gradient": "无梯度",
+    "ui.edge.stateful": "写入变量",
+    "ui.edge.outside_tf": "离开 TF",
+    "ui.edge.unconnected": "未连通",
+    "ui.edge.stopped_n": "{code}（{n}）",
+    "ui.edge.sum": "Σ ",
+    "ui.edge.arriving": "已到 {got}/{n}",
+    # ---- 探索器 ----------------------------------------------------------------------------
+    "ui.control.step": "步骤",
+    "ui.control.play": "播放",
+    "ui.control.prev": "上一步",
+    "ui.control.next": "下一步",
+    "ui.control.target": "目标",
+    "ui.control.clip": "裁剪",
+    "ui.control.clip_norm": "clip_norm",
+    "ui.control.clip_value": "clip_value",
+    "ui.control.lr": "学习率",
+    "ui.control.node": "查看",
+    "ui.control.layers": "展开",
+    "ui.control.show_all": "显示全部运算",
+    "ui.control.show_all_tip": "画出每个记录下的运算：不隐藏、不折叠常量",
+    "panel.head.variable": "变量",
+    "panel.head.raw": "原始 g",
+    "panel.head.clipped": "裁剪后 g",
+    "panel.head.norms": "‖g‖ 裁剪前 → 后",
+    "panel.head.bars": "对比",
+    "panel.head.sgd": "SGD 预览 w − lr·g",
+    "panel.none": "梯度为 None",
+    "panel.none_advice": "tf.clip_by_norm(None, ...) 会抛出 ValueError；只保留有梯度的配对："
+                         "[(g, v) for g, v in zip(grads, variables) if g is not None]。",
+    "panel.more": "显示 {total} 个变量中的 {shown} 个（先是 None 梯度，再按范数从大到小）；ex.gradients() 包含全部",
+    "panel.global": "全局范数：",
+    "panel.global_mixed": "无：tf.linalg.global_norm 不能混合 float32 与 float64 梯度",
+    "inspect.scope": "作用域：",
+    "inspect.value": "值（{dtype}，形状 {shape}）：",
+    "inspect.grad": "d{target}/d·：",
+    "inspect.no_gradient": "没有梯度（{reason}）：",
+    "page.title": "tapeviz：{target} 的反向传播",
+    "page.head": "目标：{target} · 裁剪：{clip} · 学习率：{lr} · 共 {n} 张图；滑块在浏览器中运行，无需 Python",
+    "page.loading": "正在从 {url} 加载控件脚本……如果下方没有内容，说明浏览器无法访问该地址"
+                    "（参见 Explorer.export_html：embed_url、requirejs_url）。",
+    "page.targets": "目标",
+    "page.clip_positions": "clip_norm（每个位置的面板都由 TensorFlow 计算）",
+    "name.op": "{op} 运算",
+    "name.constant": "常量 {label}",
+    # ---- 训练历史的警示 --------------------------------------------------------------------
+    "flag.vanishing.ratio": "{name}：梯度只有权重的 {ratio}（低于 {threshold}），几乎学不动；{fix}。",
+    "flag.vanishing.gap": "{name}：梯度与权重之比（{ratio}）比最后一层（{last}）低 {orders} 个数量级，学得慢得多；{fix}。",
+    "flag.exploding.jump": "{name}：梯度范数跳到 {norm}，是其滑动中位数（{median}）的 {times} 倍；{fix}。",
+    "flag.exploding.growth": "{name}：梯度范数在最近 {steps} 步中每步增长至少 {factor} 倍（现在是 {norm}）；{fix}。",
+    "flag.nan.nan": "{name}：这一步的梯度范数是 NaN；{fix}。",
+    "flag.nan.inf": "{name}：这一步的梯度范数是 Inf（或大到平方超出 float32 范围）；{fix}。",
+    "flag.nan.loss": "这一步的损失是 {what}；{fix}。",
+    "flag.no_gradient.none": "{name}：梯度为 None（损失不依赖它）；用 tv.GradientTape 记录这一步，tv.explain(tape, loss, variable) 会说明原因。",
+    "flagfix.vanishing": "改用 ReLU 类激活函数并配合 He 初始化，加入归一化层（BatchNormalization / LayerNormalization）或残差连接",
+    "flagfix.exploding": "用 tf.clip_by_global_norm(grads, 1.0) 裁剪，或降低学习率",
+    "flagfix.clipped": "裁剪把这一步的梯度缩放到 {scale} 倍，更新仍然有界；如果损失仍然跳变，请降低学习率",
+    "flagfix.nan": "检查损失中的 log(0)、sqrt(0) 或除以零，降低学习率，并用 tf.clip_by_global_norm(grads, 1.0) 裁剪",
+    "word.a_variable": "一个变量",
+    "word.an_op": "一个运算",
+    "word.this_tensor": "这个张量",
+    # ---- tv.interact -----------------------------------------------------------------
+    "ui.control.slope": "斜率图",
+    "ui.interact.changed": "计算图在 {where} 处改变了形状（{what}）：{fn} 中的 Python if 或循环读取了输入的值并走了"
+                           "另一条路径，所以重新排布了方框。",
+    "ui.interact.ops": _graph_change,
+    "ui.interact.rewired": "运算相同，但连接方式不同",
+    "ui.interact.stops": "运算相同，但梯度在别的地方停止",
+    "ui.interact.raised": "{call} 抛出了 {error}。请修改 {fn}，或把滑块移回去。",
+    "ui.interact.returned": "{call} 返回了 {got}：请返回目标张量，或由张量组成的字典，例如 {{'loss': loss}}。",
+    "ui.interact.renamed": "{call} 返回的目标是 {got}，但第一次调用返回的是 {first}：每次都请返回相同的名字（目标菜单由它们生成）。",
+    "ui.interact.empty_range": "{name} 的范围为空（最小值 {lo} ≥ 最大值 {hi}）：请把最小值设得比最大值小。",
+    "ui.interact.kept": "图中仍显示 {good} 时的结果。",
+    "ui.slope.title": "{y} 随 {x} 的变化",
+    "ui.slope.tangent": "{x} = {x0} 处的切线：斜率 d{y}/d{x} = {slope}（TensorFlow 算出的梯度）",
+    "ui.slope.none": "d{y}/d{x} 为 None（{reason}）：没有切线，即使曲线在变化",
+    "ui.slope.sum": "{y} 的形状是 {shape}：曲线画的是它的和（TF 对非标量目标求的梯度就是其和的梯度）",
+    "ui.slope.failed": "函数在 {total} 个采样点中的 {n} 个上失败（曲线上的空缺）",
+    "ui.slope.legend": "切线，斜率 {slope}",
+}

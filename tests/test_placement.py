@@ -1,0 +1,193 @@
+"""Placement, measured on the scene's geometry with the text metrics the SVG writer uses:
+no label overlaps another label, covers a box it does not belong to, or leaves the canvas,
+over every built-in example, real Keras models, generated programs, several steps, and
+collapsed / expanded / show_all views in every theme."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tapeviz as tv
+from tapeviz.examples import EXAMPLES
+from tapeviz.scene import Scene
+
+HERE = Path(__file__).resolve().parent
+EPS = 0.5  # pixels: touching is not overlapping
+
+
+def _module(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _overlap(r, s) -> bool:
+    return min(r[2], s[2]) - max(r[0], s[0]) > EPS and min(r[3], s[3]) - max(r[1], s[1]) > EPS
+
+
+def _inside(r, box) -> bool:
+    return r[0] >= box[0] - EPS and r[1] >= box[1] - EPS and r[2] <= box[2] + EPS and r[3] <= box[3] + EPS
+
+
+def problems(scene: Scene) -> dict[str, list]:
+    """Every label/label overlap, label/box overlap and thing outside the canvas."""
+    W, H = scene.canvas
+    placed = scene.placed()
+    boxes = dict(placed["boxes"])
+    texts = placed["texts"]
+    out = {"label/label": [], "label/box": [], "outside": []}
+    order = sorted(range(len(texts)), key=lambda i: texts[i][2][0])
+    for a, i in enumerate(order):  # sweep along x: only neighbours that start before i ends can overlap it
+        ri = texts[i][2]
+        for j in order[a + 1:]:
+            rj = texts[j][2]
+            if rj[0] >= ri[2] - EPS:
+                break
+            if _overlap(ri, rj):
+                out["label/label"].append((texts[i][0], texts[j][0]))
+    box_order = sorted(boxes.items(), key=lambda kv: kv[1][0])
+    for what, owner, r in texts:
+        if owner is not None and not _inside(r, boxes[owner]):
+            out["label/box"].append((what, "sticks out of its box"))
+        for n, b in box_order:
+            if b[0] >= r[2]:
+                break
+            if n != owner and _overlap(r, b):
+                out["label/box"].append((what, n))
+    canvas = (0.0, 0.0, W, H)
+    for what, _, r in texts:
+        if not _inside(r, canvas):
+            out["outside"].append(what)
+    for n, b in boxes.items():
+        if not _inside(b, canvas):
+            out["outside"].append(f"box {n}")
+    for e, a in scene.arrows.items():
+        for x, y in (a.path.vertices if a.path is not None else (a.start, a.end)):
+            px, py = scene.data_to_px(x, y)
+            if not (-EPS <= px <= W + EPS and -EPS <= py <= H + EPS):
+                out["outside"].append(f"edge {e}")
+                break
+    return out
+
+
+def check(scene: Scene, what: str) -> None:
+    """Count at every step worth looking at (start, middle, finished) and assert all are 0."""
+    steps = [None] if scene.flow is None else sorted({0, scene.flow.last_step // 2, scene.flow.last_step})
+    for k in steps:
+        if k is not None:
+            scene.set_step(k)
+        found = problems(scene)
+        counts = {kind: len(v) for kind, v in found.items()}
+        assert counts == {"label/label": 0, "label/box": 0, "outside": 0}, (what, k, {kind: v[:4] for kind, v in found.items()})
+
+
+VIEWS = [dict(), dict(show_all=True), dict(collapsed=True), dict(collapsed=False)]
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_built_in_examples_in_every_view_and_theme(name):
+    run = EXAMPLES[name].run()
+    target = run.target if not isinstance(run.target, dict) else next(iter(run.target.values()))
+    g, fl = run.tape.graph, tv.flow(run.tape, target)
+    for kw in VIEWS:
+        check(Scene(g, fl, **kw), (name, kw))
+    for theme in ("dark", "projector"):
+        check(Scene(g, fl, theme=theme), (name, theme))
+
+
+def small_cnn():
+    """Conv2D -> BatchNormalization -> MaxPooling2D -> Conv2D -> GlobalAveragePooling2D ->
+    Dropout -> Dense: the README's CNN."""
+    return _module("tapeviz_readme_pictures", HERE.parent / "notebooks" / "img" / "regenerate.py").small_cnn_model()
+
+
+def lstm():
+    model = keras.Sequential([keras.Input((5, 3)), keras.layers.LSTM(4), keras.layers.Dense(2)], name="lstm")
+    rng = np.random.default_rng(1)
+    return model, (tf.constant(rng.normal(size=(2, 5, 3)).astype("float32")),), tf.constant([0, 1])
+
+
+def _keras_models():
+    models = _module("tapeviz_test_models", HERE / "test_models.py")
+    return [small_cnn, lstm, *models.MODELS]
+
+
+@pytest.mark.parametrize("make", _keras_models(), ids=lambda m: m.__name__)
+def test_keras_models_collapsed_and_expanded(make):
+    keras.utils.set_random_seed(0)
+    model, args, y = make()
+    model(*args)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with tv.GradientTape() as tape:
+        loss = loss_fn(y, model(*args, training=True))
+    fl = tv.flow(tape, loss)
+    for kw in VIEWS:
+        check(Scene(tape.graph, fl, **kw), (make.__name__, kw))
+    check(Scene(tape.graph, fl, collapsed=False, theme="projector"), (make.__name__, "projector"))
+
+
+def test_generated_programs():
+    props = _module("tapeviz_test_properties", HERE / "test_properties.py")
+    rng = np.random.default_rng(7)
+    for trial in range(12):
+        leaves = []
+        for _ in range(int(rng.integers(1, 4))):
+            shape = props.SHAPES[int(rng.integers(len(props.SHAPES)))]
+            value = rng.normal(size=shape).astype("float32")
+            leaves.append(tf.Variable(value) if rng.random() < 0.7 else tf.constant(value))
+        steps = [(props.OPS[int(rng.integers(len(props.OPS)))], int(rng.integers(99)), int(rng.integers(99)))
+                 for _ in range(int(rng.integers(3, 12)))]
+        steps = [s for s in steps if s[0] not in ("reset", "watch", "paused")]
+        with tv.GradientTape(persistent=True) as tape:
+            target = props.build(tape, [("variable", v) for v in leaves], steps, [int(rng.integers(99))])
+        fl = tv.flow(tape, target)
+        for kw in (dict(), dict(show_all=True)):
+            check(Scene(tape.graph, fl, **kw), (trial, steps, kw))
+
+
+def test_wide_fan_in_and_a_long_banded_graph():
+    xs = [tf.Variable(float(i + 1), name=f"x{i}") for i in range(14)]
+    with tv.GradientTape() as tape:
+        total = tf.add_n([x * x for x in xs] + [x * 2.0 for x in xs])  # 28 edges into one op
+    check(Scene(tape.graph, tv.flow(tape, total)), "fan-in 28")
+    sys.path.insert(0, str(HERE.parent / "bench"))
+    try:
+        from bench_scale import tf_program
+    finally:
+        sys.path.pop(0)
+    run, _ = tf_program(300)
+    with tv.GradientTape() as tape:
+        loss = run()
+    fl = tv.flow(tape, loss)
+    check(Scene(tape.graph, fl), "300 ops collapsed")
+    check(Scene(tape.graph, fl, collapsed=False), "300 ops expanded, banded")
+
+
+def test_long_titles_and_captions_wrap_inside_narrow_pictures():
+    x = tf.Variable(3.0)
+    with tv.GradientTape() as tape:
+        y = x * x
+    long = "a caption that is much longer than the picture is wide " * 6
+    s = Scene(tape.graph, tv.flow(tape, y), title="一个很长的中文标题" * 8, caption=long)
+    check(s, "long texts")
+    assert len(s.caption_label.text.split("\n")) > 1 and len(s.title_label.text.split("\n")) > 1
+
+
+def test_the_counter_sees_overlaps_and_escapes():
+    """The measure itself: a label moved onto a box, onto another label and off the canvas is counted."""
+    run = EXAMPLES["stop_gradient"].run()
+    s = Scene(run.tape.graph, tv.flow(run.tape, run.target))
+    assert problems(s) == {"label/label": [], "label/box": [], "outside": []}
+    n, box = next(iter(s.boxes.items()))
+    e, label = next((e, t) for e, t in s.edge_labels.items() if t.text)
+    label.x, label.y = box.x + box.w / 2, box.y + box.h / 2
+    found = problems(s)
+    assert found["label/box"] and found["label/label"]  # on the box and on the box's own texts
+    s.grads[n].x = -50.0
+    assert problems(s)["outside"]

@@ -1,0 +1,122 @@
+"""ExplorerState: what an explorer shows is a pure function of plain data.
+
+The widget maps controls to states; these tests use states alone (no widget) and
+compare what they show with TensorFlow, then check the widget shows the same."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tapeviz as tv
+from tapeviz import state as st
+from tapeviz.api import _explored
+from tapeviz.svg import to_svg
+
+
+@pytest.fixture
+def persistent():
+    x = tf.Variable(3.0)
+    y = tf.Variable(4.0)
+    with tv.GradientTape(persistent=True) as tape:
+        f1 = x**2 + y
+        f2 = x * y
+    return tape, x, y, {"f1": f1, "f2": f2}
+
+
+def test_states_are_plain_data(persistent):
+    tape, x, y, targets = persistent
+    ex = _explored(tape, targets, None)
+    s = ex.initial()
+    assert s.target == "f1" and s.step == ex.flow("f1").last_step and s.clip == "none"
+    t = s.replace(target="f2", clip="by_norm", clip_norm=2.0)
+    assert s.target == "f1" and t.target == "f2", "replace makes a new state"
+    assert hash(t) == hash(s.replace(target="f2", clip="by_norm", clip_norm=2.0))
+
+
+def test_picture_of_a_state_is_the_views_svg_at_that_step(persistent):
+    tape, x, y, targets = persistent
+    ex = _explored(tape, targets, None)
+    s = ex.initial().replace(target="f2", step=0)
+    svg = st.picture(ex, s)
+    view = tv.view(tape, targets["f2"], step=0)
+    expected = to_svg(view)
+    assert svg == expected[expected.find("<svg"):]
+    assert st.picture(ex, s) is svg, "a state seen before is not drawn again"
+
+
+def test_gradients_of_a_state_are_tfs_clip_functions(persistent):
+    tape, x, y, targets = persistent
+    ex = _explored(tape, targets, None)
+    s = ex.initial().replace(clip="by_norm", clip_norm=2.0)
+    got = st.gradients(ex, s)
+    assert got["x"] == pytest.approx(tf.clip_by_norm(tape.gradient(targets["f1"], x), 2.0).numpy())
+    s2 = s.replace(target="f2", clip="by_global_norm", clip_norm=1.0)
+    want, _ = tf.clip_by_global_norm([tape.gradient(targets["f2"], x), tape.gradient(targets["f2"], y)], 1.0)
+    got2 = st.gradients(ex, s2)
+    np.testing.assert_array_equal(got2["x"], want[0].numpy())
+    np.testing.assert_array_equal(got2["y"], want[1].numpy())
+    assert st.gradients(ex, s2, clipped=False)["x"] == tape.gradient(targets["f2"], x).numpy()
+
+
+def test_clipped_texts_only_on_the_finished_pass(persistent):
+    tape, x, y, targets = persistent
+    ex = _explored(tape, targets, None)
+    s = ex.initial().replace(clip="by_value", clip_value=(-1.0, 1.0))
+    assert st.clipped_texts(ex, s), "the finished picture shows raw → clipped"
+    assert st.clipped_texts(ex, s.replace(step=0)) == {}
+    assert "→ 1.0" in st.picture(ex, s)
+
+
+def test_panel_and_inspector_from_a_state(persistent):
+    tape, x, y, targets = persistent
+    ex = _explored(tape, targets, None)
+    s = ex.initial().replace(clip="by_norm", clip_norm=1.0, node=tape.graph.node_of(x))
+    html = st.panel(ex, s)
+    assert "tv-global-norm" in html and "6 → " in html  # d f1 / dx = 6, clipped to norm 1
+    assert "6.0" in st.inspector(ex, s)
+    assert st.inspector(ex, s.replace(node=None)) == ""
+
+
+def test_widget_shows_what_its_state_shows(persistent):
+    tape, x, y, targets = persistent
+    w = tv.explore(tape, targets)
+    try:
+        w.controls["target"].value = "f2"
+        w.controls["step"].value = 1
+        assert w.state.target == "f2" and w.state.step == 1
+        assert w.canvas.value == st.picture(w.model, w.state)
+        w.controls["clip"].value = "by_norm"
+        assert w.panel.value == st.panel(w.model, w.state)
+    finally:
+        w.close()
+
+
+def test_show_all_toggle_and_presenter():
+    x = tf.Variable(3.0)
+    with tv.GradientTape() as tape:
+        y = x**2  # the exponent folds into a chip by default
+    w = tv.explore(tape, y)
+    try:
+        boxes = w.view.display.nx.number_of_nodes()
+        w.controls["show_all"].value = True
+        assert w.state.show_all and w.view.display.nx.number_of_nodes() == boxes + 1
+    finally:
+        w.close()
+    p = tv.explore(tape, y, presenter=True)
+    try:
+        assert p.canvas in p.children and p.panel not in p.children and "tv-presenter" in p._dom_classes
+    finally:
+        p.close()
+
+
+def test_export_iterates_states_and_leaves_the_explorer_alone(persistent, tmp_path):
+    tape, x, y, targets = persistent
+    w = tv.explore(tape, targets)
+    try:
+        before = (w.state, w.canvas.value)
+        page = w.export_html(tmp_path / "p.html", all_targets=True, clip_norms=[0.5, 1.0, 5.0])
+        assert (w.state, w.canvas.value) == before
+        text = page.read_text(encoding="utf-8")
+        assert "tv-clip-panels" in text and "tv-targets" in text
+    finally:
+        w.close()

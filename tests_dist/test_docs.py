@@ -1,0 +1,154 @@
+"""The built docs site (docs/_build/html, made by `make docs`; `make test-docs` builds and
+then runs this): every part is there, and no page needs anything from the internet.
+
+The build itself is strict (sphinx -W: any warning fails it); these tests check what the
+pages hold: the README's sections (one copy of the text, included), every notebook with
+the outputs of its run, every built-in example in the gallery, every public function in
+the API reference, and, in headless Chromium, a notebook's explorer drawn from scripts
+the site serves itself.
+"""
+from __future__ import annotations
+
+import functools
+import html
+import re
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+import tapeviz
+from tapeviz.examples import EXAMPLES
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "docs" / "_build" / "html"
+NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+# A resource the browser would fetch from another host: script/img/link/iframe/source URLs and CSS url().
+EXTERNAL = re.compile(r"""<(?:script|img|iframe|source|link)\b[^>]*?\b(?:src|href)\s*=\s*["']?(?:https?:)?//"""
+                      r"""|url\(\s*["']?(?:https?:)?//""", re.I)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def site():
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"no built docs in {SITE}: run `make docs` first (or `make test-docs`)", pytrace=False)
+
+
+def page(rel: str) -> str:
+    path = SITE / rel
+    assert path.is_file(), f"{rel} was not built"
+    return path.read_text(encoding="utf-8")
+
+
+def text_of(markup: str) -> str:
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", markup)))
+
+
+def test_home_page_is_the_readme_with_every_section():
+    home = text_of(page("index.html"))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    headings = [re.sub(r"[`*]", "", h).strip() for h in re.findall(r"^#{1,4} (.+)$", readme, re.M)]
+    assert len(headings) > 5
+    missing = [h for h in headings if re.sub(r"\s+", " ", h) not in home]
+    assert not missing, f"README sections not on the docs' home page: {missing}"
+    assert (SITE / "_images" / "stop_gradient.png").is_file(), "the README's picture travels with it"
+
+
+def test_every_notebook_is_rendered_with_its_outputs():
+    for name in NOTEBOOKS:
+        markup = page(f"notebooks/{name}.html")
+        outputs = markup.count('class="cell_output')
+        assert outputs >= 3, f"{name}: {outputs} cell outputs; the notebook was not executed"
+        assert "application/vnd.jupyter.widget-view+json" in markup, f"{name}: the explorer's view is missing"
+        assert "application/vnd.jupyter.widget-state+json" in markup, f"{name}: the widget state is missing"
+        assert "Traceback" not in markup, f"{name}: a cell raised"
+    first = text_of(page("notebooks/01_basics.html"))
+    assert "梯度: 6.0" in first and "tapeviz: 6.0 TensorFlow: 6.0" in first  # printed by TF at build time
+
+
+def test_gallery_has_every_example_as_svg_gif_and_png():
+    markup = page("gallery.html")
+    for name, ex in EXAMPLES.items():
+        code = html.unescape(re.sub(r"<[^>]+>", "", markup))  # highlighted code: tags between tokens
+        assert ex.heading in markup and f"def {ex.run.__name__}() -> ExampleRun:" in code, name
+        for fmt in ("svg", "gif"):
+            shown = SITE / "_images" / f"{name}.{fmt}"
+            assert f'src="_images/{name}.{fmt}"' in markup and shown.stat().st_size > 500, (name, fmt)
+        downloads = list((SITE / "_downloads").glob(f"*/{name}.png"))
+        assert len(downloads) == 1 and downloads[0].read_bytes().startswith(b"\x89PNG"), name
+        assert (SITE / "_images" / f"{name}.gif").read_bytes().startswith(b"GIF8")
+        assert (SITE / "_images" / f"{name}.svg").read_text(encoding="utf-8").lstrip().startswith("<?xml")
+
+
+def test_api_reference_documents_every_public_name():
+    markup = page("api.html")
+    for name in tapeviz.__all__:
+        assert f'id="tapeviz.{name}"' in markup, f"tapeviz.{name} is not in the API reference"
+    for extra in ("tapeviz.widget.Explorer", "tapeviz.diagnose.Diagnosis", "tapeviz.flow.Step"):
+        assert f'id="{extra}"' in markup, extra
+    assert "Write a standalone .html page" in markup  # a docstring's own text, not just a name
+
+
+def test_changelog_page():
+    assert "Unreleased" in text_of(page("changelog.html"))
+
+
+def test_no_page_loads_anything_from_another_host():
+    offenders = {}
+    for path in SITE.rglob("*"):
+        if path.suffix in (".html", ".css") and path.is_file():
+            found = EXTERNAL.findall(path.read_text(encoding="utf-8", errors="replace"))
+            if found:
+                offenders[str(path.relative_to(SITE))] = found[:3]
+    assert not offenders, offenders
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def test_notebook_page_shows_the_explorer_offline():
+    """Headless Chromium on a notebook page served from 127.0.0.1: the explorer is drawn
+    by the html-manager the site serves, and the page asks no other host for anything."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(SITE)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    elsewhere, failed, errors = [], [], []
+    try:
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+            try:
+                pg = browser.new_page(viewport={"width": 1280, "height": 900})
+
+                def route(r):  # nothing leaves the machine: another host's request is recorded and refused
+                    if r.request.url.startswith((base, "data:", "blob:")):
+                        return r.continue_()
+                    elsewhere.append(r.request.url)
+                    return r.abort()
+
+                pg.route("**/*", route)
+                pg.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+                pg.on("pageerror", lambda e: errors.append(str(e)))
+                pg.goto(f"{base}/notebooks/01_basics.html")
+                explorer = pg.locator(".tv-explorer")
+                explorer.wait_for(state="visible", timeout=60_000)
+                assert explorer.count() == 1
+                assert pg.locator(".tv-explorer svg").count() >= 1, "the explorer's picture is not drawn"
+                assert pg.locator(".tv-explorer .widget-slider, .tv-explorer .slider-container").count() >= 1
+                box = pg.locator(".tv-explorer svg").first.bounding_box()
+                assert box and box["width"] > 200 and box["height"] > 100, box
+            finally:
+                browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+    assert not elsewhere, f"the page asked other hosts for {elsewhere}"
+    assert not [f for f in failed if not f.endswith("/favicon.ico")], failed
+    assert not errors, errors
