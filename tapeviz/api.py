@@ -28,7 +28,7 @@ def flow(tape: Any, target, *, sources=None, output_gradients=None) -> GradientF
 
 def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str | None = None,
          caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
-         theme: "str | Theme | None" = None, lang: str = DEFAULT) -> GraphView:
+         theme: "str | Theme | None" = None, lang: str = DEFAULT, magnitude: bool = False) -> GraphView:
     """A GraphView of what ``tape`` recorded; with a target, its backward pass at ``step``
     (0 seeds the target; None, the default, is the last step: the finished pass).
 
@@ -37,11 +37,13 @@ def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str
     every recorded op). ``collapsed``: "auto" (TF API calls collapse; layers when the
     picture would not fit a screen), True, False, or the names of groups to collapse.
     ``theme``: "light" (default), "dark" (JupyterLab's dark theme) or "projector" (large
-    text, thick lines); ``lang``: the language of the picture's words (tapeviz.messages.LANGUAGES)."""
+    text, thick lines); ``lang``: the language of the picture's words (tapeviz.messages.LANGUAGES);
+    ``magnitude=True`` colours each variable's box (a collapsed layer's, its variables together)
+    by ``‖g‖/‖w‖`` on a log scale, with a colour bar: vanishing and exploding layers stand out."""
     graph = graph_of(tape)
     fl = flow(tape, target, output_gradients=output_gradients) if target is not None else None
     v = GraphView(graph, fl, ax=ax, title=title, caption=caption, collapsed=collapsed, show_all=show_all,
-                  theme=theme, lang=lang)
+                  theme=theme, lang=lang, magnitude=magnitude)
     if step is not None:
         v.set_step(step)
     return v
@@ -49,39 +51,50 @@ def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str
 
 def draw(tape: Any, target=None, step: int | None = None, *, ax=None, title: str | None = None,
          caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
-         theme: "str | Theme | None" = None, lang: str = DEFAULT):
+         theme: "str | Theme | None" = None, lang: str = DEFAULT, magnitude: bool = False):
     """A matplotlib Figure of the recorded graph and, given a target, its gradient flow.
 
     ``step=None`` shows the finished backward pass, ``step=k`` the state after k steps.
     Pass ``ax=`` to draw into an existing Axes (its figure is returned).
     """
     return view(tape, target, step=step, ax=ax, title=title, caption=caption, output_gradients=output_gradients,
-                collapsed=collapsed, show_all=show_all, theme=theme, lang=lang).figure
+                collapsed=collapsed, show_all=show_all, theme=theme, lang=lang, magnitude=magnitude).figure
 
 
 def save(tape: Any, path, *, target=None, step: int | None = None, dpi: int = 100, fps: float = 1.5,
          caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
-         theme: "str | Theme | None" = None, lang: str = DEFAULT, every_step: bool = False, progress: bool = True):
+         theme: "str | Theme | None" = None, lang: str = DEFAULT, magnitude: bool = False, every_step: bool = False,
+         progress: bool = True):
     """Write a .png / .svg picture, or a .gif of the backward pass: one frame per step as the
     picture shows it (a collapsed layer's ops are one step), at most ~150 frames unless
     ``every_step``. A save that takes more than ~2 s shows a progress bar (``progress=False``:
     never); Ctrl+C leaves no partly written file. Returns the path."""
     check_path(path)  # fail before any work on a bad path
     v = view(tape, target, step=step, caption=caption, output_gradients=output_gradients, collapsed=collapsed,
-             show_all=show_all, theme=theme, lang=lang)
+             show_all=show_all, theme=theme, lang=lang, magnitude=magnitude)
     return save_view(v, path, dpi=dpi, fps=fps, every_step=every_step, progress=progress)
 
 
-def explore(tape: Any, targets, *, output_gradients=None, lang: str = "en", theme: str = "light",
-            show_all: bool = False, presenter: bool = False):
+def explore(tape: Any, targets=None, *, output_gradients=None, lang: str = "en", theme: str = "light",
+            show_all: bool = False, presenter: bool = False, magnitude: bool | None = None):
     """A live Explorer widget: ``targets`` is one tensor or {name: tensor} (persistent tapes).
 
     ``lang``: "en" or "zh"; ``theme``: "light", "dark" or "projector"; ``show_all``: every
-    recorded op; ``presenter``: only the picture and the step buttons, full width."""
+    recorded op; ``presenter``: only the picture and the step buttons, full width;
+    ``magnitude``: boxes coloured by ``‖g‖/‖w‖``. Given a :class:`tv.History`, the explorer
+    scrubs its training steps (``controls["train_step"]``) instead."""
     from .widget import Explorer
 
+    if isinstance(tape, History):
+        from .scrubber import TrainingExplorer
+
+        return TrainingExplorer(tape, presenter=presenter, lang=lang, theme=theme, show_all=show_all,
+                                magnitude=True if magnitude is None else magnitude)
+    if targets is None:
+        raise TypeError("explore() needs the target: tv.explore(tape, loss) or tv.explore(tape, {'f1': f1, 'f2': f2}).")
     explored = _explored(tape, targets, output_gradients)
-    return Explorer(explored, presenter=presenter, lang=lang, theme=theme, show_all=show_all)
+    return Explorer(explored, presenter=presenter, lang=lang, theme=theme, show_all=show_all,
+                    magnitude=bool(magnitude))
 
 
 def interact(fn, /, *, lang: str = "en", theme: str = "light", show_all: bool = False, presenter: bool = False,

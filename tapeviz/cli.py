@@ -18,8 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .messages import say
 
-def _printed(printed: dict) -> str:
+
+def _printed(printed: dict, lang: str = "en") -> str:
     parts = []
     for k, v in printed.items():
         if v is None:
@@ -30,7 +32,7 @@ def _printed(printed: dict) -> str:
             parts.append(f"{k} = {str(np.asarray(v)[()])}")
         else:
             parts.append(f"{k} = {np.array2string(np.asarray(v), precision=4, separator=', ')}".replace("\n", ""))
-    return "TensorFlow printed: " + "; ".join(parts)
+    return say("ui.printed", lang, what="; ".join(parts))
 
 
 def export_example(name: str, path: str | os.PathLike, *, step: int | None = None, theme: str | None = None,
@@ -43,7 +45,7 @@ def export_example(name: str, path: str | os.PathLike, *, step: int | None = Non
     ex = examples.get(name)
     check_path(path)  # a bad path fails before the example runs
     run = ex.run()
-    return api.save(run.tape, path, target=run.target, step=step, caption=f"{ex.title}\n{_printed(run.printed)}",
+    return api.save(run.tape, path, target=run.target, step=step, caption=f"{ex.title}\n{_printed(run.printed, lang)}",
                     theme=theme, show_all=show_all, lang=lang, progress=progress)
 
 

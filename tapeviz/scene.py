@@ -647,7 +647,20 @@ def _legend_entries(scene: "Scene") -> list[tuple]:
                     say("ui.legend.stopped", lang, reason=say(f"legend.{r}", lang))))
     for kind in scene.chip_kinds:
         out.append(("chip", kind, say(f"ui.chip.{kind}", lang)))
+    scale = getattr(scene, "magnitude_scale", None)
+    if scale is not None:
+        colours = [_mix(scale.color(scale.lo * (scale.hi / scale.lo) ** (i / 9)), th.background, 0.6) for i in range(10)]
+        ticks = scale.ticks()
+        out.append(("scale", (colours, ticks[0][1], ticks[-1][1]), say("ui.legend.magnitude", lang)))
     return out
+
+
+def _mix(colour: str, background: str, amount: float) -> str:
+    """``colour`` mixed with ``background``: ``amount`` of the colour, the rest background."""
+    from matplotlib.colors import to_hex, to_rgb
+
+    a, b = np.asarray(to_rgb(colour)), np.asarray(to_rgb(background))
+    return to_hex(a * amount + b * (1.0 - amount))
 
 
 def _legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple[list[Swatch], float]:
@@ -659,6 +672,10 @@ def _legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple
     for kind, style, text in entries:
         if kind == "chip":
             w_sample = fonts.text_width("2.0", size - 1) + 2 * CHIP_PAD * (size - 1)
+        elif kind == "scale":  # the low end's label and ten colour steps; the high end's label leads the text
+            colours, lo, hi = style
+            w_sample = fonts.text_width(lo, size) + sep + 10 * 0.8 * sample_w
+            text = f"{hi}  {text}"
         else:
             w_sample = sample_w
         text = fonts.fit(text, inner - w_sample - sep, size)
@@ -686,6 +703,17 @@ def _legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple
             elif kind == "line":
                 color, lw, ls, mark = style
                 sw = Swatch("line", x, y, w_sample, 0.0, None, color, lw, ls, label, mark=mark)
+            elif kind == "scale":  # a colour bar: its steps as boxes, the ends' labels beside it
+                colours, lo, hi = style
+                seg = 0.8 * sample_w
+                x_bar = x + fonts.text_width(lo, size) + sep
+                out.append(Swatch("box", x_bar, y - sample_h / 2, seg, sample_h, colours[0], colours[0], 0.0, "-",
+                                  Label(x, y, lo, size, color=th.text, ha="left")))
+                for i, colour in enumerate(colours[1:-1], start=1):
+                    out.append(Swatch("box", x_bar + i * seg, y - sample_h / 2, seg, sample_h, colour, colour, 0.0,
+                                      "-", Label(x, y, "", size, color=th.text, ha="left")))
+                sw = Swatch("box", x_bar + 9 * seg, y - sample_h / 2, seg, sample_h, colours[-1], colours[-1], 0.0,
+                            "-", label)
             else:
                 fc, ec, tc = th.chips[style]
                 chip = Label(x + w_sample / 2, y, "2.0" if style == "value" else ("x" if style == "input" else "∼"),
@@ -747,7 +775,8 @@ class Scene:
 
     def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, pos=None, routes=None,
                  title: str | None = None, caption: str | None = None, collapsed="auto", functions=(),
-                 lang: str = DEFAULT, show_all: bool = False, theme: "str | Theme | None" = None):
+                 lang: str = DEFAULT, show_all: bool = False, theme: "str | Theme | None" = None,
+                 magnitudes=None):
         self.graph = graph
         self.lang = check_lang(lang)
         self.theme = th = get_theme(theme)
@@ -793,6 +822,7 @@ class Scene:
         self.grads = grad_specs(graph, pos, fontsize=self.font, display=disp, theme=th)
         self.arrows = arrow_specs(graph, pos, display=disp, plans=plans, theme=th, route=False)
         self.edge_labels = edge_label_specs(graph, pos, fontsize=self.font, display=disp, plans=plans, theme=th)
+        self.magnitudes, self.magnitude_scale = self._magnitudes(magnitudes)
         self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
         self._grad_rooms = self._grad_allowance(plans, label_h)
         self.overrides: dict[Any, str] = {}
@@ -821,6 +851,39 @@ class Scene:
                 self.grads[n].text, self.grads[n].color = self._node_grad_text(
                     n, self.display.nx.nodes[n]["kind"], self.step, finished)
         self.set_title()
+
+    def _magnitudes(self, items) -> tuple[dict, Any]:
+        """{box: Magnitude} from per-variable Magnitudes (tapeviz.magnitude): a variable's box
+        its own, a collapsed group's box its variables taken together; and the log scale
+        they are coloured on (whole decades around the values)."""
+        if not items or self.flow is None:
+            return {}, None
+        from .magnitude import MagnitudeScale, group_by_layer
+
+        per_box: dict = {}
+        for m in items:
+            box = self.display.of.get(m.node)
+            if box is not None and box in self.boxes:
+                per_box.setdefault(box, []).append(m)
+        values = {}
+        for box, ms in per_box.items():
+            values[box] = ms[0] if len(ms) == 1 and ms[0].node == box else group_by_layer(ms, lambda m: "box")[0]
+        return values, MagnitudeScale.fit(m.relative for m in values.values())
+
+    def magnitude_fill(self, box) -> str:
+        """The fill of a box coloured by its ||g||/||w||: the scale's colour, lightened
+        towards the background so the box's words stay readable."""
+        m = self.magnitudes[box]
+        th = self.theme
+        if m.status == "nonfinite":
+            return _mix(th.bad, th.background, 0.55)
+        return _mix(self.magnitude_scale.color(m.relative), th.background, 0.6)
+
+    def _magnitude_arrived(self, box, k: int) -> bool:
+        """Whether every gradient a box's magnitude is made of has arrived at step k."""
+        fl = self.flow
+        members = [m for m in self.display.members.get(box, [box]) if self.graph.nx.nodes[m]["kind"] == "variable"]
+        return all(fl.step_of(m) is not None and fl.step_of(m) <= k for m in members)
 
     def _clamp_grad_rooms(self) -> list:
         """Keep every gradient line on the canvas, whatever it shows later (clipped values);
@@ -1075,6 +1138,8 @@ class Scene:
             kind = dg.nodes[n]["kind"]
             grad = self.grads[n]
             grad.text, grad.color = self._node_grad_text(n, kind, k, finished)
+            if n in self.magnitudes:  # coloured once its gradient is complete: never ahead of the pass
+                box.fc = self.magnitude_fill(n) if self._magnitude_arrived(n, k) else th.kinds.get(kind, th.kinds["op"])[0]
             if n == active_node:
                 box.ec, box.lw = th.active, LW_ACTIVE * th.line
             elif n in self.targets:
@@ -1120,7 +1185,11 @@ class Scene:
             if len(members) == 1:
                 value = fl.edge_grad(*carried[0])
                 cached = (self._fit_value(value, room, text.size), is_bad(value))
-            elif len(carried) == len(members):  # every part has arrived: the sum TF forms (tf.math.add_n)
+            elif len({self.graph.nx.edges[m]["tensor"] for m in members}) > 1:  # several tensors: no one sum
+                values = [fl.edge_grad(*m) for m in carried]
+                cached = (fonts.fit(say("ui.edge.parts", self.lang, n=len(carried)), room, text.size),
+                          any(is_bad(v) for v in values))
+            elif len(carried) == len(members):  # every use of the tensor has sent its part: TF's sum (add_n)
                 value = fl.total_along(members)
                 values = [fl.edge_grad(*m) for m in carried]
                 bad = is_bad(value) or any(is_bad(v) for v in values)
@@ -1199,8 +1268,14 @@ class Scene:
             grad = format_value(st.grad if not isinstance(st.grad, list) else st.grad[0])
             to = sorted({localize(g.display_name(u), self.lang) for u, _, _ in st.edges})
             node = localize(g.display_name(st.node), self.lang)
+            reads = g.nx.nodes[st.node].get("reads") or []
             if to:
                 title = say("ui.step.passes", self.lang, k=k, n=n, node=node, value=grad, to=", ".join(to))
+            elif len(reads) > 1 and fl.step_of(st.node) != k:
+                # one read of a variable read several times: a part of its gradient
+                title = say("ui.step.part", self.lang, k=k, n=n, node=node, value=grad, reads=len(reads))
             else:
+                if len(reads) > 1:  # the last part: the total, as TF added it up
+                    grad = format_value(fl.grad(st.node))
                 title = say("ui.step.received", self.lang, k=k, n=n, node=node, value=grad)
         return title + say("ui.step.done", self.lang) if finished else title

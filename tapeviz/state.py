@@ -51,6 +51,7 @@ class ExplorerState:
     node: Any = None  # the node shown in the inspector
     lang: str = DEFAULT
     theme: str = "light"
+    magnitude: bool = False  # boxes coloured by ||g|| / ||w||
 
     def replace(self, **changes) -> "ExplorerState":
         return dataclasses.replace(self, **changes)
@@ -58,7 +59,7 @@ class ExplorerState:
     @property
     def structure(self) -> tuple:
         """What decides the picture's layout (its boxes and where they are)."""
-        return (self.target, self.collapsed, self.functions, self.show_all, self.lang, self.theme)
+        return (self.target, self.collapsed, self.functions, self.show_all, self.lang, self.theme, self.magnitude)
 
 
 class Explored:
@@ -116,7 +117,7 @@ class Explored:
         if view is None:
             view = self._views[key] = GraphView(self.graph, self.flow(state.target), collapsed=set(key[1]),
                                                 functions=set(state.functions), show_all=state.show_all,
-                                                lang=state.lang, theme=state.theme)
+                                                lang=state.lang, theme=state.theme, magnitude=state.magnitude)
         view.overrides = clipped_texts(self, state)
         view.set_step(state.step)
         return view

@@ -84,9 +84,16 @@ class GraphView:
     def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, ax: Axes | None = None,
                  pos=None, title: str | None = None, caption: str | None = None, routes=None,
                  collapsed="auto", functions=(), show_all: bool = False, theme: "str | Theme | None" = None,
-                 lang: str = DEFAULT):
+                 lang: str = DEFAULT, magnitude: bool = False):
+        magnitudes = None
+        if magnitude and flow is not None:
+            from .magnitude import flow_magnitudes  # the norms, computed by TF
+
+            magnitudes = flow_magnitudes(flow)
+        self.magnitude = magnitude
         self.scene = Scene(graph, flow, pos=pos, routes=routes, title=title, caption=caption,
-                           collapsed=collapsed, functions=functions, show_all=show_all, theme=theme, lang=lang)
+                           collapsed=collapsed, functions=functions, show_all=show_all, theme=theme, lang=lang,
+                           magnitudes=magnitudes)
         self._ax = ax
         self._chrome: Chrome | None = None
         self._artists: Artists | None = None
@@ -272,7 +279,7 @@ class GraphView:
     def _like(self, collapsed, functions) -> "GraphView":
         sc = self.scene
         view = GraphView(self.graph, self.flow, collapsed=collapsed, title=sc.custom_title, functions=functions,
-                         show_all=sc.show_all, theme=sc.theme, lang=sc.lang)
+                         show_all=sc.show_all, theme=sc.theme, lang=sc.lang, magnitude=self.magnitude)
         view.overrides = self.overrides
         view.set_step(self.step)
         return view

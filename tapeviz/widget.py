@@ -283,6 +283,9 @@ class Explorer(W.VBox):
     def close(self) -> None:
         """Close every widget this explorer made and drop its pictures (ipywidgets keeps
         widgets alive in a registry until closed, so closing only the box would leak)."""
+        if not hasattr(self, "_link"):  # an explorer whose construction was refused
+            super().close()
+            return
         for w in [self._link, *self.controls.values(), self.canvas, self.panel, self.inspector, self.message,
                   *self._boxes(), self]:
             for part in (getattr(w, "layout", None), getattr(w, "style", None)):

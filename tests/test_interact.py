@@ -302,8 +302,13 @@ def test_layout_is_deterministic_for_the_same_structure():
     r2, s2 = picture(-0.9)
     assert r1.shape("wave") == r2.shape("wave")
     assert [(b.x, b.y) for b in s1.boxes.values()] == [(b.x, b.y) for b in s2.boxes.values()]
-    assert [a.path.vertices.tolist() if a.path is not None else (a.start, a.end) for a in s1.arrows.values()] == \
-           [a.path.vertices.tolist() if a.path is not None else (a.start, a.end) for a in s2.arrows.values()]
+    # every edge leaves and enters its boxes at the same points (where it turns between them
+    # follows its label's width, which follows the numbers)
+    def ends(scene):
+        return [(tuple(np.asarray(a.path.vertices)[0]), tuple(np.asarray(a.path.vertices)[-1])) if a.path is not None
+                else (a.start, a.end) for a in scene.arrows.values()]
+
+    assert ends(s1) == ends(s2)
 
 
 def test_a_python_branch_relayouts_and_says_why():

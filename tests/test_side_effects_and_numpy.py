@@ -309,3 +309,18 @@ def test_subprocess_tape_in_function_does_not_install_hooks():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("4.0")
+
+
+def test_step_titles_of_a_variable_read_twice_say_part_then_total():
+    x = tf.Variable(2.0)
+    with tv.GradientTape() as tape:
+        y = x * 3.0 + tf.square(x)
+    fl = tv.flow(tape, y)
+    x_node = tape.graph.node_of(x)
+    reads = [s.index for s in fl.steps if s.node == x_node]
+    first = tv.view(tape, y, step=reads[0]).scene.title
+    last = tv.view(tape, y, step=reads[1]).scene.title
+    parts = sorted(float(fl.steps[k].grad) for k in reads)
+    assert "through one of its 2 reads" in first and "has received" not in first
+    assert f"x has received its gradient {float(tape.gradient(y, x)):.1f}" in last, last
+    assert parts == [3.0, 4.0]
