@@ -35,7 +35,6 @@ __all__ = ["FORMATS", "ENGINES", "FRAME_BUDGET", "Frame", "plan_frames", "check_
 
 FORMATS = (".png", ".svg", ".gif")
 ENGINES = ("auto", "tapeviz", "matplotlib")
-SVG_ENGINES = ENGINES
 FRAME_BUDGET = 150  # frames in a GIF, by default: steps beyond that are merged
 PROGRESS_AFTER = 2.0  # seconds: a save that takes longer shows a progress bar
 LAST_FRAME_HOLD = 3.0  # the finished pass stays this many frames' time (at least 2 s)
@@ -254,7 +253,8 @@ def _gif_tapeviz(view: GraphView, tmp: Path, frames: list[Frame], *, dpi: float,
                 if band and (i == 0 or f.note != shown):  # the note strip above the picture
                     text = f.note or ""
                     if text not in strips:
-                        strips[text] = palette.indices(_on_white(text_strip(text, w, renderer.scale, height=band)))
+                        strip = text_strip(text, w, renderer.scale, height=band, background=ends[0][0, 0])
+                        strips[text] = palette.indices(_on_white(strip))
                     indices[:band] = strips[text]
                     rects.append((0, 0, w, band))
                     shown = f.note

@@ -114,14 +114,17 @@ def png_bytes(svg: str, *, dpi: float = 100, max_pixels: int | None = None,
 
 
 def text_strip(text: str, width: int, scale: float, *, height: int, size: float = 12.0,
-               color: str = "#9a3412") -> np.ndarray:
-    """RGBA pixels (``height`` x ``width``) of one centred line of italic text on white,
-    ``size`` user units tall at ``scale`` pixels per unit: the note a frame carries when
-    several of the picture's steps were merged into it."""
+               background: tuple[int, int, int] = (255, 255, 255)) -> np.ndarray:
+    """RGBA pixels (``height`` x ``width``) of one centred line of italic text on
+    ``background``, ``size`` user units tall at ``scale`` pixels per unit: the note a frame
+    carries when several of the picture's steps were merged into it.  Dark amber on a light
+    background, light amber on a dark one (a dark theme's picture)."""
     vw, vh = width / scale, height / scale
     esc = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    r, g, b = (int(c) for c in background[:3])
+    color = "#9a3412" if 0.299 * r + 0.587 * g + 0.114 * b >= 128 else "#fbbf24"
     doc = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {vw!r} {vh!r}" '
-           f'preserveAspectRatio="none"><rect width="100%" height="100%" fill="#ffffff"/>'
+           f'preserveAspectRatio="none"><rect width="100%" height="100%" fill="#{r:02x}{g:02x}{b:02x}"/>'
            f'<text x="{vw / 2!r}" y="{vh * 0.68!r}" font-size="{size}" text-anchor="middle" fill="{color}" '
            f'font-style="italic">{esc}</text></svg>')
     return _rgba(_resvg(doc, fonts_for((), bool(CJK.search(text)))))
