@@ -28,6 +28,7 @@ from matplotlib.text import Text
 
 from .fonts import matplotlib_families
 from .graph import TapeGraph
+from .raster import MAX_PNG_PIXELS
 from .scene import (FONT, Arrow, Box, Label, Scene, Swatch, _legend_layout_for, arrow_specs, edge_label_specs,
                     label_specs)
 from .themes import LIGHT, Theme
@@ -38,7 +39,6 @@ __all__ = ["box_artist", "text_artist", "arrow_artist", "mark_artists", "chrome_
 MUTATION = 10.0  # points: arrow heads' mutation scale (times the theme's line factor), as svg.py draws them
 MARK_LENGTH = 8.0  # points: a backward marker (times the theme's line factor), as svg.py draws it
 Z_EDGE, Z_MARK, Z_BOX, Z_TEXT, Z_EDGE_LABEL = 2, 2.5, 3, 4, 5
-MAX_PNG_PIXELS = 40_000_000  # ~160 MB of RGBA while rendering; larger pictures get a lower dpi
 
 # A triangle pointing along +x, centred on the origin (a marker path: matplotlib normalises its size)
 _MARK_PATH = Path([(-0.5, 0.5), (0.5, 0.0), (-0.5, -0.5), (-0.5, 0.5)],

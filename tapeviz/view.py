@@ -311,7 +311,12 @@ class GraphView:
         return svg[svg.find("<svg"):]
 
     def png(self, dpi: int = 100) -> bytes:
-        """The picture as PNG bytes, drawn by matplotlib."""
+        """The picture as PNG bytes: its SVG's pixels (tapeviz.raster), or matplotlib's
+        drawing once the view's artists exist (a user may have restyled them)."""
+        if not self.drawn:
+            from .raster import png_bytes
+
+            return png_bytes(to_svg(self), dpi=dpi)
         buf = io.BytesIO()
         self.figure.savefig(buf, format="png", dpi=raster_dpi(self.figure, dpi),
                             facecolor=self.scene.theme.background)
