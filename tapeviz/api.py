@@ -7,6 +7,7 @@ from typing import Any
 
 from .flow import GradientFlow
 from .export import check_path, save_view
+from .gcpause import gc_paused
 from .graph import TapeGraph
 from .history import Flag, History
 from .messages import DEFAULT, check_lang
@@ -41,11 +42,12 @@ def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str
     ``magnitude=True`` colours each variable's box (a collapsed layer's, its variables together)
     by ``‖g‖/‖w‖`` on a log scale, with a colour bar: vanishing and exploding layers stand out."""
     graph = graph_of(tape)
-    fl = flow(tape, target, output_gradients=output_gradients) if target is not None else None
-    v = GraphView(graph, fl, ax=ax, title=title, caption=caption, collapsed=collapsed, show_all=show_all,
-                  theme=theme, lang=lang, magnitude=magnitude)
-    if step is not None:
-        v.set_step(step)
+    with gc_paused():
+        fl = flow(tape, target, output_gradients=output_gradients) if target is not None else None
+        v = GraphView(graph, fl, ax=ax, title=title, caption=caption, collapsed=collapsed, show_all=show_all,
+                      theme=theme, lang=lang, magnitude=magnitude)
+        if step is not None:
+            v.set_step(step)
     return v
 
 
@@ -72,14 +74,16 @@ def save(tape: Any, path, *, target=None, step: int | None = None, dpi: int = 10
     check_path(path)  # fail before any work on a bad path
     v = view(tape, target, step=step, caption=caption, output_gradients=output_gradients, collapsed=collapsed,
              show_all=show_all, theme=theme, lang=lang, magnitude=magnitude)
-    return save_view(v, path, dpi=dpi, fps=fps, every_step=every_step, progress=progress)
+    with gc_paused():
+        return save_view(v, path, dpi=dpi, fps=fps, every_step=every_step, progress=progress)
 
 
-def explore(tape: Any, targets=None, *, output_gradients=None, lang: str = "en", theme: str = "light",
+def explore(tape: Any, targets=None, *, output_gradients=None, lang: str = "en", theme: str = "auto",
             show_all: bool = False, presenter: bool = False, magnitude: bool | None = None):
     """A live Explorer widget: ``targets`` is one tensor or {name: tensor} (persistent tapes).
 
-    ``lang``: "en" or "zh"; ``theme``: "light", "dark" or "projector"; ``show_all``: every
+    ``lang``: "en" or "zh"; ``theme``: "auto" (the page's: dark in JupyterLab's dark theme,
+    else light), "light", "dark" or "projector"; ``show_all``: every
     recorded op; ``presenter``: only the picture and the step buttons, full width;
     ``magnitude``: boxes coloured by ``‖g‖/‖w‖``. Given a :class:`tv.History`, the explorer
     scrubs its training steps (``controls["train_step"]``) instead."""
@@ -97,7 +101,7 @@ def explore(tape: Any, targets=None, *, output_gradients=None, lang: str = "en",
                     magnitude=bool(magnitude))
 
 
-def interact(fn, /, *, lang: str = "en", theme: str = "light", show_all: bool = False, presenter: bool = False,
+def interact(fn, /, *, lang: str = "en", theme: str = "auto", show_all: bool = False, presenter: bool = False,
              **ranges):
     """What-if: an explorer of ``fn``'s backward pass with one slider per input.
 

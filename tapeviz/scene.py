@@ -48,7 +48,7 @@ from .graph import TapeGraph, format_value
 from .layout import layered_routes
 from .messages import DEFAULT, check_lang, localize, say
 from .shown import Shown, collapse, decide
-from .themes import LIGHT, Theme, get_theme
+from .themes import LIGHT, Theme, get_theme, mix
 
 __all__ = ["Scene", "Box", "Label", "Arrow", "Route", "Swatch", "box_specs", "label_specs", "grad_specs",
            "arrow_specs", "edge_label_specs", "figure_size", "node_title", "node_subtitle", "node_value_text",
@@ -649,18 +649,10 @@ def _legend_entries(scene: "Scene") -> list[tuple]:
         out.append(("chip", kind, say(f"ui.chip.{kind}", lang)))
     scale = getattr(scene, "magnitude_scale", None)
     if scale is not None:
-        colours = [_mix(scale.color(scale.lo * (scale.hi / scale.lo) ** (i / 9)), th.background, 0.6) for i in range(10)]
+        colours = [mix(scale.color(scale.lo * (scale.hi / scale.lo) ** (i / 9)), th.background, 0.6) for i in range(10)]
         ticks = scale.ticks()
         out.append(("scale", (colours, ticks[0][1], ticks[-1][1]), say("ui.legend.magnitude", lang)))
     return out
-
-
-def _mix(colour: str, background: str, amount: float) -> str:
-    """``colour`` mixed with ``background``: ``amount`` of the colour, the rest background."""
-    from matplotlib.colors import to_hex, to_rgb
-
-    a, b = np.asarray(to_rgb(colour)), np.asarray(to_rgb(background))
-    return to_hex(a * amount + b * (1.0 - amount))
 
 
 def _legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple[list[Swatch], float]:
@@ -876,8 +868,8 @@ class Scene:
         m = self.magnitudes[box]
         th = self.theme
         if m.status == "nonfinite":
-            return _mix(th.bad, th.background, 0.55)
-        return _mix(self.magnitude_scale.color(m.relative), th.background, 0.6)
+            return mix(th.bad, th.background, 0.55)
+        return mix(self.magnitude_scale.color(m.relative), th.background, 0.6)
 
     def _magnitude_arrived(self, box, k: int) -> bool:
         """Whether every gradient a box's magnitude is made of has arrived at step k."""
@@ -1278,4 +1270,4 @@ class Scene:
                 if len(reads) > 1:  # the last part: the total, as TF added it up
                     grad = format_value(fl.grad(st.node))
                 title = say("ui.step.received", self.lang, k=k, n=n, node=node, value=grad)
-        return title + say("ui.step.done", self.lang) if finished else title
+        return title + say("ui.step.done", self.lang, target=target) if finished else title

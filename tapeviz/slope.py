@@ -25,18 +25,17 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from .messages import DEFAULT, say
+from .themes import get_theme, mix
 
-__all__ = ["Slope", "slope_svg", "slope_figure", "tangent_segment", "caption_lines", "THEMES"]
+__all__ = ["Slope", "slope_svg", "slope_figure", "tangent_segment", "caption_lines"]
 
-#: Colours per theme: background, text, axes, grid, curve, tangent, point.
-THEMES = {
-    "light": dict(bg="#ffffff", fg="#1f2937", axis="#64748b", grid="#e5e7eb", curve="#0072b2", tangent="#d55e00",
-                  point="#111827", width=1.6),
-    "dark": dict(bg="#111827", fg="#e5e7eb", axis="#94a3b8", grid="#374151", curve="#56b4e9", tangent="#e69f00",
-                 point="#f9fafb", width=1.6),
-    "projector": dict(bg="#ffffff", fg="#000000", axis="#1f2937", grid="#d1d5db", curve="#0050a0", tangent="#c0392b",
-                      point="#000000", width=2.6),
-}
+def _colours(theme: str) -> dict:
+    """The slope plot's colours, from the tapeviz theme (themes.py holds every colour): the
+    curve in the theme's highlight colour, the tangent in its gradient colour."""
+    th = get_theme(theme)
+    return dict(bg=th.background, fg=th.text, axis=th.muted, grid=mix(th.muted, th.background, 0.25),
+                curve=th.active, tangent=th.flowing, point=th.text, width=1.6 * th.line)
+
 
 #: Half the tangent segment's length, as a fraction of the input's range.
 TANGENT_HALF = 0.2
@@ -139,7 +138,7 @@ def _path(px: np.ndarray, py: np.ndarray) -> str:
 
 def slope_svg(s: Slope, *, lang: str = DEFAULT, theme: str = "light", width: int = 340, height: int = 250) -> str:
     """The slope plot as a small SVG document: curve, tangent, point, ticks, title."""
-    c = THEMES[theme]
+    c = _colours(theme)
     font = 11 if theme != "projector" else 13
     left, right, top, bottom = 58, 12, 24, 34
     pw, ph = width - left - right, height - top - bottom
@@ -208,7 +207,7 @@ class SlopeFigure(Figure):
 def slope_figure(s: Slope, *, lang: str = DEFAULT, theme: str = "light") -> Figure:
     """The slope plot as a matplotlib Figure (no pyplot). Its lines carry gids:
     ``curve``, ``tangent`` (absent when the gradient is None) and ``point``."""
-    c = THEMES[theme]
+    c = _colours(theme)
     lines = [textwrap.fill(line, 84) for line in caption_lines(s, lang)]
     n_lines = sum(line.count("\n") + 1 for line in lines)
     line_h = 0.16  # inches per caption line (8.5 pt, spacing 1.3)

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import clipping, panels
 from .flow import GradientFlow
+from .gcpause import gc_paused
 from .graph import TapeGraph, format_value
 from .messages import DEFAULT, check_lang
 from .view import GraphView
@@ -197,7 +198,8 @@ def picture(ex: Explored, state: ExplorerState) -> str:
            tuple(sorted((str(k), v) for k, v in overrides.items())))
 
     def make() -> str:
-        svg = to_svg(ex.view(state))
+        with gc_paused():
+            svg = to_svg(ex.view(state))
         return svg[svg.find("<svg"):]
 
     return ex.cached_picture(key, make)

@@ -160,3 +160,11 @@ def rgba(color: str) -> tuple[float, float, float, float]:
     vals = [int(c[i:i + 2], 16) / 255 for i in range(0, len(c), 2)]
     return (vals[0], vals[1], vals[2], vals[3] if len(vals) == 4 else 1.0)
 
+
+def mix(colour: str, background: str, amount: float) -> str:
+    """``colour`` mixed with ``background``: ``amount`` of the colour, the rest background
+    (a tint that keeps the hue and lets dark text on it stay readable)."""
+    from matplotlib.colors import to_hex, to_rgb
+
+    a, b = to_rgb(colour), to_rgb(background)
+    return to_hex(tuple(x * amount + y * (1.0 - amount) for x, y in zip(a, b)))

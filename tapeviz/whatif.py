@@ -46,7 +46,8 @@ from .api import GradientTape, flow as tape_flow
 from .flow import GradientFlow
 from .graph import TapeGraph, format_value
 from .messages import DEFAULT, say
-from .slope import Slope, caption_lines, slope_figure, slope_svg, THEMES
+from .slope import Slope, caption_lines, slope_figure, slope_svg
+from .themes import THEMES
 from .state import Explored, ExplorerState
 from .widget import Explorer
 
@@ -630,7 +631,7 @@ class Interact(Explorer):
 # --------------------------------------------------------------------------- entry point
 
 
-def interact(fn: Callable, ranges: Mapping[str, Any], *, lang: str = DEFAULT, theme: str = "light",
+def interact(fn: Callable, ranges: Mapping[str, Any], *, lang: str = DEFAULT, theme: str = "auto",
              show_all: bool = False, presenter: bool = False) -> Interact:
     """Build the Interact explorer (see tv.interact); errors before the first picture raise."""
     if not callable(fn):
@@ -639,8 +640,8 @@ def interact(fn: Callable, ranges: Mapping[str, Any], *, lang: str = DEFAULT, th
     if not ranges:
         raise ValueError("tv.interact needs at least one input with its range, "
                          "e.g. tv.interact(f, x=(-3.0, 3.0, 1.0)).")
-    if theme not in THEMES:
-        raise ValueError(f"Unknown theme {theme!r}; use one of {', '.join(repr(t) for t in THEMES)}.")
+    if theme != "auto" and theme not in THEMES:
+        raise ValueError(f"Unknown theme {theme!r}; use one of 'auto', {', '.join(repr(t) for t in THEMES)}.")
     taken = sorted(set(ranges) & RESERVED)
     if taken:
         raise ValueError(f"An input cannot be called {taken[0]!r}: ex.controls[{taken[0]!r}] is one of the explorer's "

@@ -19,6 +19,7 @@ import numpy as np
 from . import clipping, panels, state as st
 from .flow import GradientFlow
 from .keys import attach_keys
+from .pagetheme import PageTheme
 from .messages import say
 from .view import GraphView
 from .state import Explored, ExplorerState
@@ -35,6 +36,10 @@ class Explorer(W.VBox):
     def __init__(self, explored: Explored, *, presenter: bool = False, **settings):
         super().__init__()
         self.model = explored
+        # theme="auto": light until the page says it is dark (PageTheme, below)
+        self.auto_theme = settings.get("theme") == "auto"
+        if self.auto_theme:
+            settings = {**settings, "theme": "light"}
         self.state: ExplorerState = explored.initial(**settings)
         self._muted = False
         self.add_class("tv-explorer")
@@ -103,6 +108,11 @@ class Explorer(W.VBox):
         # Keyboard stepping (keys.py): ← / → / space while focus is in this box. Called after
         # self.children is set: it appends its (hint) widget to the box's children.
         self.key_stepper = attach_keys(self, c["step"], c["play"])
+        self.page_theme: PageTheme | None = None
+        if self.auto_theme:
+            self.page_theme = PageTheme()
+            self.page_theme.observe(lambda ch: self._on_page_theme(ch["new"]), names="dark")
+            self.children = (*self.children, self.page_theme)
         self._sync_groups()
         self._show()
 
@@ -160,6 +170,11 @@ class Explorer(W.VBox):
             return
         self.state = new
         self._show()
+
+    def _on_page_theme(self, dark: bool | None) -> None:
+        """The page switched between light and dark: draw the picture in the matching theme."""
+        if dark is not None:
+            self._set(theme="dark" if dark else "light")
 
     def _nudge(self, d: int) -> None:
         s = self.controls["step"]
@@ -286,6 +301,8 @@ class Explorer(W.VBox):
         if not hasattr(self, "_link"):  # an explorer whose construction was refused
             super().close()
             return
+        if self.page_theme is not None:
+            self.page_theme.close()
         for w in [self._link, *self.controls.values(), self.canvas, self.panel, self.inspector, self.message,
                   *self._boxes(), self]:
             for part in (getattr(w, "layout", None), getattr(w, "style", None)):

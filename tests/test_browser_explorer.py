@@ -139,7 +139,7 @@ def test_clip_norm_slider_and_step_slider(jupyterlab, page):
     step = page.locator(f"{EXPLORER} .tv-step .noUi-handle")
     last = int(step.get_attribute("aria-valuetext"))
     title_before = _title(page)
-    assert title_before and re.match(rf"Step {last}/{last}\b.*backward pass done", title_before), title_before
+    assert title_before and re.match(rf"Step {last}/{last}\b.*backward pass of .* done", title_before), title_before
     assert C_ACTIVE in svg2, "the last step, which finishes the pass, is highlighted too"
     step.press("ArrowLeft")
     expect(step).to_have_attribute("aria-valuetext", str(last - 1))
@@ -165,3 +165,21 @@ def test_target_menu_switches_the_backward_pass(jupyterlab, page):
     x_row = page.locator(f"{PANEL} td.tv-norm[data-var='x']")
     expect(x_row).to_contain_text("4 →")
     screenshot(page, "explorer_04_target_f2")
+
+
+def test_explorer_follows_the_page_theme(jupyterlab, page):
+    """theme="auto" (the default): when JupyterLab's theme turns dark, the picture is
+    redrawn in tapeviz's dark theme, and back."""
+    from tapeviz.themes import DARK, LIGHT
+
+    _open_explorer(page, jupyterlab, "05_stop_gradient.ipynb")
+    light = _svg(page)
+    assert LIGHT.background in light and DARK.background not in light
+    # What JupyterLab does when the user picks its dark theme (Settings → Theme).
+    page.evaluate("() => { document.body.dataset.jpThemeLight = 'false'; }")
+    dark = _wait_svg_changed(page, light)
+    assert DARK.background in dark
+    screenshot(page, "explorer_05_dark_page")
+    page.evaluate("() => { document.body.dataset.jpThemeLight = 'true'; }")
+    back = _wait_svg_changed(page, dark)
+    assert LIGHT.background in back and DARK.background not in back

@@ -86,7 +86,7 @@ def test_page_holds_one_frame_per_step_linked_to_slider_and_play(tmp_path):
         assert svg == ex.canvas.value, f"frame {k} differs from the explorer's picture"
         assert svg.startswith("<svg")
     assert all(f"Step {k}/{n - 1}" in frames[k] for k in range(n))
-    assert "backward pass done" in frames[-1] and "backward pass done" not in frames[-2]
+    assert "backward pass of z done" in frames[-1] and "backward pass of z done" not in frames[-2]
 
     ((slider_id, slider),) = models(state, "IntSliderModel")
     ((play_id, play),) = models(state, "PlayModel")
@@ -293,7 +293,7 @@ def test_exported_page_steps_in_chromium_without_kernel(local_site, page, loader
     expect(frames.locator("svg").first).to_be_visible()
     expect(page.locator(".tv-export-loading")).to_be_hidden()
     shown = _visible(page)
-    assert shown is not None and re.match(rf"Step {n - 1}/{n - 1}\b.*backward pass done", shown["title"]), shown
+    assert shown is not None and re.match(rf"Step {n - 1}/{n - 1}\b.*backward pass of .* done", shown["title"]), shown
     expect(page.locator(".tv-export .tv-panel td.tv-norm[data-var='x']")).to_contain_text("4 →")
 
     handle = page.locator(".tv-export .tv-step .noUi-handle")

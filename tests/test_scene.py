@@ -34,7 +34,7 @@ def test_scene_numbers_are_tensorflows_and_no_figure_is_made(chain, monkeypatch)
     assert s.grads[w_node].text == sc.grad_text(tape.gradient(loss, w).numpy())
     assert s.labels[w_node][0].text == "w" and s.labels[w_node][2].text == format_value(w.numpy())
     assert set(s.boxes) == set(s.display.nx.nodes) and set(s.arrows) == set(s.display.nx.edges(keys=True))
-    assert s.title.startswith(f"Step {len(s.flow.steps) - 1}/") and s.title.endswith("(backward pass done)")
+    assert s.title.startswith(f"Step {len(s.flow.steps) - 1}/") and s.title.endswith("(backward pass of loss done)")
     assert not made
 
 
@@ -116,5 +116,5 @@ def test_views_show_in_notebooks_as_svg_without_drawing(chain):
     tape, w, loss = chain
     view = tv.view(tape, loss)
     svg = view._repr_svg_()
-    assert svg.startswith("<svg") and "backward pass done" in svg and not view.drawn
+    assert svg.startswith("<svg") and "backward pass of loss done" in svg and not view.drawn
     assert sc.grad_text(tape.gradient(loss, w).numpy()) in svg

@@ -120,3 +120,25 @@ def test_export_iterates_states_and_leaves_the_explorer_alone(persistent, tmp_pa
         assert "tv-clip-panels" in text and "tv-targets" in text
     finally:
         w.close()
+
+
+def test_auto_theme_follows_the_page(persistent):
+    tape, x, y, targets = persistent
+    w = tv.explore(tape, targets)  # theme="auto" by default
+    try:
+        assert w.auto_theme and w.state.theme == "light" and w.page_theme in w.children
+        light = w.canvas.value
+        w.page_theme.dark = True  # what the front end reports in JupyterLab's dark theme
+        assert w.state.theme == "dark" and w.canvas.value != light
+        from tapeviz.themes import DARK
+
+        assert DARK.background in w.canvas.value
+        w.page_theme.dark = False
+        assert w.state.theme == "light" and w.canvas.value == light
+    finally:
+        w.close()
+    fixed = tv.explore(tape, targets, theme="projector")
+    try:
+        assert not fixed.auto_theme and fixed.page_theme is None and fixed.state.theme == "projector"
+    finally:
+        fixed.close()
