@@ -247,7 +247,11 @@ class GradientFlow:
 
     def edge_grad(self, u, v, key) -> np.ndarray | None:
         """What flowed back along one edge (None if nothing did)."""
-        return _to_numpy(self._edge_grad.get((u, v, key)))
+        e = (u, v, key)
+        cache = self.__dict__.setdefault("_edge_np", {})
+        if e not in cache:
+            cache[e] = _to_numpy(self._edge_grad.get(e))
+        return cache[e]
 
     def total_along(self, edges) -> np.ndarray | None:
         """What flowed back along several edges together, added by TensorFlow (tf.math.add_n:

@@ -468,6 +468,22 @@ class TapeGraph:
         edges = self.nx.out_edges(node, keys=True, data=True) if out else self.nx.in_edges(node, keys=True, data=True)
         return [(u, v, k, d) for u, v, k, d in edges if d["kind"] == "data"]
 
+    def flow_of(self, target, sources, make):
+        """The flow of ``target`` (and ``sources``) over this graph: made by ``make()`` once,
+        then kept (a graph does not change after its block; see tv.flow)."""
+        cache = self.__dict__.setdefault("_flows", {})
+        flat = [target] if not isinstance(target, (list, tuple, dict)) else list(
+            target.values() if isinstance(target, dict) else target)
+        keys = tuple(self.key_of(t) for t in flat)
+        if None in keys:  # not something the graph names: let the flow say what is wrong
+            return make()
+        src = None if sources is None else tuple(self.key_of(s) for s in (sources if isinstance(sources, (list, tuple))
+                                                                          else [sources]))
+        key = (keys, src)
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]
+
     def assigned_variable(self, node) -> Any:
         """The variable an assign op (AssignVariableOp, ...) writes into, or None."""
         for u, _, _, d in self.data_edges(node, out=False):
