@@ -107,12 +107,17 @@ def measure(n_ops: int, tmp: Path, have_torchviz: bool) -> dict:
     with tf.GradientTape(persistent=True) as pt:
         ploss = run()
     t_grad, _ = clock(lambda: pt.gradient(ploss, variables), reps)
-    t_flow, fl = clock(lambda: tv.flow(tape, loss), reps)
+    def forget_flows():  # tv.flow keeps a recording's flow: "cold" times start without it
+        tape.graph.__dict__.pop("_flows", None)
+
+    t_flow, fl = clock(lambda: (forget_flows(), tv.flow(tape, loss))[1], reps)
 
     def first_picture():  # what a notebook shows for tv.view(...): SVG written from the scene
+        forget_flows()
         return tv.view(tape, loss)._repr_svg_()
 
     def first_figure():  # what a notebook shows for tv.draw(...): the Figure (artists made) as SVG
+        forget_flows()
         return tv.draw(tape, loss)._repr_svg_()
 
     def first_png():  # the same Figure's PNG, rendered by matplotlib
@@ -130,8 +135,12 @@ def measure(n_ops: int, tmp: Path, have_torchviz: bool) -> dict:
     # SVG export end to end, as a user runs it (flow + layout + scene + file), and torchviz,
     # in interleaved rounds: each round times every contestant once, in a rotating order,
     # and the ratios are taken within rounds, so drift and GC pauses hit all alike.
+    # "cold": the recording's first export (TF's backprop replayed for the flow); warm: an
+    # export after a view or another export of the same recording (the flow is kept).
     contestants = {
+        "svg_cold": lambda: (forget_flows(), tv.save(tape, svg_default, target=loss)),
         "svg": lambda: tv.save(tape, svg_default, target=loss),
+        "full_cold": lambda: (forget_flows(), tv.save(tape, svg_full, target=loss, collapsed=False)),
         "full": lambda: tv.save(tape, svg_full, target=loss, collapsed=False),
     }
     row = dict(ops=ops, plain=t_plain, tv=t_tv, graph=t_graph, grad=t_grad, flow=t_flow, picture=t_pic, fig=t_fig, png=t_png,
@@ -165,8 +174,8 @@ def measure(n_ops: int, tmp: Path, have_torchviz: bool) -> dict:
     for name, ts in times.items():
         row[name] = statistics.median(ts)
     if have_torchviz:
-        row["svg_ratio"] = statistics.median(a / b for a, b in zip(times["svg"], times["torchviz"]))
-        row["full_ratio"] = statistics.median(a / b for a, b in zip(times["full"], times["torchviz"]))
+        for name in ("svg", "svg_cold", "full", "full_cold"):
+            row[name + "_ratio"] = statistics.median(a / b for a, b in zip(times[name], times["torchviz"]))
         row["torch_kb"] = (tmp / f"torch_{n_ops}.svg").stat().st_size / 1024
     row["svg_kb"] = svg_full.stat().st_size / 1024
     return row
@@ -186,16 +195,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         rows = [measure(n, Path(d), have_torchviz) for n in sizes]
     print("| ops | capture ratio | graph build s | flow / tape.gradient | **first picture s**: tv.view in a notebook "
-          "| tv.draw in a notebook s | tv.draw + matplotlib PNG s | **SVG export s** (boxes) | matplotlib savefig SVG s | **SVG export, every op expanded s** (boxes, KB) "
-          "| **torchviz make_dot + dot SVG s** (KB) | default / torchviz | expanded / torchviz |")
+          "| tv.draw in a notebook s | tv.draw + matplotlib PNG s | **SVG export s** cold / warm (boxes) "
+          "| matplotlib savefig SVG s | **SVG export, every op expanded s** cold / warm (boxes, KB) "
+          "| **torchviz make_dot + dot SVG s** (KB) | default / torchviz, cold / warm "
+          "| expanded / torchviz, cold / warm |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         tz = r.get("torchviz")
         torch = f"{tz:.3f} ({r['torch_kb']:.0f}){r.get('torch_note', '')}" if tz else "n/a"
-        ratio = f"**{r['svg_ratio']:.2f}x** | **{r['full_ratio']:.2f}x**" if tz else "n/a | n/a"
+        ratio = (f"**{r['svg_cold_ratio']:.2f}x** / {r['svg_ratio']:.2f}x | **{r['full_cold_ratio']:.2f}x** / "
+                 f"{r['full_ratio']:.2f}x" if tz else "n/a | n/a")
         print(f"| {r['ops']} | {r['tv'] / r['plain']:.2f}x | {r['graph']:.3f} | {r['flow'] / r['grad']:.2f}x "
-              f"| {r['picture']:.2f} | {r['fig']:.2f} | {r['png']:.2f} | {r['svg']:.3f} ({r['nodes']}) | {r['mpl_svg']:.2f} "
-              f"| {r['full']:.3f} ({r['full_nodes']}, {r['svg_kb']:.0f}) | {torch} | {ratio} |")
+              f"| {r['picture']:.2f} | {r['fig']:.2f} | {r['png']:.2f} | {r['svg_cold']:.3f} / {r['svg']:.3f} "
+              f"({r['nodes']}) | {r['mpl_svg']:.2f} | {r['full_cold']:.3f} / {r['full']:.3f} ({r['full_nodes']}, "
+              f"{r['svg_kb']:.0f}) | {torch} | {ratio} |")
     if any(r.get("torch_note") for r in rows):
         print("\n* torchviz.make_dot hit Python's recursion limit; timed again with sys.setrecursionlimit raised.")
     if not have_torchviz:
