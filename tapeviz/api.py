@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
-from .flow import GradientFlow
+from .flow import GradientFlow, flow_over
 from .export import check_path, save_view
 from .gcpause import gc_paused
 from .graph import TapeGraph
@@ -20,17 +20,9 @@ __all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save"
 
 
 def flow(tape: Any, target, *, sources=None, output_gradients=None) -> GradientFlow:
-    """The backward pass of ``target`` over what ``tape`` recorded (see GradientFlow).
-
-    A recording does not change after its block, so the flow of one target is computed
-    once and reused (a view, then a save, then the explorer replay TF's backprop once);
-    with ``output_gradients`` it is computed each time."""
-    graph = graph_of(tape)
-    if not graph.capture.ops:
-        raise ValueError("The tape recorded no operations: run your computation inside the `with` block.")
-    if output_gradients is not None:
-        return GradientFlow(graph, target, sources=sources, output_gradients=output_gradients)
-    return graph.flow_of(target, sources, lambda: GradientFlow(graph, target, sources=sources))
+    """The backward pass of ``target`` over what ``tape`` recorded (see GradientFlow),
+    computed once per target and kept with the recording."""
+    return flow_over(graph_of(tape), target, sources=sources, output_gradients=output_gradients)
 
 
 def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str | None = None,

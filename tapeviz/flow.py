@@ -577,3 +577,14 @@ class GradientFlow:
 
     def __repr__(self) -> str:
         return f"GradientFlow(target={self.graph.display_name(self.target_nodes[0])}, steps={len(self.steps)}, stopped={len(self.stopped)})"
+
+
+def flow_over(graph: TapeGraph, target, *, sources=None, output_gradients=None) -> GradientFlow:
+    """tv.flow on a graph: a recording does not change after its block, so the flow of one
+    target is computed once and reused (a view, then a save, then the explorer replay TF's
+    backprop once); with ``output_gradients`` it is computed each time."""
+    if not graph.capture.ops:
+        raise ValueError("The tape recorded no operations: run your computation inside the `with` block.")
+    if output_gradients is not None:
+        return GradientFlow(graph, target, sources=sources, output_gradients=output_gradients)
+    return graph.flow_of(target, sources, lambda: GradientFlow(graph, target, sources=sources))

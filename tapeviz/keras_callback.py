@@ -24,6 +24,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from .tape import GradientTape
+
 
 def _clip_like(optimizer, grads):
     """The gradients clipped as ``optimizer``'s settings say, or None without clipping."""
@@ -64,8 +66,6 @@ class HistoryCallback(keras.callbacks.Callback):
 
     def record(self, step: int) -> None:
         """Compute and record the probe batch's gradients now (at the current weights)."""
-        from .api import GradientTape
-
         model = self.model
         state = list(model.non_trainable_variables) + list(getattr(model, "metrics_variables", []))
         saved = [tf.convert_to_tensor(v) for v in state]

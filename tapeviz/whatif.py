@@ -42,11 +42,11 @@ import ipywidgets as W
 import numpy as np
 import tensorflow as tf
 
-from .api import GradientTape, flow as tape_flow
-from .flow import GradientFlow
+from .flow import GradientFlow, flow_over
 from .graph import TapeGraph, format_value
 from .messages import DEFAULT, say
 from .slope import Slope, caption_lines, slope_figure, slope_svg
+from .tape import GradientTape, graph_of
 from .themes import THEMES
 from .state import Explored, ExplorerState
 from .widget import Explorer
@@ -189,7 +189,7 @@ class Run:
         """The backward pass of one target (tv.flow; raises what it raises)."""
         fl = self._flows.get(target)
         if fl is None:
-            fl = self._flows[target] = tape_flow(self.tape, self.targets[target])
+            fl = self._flows[target] = flow_over(graph_of(self.tape), self.targets[target])
         return fl
 
     def shape(self, target: str) -> tuple:
