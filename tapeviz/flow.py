@@ -324,10 +324,7 @@ class GradientFlow:
         self._last_gen = cap.final_generation if cap.final_generation >= 0 else None
         self._target_name = g.display_name(self.target_nodes[0])
         called = {g.op_node[c.op.index] for c in self.calls}
-        try:
-            forward = list(nx.topological_sort(G))
-        except nx.NetworkXUnfeasible:  # pragma: no cover - a tape cannot produce cycles
-            forward = list(G.nodes)
+        forward = g.forward_order
         # Why a node's value is not on the tape at all (forward pass, causes flow downstream).
         self._off = {}
         for n in forward:

@@ -8,6 +8,8 @@ consumer, keyed by the consumer's input position: ``x * x`` gives two parallel e
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -467,6 +469,13 @@ class TapeGraph:
     def data_edges(self, node=None, out: bool = True) -> Iterable:
         edges = self.nx.out_edges(node, keys=True, data=True) if out else self.nx.in_edges(node, keys=True, data=True)
         return [(u, v, k, d) for u, v, k, d in edges if d["kind"] == "data"]
+
+    @functools.cached_property
+    def forward_order(self) -> list:
+        """The nodes in topological order (inputs first). Computed once, as the flow's
+        classification and the shown stage both walk it: the graph does not change after
+        its block."""
+        return list(nx.topological_sort(self.nx))
 
     def flow_of(self, target, sources, make):
         """The flow of ``target`` (and ``sources``) over this graph: made by ``make()`` once,

@@ -346,7 +346,7 @@ class _Decision:
         self.flow = flow
         G = graph.nx
         self.G = G
-        self.order = list(nx.topological_sort(G))
+        self.order = graph.forward_order
         self.live = {n for n in G if self._is_live(n)}
         reach = self._reaching_targets()
         self.boxes: set = set()
