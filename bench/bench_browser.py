@@ -190,7 +190,7 @@ def main(argv=None) -> int:
             run_s = B.run_all(page)
             page.locator(f"{EXPLORER} .tv-canvas svg").wait_for()
             page.locator(EXPLORER).scroll_into_view_if_needed()
-            page.locator(f"{EXPLORER} .tv-clip-mode select").select_option("by_norm")
+            page.locator(f"{EXPLORER} .tv-clip-mode select").select_option("tf.clip_by_norm")
             clip = page.locator(f"{EXPLORER} .tv-clip-norm .noUi-handle")
             clip.wait_for(state="visible")
             time.sleep(1.0)

@@ -22,6 +22,8 @@ import anywidget
 import ipywidgets as W
 import traitlets as T
 
+from .messages import DEFAULT, check_lang, say
+
 #: The class the explorer's outermost box carries; the front end finds its box by it.
 SCOPE_CLASS = "tv-explorer"
 
@@ -31,9 +33,12 @@ const OWN_ALL_KEYS = "input, textarea, select, [contenteditable=''], [contentedi
 
 function render({ model, el }) {
   el.classList.add("tv-keys-hint");
-  el.innerHTML =
-    '<span class="tv-keys-off">⌨ click the picture, then ← / → step, space plays</span>' +
-    '<span class="tv-keys-on">⌨ keys on: ← / → step, space plays / pauses</span>';
+  for (const [cls, trait] of [["tv-keys-off", "hint_off"], ["tv-keys-on", "hint_on"]]) {
+    const span = document.createElement("span");
+    span.className = cls;
+    span.textContent = "⌨ " + model.get(trait);
+    el.appendChild(span);
+  }
 
   let box = null;
   let timer = null;
@@ -129,6 +134,8 @@ class KeyStepper(anywidget.AnyWidget):
     max = T.Int(0, help="highest step (copied from the slider in the browser)").tag(sync=True)
     playing = T.Bool(False, help="linked to the Play widget's playing").tag(sync=True)
     scope = T.Unicode(SCOPE_CLASS, help="CSS class of the box whose focus turns the keys on").tag(sync=True)
+    hint_off = T.Unicode(say("ui.keys.off"), help="the hint while the keys are off").tag(sync=True)
+    hint_on = T.Unicode(say("ui.keys.on"), help="the hint while focus is inside the box").tag(sync=True)
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -145,9 +152,10 @@ class KeyStepper(anywidget.AnyWidget):
         super().close()
 
 
-def attach_keys(explorer_box: W.Box, step_slider: W.IntSlider, play: W.Play) -> KeyStepper:
+def attach_keys(explorer_box: W.Box, step_slider: W.IntSlider, play: W.Play, *, lang: str = DEFAULT) -> KeyStepper:
     """Give ``explorer_box`` keyboard stepping: ← / → move ``step_slider`` by one within its
-    min / max, space starts or pauses ``play``, while focus is inside the box.
+    min / max, space starts or pauses ``play``, while focus is inside the box. ``lang``: the
+    language of its one-line hint.
 
     The returned :class:`KeyStepper` is appended to the box's children (it must be inside
     the box to find it on the page; it shows a one-line hint) and is linked in the
@@ -162,7 +170,8 @@ def attach_keys(explorer_box: W.Box, step_slider: W.IntSlider, play: W.Play) -> 
     if not isinstance(play, W.Play):
         raise TypeError(f"attach_keys: play must be an ipywidgets Play, got {type(play).__name__}; "
                         f"pass explorer.controls['play'].")
-    keys = KeyStepper(step=step_slider.value, playing=play.playing)  # where the page starts
+    keys = KeyStepper(step=step_slider.value, playing=play.playing,  # where the page starts
+                      hint_off=say("ui.keys.off", check_lang(lang)), hint_on=say("ui.keys.on", lang))
     keys.links = [
         W.jslink((step_slider, "value"), (keys, "step")),  # slider first: on load it sets the stepper
         W.jsdlink((step_slider, "min"), (keys, "min")),

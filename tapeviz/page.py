@@ -35,12 +35,13 @@ def _esc(x: Any) -> str:
 
 
 def _clip_text(state: ExplorerState) -> str:
+    label = panels.mode_label(state.clip, state.lang)
     if state.clip in ("by_norm", "by_global_norm"):
-        return f"{state.clip} (clip_norm={state.clip_norm:g})"
+        return f"{label}(clip_norm={state.clip_norm:g})"
     if state.clip == "by_value":
         lo, hi = state.clip_value
-        return f"by_value (clip_value=({lo:g}, {hi:g}))"
-    return "none"
+        return f"{label}(clip_value=({lo:g}, {hi:g}))"
+    return label
 
 
 def _target_box(ex: Explored, state: ExplorerState, interval: int, made: list) -> tuple[W.Widget, int]:

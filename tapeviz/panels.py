@@ -33,6 +33,13 @@ CSS = """
 .tv-inspect pre { font-size: 11px; max-height: 220px; overflow: auto; background: #f8fafc; padding: 4px; }
 body[data-jp-theme-light="false"] .tv-inspect pre { background: #1f2937; }
 .tv-presenter .tv-canvas svg { width: 100%; height: auto; }
+/* The projector theme: the controls and tables grow with the picture's text (1.5x). */
+.tv-projector { --jp-widgets-font-size: 19px; --jp-widgets-inline-height: 36px;
+                --jp-widgets-inline-label-width: 120px; }
+.tv-projector .tv-panel table { font-size: 18px; }
+.tv-projector .tv-panel td, .tv-projector .tv-panel th { white-space: nowrap; }
+.tv-projector .tv-lower { flex-wrap: wrap; }
+.tv-projector .tv-keys-hint { font-size: 16px; }
 </style>
 """
 
@@ -111,7 +118,7 @@ def clipping_panel(rep: clipping.ClipReport, fl: GradientFlow, variables: Mappin
         gn = f"<span class='tv-none'>{_esc(say('panel.global_mixed', lang))}</span>"
     else:
         gn = f"{rep.global_norm_before:.4g} → <b class='tv-global-norm'>{rep.global_norm_after:.4g}</b>"
-    foot = more + f"<div>{_esc(say('panel.global', lang))} {gn} ({_esc(rep.mode)})</div>"
+    foot = more + f"<div>{_esc(say('panel.global', lang))} {gn} ({_esc(mode_label(rep.mode, lang))})</div>"
     return f"<div class='tv-panel'><table>{head}{''.join(rows)}</table>{foot}</div>"
 
 
@@ -137,3 +144,9 @@ def inspector(graph: TapeGraph, fl: GradientFlow, node, lang: str = DEFAULT) -> 
         parts.append(f"<span class='tv-none'>{_esc(say('inspect.no_gradient', lang, reason=why.reason))} "
                      f"{_esc(why)}</span>")
     return "<br>".join(parts)
+
+
+def mode_label(mode: str, lang: str) -> str:
+    """A clip mode as the menu and the panel name it: the TF function it calls
+    ("tf.clip_by_norm"), or "no clipping" in the page's language."""
+    return say("ui.clip.none", lang) if mode == "none" else f"tf.clip_{mode}"

@@ -33,6 +33,7 @@ every sentence from the message catalogue (:func:`tapeviz.messages.say`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ from .bands import band_columns, wrap_bands
 from .flow import GradientFlow
 from .graph import TapeGraph, format_value
 from .layout import layered_routes
-from .messages import DEFAULT, check_lang, localize, say
+from .messages import DEFAULT, Phrase, check_lang, localize, say
 from .shown import Shown, collapse, decide
 from .themes import LIGHT, Theme, get_theme, mix
 
@@ -541,7 +542,8 @@ def label_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, display: Shown
 
 
 def chip_specs(display: Shown, pos, *, fontsize: float = FONT, theme: Theme = LIGHT,
-               unit=(INCH_X * 72, INCH_Y * 72), rows: Mapping | None = None) -> dict[Any, list[Label]]:
+               unit=(INCH_X * 72, INCH_Y * 72), rows: Mapping | None = None,
+               lang: str = DEFAULT) -> dict[Any, list[Label]]:
     """The chips of each box (folded constants, shapes, random masks, named inputs) as a
     row of small tags at the bottom of the box: as many as fit, then "+k"."""
     out = {}
@@ -549,7 +551,8 @@ def chip_specs(display: Shown, pos, *, fontsize: float = FONT, theme: Theme = LI
     inner = BOX_W * unit[0] * 0.92
     pad = CHIP_PAD * size
     for n, d in display.nx.nodes(data=True):
-        chips = d.get("chips") or []
+        chips = [dataclasses.replace(c, text=localize(c.text, lang)) if isinstance(c.text, Phrase) else c
+                 for c in d.get("chips") or []]
         if not chips:
             continue
         x, y = pos[n]
@@ -810,7 +813,8 @@ class Scene:
                                   unit=self.unit)
         chip_rows = {n: trio[2].y - (sum(_box_lines(self.font, True, True)[2:]) / 2 + 1.0) / self.unit[1]
                      for n, trio in self.labels.items()}
-        self.chips = chip_specs(disp, pos, fontsize=self.font, theme=th, unit=self.unit, rows=chip_rows)
+        self.chips = chip_specs(disp, pos, fontsize=self.font, theme=th, unit=self.unit, rows=chip_rows,
+                                lang=self.lang)
         self.grads = grad_specs(graph, pos, fontsize=self.font, display=disp, theme=th)
         self.arrows = arrow_specs(graph, pos, display=disp, plans=plans, theme=th, route=False)
         self.edge_labels = edge_label_specs(graph, pos, fontsize=self.font, display=disp, plans=plans, theme=th)

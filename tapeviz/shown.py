@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from .graph import STATEFUL_OPS, TapeGraph, format_value
+from .messages import Phrase
 from .reasons import Reason
 
 __all__ = ["Shown", "Chip", "decide", "collapse", "layer_groups", "FIT_BOXES", "COLLAPSE_THRESHOLD"]
@@ -62,7 +63,7 @@ _ROLES = {
 class Chip:
     """Something folded into the op that uses it, shown as a small tag on its box."""
 
-    text: str  # what the tag says: "axis [0, 1]", "2.0", "y", "random mask"
+    text: str  # what the tag says: "axis [0, 1]", "2.0", "y", "random mask" (a Phrase where it has words)
     kind: str  # "value", "random" or "input" (a tensor the user named)
     index: int  # the consumer's input position (-1 on a collapsed group)
     members: tuple = field(default=(), compare=False)  # the original nodes folded into it
@@ -451,8 +452,8 @@ class _Decision:
                  and G.nodes[m].get("name")]
         if any("random" in G.nodes[m].get("op_type", "").lower() for m in members):
             op = G.nodes[consumer].get("op_type", "")
-            return Chip("random mask" if op in ("Mul", "SelectV2", "Select", "RealDiv") else "random", "random",
-                        index, members)
+            mask = op in ("Mul", "SelectV2", "Select", "RealDiv")
+            return Chip(Phrase("ui.chip.random_mask" if mask else "ui.chip.random_value"), "random", index, members)
         if named:
             return Chip(named[-1], "input", index, members)
         info = g.tensors[tensor]
@@ -460,7 +461,7 @@ class _Decision:
         op = G.nodes[consumer].get("op_type", "")
         n_inputs = len(g.capture.ops[G.nodes[consumer]["op_index"]].inputs) if G.nodes[consumer]["kind"] == "op" else 0
         role = _ROLES.get((op, index)) or (_ROLES.get((op, -1)) if index == n_inputs - 1 else None)
-        return Chip(f"{role} {value}" if role else value, "value", index, members)
+        return Chip(Phrase(f"ui.chip.role.{role}", value=value) if role else value, "value", index, members)
 
     # -- groups and the display graph ------------------------------------------------
     def shown(self, collapsed, bodies, fit: int) -> Shown:

@@ -199,7 +199,7 @@ def picture(ex: Explored, state: ExplorerState) -> str:
 
     def make() -> str:
         with gc_paused():
-            svg = to_svg(ex.view(state))
+            svg = to_svg(ex.view(state), fit=True)
         return svg[svg.find("<svg"):]
 
     return ex.cached_picture(key, make)

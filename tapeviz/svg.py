@@ -298,8 +298,18 @@ def draws_whole_figure(view) -> bool:
     return True if check is None else check()
 
 
-def to_svg(view) -> str:
+#: A picture shrunk to fit its place on a page keeps its text at least this big (points).
+MIN_FIT_TEXT = 9.0
+
+
+def to_svg(view, *, fit: bool = False) -> str:
     """The view (a GraphView or a Scene) as it stands now, as a standalone SVG document.
+
+    ``fit=True`` (the explorer's canvas): the picture may shrink to the width of the page
+    around it, but no further than keeps its base text at :data:`MIN_FIT_TEXT` points; a
+    wider picture scrolls. Only the projector theme's large text leaves room to shrink
+    (12 pt down to 9): a projector picture of a few boxes then fits a notebook cell
+    instead of being cut at its right edge. Files keep their size.
 
     Ids: ``node-<node>`` (a box with its labels), ``grad-<node>`` (the gradient text
     under it), ``chips-<node>`` (its tags), ``edge-<u>-<v>-<k>`` (an arrow: its line path
@@ -310,10 +320,14 @@ def to_svg(view) -> str:
     sc = _scene_of(view)
     w = _Writer(sc)
     W, H, px = w.width, w.height, w.px
+    style = "white-space:pre"
+    shrink = MIN_FIT_TEXT / sc.theme.font
+    if fit and shrink < 1.0:
+        style += f";max-width:100%;height:auto;min-width:{shrink * W / px:.2f}pt"
     out = [
         '<?xml version="1.0" encoding="utf-8" standalone="no"?>\n',
         f'<svg xmlns="{SVG_NS}" version="1.1" width="{W / px:.2f}pt" height="{H / px:.2f}pt" '
-        f'viewBox="0 0 {W:.2f} {H:.2f}" font-family="{_esc(FAMILY)}" style="white-space:pre">\n',
+        f'viewBox="0 0 {W:.2f} {H:.2f}" font-family="{_esc(FAMILY)}" style="{style}">\n',
         f'<rect width="100%" height="100%"{w.paint("fill", sc.theme.background)}/>\n',
         '<g id="layer-edges">\n',
     ]

@@ -59,7 +59,7 @@ class Explorer(W.VBox):
         if len(names) > 1:
             c["target"] = W.Dropdown(options=names, value=names[0],
                                      description=say("ui.control.target", lang)).add_class("tv-target")
-        c["clip"] = W.Dropdown(options=list(clipping.MODES), value=self.state.clip,
+        c["clip"] = W.Dropdown(options=[(panels.mode_label(m, lang), m) for m in clipping.MODES], value=self.state.clip,
                                description=say("ui.control.clip", lang)).add_class("tv-clip-mode")
         c["clip_norm"] = W.FloatSlider(value=self.state.clip_norm, min=0.01, max=10.0, step=0.01,
                                        description=say("ui.control.clip_norm", lang),
@@ -104,10 +104,12 @@ class Explorer(W.VBox):
             top = [c[k] for k in ("target",) if k in c] + [c["clip"], c["clip_norm"], c["clip_value"], c["lr"]]
             side = W.VBox([c["node"], c["show_all"], c["layers"], self.inspector])
             self.children = [W.HTML(panels.CSS), steps, self.canvas, W.HBox(top[:3]), W.HBox(top[3:]), self.message,
-                             W.HBox([self.panel, side])]
+                             W.HBox([self.panel, side]).add_class("tv-lower")]
         # Keyboard stepping (keys.py): ← / → / space while focus is in this box. Called after
         # self.children is set: it appends its (hint) widget to the box's children.
-        self.key_stepper = attach_keys(self, c["step"], c["play"])
+        self.key_stepper = attach_keys(self, c["step"], c["play"], lang=lang)
+        if self.state.theme == "projector":  # panels.CSS sizes the controls and tables up
+            self.add_class("tv-projector")
         self.page_theme: PageTheme | None = None
         if self.auto_theme:
             self.page_theme = PageTheme()

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from browser import (SEL_PANEL, canvas_svg, canvas_title, open_notebook, run_all, screenshot, wait_svg_changed,
-                     wait_title_changed)
+                     wait_title_changed, write_notebook)
 
 pytestmark = pytest.mark.browser
 
@@ -97,7 +97,7 @@ def test_clip_norm_slider_and_step_slider(jupyterlab, page):
     assert svg0 and "<text" in svg0
 
     # -- clip mode: none -> by_norm (the notebook set clip_norm to 1.0) -------------------
-    page.locator(f"{EXPLORER} .tv-clip-mode select").select_option("by_norm")
+    page.locator(f"{EXPLORER} .tv-clip-mode select").select_option("tf.clip_by_norm")
     handle = page.locator(f"{EXPLORER} .tv-clip-norm .noUi-handle")
     expect(handle).to_be_visible()  # shown only for by_norm / by_global_norm
     start = float(handle.get_attribute("aria-valuetext"))
@@ -183,3 +183,60 @@ def test_explorer_follows_the_page_theme(jupyterlab, page):
     page.evaluate("() => { document.body.dataset.jpThemeLight = 'true'; }")
     back = _wait_svg_changed(page, dark)
     assert LIGHT.background in back and DARK.background not in back
+
+
+_TEXTS_JS = "sel => Array.from(document.querySelectorAll(sel + ' svg text')).map(t => (t.textContent || '').trim())"
+
+
+def _texts_of(svg: str) -> list[str]:
+    """Every <text> element's text, in document order, as the page's textContent gives it."""
+    import xml.etree.ElementTree as ET
+
+    return ["".join(t.itertext()).strip() for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
+
+
+ZH_PROJECTOR_NOTEBOOK = "zh_projector.ipynb"
+ZH_PROJECTOR_CELLS = [
+    "import tensorflow as tf\nimport tapeviz as tv",
+    "x = tf.Variable([3.0, 4.0])\nwith tv.GradientTape() as tape:\n    y = tf.reduce_sum(x ** 2)",
+    'ex = tv.explore(tape, y, lang="zh", theme="projector")\nex.controls["clip"].value = "by_norm"\nex',
+]
+
+
+def test_chinese_projector_explorer(jupyterlab, page):
+    """A class in Chinese on a projector: the page shows the picture, the controls and the
+    clipping panel in Chinese with the projector's text sizes, and the numbers are
+    TensorFlow's (‖g‖ = ‖2x‖ = 10, clipped to clip_norm = 1). Screenshot for the eye."""
+    import tensorflow as tf
+    from playwright.sync_api import expect
+
+    import tapeviz as tv
+    from tapeviz.messages import say
+    from tapeviz.themes import LIGHT, PROJECTOR
+
+    write_notebook(jupyterlab.root / ZH_PROJECTOR_NOTEBOOK, ZH_PROJECTOR_CELLS)
+    _open_explorer(page, jupyterlab, ZH_PROJECTOR_NOTEBOOK)
+
+    # The same explorer built here: the page must show its words, text for text.
+    x = tf.Variable([3.0, 4.0])
+    with tv.GradientTape() as tape:
+        y = tf.reduce_sum(x ** 2)
+    here = tv.explore(tape, y, lang="zh", theme="projector")
+    here.controls["clip"].value = "by_norm"
+    expected = _texts_of(here.canvas.value)
+    assert "∂ [6.0, 8.0] → [0.6, 0.8]" in expected  # x's gradient, and tf.clip_by_norm's of it
+    assert any(re.search(r"[\u4e00-\u9fff]", t) for t in expected), expected  # Chinese words
+    assert page.evaluate(_TEXTS_JS, CANVAS) == expected
+
+    svg = _svg(page)
+    sizes = {float(s) for s in re.findall(r'font-size="([0-9.]+)', svg)}
+    light = tv.explore(tape, y, lang="zh", theme="light")
+    light_sizes = {float(s) for s in re.findall(r'font-size="([0-9.]+)', light.canvas.value)}
+    assert PROJECTOR.font > LIGHT.font and min(sizes) > max(light_sizes) * 0.99, (sizes, light_sizes)
+
+    expect(page.locator(PANEL).first).to_contain_text(say("panel.global", "zh").strip())
+    raw = float(tf.norm(2 * x))
+    clipped = float(tf.norm(tf.clip_by_norm(2 * x, 1.0)))
+    expect(page.locator(f"{PANEL} td.tv-norm[data-var='x']")).to_contain_text(f"{_fmt(raw)} → {_fmt(clipped)}")
+    expect(page.locator(f"{EXPLORER} .tv-clip-mode")).to_contain_text(say("ui.control.clip", "zh"))
+    screenshot(page, "explorer_zh_projector")

@@ -78,15 +78,20 @@ class ExplorerOnPage:
         finished pass), then check it was repainted; returns its SVG."""
         from tapeviz.scene import C_ACTIVE
 
-        pattern = "^Backward pass" if k == last else rf"^Step {k}/{last - 1}\b"
+        # Steps are numbered 0..last; the last one finishes the pass and says so.
+        pattern = rf"^Step {k}/{last}\b" + (r".*\(backward pass of .* done\)$" if k == last else "")
         wait_title_matching(self.page, self.canvas, pattern)
         svg = self.svg()
         assert svg != old_svg, "the canvas was repainted"
-        if k < last:
-            assert C_ACTIVE in svg, "the active step is highlighted in amber"
-        else:
-            assert C_ACTIVE not in svg, "nothing is highlighted once the pass is finished"
+        assert C_ACTIVE in svg, "the step's edge is highlighted in amber (the last one too)"
         return svg
+
+    def expect_finished_title(self) -> str:
+        """The title at the last step: 'Step n/n: ... (backward pass of <target> done)'."""
+        last = int(self.step.get_attribute("aria-valuetext"))
+        title = self.title()
+        assert title and re.match(rf"^Step {last}/{last}\b.*\(backward pass of .* done\)$", title), title
+        return title
 
 
 def _drag_handle_to(page, handle, track, value: int, lo: int, hi: int) -> None:
@@ -107,8 +112,8 @@ def test_notebook7_runs_the_explorer_and_a_dragged_slider_repaints_it(notebook7,
     ex = ExplorerOnPage(page, notebook7)
     ex.wait_shown()
     last = int(ex.step.get_attribute("aria-valuetext"))
-    svg0, title0 = ex.svg(), ex.title()
-    assert title0 and title0.startswith("Backward pass"), title0
+    svg0 = ex.svg()
+    ex.expect_finished_title()
     screenshot(page, "notebook7_explorer")
 
     track = page.locator(f"{ex.root} .tv-step .noUi-base")
@@ -150,7 +155,7 @@ def test_voila_serves_the_notebook_as_an_app(voila, page):
     ex.wait_shown()
     last = int(ex.step.get_attribute("aria-valuetext"))
     svg0 = ex.svg()
-    assert ex.title().startswith("Backward pass"), ex.title()
+    ex.expect_finished_title()
     screenshot(page, "voila_app_explorer")
     ex.step.press("ArrowLeft")  # Voilà passes arrow keys to the slider
     ex.expect_step(last - 1)
@@ -176,7 +181,7 @@ def test_keyboard_steps_and_plays_when_the_explorer_has_focus(frontend, server_f
     last = int(ex.step.get_attribute("aria-valuetext"))
     assert last >= 4, "the test needs a few steps"
     svg = ex.svg()
-    assert ex.title().startswith("Backward pass"), ex.title()
+    ex.expect_finished_title()
 
     # Focus: a click on the picture.
     page.locator(f"{ex.canvas} svg").click()

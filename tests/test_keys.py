@@ -75,3 +75,18 @@ def test_wrong_widgets_are_named(which, bad, message):
     args[which] = bad
     with pytest.raises(TypeError, match=message):
         attach_keys(args["box"], args["step"], args["play"])
+
+
+def test_the_hint_speaks_the_explorers_language():
+    from tapeviz.messages import say
+
+    box, step, play = _controls()
+    keys = attach_keys(box, step, play, lang="zh")
+    assert (keys.hint_off, keys.hint_on) == (say("ui.keys.off", "zh"), say("ui.keys.on", "zh"))
+    assert keys.hint_off != say("ui.keys.off", "en")
+    assert "hint_off" in keys.get_state() and "model.get(trait)" in keys.get_state()["_esm"]
+    with pytest.raises(ValueError, match="language 'fr'"):
+        attach_keys(*_controls(), lang="fr")
+    run = examples.stop_gradient()
+    zh = tv.explore(run.tape, run.target, lang="zh")
+    assert zh.key_stepper.hint_off == say("ui.keys.off", "zh")

@@ -372,3 +372,21 @@ def test_restyled_artists_show_in_the_svg_and_scene_writes_do_not_draw(tmp_path)
     ids = by_id(parse(svg))
     assert "#123456" in ET.tostring(ids[f"node-{x_node}"], encoding="unicode")
     assert text_of(ids[f"grad-{x_node}"]) == "restyled by the user"
+
+
+def test_the_canvas_may_shrink_a_projector_picture_to_the_page_but_keeps_its_text_readable():
+    import re
+
+    from tapeviz import examples
+    from tapeviz.svg import MIN_FIT_TEXT, to_svg
+    from tapeviz.themes import PROJECTOR
+
+    run = examples.basic()
+    projector = tv.view(run.tape, run.target, theme="projector")
+    root = re.search(r"<svg [^>]*>", to_svg(projector, fit=True)).group(0)
+    width = float(re.search(r'width="([0-9.]+)pt"', root).group(1))
+    floor = float(re.search(r"min-width:([0-9.]+)pt", root).group(1))
+    assert "max-width:100%" in root and floor == pytest.approx(width * MIN_FIT_TEXT / PROJECTOR.font, abs=0.01)
+    assert "max-width" not in re.search(r"<svg [^>]*>", to_svg(projector)).group(0)  # files keep their size
+    light = tv.view(run.tape, run.target)  # 8 pt text: no room to shrink
+    assert "max-width" not in re.search(r"<svg [^>]*>", to_svg(light, fit=True)).group(0)

@@ -25,7 +25,9 @@ def test_controls_contract(persistent_explorer):
     c = ex.controls
     assert isinstance(c["step"], W.IntSlider) and isinstance(c["play"], W.Play)
     assert isinstance(c["target"], W.Dropdown) and list(c["target"].options) == ["f1", "f2"]
-    assert list(c["clip"].options) == ["none", "by_norm", "by_value", "by_global_norm"]
+    # The menu names the TF function each choice calls; its values are the modes.
+    assert [v for _, v in c["clip"].options] == ["none", "by_norm", "by_value", "by_global_norm"]
+    assert [label for label, _ in c["clip"].options] == ["no clipping", "tf.clip_by_norm", "tf.clip_by_value", "tf.clip_by_global_norm"]
     assert isinstance(c["clip_norm"], W.FloatSlider)
     assert isinstance(c["clip_value"], W.FloatRangeSlider)
     assert isinstance(c["lr"], W.FloatSlider)
@@ -161,3 +163,12 @@ def test_keras_training_example_explorer():
     assert len(got) == len(model.trainable_variables)
     for g_tf, g_ex in zip(run.extra["gradients"], got.values()):
         np.testing.assert_array_equal(g_ex, tf.clip_by_norm(g_tf, 0.1).numpy())
+
+
+def test_projector_explorer_sizes_its_controls_up():
+    from tapeviz import examples, panels
+
+    run = examples.clip_by_norm()
+    assert "tv-projector" in tv.explore(run.tape, run.target, theme="projector")._dom_classes
+    assert "tv-projector" not in tv.explore(run.tape, run.target, theme="light")._dom_classes
+    assert ".tv-projector" in panels.CSS and "--jp-widgets-font-size" in panels.CSS
