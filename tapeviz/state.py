@@ -78,6 +78,7 @@ class Explored:
         self._reports: dict[tuple, clipping.ClipReport] = {}
         self._measures: dict[str, clipping.Measures] = {}
         self._pictures: OrderedDict = OrderedDict()
+        self._texts: dict[tuple, dict] = {}
 
     # -- what is computed once -------------------------------------------------------
     def flow(self, target: str) -> GradientFlow:
@@ -148,6 +149,15 @@ class Explored:
         fl = self.flow(state.target)
         return {name: fl.grad_tensor(node) for name, node in self.variables().items()}
 
+    def cached_texts(self, key, make: Callable[[], dict]) -> dict:
+        """The clipped texts of one clip setting (a picture key and its view both need them)."""
+        texts = self._texts.get(key)
+        if texts is None:
+            if len(self._texts) >= 64:
+                self._texts.pop(next(iter(self._texts)))
+            texts = self._texts[key] = make()
+        return texts
+
     def cached_picture(self, key, make: Callable[[], str]) -> str:
         svg = self._pictures.get(key)
         if svg is None:
@@ -166,6 +176,7 @@ class Explored:
         self._reports.clear()
         self._measures.clear()
         self._pictures.clear()
+        self._texts.clear()
 
 
 # --------------------------------------------------------------------------- what a state shows
@@ -180,7 +191,11 @@ def clipped_texts(ex: Explored, state: ExplorerState) -> dict:
     fl = ex.flow(state.target)
     if state.clip == "none" or step_of(ex, state) < fl.last_step:
         return {}
-    rep = ex.report(state)
+    return ex.cached_texts((state.target, state.clip, state.clip_norm, tuple(state.clip_value)),
+                           lambda: _clipped_texts(ex, ex.report(state)))
+
+
+def _clipped_texts(ex: Explored, rep: clipping.ClipReport) -> dict:
     out = {}
     for name, node in ex.variables().items():
         g = rep.clipped.get(name)

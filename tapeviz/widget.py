@@ -253,9 +253,9 @@ class Explorer(W.VBox):
         c["clip_norm"].layout.display = None if self.state.clip in ("by_norm", "by_global_norm") else "none"
         c["clip_value"].layout.display = None if self.state.clip == "by_value" else "none"
         try:
-            if self.state.clip == "none" or self.state.step != self.model.flow(self.state.target).last_step:
-                # the picture needs no clipping report: send it first, the panel follows
-                self._set_canvas(st.picture(self.model, self.state))
+            # The picture first (the clipping report it may need is kept for the panel):
+            # it is what the eye is on; the panel follows.
+            self._set_canvas(st.picture(self.model, self.state))
             panel = st.panel(self.model, self.state)
         except ValueError as e:  # TF refuses this clipping (e.g. mixed dtypes): say so, keep the picture
             self.message.value = f"<span class='tv-bad'>{panels._esc(e)}</span>"
@@ -263,7 +263,6 @@ class Explorer(W.VBox):
         self.message.value = ""
         if self.panel.value != panel:
             self.panel.value = panel
-        self._set_canvas(st.picture(self.model, self.state))
         self.inspector.value = st.inspector(self.model, self.state)
 
     def _set_canvas(self, svg: str) -> None:
