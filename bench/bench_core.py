@@ -31,11 +31,11 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-import tapeviz as tv  # noqa: E402
-from tapeviz.examples import small_model  # noqa: E402
+import tapeviz as tv
+from tapeviz.examples import small_model
 
 
 def programs():

@@ -30,10 +30,10 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-import tapeviz as tv  # noqa: E402
+import tapeviz as tv
 
 
 def rss_bytes() -> int:

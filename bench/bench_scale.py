@@ -28,12 +28,12 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-import tapeviz as tv  # noqa: E402
-from tapeviz.export import save_view  # noqa: E402
-from tapeviz.render import raster_dpi  # noqa: E402
+import tapeviz as tv
+from tapeviz.export import save_view
+from tapeviz.render import raster_dpi
 
 
 def tf_program(n_ops: int):

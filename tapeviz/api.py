@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-
-from .flow import GradientFlow, flow_over
 from .export import check_path, save_view
+from .flow import GradientFlow, flow_over
 from .gcpause import gc_paused
 from .graph import TapeGraph
 from .history import Flag, History
@@ -27,7 +26,7 @@ def flow(tape: Any, target, *, sources=None, output_gradients=None) -> GradientF
 
 def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str | None = None,
          caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
-         theme: "str | Theme | None" = None, lang: str = DEFAULT, magnitude: bool = False) -> GraphView:
+         theme: str | Theme | None = None, lang: str = DEFAULT, magnitude: bool = False) -> GraphView:
     """A GraphView of what ``tape`` recorded; with a target, its backward pass at ``step``
     (0 seeds the target; None, the default, is the last step: the finished pass).
 
@@ -51,7 +50,7 @@ def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str
 
 def draw(tape: Any, target=None, step: int | None = None, *, ax=None, title: str | None = None,
          caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
-         theme: "str | Theme | None" = None, lang: str = DEFAULT, magnitude: bool = False):
+         theme: str | Theme | None = None, lang: str = DEFAULT, magnitude: bool = False):
     """A matplotlib Figure of the recorded graph and, given a target, its gradient flow.
 
     ``step=None`` shows the finished backward pass, ``step=k`` the state after k steps.
@@ -63,7 +62,7 @@ def draw(tape: Any, target=None, step: int | None = None, *, ax=None, title: str
 
 def save(tape: Any, path, *, target=None, step: int | None = None, dpi: int = 100, fps: float = 1.5,
          caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
-         theme: "str | Theme | None" = None, lang: str = DEFAULT, magnitude: bool = False, every_step: bool = False,
+         theme: str | Theme | None = None, lang: str = DEFAULT, magnitude: bool = False, every_step: bool = False,
          progress: bool = True):
     """Write a .png / .svg picture, or a .gif of the backward pass: one frame per step as the
     picture shows it (a collapsed layer's ops are one step), at most ~150 frames unless

@@ -33,8 +33,9 @@ import os
 import sys
 import threading
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -78,7 +79,7 @@ if _missing:  # pragma: no cover - depends on the installed TF
 _local = threading.local()  # .recorders: list of active Recorder on this thread
 
 
-def _active() -> list["Recorder"]:
+def _active() -> list[Recorder]:
     recs = getattr(_local, "recorders", None)
     if recs is None:
         recs = _local.recorders = []
@@ -198,7 +199,7 @@ class _ScriptBackprop:
     def __getattr__(self, name):
         return getattr(self._module, name)
 
-    def GradientTape(self, *args, **kwargs):  # noqa: N802 - the name script_ops calls
+    def GradientTape(self, *args, **kwargs):  # the name script_ops calls
         if getattr(_local, "recorders", None):
             kwargs["persistent"] = True
         return self._module.GradientTape(*args, **kwargs)
@@ -392,7 +393,7 @@ def _keras_path_on_stack(variable, f, codes) -> str | bool:
                     path = kv.path
                     if isinstance(path, str) and path:
                         return path
-            except Exception:  # noqa: BLE001, S110 - a half-built variable: no path to learn
+            except Exception:  # noqa: BLE001 - a half-built variable: no path to learn
                 pass
             return True
         if kind != _TF:
@@ -433,7 +434,7 @@ def _public_api_names() -> dict:
                 continue
             try:
                 obj = getattr(mod, attr)
-            except Exception:  # noqa: BLE001, S112 - a lazy module that cannot load here
+            except Exception:  # noqa: BLE001 - a lazy module that cannot load here
                 continue
             if isinstance(obj, types.ModuleType):
                 if depth == 0 and attr in _API_MODULES and obj.__name__.startswith("tensorflow"):
@@ -443,7 +444,7 @@ def _public_api_names() -> dict:
                 continue
             try:
                 code = getattr(inspect.unwrap(obj), "__code__", None)
-            except Exception:  # noqa: BLE001, S112 - an odd wrapper: not an API function we can see
+            except Exception:  # noqa: BLE001 - an odd wrapper: not an API function we can see
                 continue
             full = prefix + attr
             if code is not None and (code not in names or len(full) < len(names[code])):
@@ -487,7 +488,7 @@ def _outer_api_frame(f):
     return outer
 
 
-def _api_call(rec: "Recorder") -> tuple[str, int] | None:
+def _api_call(rec: Recorder) -> tuple[str, int] | None:
     """(public name, call number) of the TF API call running the current op, or None."""
     outer = _outer_api_frame(sys._getframe(2))
     if outer is None:
@@ -978,7 +979,7 @@ class Capture:
         return op.tape_recording and 0 <= self.final_generation and op.generation < self.final_generation
 
     # -- after the block -------------------------------------------------------------
-    def settle(self) -> "Capture":
+    def settle(self) -> Capture:
         """Decide which ops this tape recorded (TF's ShouldRecord rule, replayed).
 
         An op is on the tape when the tape was live and recording and one of its inputs
@@ -1032,7 +1033,7 @@ class Capture:
 
     # -- the backward pass -----------------------------------------------------------
     def replay(self, target_ids: Sequence[int], source_ids: Sequence[int],
-               output_gradients: Sequence[Any] | None) -> tuple[list, list["BackwardCall"]]:
+               output_gradients: Sequence[Any] | None) -> tuple[list, list[BackwardCall]]:
         """TF's own backprop over the recorded ops: d targets / d sources (TF values, in
         source order) and every backward function call in the order TF made it."""
         watched = [self._seen[h] for h in self.watched_variable_ids]

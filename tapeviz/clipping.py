@@ -9,8 +9,8 @@ whose gradient is None stays None, with the reason, where the tutorial's
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np

@@ -7,8 +7,9 @@ CLI, the notebooks and the tests all show the same thing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import tensorflow as tf

@@ -21,15 +21,15 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 from matplotlib import rc_context
 
-from .view import GraphView
 from .svg import draws_whole_figure, to_svg
+from .view import GraphView
 
 __all__ = ["FORMATS", "ENGINES", "FRAME_BUDGET", "Frame", "plan_frames", "check_path", "save_view"]
 

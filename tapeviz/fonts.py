@@ -17,7 +17,7 @@ matplotlib's text layout uses), which hold the CJK glyphs too.
 from __future__ import annotations
 
 import warnings
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from matplotlib import font_manager
 from matplotlib.ft2font import FT2Font, LoadFlags
@@ -38,7 +38,7 @@ def _weight(weight) -> str:
         isinstance(weight, (int, float)) and weight >= 600) else "normal"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _primary_path(weight: str, style: str) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -69,7 +69,7 @@ def cjk_font_path() -> str | None:
     return found
 
 
-@lru_cache(maxsize=None)
+@cache
 def _face(path: str) -> FT2Font:
     font = FT2Font(path)
     font.set_size(_REF, 72)
@@ -124,7 +124,7 @@ def text_width(text: str, size: float, weight="normal", style="normal") -> float
     return size * sum(map(_table(weight, style).__getitem__, text))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _line_em(weight: str, style: str) -> tuple[float, float, float]:
     font = _face(_primary_path(weight, style))
     units = font.get_sfnt_table("head")["unitsPerEm"]

@@ -48,7 +48,7 @@ class Palette:
         self._lookup = np.full(1 << 24, TRANSPARENT, np.uint8)
 
     @classmethod
-    def from_frames(cls, *frames: np.ndarray, exact: int = 96, sample: int = 2_000_000) -> "Palette":
+    def from_frames(cls, *frames: np.ndarray, exact: int = 96, sample: int = 2_000_000) -> Palette:
         """White, then the ``exact`` most frequent colours as they are (the flat fills of
         boxes, lines and text), then median-cut colours for the rest (antialiased
         edges), from the frames' pixels (RGB)."""

@@ -8,8 +8,9 @@ consumer, keyed by the consumer's input position: ``x * x`` gives two parallel e
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import networkx as nx
 import numpy as np

@@ -28,8 +28,9 @@ from __future__ import annotations
 import operator
 import threading
 import weakref
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf

@@ -15,8 +15,9 @@ weight value the forward pass read); grouping into layers combines the per-varia
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -197,7 +198,7 @@ class MagnitudeScale:
             raise ValueError(f"MagnitudeScale needs 0 < lo < hi (finite), got lo={self.lo}, hi={self.hi}.")
 
     @classmethod
-    def fit(cls, values: Iterable[float | None], *, cmap: str = "viridis") -> "MagnitudeScale":
+    def fit(cls, values: Iterable[float | None], *, cmap: str = "viridis") -> MagnitudeScale:
         """The smallest whole-decade scale holding every positive finite value (at least
         one decade wide); the default scale when there are none."""
         arr = np.asarray([v for v in values if v is not None], dtype=np.float64)

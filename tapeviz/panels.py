@@ -8,7 +8,8 @@ Nothing here computes a gradient or a norm.
 from __future__ import annotations
 
 import html
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import io
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from PIL import Image

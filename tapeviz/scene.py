@@ -35,9 +35,10 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Mapping, NamedTuple
+from functools import cache
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -498,7 +499,7 @@ def box_specs(graph: TapeGraph, pos, *, targets=(), display: Shown | None = None
     return boxes
 
 
-@lru_cache(maxsize=None)
+@cache
 def _box_lines(size: float, has_sub: bool, has_chips: bool) -> tuple[float, ...]:
     """Heights (points) of a box's lines: title, subtitle, value, chips."""
     title = sum(fonts.line_box(size, "bold")[:2])
@@ -629,7 +630,7 @@ def edge_label_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, routes=No
 # --------------------------------------------------------------------------- chrome
 
 
-def _legend_entries(scene: "Scene") -> list[tuple]:
+def _legend_entries(scene: Scene) -> list[tuple]:
     """(kind, style, text) for each legend entry: node kinds, edges, stop reasons, chips."""
     th, lang = scene.theme, scene.lang
     out = []
@@ -767,7 +768,7 @@ class Scene:
 
     def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, pos=None, routes=None,
                  title: str | None = None, caption: str | None = None, collapsed="auto", functions=(),
-                 lang: str = DEFAULT, show_all: bool = False, theme: "str | Theme | None" = None,
+                 lang: str = DEFAULT, show_all: bool = False, theme: str | Theme | None = None,
                  magnitudes=None):
         self.graph = graph
         self.lang = check_lang(lang)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -27,9 +28,9 @@ from .flow import GradientFlow
 from .gcpause import gc_paused
 from .graph import TapeGraph, format_value
 from .messages import DEFAULT, check_lang
-from .view import GraphView
 from .shown import Shown, decide
 from .svg import to_svg
+from .view import GraphView
 
 __all__ = ["ExplorerState", "Explored", "picture", "panel", "inspector", "gradients", "clipped_texts"]
 
@@ -54,7 +55,7 @@ class ExplorerState:
     theme: str = "light"
     magnitude: bool = False  # boxes coloured by ||g|| / ||w||
 
-    def replace(self, **changes) -> "ExplorerState":
+    def replace(self, **changes) -> ExplorerState:
         return dataclasses.replace(self, **changes)
 
     @property

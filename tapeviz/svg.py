@@ -84,7 +84,7 @@ class _Writer:
         self._styles: dict = {}
         self._fonts: dict = {}  # (size, weight, style) -> pixel size, font attributes, ascent, descent, gap
         sx, sy = scene.px_per_unit
-        ox, oy = scene._origin  # noqa: SLF001  (the scene's own data -> pixel map)
+        ox, oy = scene._origin  # the scene's own data -> pixel map
         H = self.height
         self.to_px = lambda x, y: (ox + x * sx, H - (oy + y * sy))  # y down
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 import math
 import re
 import xml.parsers.expat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from html import unescape
-from typing import Iterable
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
@@ -309,7 +309,7 @@ def _is_container(node: _Node) -> bool:
     return all(c.local == "g" or c.local in _GLOBAL for c in node.children)
 
 
-def _collect(data: bytes, node: _Node, wrappers: list[bytes], path: str, ctx: "_Context", globals_: list[str],
+def _collect(data: bytes, node: _Node, wrappers: list[bytes], path: str, ctx: _Context, globals_: list[str],
              units: list[_Unit], bounds: dict) -> None:
     ordinal: dict[str, int] = {}
     for child in node.children:
@@ -379,14 +379,14 @@ class _Context:
     """What an element inherits that decides where it paints."""
 
     view_box: Box
-    glyphs: "_Glyphs | None" = None
+    glyphs: _Glyphs | None = None
     matrix: np.ndarray = field(default_factory=lambda: _IDENTITY)
     font_size: float | None = 16.0
     anchor: str = "start"
     stroke: float = 1.0
     unbounded: bool = False
 
-    def inherit(self, attrs: dict) -> "_Context":
+    def inherit(self, attrs: dict) -> _Context:
         s = _style(attrs)
         ctx = _Context(self.view_box, self.glyphs, self.matrix, self.font_size, self.anchor, self.stroke,
                        self.unbounded)

@@ -109,7 +109,7 @@ class Recording(_GraphHolder):
         self._tv_budget_bytes = budget_bytes
         self._recorder: Recorder | None = None
 
-    def __enter__(self) -> "Recording":
+    def __enter__(self) -> Recording:
         tape = self.tape
         if not tape_is_recording(tape):
             raise RuntimeError(

@@ -138,7 +138,7 @@ THEMES: dict[str, Theme] = {t.name: t for t in (LIGHT, DARK, PROJECTOR)}
 DEFAULT_THEME = "light"
 
 
-def get_theme(theme: "str | Theme | None") -> Theme:
+def get_theme(theme: str | Theme | None) -> Theme:
     """A Theme by name (``"light"``, ``"dark"``, ``"projector"``), or the Theme given."""
     if theme is None:
         return THEMES[DEFAULT_THEME]

@@ -12,7 +12,8 @@ the records before an SVG is written, so the file shows it too.
 from __future__ import annotations
 
 import io
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.colors import to_hex
@@ -83,7 +84,7 @@ class GraphView:
 
     def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, ax: Axes | None = None,
                  pos=None, title: str | None = None, caption: str | None = None, routes=None,
-                 collapsed="auto", functions=(), show_all: bool = False, theme: "str | Theme | None" = None,
+                 collapsed="auto", functions=(), show_all: bool = False, theme: str | Theme | None = None,
                  lang: str = DEFAULT, magnitude: bool = False):
         magnitudes = None
         if magnitude and flow is not None:
@@ -276,7 +277,7 @@ class GraphView:
         self.scene.set_grad_overrides(texts)
         self._push()
 
-    def _like(self, collapsed, functions) -> "GraphView":
+    def _like(self, collapsed, functions) -> GraphView:
         sc = self.scene
         view = GraphView(self.graph, self.flow, collapsed=collapsed, title=sc.custom_title, functions=functions,
                          show_all=sc.show_all, theme=sc.theme, lang=sc.lang, magnitude=self.magnitude)
@@ -284,21 +285,21 @@ class GraphView:
         view.set_step(self.step)
         return view
 
-    def expanded(self, *layers: str) -> "GraphView":
+    def expanded(self, *layers: str) -> GraphView:
         """A new view with these layers opened (the others stay as they are)."""
         unknown = set(layers) - set(self.layers)
         if unknown:
             raise ValueError(f"No layer named {sorted(unknown)}; layers are: {self.layers}")
         return self._like(self.display.collapsed - set(layers), self.functions)
 
-    def expanded_function(self, *nodes) -> "GraphView":
+    def expanded_function(self, *nodes) -> GraphView:
         """A new view with these tf.function call nodes (default: all) opened into the
         ops of their body. Gradients show on the edges into and out of the body; TF
         does not expose per-op gradients or values inside a function call."""
         chosen = set(nodes) or set(self.graph.functions())
         return self._like(self.display.collapsed, self.functions | chosen)
 
-    def collapsed_view(self, *layers: str) -> "GraphView":
+    def collapsed_view(self, *layers: str) -> GraphView:
         """A new view with these layers (all, when none are named) collapsed."""
         chosen = set(layers) or set(self.layers)
         return self._like(self.display.collapsed | chosen, self.functions)

@@ -46,9 +46,9 @@ from .flow import GradientFlow, flow_over
 from .graph import TapeGraph, format_value
 from .messages import DEFAULT, say
 from .slope import Slope, caption_lines, slope_figure, slope_svg
+from .state import Explored, ExplorerState
 from .tape import GradientTape, graph_of
 from .themes import THEMES
-from .state import Explored, ExplorerState
 from .widget import Explorer
 
 __all__ = ["InputRange", "parse_range", "Runner", "Run", "InteractError", "CallFailed", "ReturnTypeError",
@@ -242,13 +242,13 @@ class Runner:
             exec(_BLOCK, ns)
         except InteractError:
             raise
-        except Exception as e:  # noqa: BLE001 - whatever fn raises is reported, never re-raised in a callback
+        except Exception as e:  # whatever fn raises is reported, never re-raised in a callback
             raise CallFailed("ui.interact.raised", call=call, error=_error_text(e), fn=self.fn_name) from e
         targets: dict[str, tf.Tensor] = ns["_targets"]
         try:
             run = Run(values, tape, targets)
             run.flow(target or next(iter(targets)))
-        except Exception as e:  # noqa: BLE001 - e.g. a target not computed from anything on the tape
+        except Exception as e:  # e.g. a target not computed from anything on the tape
             raise CallFailed("ui.interact.raised", call=call, error=_error_text(e), fn=self.fn_name) from e
         if self.target_names is None:
             self.target_names = list(targets)

@@ -16,13 +16,14 @@ from typing import Any
 import ipywidgets as W
 import numpy as np
 
-from . import clipping, panels, state as st
+from . import clipping, panels
+from . import state as st
 from .flow import GradientFlow
 from .keys import attach_keys
-from .pagetheme import PageTheme
 from .messages import say
-from .view import GraphView
+from .pagetheme import PageTheme
 from .state import Explored, ExplorerState
+from .view import GraphView
 
 __all__ = ["Explorer"]
 

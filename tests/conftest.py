@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # also under --import-mode=importlib
-import browser as _browser  # noqa: E402  (tests/browser.py)
+import browser as _browser  # tests/browser.py
 
 _LABS = {}  # (front end, source dir) -> server started in this process
 

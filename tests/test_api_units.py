@@ -1,10 +1,11 @@
 """Small public helpers each get a direct test (the bigger tests use them indirectly)."""
 
+import io
+
 import numpy as np
 import pytest
 import tensorflow as tf
 from PIL import Image
-import io
 
 import tapeviz as tv
 from tapeviz import clipping

@@ -11,9 +11,16 @@ import math
 import re
 
 import pytest
-
-from browser import (SEL_PANEL, canvas_svg, canvas_title, open_notebook, run_all, screenshot, wait_svg_changed,
-                     wait_title_changed)
+from browser import (
+    SEL_PANEL,
+    canvas_svg,
+    canvas_title,
+    open_notebook,
+    run_all,
+    screenshot,
+    wait_svg_changed,
+    wait_title_changed,
+)
 
 pytestmark = pytest.mark.browser
 

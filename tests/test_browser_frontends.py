@@ -19,9 +19,18 @@ import re
 import time
 
 import pytest
-
-from browser import (canvas_svg, canvas_title, notebook_root, run_notebook, screenshot, unexpected_page_errors,
-                     wait_svg_changed, wait_title_matching, watch_page_errors, write_notebook)
+from browser import (
+    canvas_svg,
+    canvas_title,
+    notebook_root,
+    run_notebook,
+    screenshot,
+    unexpected_page_errors,
+    wait_svg_changed,
+    wait_title_matching,
+    watch_page_errors,
+    write_notebook,
+)
 
 pytestmark = pytest.mark.browser
 

@@ -891,7 +891,7 @@ def test_keras_code_is_told_by_the_keras_package_folder():
     reads is looked at once, not again as if Keras code had read it."""
     import os
 
-    import keras  # noqa: F401 - the Keras variable classes must be loaded
+    import keras  # the Keras variable classes must be loaded
 
     codes = capture._keras_variable_codes()
     user = compile("x = 1", os.path.join(os.sep, "home", "me", "keras", "train.py"), "exec")

@@ -15,7 +15,6 @@ import tapeviz as tv
 from tapeviz import whatif
 from tapeviz.slope import slope_svg, tangent_segment
 
-
 # --------------------------------------------------------------------------- functions
 
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
+from test_properties import build, programs
 
 import tapeviz as tv
 from tapeviz import capture
-from test_properties import build, programs
 
 
 def run(prog, mode):

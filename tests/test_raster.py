@@ -16,9 +16,9 @@ from tapeviz import examples, export, raster
 from tapeviz.export import Frame, plan_frames, save_view
 from tapeviz.gif import GifStream, Palette
 from tapeviz.raster import FrameRenderer, png_bytes
-from tapeviz.svgparts import cjk_font_files, parse_svg
 from tapeviz.scene import C_GRAD
 from tapeviz.svg import to_svg
+from tapeviz.svgparts import cjk_font_files, parse_svg
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

@@ -1,9 +1,9 @@
 """Gradient magnitude on the picture, and the explorer of a training run (tv.explore(hist))."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-import keras
 
 import tapeviz as tv
 from tapeviz.magnitude import MagnitudeScale
