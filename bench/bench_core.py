@@ -180,8 +180,9 @@ def measure(name, prog, variables, rounds, reps, base=None):
     # Ratios: median over rounds of the ratio within a round (drift cancels out).
     for a, b in (("tv", "plain"), ("flow", "grad"), ("tv_before", "plain"), ("flow_before", "grad")):
         if a in times:
-            med[a + "/" + b] = statistics.median(x / y for x, y in zip(times[a], times[b]))
-    med["flow+build/grad"] = statistics.median((f + b) / g for f, b, g in zip(times["flow"], times["build"], times["grad"]))
+            med[a + "/" + b] = statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
+    med["flow+build/grad"] = statistics.median(
+        (f + b) / g for f, b, g in zip(times["flow"], times["build"], times["grad"], strict=True))
     return name, len(rec.graph.capture.ops), med
 
 

@@ -86,7 +86,7 @@ def mobilenet_tape():
     with tv.GradientTape() as tape:
         loss = loss_fn(y, model(x, training=True))
     grads = tape.gradient(loss, model.trainable_variables)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
     return tape, loss
 
 

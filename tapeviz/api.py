@@ -132,7 +132,7 @@ def _explored(tape: Any, targets, output_gradients):
     else:
         node = graph.node_of(targets)
         named = {graph.display_name(node) if node is not None else "target": targets}
-    for name, t in named.items():  # fail now, with flow's clear message, not inside a callback
+    for t in named.values():  # fail now, with flow's clear message, not inside a callback
         flow(tape, t, output_gradients=output_gradients)
     return Explored(graph, named, flow_factory=lambda t: flow(tape, t, output_gradients=output_gradients))
 

@@ -570,7 +570,8 @@ def _expression_at(frame) -> str | None:
         return None
     if line is None or col is None or end_col is None:
         return None
-    lines = [linecache.getline(frame.f_code.co_filename, n, frame.f_globals) for n in range(line, (end_line or line) + 1)]
+    filename = frame.f_code.co_filename
+    lines = [linecache.getline(filename, n, frame.f_globals) for n in range(line, (end_line or line) + 1)]
     if not lines or not lines[0]:
         return None
     if len(lines) == 1:
@@ -823,8 +824,8 @@ class Capture:
     """
 
     def __init__(self, *, raw: list, seen: dict, variables: dict, access_paths: dict, watched_variables: tuple,
-                 watched: dict, exported: dict, reentries: dict, start_uid: int, names: dict, persistent: bool, thread_id: int,
-                 tape_ref: Any, final_generation: int, watch_log: list, watch_accessed_variables: bool,
+                 watched: dict, exported: dict, reentries: dict, start_uid: int, names: dict, persistent: bool,
+                 thread_id: int, tape_ref: Any, final_generation: int, watch_log: list, watch_accessed_variables: bool,
                  reset_count: int, frame: FrameInfo | None, side_state: dict, graph_mode: bool):
         self._raw = raw
         self._seen = seen  # tensor id -> EagerTensor (every tensor the records name)
@@ -1259,8 +1260,8 @@ class Recorder:
     def _empty_capture(self) -> Capture:
         tape = self.tape
         return Capture(raw=[], seen={}, variables={}, access_paths={}, watched_variables=(), watched={}, exported={},
-                       reentries={}, start_uid=0, names={}, persistent=bool(tape._persistent), thread_id=self._thread_id,
-                       tape_ref=weakref.ref(tape), final_generation=-1, watch_log=[],
+                       reentries={}, start_uid=0, names={}, persistent=bool(tape._persistent),
+                       thread_id=self._thread_id, tape_ref=weakref.ref(tape), final_generation=-1, watch_log=[],
                        watch_accessed_variables=bool(tape._watch_accessed_variables), reset_count=0, frame=None,
                        side_state={}, graph_mode=True)
 
@@ -1273,7 +1274,8 @@ class Recorder:
         if final_tape is not None:
             final_gen = self._generation()  # also right after a reset() that no op followed
         else:
-            final_gen = next((i for i in range(len(self._generations) - 1, -1, -1) if self._generations[i] is not None), -1)
+            final_gen = next((i for i in range(len(self._generations) - 1, -1, -1)
+                              if self._generations[i] is not None), -1)
         watched_vars = final_tape.watched_variables() if final_tape is not None else tape._watched_variables
         info = _scan_frame(frame) if frame is not None else None
         return Capture(

@@ -151,9 +151,10 @@ class GradientFlow:
                 on_tape.setdefault(t, None)
         self._source_ids = list(on_tape)
         if output_gradients is not None:
-            output_gradients = [None if x is None else tf.convert_to_tensor(x) for x in tf.nest.flatten(output_gradients)]
+            output_gradients = [None if x is None else tf.convert_to_tensor(x)
+                                for x in tf.nest.flatten(output_gradients)]
         grads, calls = cap.replay(self._target_ids, self._source_ids, output_gradients)
-        self._grad_tensor = dict(zip(self._source_ids, grads))
+        self._grad_tensor = dict(zip(self._source_ids, grads, strict=True))
         self.calls: list[BackwardCall] = calls
         self._edge_grad: dict[tuple, Any] = {}
         #: edge -> the step at which its contribution was computed
@@ -403,7 +404,7 @@ class GradientFlow:
                 return StopReason(n, Reason.NOT_WATCHED, Cause.WATCHED_LATE,
                                   self._facts(subject=name, source=g.display_name(u)), n)
         ints = None
-        for u, _, k, dd in g.data_edges(n, out=False):
+        for u, _, _key, dd in g.data_edges(n, out=False):
             info = g.tensors[dd["tensor"]]
             if not info.trainable:
                 ints = ints or self._integer_cause(n, u, info.dtype, n)
@@ -576,7 +577,8 @@ class GradientFlow:
         return StopReason(where, Reason.INTEGER_DTYPE, Cause.INTEGER, self._facts(subject=name, dtype=dtype), origin)
 
     def __repr__(self) -> str:
-        return f"GradientFlow(target={self.graph.display_name(self.target_nodes[0])}, steps={len(self.steps)}, stopped={len(self.stopped)})"
+        target = self.graph.display_name(self.target_nodes[0])
+        return f"GradientFlow(target={target}, steps={len(self.steps)}, stopped={len(self.stopped)})"
 
 
 def flow_over(graph: TapeGraph, target, *, sources=None, output_gradients=None) -> GradientFlow:

@@ -276,9 +276,9 @@ class History:
     def _new_layout(self, grads, variables, clipped, loss_packed) -> _Layout:
         for i, v in enumerate(variables):
             if not _is_variable(v):
-                raise TypeError(f"variables[{i}] is a {type(v).__name__}, not a variable: pass the tf.Variables / Keras "
-                                "variables the gradients are for (e.g. model.trainable_variables).")
-        for i, (g, v) in enumerate(zip(grads, variables)):
+                raise TypeError(f"variables[{i}] is a {type(v).__name__}, not a variable: pass the tf.Variables / "
+                                "Keras variables the gradients are for (e.g. model.trainable_variables).")
+        for i, (g, v) in enumerate(zip(grads, variables, strict=True)):
             if g is None:
                 continue
             if not isinstance(g, (tf.Tensor, tf.IndexedSlices)):
@@ -293,7 +293,7 @@ class History:
         index = np.array([self._register(v) for v in variables], np.int64)
         present = np.array([g is not None for g in grads], bool)
         cp = np.zeros(len(grads), bool) if clipped is None else np.array(
-            [c is not None and g is not None for c, g in zip(clipped, grads)], bool)
+            [c is not None and g is not None for c, g in zip(clipped, grads, strict=True)], bool)
         last_layer = self._var_layer[index[-1]] if len(index) else 0
         return _Layout(tuple(variables), index, present, clipped is not None, cp, loss_packed, last_layer)
 
@@ -388,7 +388,8 @@ class History:
                 any_w = in_step[:, m].any(axis=1)
                 lay_w[:, li] = np.where(any_w, np.sqrt(np.where(in_step[:, m], w2[:, m], 0).sum(axis=1)), np.nan)
                 lay_clip[:, li] = clip_present[:, m].any(axis=1)
-                lay_c[:, li] = np.where(lay_clip[:, li], np.sqrt(np.where(clip_present[:, m], c2[:, m], 0).sum(axis=1)), np.nan)
+                lay_c[:, li] = np.where(lay_clip[:, li],
+                                        np.sqrt(np.where(clip_present[:, m], c2[:, m], 0).sum(axis=1)), np.nan)
             glob_g = np.where(has_grads, np.sqrt(np.where(present, g2, 0).sum(axis=1)), np.nan)[:, None]
             glob_w = np.where(has_grads, np.sqrt(np.where(in_step, w2, 0).sum(axis=1)), np.nan)[:, None]
             glob_clip = clip_present.any(axis=1)[:, None]
@@ -449,7 +450,8 @@ class History:
         self.flush()
         return self._buckets.column(self._loss_col, stat).astype(np.float64)
 
-    def norms(self, name: str | None = None, kind: str = "grad", stat: str = "last", *, level: str | None = None) -> np.ndarray:
+    def norms(self, name: str | None = None, kind: str = "grad", stat: str = "last", *,
+              level: str | None = None) -> np.ndarray:
         """One value per stored point (see :meth:`steps`) for a variable, a layer, or
         (``name=None``) all variables together.
 
@@ -485,7 +487,8 @@ class History:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}.")
         self.flush()
         return [f for f in self._detector.flags
-                if (step is None or f.step == step) and (name is None or f.name == name) and (kind is None or f.kind == kind)]
+                if (step is None or f.step == step) and (name is None or f.name == name)
+                and (kind is None or f.kind == kind)]
 
     @property
     def dropped_flags(self) -> int:
@@ -624,7 +627,7 @@ def _fill(rows: np.ndarray, cols: np.ndarray, g, w, c, no_grad=None) -> None:
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = np.where(w > 0, g / w, np.nan)
         scale = np.where(g > 0, c / g, np.nan)
-    for q, vals in zip(QUANTITIES, (g, c, w, rel, scale)):
+    for q, vals in zip(QUANTITIES, (g, c, w, rel, scale), strict=True):
         rows[:, cols[:, QUANTITIES.index(q)]] = vals
     if no_grad is not None:
         rows[:, cols[:, _NO_GRAD]] = no_grad
@@ -634,13 +637,13 @@ def _pack(values: list, grads, clipped, layout: _Layout) -> None:
     """Append sum-of-squares / 2 of each gradient, weight and clipped gradient (one
     eager ``tf.nn.l2_loss`` each; fetched later, all at once)."""
     l2 = tf.nn.l2_loss
-    for g, p in zip(grads, layout.present):
+    for g, p in zip(grads, layout.present, strict=True):
         if p:
             values.append(l2(_float32(g)))
     for w in layout.weights:
         values.append(l2(_float32(w)))
     if layout.has_clipped:
-        for c, p in zip(clipped, layout.clipped_present):
+        for c, p in zip(clipped, layout.clipped_present, strict=True):
             if p:
                 values.append(l2(_float32(c)))
 
@@ -759,7 +762,7 @@ def _sum_replicas(ctx, loss, grads, clipped):
         idx = [i for i, t in enumerate(seq) if t is not None]
         summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, [seq[i] for i in idx]) if idx else []
         out = [None] * len(seq)
-        for i, t in zip(idx, summed):
+        for i, t in zip(idx, summed, strict=True):
             out[i] = t
         return out
 

@@ -87,8 +87,8 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
     else:
         ax_loss.text(0.5, 0.5, "no loss recorded", transform=ax_loss.transAxes, ha="center", va="center", color="grey")
     ax_loss.set_ylabel("loss")
-    ax_loss.set_title(f"Training history: {len(hist)} steps" + (f" ({len(steps)} points, min-max bands)" if merged else ""),
-                      loc="left", fontsize=11)
+    merged_note = f" ({len(steps)} points, min-max bands)" if merged else ""
+    ax_loss.set_title(f"Training history: {len(hist)} steps{merged_note}", loc="left", fontsize=11)
 
     # -- norms
     n = len(shown)
@@ -99,7 +99,7 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
     level = "layer" if by == "layer" else "variable"
     ax_norm.set_yscale("log")
     series = {}
-    for name, color in zip(shown, colors):
+    for name, color in zip(shown, colors, strict=True):
         g = hist.norms(name, kind, level=level)
         series[name] = g
         ax_norm.plot(steps, np.where(g > 0, g, np.nan), color=color, linewidth=1.4, label=name)
@@ -123,7 +123,8 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
         cb = fig.colorbar(sm, ax=ax_norm, pad=0.01, fraction=0.03)
         cb.set_label(f"{by} (0 = first, {n - 1} = last)")
     if kind == "grad" and has_clip:
-        handles += [Line2D([], [], color="grey", linewidth=1.4), Line2D([], [], color="grey", linewidth=1.0, linestyle="--")]
+        handles += [Line2D([], [], color="grey", linewidth=1.4),
+                    Line2D([], [], color="grey", linewidth=1.0, linestyle="--")]
         labels += ["raw", "clipped"]
     if broken:
         handles.append(Patch(color=_NAN_SHADE, alpha=0.5))
@@ -149,7 +150,8 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
             title = (f"clipping: one global scale for every gradient, engaged {st.engaged}/{st.steps} steps "
                      f"({st.fraction:.0%}), strongest ×{st.min_scale:.2g}")
         else:
-            lines = [(name, color, scales[name], clip[name]) for name, color in zip(shown, colors) if name in scales]
+            lines = [(name, color, scales[name], clip[name])
+                     for name, color in zip(shown, colors, strict=True) if name in scales]
             title = "clipping: clipped / raw norm per " + by + " (legend: steps clipped / recorded)"
         for name, color, s, st in lines:
             label = f"{name}: {st.engaged}/{st.steps} ({st.fraction:.0%})" if name else "every gradient"
@@ -176,7 +178,7 @@ def _shade_nonfinite(hist, axes, first, last) -> bool:
     if not bad.any():
         return False
     edges = np.flatnonzero(np.diff(np.concatenate([[0], bad.astype(np.int8), [0]])))
-    for a, b in zip(edges[0::2], edges[1::2]):  # runs of bad points
+    for a, b in zip(edges[0::2], edges[1::2], strict=True):  # runs of bad points
         for ax in axes:
             ax.axvspan(first[a] - 0.5, last[b - 1] + 0.5, color=_NAN_SHADE, alpha=0.25, linewidth=0, zorder=0)
     return True
@@ -201,7 +203,8 @@ def _mark_flags(hist, ax, steps, series, shown, by) -> list[str]:
                 ax.plot([steps[i]], [y], linestyle="none", marker=marker, color=color, markersize=8,
                         markeredgecolor="white", markeredgewidth=0.6, zorder=5)
             else:
-                ax.plot([f.step], [0.97], transform=top, linestyle="none", marker=marker, color=color, markersize=8, zorder=5)
+                ax.plot([f.step], [0.97], transform=top, linestyle="none", marker=marker, color=color, markersize=8,
+                        zorder=5)
         else:
             y = 0.97 if f.kind == "nan" else 0.03
             ax.plot([f.step], [y], transform=top, linestyle="none", marker=marker, color=color, markersize=8,

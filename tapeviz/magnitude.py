@@ -72,7 +72,8 @@ def _relative(grad_norm: float | None, weight_norm: float) -> tuple[float | None
     return grad_norm / weight_norm, "ok"
 
 
-def magnitude(name: str, grad_norm: float | None, weight_norm: float, *, layer: str | None = None, node: Any = None) -> Magnitude:
+def magnitude(name: str, grad_norm: float | None, weight_norm: float, *, layer: str | None = None,
+              node: Any = None) -> Magnitude:
     """A Magnitude from two norms (``grad_norm=None``: the variable got no gradient)."""
     rel, status = _relative(None if grad_norm is None else float(grad_norm), float(weight_norm))
     return Magnitude(name, layer if layer is not None else layer_of(name),
@@ -107,7 +108,8 @@ def _values(g):
     return g.values if isinstance(g, tf.IndexedSlices) else g
 
 
-def group_by_layer(items: Iterable[Magnitude], layer: Callable[[Magnitude], str] | Mapping[str, str] | None = None) -> list[Magnitude]:
+def group_by_layer(items: Iterable[Magnitude],
+                   layer: Callable[[Magnitude], str] | Mapping[str, str] | None = None) -> list[Magnitude]:
     """Per-layer Magnitudes: the layer's gradient and weight norms are the norms of all its
     variables taken together (``sqrt(sum of squares)``). A layer with a NaN/Inf gradient
     stays non-finite; variables without a gradient add nothing (a layer none of whose

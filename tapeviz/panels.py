@@ -121,8 +121,8 @@ def inspector(graph: TapeGraph, fl: GradientFlow, node, lang: str = DEFAULT) -> 
     g = graph
     d = g.nx.nodes[node]
     info = g.output_info(node)
-    parts = [f"<b>{_esc(d.get('name') or d['label'])}</b> <i>{_esc(d['kind'])}"
-             f"{' · ' + _esc(d['op_type']) if d['kind'] == 'op' else ''}</i>"]
+    parts = [(f"<b>{_esc(d.get('name') or d['label'])}</b> <i>{_esc(d['kind'])}"
+              f"{' · ' + _esc(d['op_type']) if d['kind'] == 'op' else ''}</i>")]
     if d.get("scope"):
         parts.append(f"{_esc(say('inspect.scope', lang))} {_esc(d['scope'])}")
     if info is not None:

@@ -557,7 +557,7 @@ def chip_specs(display: Shown, pos, *, fontsize: float = FONT, theme: Theme = LI
         cy = rows[n] if rows else y - BOX_H * 0.32
         widths = [fonts.text_width(c.text, size) + 2 * pad for c in chips]
         kept, used = [], 0.0
-        for i, (c, w) in enumerate(zip(chips, widths)):
+        for i, (c, w) in enumerate(zip(chips, widths, strict=True)):
             more = len(chips) - i - 1
             extra = (fonts.text_width(f"+{more}", size) + 2 * pad + 3.0) if more else 0.0
             if used + w + extra > inner:
@@ -980,7 +980,8 @@ class Scene:
         caption_lines = fonts.wrap(self.caption, inner, self.caption_size) if self.caption else []
         title_pitch = self._pitch(self.title_size)
         caption_pitch = self._pitch(self.caption_size)
-        top = margin + self.title_lines * title_pitch + (4.0 + len(caption_lines) * caption_pitch if caption_lines else 0.0) + 6.0
+        caption_h = 4.0 + len(caption_lines) * caption_pitch if caption_lines else 0.0
+        top = margin + self.title_lines * title_pitch + caption_h + 6.0
         legend, legend_h = _legend_layout(_legend_entries(self), inner, th, self.font)
         bottom = margin + legend_h + (6.0 if legend_h else 0.0)
         height = top + graph_h + bottom
@@ -1132,7 +1133,8 @@ class Scene:
             grad = self.grads[n]
             grad.text, grad.color = self._node_grad_text(n, kind, k, finished)
             if n in self.magnitudes:  # coloured once its gradient is complete: never ahead of the pass
-                box.fc = self.magnitude_fill(n) if self._magnitude_arrived(n, k) else th.kinds.get(kind, th.kinds["op"])[0]
+                arrived = self._magnitude_arrived(n, k)
+                box.fc = self.magnitude_fill(n) if arrived else th.kinds.get(kind, th.kinds["op"])[0]
             if n == active_node:
                 box.ec, box.lw = th.active, LW_ACTIVE * th.line
             elif n in self.targets:
@@ -1159,7 +1161,8 @@ class Scene:
         room = self._rooms[e]
         arrow.marks = []
         if members and all(r is not None for r in stops):
-            arrow.color, arrow.linestyle, arrow.lw = th.stopped, REASON_STYLE.get(stops[0].reason, "--"), LW_STOPPED * th.line
+            arrow.color, arrow.lw = th.stopped, LW_STOPPED * th.line
+            arrow.linestyle = REASON_STYLE.get(stops[0].reason, "--")
             code = say(f"ui.edge.{stops[0].reason.value}", self.lang)
             full = code if len(members) == 1 else say("ui.edge.stopped_n", self.lang, code=code, n=len(members))
             text.text = fonts.fit(full, room, text.size, style="italic")

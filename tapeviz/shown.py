@@ -392,7 +392,8 @@ class _Decision:
             if n in reach:
                 continue
             d = G.nodes[n]
-            if d["kind"] == "op" and d["op_type"] in STATEFUL_OPS and self.graph.capture.ops[d["op_index"]].tape_recording:
+            if (d["kind"] == "op" and d["op_type"] in STATEFUL_OPS
+                    and self.graph.capture.ops[d["op_index"]].tape_recording):
                 # an assign the user made into what the target reads (not a variable's
                 # initializer: Keras runs those in tf.init_scope, where the tape is paused)
                 var = self.graph.assigned_variable(n)
@@ -435,7 +436,7 @@ class _Decision:
         G = self.G
         out: dict[Node, list[Chip]] = {}
         for v in self.boxes:
-            for u, _, k, d in G.in_edges(v, keys=True, data=True):
+            for u, _, _key, d in G.in_edges(v, keys=True, data=True):
                 if u not in self.folded or d.get("kind") != "data":
                     continue
                 members = tuple(a for a in nx.ancestors(G, u) if a in self.folded) + (u,)

@@ -127,7 +127,7 @@ def _esc(text) -> str:
 def _path(px: np.ndarray, py: np.ndarray) -> str:
     """An SVG path through the points, broken where a value is missing (NaN)."""
     parts, pen = [], "M"
-    for x, y in zip(px, py):
+    for x, y in zip(px, py, strict=True):
         if not (np.isfinite(x) and np.isfinite(y)):
             pen = "M"
             continue
@@ -151,8 +151,8 @@ def slope_svg(s: Slope, *, lang: str = DEFAULT, theme: str = "light", width: int
     def Y(v):
         return top + (y_hi - np.asarray(v, float)) / (y_hi - y_lo) * ph
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="tv-slope-svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="{font}">',
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="tv-slope-svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="{font}">'),
            f'<rect width="{width}" height="{height}" fill="{c["bg"]}"/>',
            f'<clipPath id="tv-slope-clip"><rect x="{left}" y="{top}" width="{pw}" height="{ph}"/></clipPath>']
     for t in MaxNLocator(5).tick_values(x_lo, x_hi):

@@ -175,7 +175,7 @@ class _Writer:
         pitch = a + d
         block = len(lines) * pitch
         va = t.va
-        top = y if va == "top" else y - block if va == "bottom" else y - (block - d) if va == "baseline" else y - block / 2
+        top = {"top": y, "bottom": y - block, "baseline": y - (block - d)}.get(va, y - block / 2)
         anchor = _ANCHOR.get(t.ha, "start")
         fill = self.paint("fill", t.color)
         ident = f' id="{_esc(gid)}"' if gid else ""
@@ -312,8 +312,8 @@ def to_svg(view) -> str:
     W, H, px = w.width, w.height, w.px
     out = [
         '<?xml version="1.0" encoding="utf-8" standalone="no"?>\n',
-        f'<svg xmlns="{SVG_NS}" version="1.1" width="{W / px:.2f}pt" height="{H / px:.2f}pt" '
-        f'viewBox="0 0 {W:.2f} {H:.2f}" font-family="{_esc(FAMILY)}" style="white-space:pre">\n',
+        (f'<svg xmlns="{SVG_NS}" version="1.1" width="{W / px:.2f}pt" height="{H / px:.2f}pt" '
+         f'viewBox="0 0 {W:.2f} {H:.2f}" font-family="{_esc(FAMILY)}" style="white-space:pre">\n'),
         f'<rect width="100%" height="100%"{w.paint("fill", sc.theme.background)}/>\n',
         '<g id="layer-edges">\n',
     ]

@@ -295,8 +295,12 @@ def _absolute(m: re.Match, view_box: Box) -> str:
     """A percentage length attribute as user units of the whole picture."""
     name, quote, value = m.group(1), m.group(2), float(m.group(3))
     w, h = view_box[2], view_box[3]
-    ref = w if name in ("x", "width", "cx", "rx", "x1", "x2") else h if name in ("y", "height", "cy", "ry", "y1", "y2") \
-        else math.hypot(w, h) / math.sqrt(2)
+    if name in ("x", "width", "cx", "rx", "x1", "x2"):
+        ref = w
+    elif name in ("y", "height", "cy", "ry", "y1", "y2"):
+        ref = h
+    else:  # a length along no axis: a percentage of the diagonal / sqrt(2), as SVG defines it
+        ref = math.hypot(w, h) / math.sqrt(2)
     return f"{name}={quote}{value / 100 * ref!r}{quote}"
 
 
@@ -632,7 +636,8 @@ def _parts(node: _Node, parent: _Context) -> list[Box] | None:
             groups = None if None in v else [[(v[0], v[1]), (v[2], v[3])]]
         elif tag in ("polyline", "polygon"):
             v = [float(s) for s in _NUMBER.findall(a.get("points", ""))]
-            pts = list(zip(v[0::2], v[1::2]))
+            # an odd count is an SVG error; browsers draw the pairs before it: the lone last number is dropped
+            pts = list(zip(v[0::2], v[1::2], strict=False))
             groups = [pts] if pts else []
         else:  # use, nested svg, foreignObject, ...: not bounded here
             return None

@@ -38,7 +38,8 @@ class _GraphHolder:
         if self._tv_capture.graph_mode:
             raise GraphModeError(GRAPH_MODE_MESSAGE)
         if self._tv_graph is None:
-            self._tv_graph = TapeGraph(self._tv_capture, max_value_bytes=self._tv_max_value_bytes, budget_bytes=self._tv_budget_bytes)
+            self._tv_graph = TapeGraph(self._tv_capture, max_value_bytes=self._tv_max_value_bytes,
+                                       budget_bytes=self._tv_budget_bytes)
         return self._tv_graph
 
     def _tv_stop(self, recorder: Recorder, frame) -> None:

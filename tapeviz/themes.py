@@ -167,4 +167,4 @@ def mix(colour: str, background: str, amount: float) -> str:
     from matplotlib.colors import to_hex, to_rgb
 
     a, b = to_rgb(colour), to_rgb(background)
-    return to_hex(tuple(x * amount + y * (1.0 - amount) for x, y in zip(a, b)))
+    return to_hex(tuple(x * amount + y * (1.0 - amount) for x, y in zip(a, b, strict=True)))

@@ -223,7 +223,7 @@ class GraphView:
             rec = sc.boxes[n]
             rec.fc, rec.ec = _hex(box.get_facecolor()), _hex(box.get_edgecolor())
             rec.lw, rec.linestyle, rec.visible = box.get_linewidth(), box.get_linestyle(), box.get_visible()
-            for art, label in zip(a.labels[n], sc.labels[n]):
+            for art, label in zip(a.labels[n], sc.labels[n], strict=True):
                 _sync_text(art, label)
             _sync_text(a.grads[n], sc.grads[n])
         for e, arrow in a.arrows.items():
@@ -232,7 +232,7 @@ class GraphView:
             rec.linestyle, rec.visible = arrow.get_linestyle(), arrow.get_visible()
             _sync_text(a.edge_labels[e], sc.edge_labels[e])
         for n, tags in a.chips.items():
-            for art, label in zip(tags, sc.chips[n]):
+            for art, label in zip(tags, sc.chips[n], strict=True):
                 _sync_text(art, label)
         for art, label in ((self._chrome.title, sc.title_label), (self._chrome.caption, sc.caption_label)):
             label.text, label.color = art.get_text(), _hex(art.get_color())

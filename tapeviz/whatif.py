@@ -100,7 +100,7 @@ def parse_range(name: str, spec: Any) -> InputRange:
     if not isinstance(spec, (tuple, list)) or not 2 <= len(spec) <= 4:
         raise TypeError(f"{name}={spec!r}: give the input's range as (min, max[, start[, step]]), e.g. {example}.")
     nums = []
-    for part, v in zip(("min", "max", "start", "step"), spec):
+    for part, v in zip(("min", "max", "start", "step"), spec, strict=False):  # spec: 2 to 4 of them
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise TypeError(f"{name}: {part} must be a number, got {type(v).__name__} ({v!r}); e.g. {example}.")
         if not math.isfinite(v):
@@ -403,7 +403,7 @@ def carry_state(state: ExplorerState, old: Run, new: Run) -> ExplorerState:
     step = fl_old.check_step(state.step)
     step = fl_new.last_step if step >= fl_old.last_step else min(step, fl_new.last_step)
     if new.shape(state.target) == old.shape(state.target):
-        same = dict(zip(old.nodes, new.nodes))
+        same = dict(zip(old.nodes, new.nodes, strict=True))
         return state.replace(step=step, node=same.get(state.node),
                              functions=frozenset(same[f] for f in state.functions if f in same))
     return state.replace(step=step, node=None, collapsed=None, functions=frozenset())

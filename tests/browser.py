@@ -401,7 +401,7 @@ def start_server(
                                state_dir=state, log_path=log_path, frontend=frontend)
         try:
             _wait_ready(server, timeout)
-        except Exception as exc:
+        except (RuntimeError, TimeoutError) as exc:  # the server exited, or never answered
             last_error = f"{exc}\n--- server log ---\n{server.log_tail()}"
             server.stop()
             continue

@@ -213,7 +213,8 @@ def test_keyboard_steps_and_plays_when_the_explorer_has_focus(frontend, server_f
     page.keyboard.press(" ")
     expect(ex.play_icon).to_have_class(re.compile(r"\bfa-pause\b"))
     page.wait_for_function(
-        "([sel]) => { const h = document.querySelector(sel); return h && Number(h.getAttribute('aria-valuetext')) >= 2; }",
+        "([sel]) => { const h = document.querySelector(sel);"
+        " return h && Number(h.getAttribute('aria-valuetext')) >= 2; }",
         arg=[f"{ex.root} .tv-step .noUi-handle"], polling=50,
     )
     wait_svg_changed(page, ex.canvas, svg)

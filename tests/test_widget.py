@@ -159,5 +159,5 @@ def test_keras_training_example_explorer():
     model = run.extra["model"]
     got = ex.gradients()
     assert len(got) == len(model.trainable_variables)
-    for g_tf, g_ex in zip(run.extra["gradients"], got.values()):
+    for g_tf, g_ex in zip(run.extra["gradients"], got.values(), strict=True):
         np.testing.assert_array_equal(g_ex, tf.clip_by_norm(g_tf, 0.1).numpy())

@@ -11,7 +11,7 @@ test checks every catalogue has every key, with the same placeholders).
 from __future__ import annotations
 
 import importlib
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
 #: Languages with a catalogue.
