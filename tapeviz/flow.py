@@ -95,13 +95,13 @@ class GradientFlow:
             if is_symbolic(t):
                 raise GraphModeError(GRAPH_MODE_MESSAGE)
             if isinstance(t, tf.Variable) or hasattr(t, "path") and hasattr(t, "handle"):
-                node = g.node_of(t)
-                if node is None:
+                var_key = g.key_of(t)
+                if var_key is None or g.node_of(t) is None:
                     raise ValueError(
                         f"The target variable {t.name} was not read while the tape recorded; "
                         "pass a tensor computed inside the `with` block."
                     )
-                out.append(g.key_of(t))
+                out.append(var_key)
                 continue
             key = g.key_of(t) if isinstance(t, tf.Tensor) else None
             if key is None:
@@ -193,8 +193,8 @@ class GradientFlow:
         for e, s in self.edge_step.items():
             if e[0] not in last_step:
                 done[e[0]] = max(done.get(e[0], 0), s)
-        for t in self.target_nodes:
-            done[t] = 0
+        for target_node in self.target_nodes:
+            done[target_node] = 0
         self._done = done
         self._np_cache: dict = {}
 
@@ -275,7 +275,8 @@ class GradientFlow:
     def contributions(self, obj) -> list[tuple[Any, np.ndarray]]:
         """[(consumer node, contribution)] for each edge leaving obj that carries gradient.
 
-        For a tensor with several consumers these are the pieces TF adds up (fan-out)."""
+        For a tensor with several consumers these are the pieces TF adds up (fan-out). An
+        edge whose gradient is a handle, not numbers (a TensorList's variant), has none."""
         g = self.graph
         node = obj if isinstance(obj, str) else g.node_of(obj)
         if node is None:
@@ -287,9 +288,9 @@ class GradientFlow:
         for u, v, k, d in g.data_edges(node):
             if tid is not None and d["tensor"] != tid:
                 continue
-            c = self._edge_grad.get((u, v, k))
+            c = _to_numpy(self._edge_grad.get((u, v, k)))
             if c is not None:
-                out.append((v, _to_numpy(c)))
+                out.append((v, c))
         return out
 
     def gradients(self) -> dict[str, np.ndarray | None]:
@@ -312,7 +313,8 @@ class GradientFlow:
         if self.grad_tensor(obj if not isinstance(obj, str) else node) is not None:
             return None
         if not isinstance(obj, str) and g.nx.nodes[node]["kind"] != "variable":
-            info = g.tensors.get(g.key_of(obj))
+            key = g.key_of(obj)
+            info = g.tensors.get(key) if key is not None else None
             if info is not None and not info.trainable:
                 return StopReason(node, Reason.INTEGER_DTYPE, Cause.INTEGER,
                                   Facts(subject=g.display_name(node), dtype=info.dtype), node)

@@ -79,6 +79,28 @@ def test_draw_functions_return_their_artists(fan):
     assert "variable" in texts and any("stop_gradient" in t for t in texts)
 
 
+def test_contributions_are_arrays_even_where_a_gradient_is_a_tensor_list():
+    """Through a TensorList the gradient on the list's edge is a variant handle, not
+    numbers: that edge has no contribution (it used to be listed as None)."""
+    x = tf.Variable([1.0, 2.0, 3.0])
+    no_shape = tf.constant([], tf.int32)
+    with tv.GradientTape() as tape:
+        handle = tf.raw_ops.TensorListFromTensor(tensor=x * 1.0, element_shape=no_shape)
+        y = tf.raw_ops.TensorListStack(input_handle=handle, element_shape=no_shape, element_dtype=tf.float32)
+        z = tf.reduce_sum(y * y)
+    fl = tv.flow(tape, z)
+    np.testing.assert_array_equal(fl.grad(x), tape.gradient(z, x).numpy())
+    g = tape.graph
+    assert g.tensors[g.key_of(handle)].dtype == "variant"
+    for n in g.nx.nodes:
+        parts = fl.contributions(n)
+        assert all(isinstance(p, np.ndarray) for _, p in parts), (n, parts)
+    assert fl.contributions(handle) == [] and fl.grad(handle) is None
+    parts = [p for _, p in fl.contributions(y)]  # y * y: one part per use, TF adds them
+    assert len(parts) == 2
+    np.testing.assert_array_equal(np.sum(parts, axis=0), 2 * y.numpy())
+
+
 def test_clipping_report_is_tfs():
     grads = {"a": tf.constant([3.0, 4.0]), "b": tf.constant([0.0, 12.0]), "none": None}
     weights = {"a": tf.constant([1.0, 1.0]), "b": tf.constant([2.0, 2.0]), "none": tf.constant(0.0)}
