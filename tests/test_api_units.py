@@ -79,6 +79,23 @@ def test_draw_functions_return_their_artists(fan):
     assert "variable" in texts and any("stop_gradient" in t for t in texts)
 
 
+def test_a_view_drawn_into_a_subfigure_gives_the_figure_that_saves(fan):
+    """An Axes inside a matplotlib SubFigure: view.figure (and tv.draw's return) is the
+    Figure holding it, so view.png() can save it (a SubFigure has no savefig)."""
+    from matplotlib.figure import Figure
+
+    tape, w, b, a, c = fan
+    fig = Figure()
+    left, _ = fig.subfigures(1, 2)
+    inner, _ = left.subfigures(2, 1)  # nested: still the one Figure
+    ax = inner.add_subplot()
+    view = tv.view(tape, c, ax=ax)
+    assert view.figure is fig and view.ax is ax
+    with Image.open(io.BytesIO(view.png(dpi=40))) as im:
+        assert im.format == "PNG" and im.size == (round(fig.get_figwidth() * 40), round(fig.get_figheight() * 40))
+    assert tv.draw(tape, c, ax=fig.subfigures(1, 1).add_subplot()) is fig
+
+
 def test_contributions_are_arrays_even_where_a_gradient_is_a_tensor_list():
     """Through a TensorList the gradient on the list's edge is a variant handle, not
     numbers: that edge has no contribution (it used to be listed as None)."""
