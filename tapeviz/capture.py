@@ -267,7 +267,7 @@ def _variable_accessed(variable):
     and, when a Keras variable is doing the read, its Keras path."""
     recs = getattr(_local, "recorders", None)
     if recs:
-        handle = getattr(variable, "handle", None)
+        handle: Any = getattr(variable, "handle", None)
         if type(handle) is _ops.EagerTensor:
             hid = handle._id
             for r in recs:
@@ -309,7 +309,7 @@ def _keras_variable_codes() -> frozenset | None:
         return _keras_codes
     mod = sys.modules.get("keras.src.backend.common.variables")
     base = getattr(mod, "Variable", None) if mod is not None else None
-    if not isinstance(base, type):
+    if mod is None or not isinstance(base, type):
         return None
     codes: set = set()
     classes, seen = [base], set()
@@ -328,9 +328,14 @@ def _keras_variable_codes() -> frozenset | None:
                         codes.add(code)
                     fn = getattr(fn, "__wrapped__", None)
     # Keras's own code is told by where it lives (not by "keras" anywhere in a path: a
-    # user's project folder may be called that).
-    package = os.path.dirname(sys.modules[mod.__name__.split(".")[0]].__file__)
-    _keras_dirs = tuple({package + os.sep, os.path.realpath(package) + os.sep})
+    # user's project folder may be called that). A package without a file (a namespace
+    # package) has no folder to tell it by: then only its variable methods are known.
+    init_file = sys.modules[mod.__name__.split(".")[0]].__file__
+    if init_file is None:
+        _keras_dirs = ()
+    else:
+        package = os.path.dirname(init_file)
+        _keras_dirs = tuple({package + os.sep, os.path.realpath(package) + os.sep})
     _keras_codes = frozenset(codes)
     return _keras_codes
 
@@ -357,9 +362,10 @@ def _learn_keras_path(hid: int, variable, tries: int) -> None:
     path = _keras_path_on_stack(variable, sys._getframe(2), codes)  # the caller of variable_accessed
     if len(_paths) >= _PATHS_MAX:
         _paths.clear()
-    if path.__class__ is not str:  # True: Keras code read it, so ask again next time
-        path = tries + 1 if path else _PATH_TRIES
-    _paths[hid] = path
+    if path.__class__ is str:
+        _paths[hid] = path
+    else:  # True: Keras code read it, so ask again next time
+        _paths[hid] = tries + 1 if path else _PATH_TRIES
 
 
 def keras_paths_of(handle_ids) -> dict[int, str]:
@@ -654,7 +660,7 @@ def _view_of(value) -> int | None:
         base = getattr(base, "base", None)
         if base is None:
             return None
-        obj = getattr(base, "obj", None) if isinstance(base, memoryview) else None
+        obj: Any = getattr(base, "obj", None) if isinstance(base, memoryview) else None
         if obj.__class__ is _ops.EagerTensor:
             return obj._id
     return None

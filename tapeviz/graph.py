@@ -360,6 +360,7 @@ class TapeGraph:
         # an exact key, a plain list [(position, exported)] compared one by one.
         index: dict[tuple, Any] = {}
         for pos, e in enumerate(exported):
+            assert e.value is not None  # (kept above: values only)
             bucket_key = (e.shape, e.value.dtype)
             key = _equality_key(e.value)
             if key is _NO_KEY:

@@ -30,7 +30,7 @@ import threading
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import tensorflow as tf
@@ -392,7 +392,8 @@ class History:
                                         np.sqrt(np.where(clip_present[:, m], c2[:, m], 0).sum(axis=1)), np.nan)
             glob_g = np.where(has_grads, np.sqrt(np.where(present, g2, 0).sum(axis=1)), np.nan)[:, None]
             glob_w = np.where(has_grads, np.sqrt(np.where(in_step, w2, 0).sum(axis=1)), np.nan)[:, None]
-            glob_clip = clip_present.any(axis=1)[:, None]
+            # (numpy's stubs type any(axis=...) as a bool or an array; of a 2-D array it is the array)
+            glob_clip = cast(np.ndarray, clip_present.any(axis=1))[:, None]
             glob_c = np.where(glob_clip[:, 0], np.sqrt(np.where(clip_present, c2, 0).sum(axis=1)), np.nan)[:, None]
 
         rows = np.full((b, self._buckets.columns), np.nan, np.float32)

@@ -16,6 +16,7 @@ with a colour bar.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 from matplotlib import colormaps
@@ -130,8 +131,8 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
         handles.append(Patch(color=_NAN_SHADE, alpha=0.5))
         labels.append("NaN / Inf gradients")
     for k in kinds_shown:
-        marker, color, label = _FLAG_STYLE[k]
-        handles.append(Line2D([], [], linestyle="none", marker=marker, color=color, markersize=7))
+        marker, flag_color, label = _FLAG_STYLE[k]
+        handles.append(Line2D([], [], linestyle="none", marker=marker, color=flag_color, markersize=7))
         labels.append(f"flag: {label}")
     if handles:
         ax_norm.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
@@ -144,6 +145,7 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
         scales = {name: hist.norms(name, "clip_scale", level=level) for name in shown if clip[name].steps}
         glob = hist.norms(None, "clip_scale")
         shared = all(np.allclose(s, glob, rtol=1e-4, atol=1e-6, equal_nan=True) for s in scales.values())
+        lines: list[tuple[str | None, Any, np.ndarray, Any]]  # (name, colour, scales, clipping stats)
         if shared:  # tf.clip_by_global_norm: one scale for every gradient, one line
             st = hist.clipping(by="global")["global"]
             lines = [(None, "black", glob, st)]

@@ -174,6 +174,8 @@ def count_crossings(
     if len(pairs) < 2:
         return 0
     edges = sorted(pairs, key=_edge_sort_key(g))
+    rows: list[tuple[float, ...]]
+    names: list[tuple[Node, Node]]
     if routes:
         rows, names = [], []
         for u, v in edges:
@@ -577,7 +579,7 @@ def _place(
     if layer_gap <= 0 or node_gap <= 0:
         raise ValueError("layer_gap and node_gap must be positive")
     nodes, proper, _, _ = _reduce(g, sweeps)
-    if not nodes:
+    if proper is None:  # an empty graph
         return {}, {}
     xs, ys = proper.coordinates(layer_gap, node_gap)
     n_real = len(nodes)
@@ -608,13 +610,14 @@ def _ordered_layers(
     nothing is counted and both are None.
     """
     nodes, proper, initial, best = _reduce(g, sweeps)
-    if not nodes:
+    if proper is None:  # an empty graph
         return [], [], 0, 0
     return nodes, proper.columns(), initial, best
 
 
 def _reduce(g: nx.DiGraph, sweeps: int) -> tuple[list[Node], _Proper | None, int | None, int | None]:
-    """:func:`_ordered_layers` before the columns are read out (dummies included)."""
+    """:func:`_ordered_layers` before the columns are read out (dummies included);
+    no _Proper (None) for an empty graph."""
     if sweeps < 0:
         raise ValueError("sweeps must be >= 0")
     nodes, depth, succ = _assign_layers(g)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import tensorflow as tf
@@ -210,6 +210,11 @@ class MagnitudeScale:
         lo = math.floor(math.log10(arr.min()))
         hi = max(math.ceil(math.log10(arr.max())), lo + 1)
         return cls(10.0**lo, 10.0**hi, cmap)
+
+    @overload
+    def __call__(self, value: float) -> float: ...
+    @overload
+    def __call__(self, value: None) -> None: ...
 
     def __call__(self, value: float | None) -> float | None:
         if value is None:

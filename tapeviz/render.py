@@ -177,7 +177,7 @@ def _swatch_artists(fig: Figure, sw: Swatch, scene: Scene) -> list:
         fig.patches.append(patch)
         patch.set_figure(fig)
         return [patch]
-    if sw.kind == "chip":
+    if sw.chip is not None:  # a "chip" swatch: its sample is a tag
         return [_fig_text(fig, sw.chip, scene)]
     line = Line2D([sw.x / W, (sw.x + sw.w) / W], [sw.y / H, sw.y / H], color=sw.ec, lw=sw.lw, linestyle=sw.linestyle,
                   transform=fig.transFigure, solid_capstyle="butt")

@@ -165,7 +165,7 @@ class Shown:
             if boxes is not None and n not in boxes:
                 continue
             layer = groups.get(n)
-            if layer in self.collapsed:
+            if layer is not None and layer in self.collapsed:
                 call = calls.get(n, 0) if calls else 0
                 dn = f"layer:{layer}" if call == 0 else f"layer:{layer}#{call + 1}"
                 if dn not in d:

@@ -223,7 +223,7 @@ def slope_figure(s: Slope, *, lang: str = DEFAULT, theme: str = "light") -> Figu
     ax.yaxis.set_major_locator(MaxNLocator(5))
     ax.plot(s.xs, s.ys, color=c["curve"], lw=c["width"], gid="curve", label=s.y_name)
     seg = tangent_segment(s)
-    if seg is not None:
+    if seg is not None and s.slope is not None:  # (a tangent needs a slope)
         ax.plot(seg[0], seg[1], color=c["tangent"], lw=c["width"] + 0.4, gid="tangent",
                 label=say("ui.slope.legend", lang, slope=_num(s.slope)))
     if np.isfinite(s.y0):

@@ -59,6 +59,12 @@ class ExplorerState:
         return dataclasses.replace(self, **changes)
 
     @property
+    def clip_range(self) -> tuple[float, float]:
+        """``clip_value`` as a (min, max) tuple: a widget may hand the range over as a list."""
+        lo, hi = self.clip_value
+        return lo, hi
+
+    @property
     def structure(self) -> tuple:
         """What decides the picture's layout (its boxes and where they are)."""
         return (self.target, self.collapsed, self.functions, self.show_all, self.lang, self.theme, self.magnitude)
@@ -135,7 +141,7 @@ class Explored:
                 measured = self._measures[state.target] = clipping.measure(
                     self.raw_gradients(state), {k: v for k, v in weights.items() if v is not None})
             rep = clipping.report(measured.grads, measured.weights, mode=state.clip, clip_norm=state.clip_norm,
-                                  clip_value=tuple(state.clip_value), lr=state.lr, measured=measured)
+                                  clip_value=state.clip_range, lr=state.lr, measured=measured)
             if len(self._reports) >= 64:
                 self._reports.pop(next(iter(self._reports)))
             self._reports[key] = rep
@@ -223,5 +229,5 @@ def gradients(ex: Explored, state: ExplorerState, clipped: bool = True) -> dict[
     raw = ex.raw_gradients(state)
     if not clipped:
         return {k: clipping.to_numpy(v) for k, v in raw.items()}
-    out = clipping.clip(raw, state.clip, state.clip_norm, tuple(state.clip_value))
+    out = clipping.clip(raw, state.clip, state.clip_norm, state.clip_range)
     return {k: clipping.to_numpy(v) for k, v in out.items()}

@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from . import fonts
-from .scene import CURVE4, DPI, MOVETO, Arrow, Box, Label, Scene
+from .scene import CURVE4, DPI, MOVETO, Arrow, Box, Label, Scene, Swatch
 from .themes import FONT_FAMILIES, rgba
 
 __all__ = ["to_svg", "draws_whole_figure", "head_and_line", "chevron"]
@@ -201,15 +201,14 @@ class _Writer:
         return "".join(out)
 
     def arrow(self, ar: Arrow) -> str:
-        pts = [self.to_px(x, y) for x, y in ar.path.vertices] if ar.path is not None else None
-        if pts is None:
+        if ar.path is None:
             (xa, ya), (xb, yb) = self.to_px(*ar.start), self.to_px(*ar.end)
             dx, dy = xb - xa, yb - ya
             # matplotlib's arc3: one quadratic curve (y down here, so the bend flips sign)
             cx, cy = (xa + xb) / 2 - ar.rad * dy, (ya + yb) / 2 + ar.rad * dx
             pts, codes = [(xa, ya), (cx, cy), (xb, yb)], [MOVETO, 3, 3]
         else:
-            codes = ar.path.codes
+            pts, codes = [self.to_px(x, y) for x, y in ar.path.vertices], ar.path.codes
         line, head = head_and_line(pts, MUTATION * self.scene.theme.line * self.px, ar.lw * self.px)
         parts = [f'<path d="{_path_d(line, codes)}" style="{self.stroke(ar.color, ar.lw, ar.linestyle)}"/>']
         if head:
@@ -357,13 +356,13 @@ def to_svg(view) -> str:
     return "".join(out)
 
 
-def _swatch(w: _Writer, sc: Scene, sw) -> str:
+def _swatch(w: _Writer, sc: Scene, sw: Swatch) -> str:
     H = w.height
     if sw.kind == "box":
         style = w.stroke(sw.ec, sw.lw, sw.linestyle, fill=sw.fc)
         return (f'<rect x="{sw.x:.2f}" y="{H - sw.y - sw.h:.2f}" width="{sw.w:.2f}" height="{sw.h:.2f}" '
                 f'rx="{2 * w.px:.2f}" style="{style}"/>')
-    if sw.kind == "chip":
+    if sw.chip is not None:  # a "chip" swatch: its sample is a tag
         return w.text(sw.chip, px=True)
     y = H - sw.y
     out = f'<path d="M{sw.x:.2f} {y:.2f}L{sw.x + sw.w:.2f} {y:.2f}" style="{w.stroke(sw.ec, sw.lw, sw.linestyle)}"/>'

@@ -166,5 +166,6 @@ def mix(colour: str, background: str, amount: float) -> str:
     (a tint that keeps the hue and lets dark text on it stay readable)."""
     from matplotlib.colors import to_hex, to_rgb
 
-    a, b = to_rgb(colour), to_rgb(background)
-    return to_hex(tuple(x * amount + y * (1.0 - amount) for x, y in zip(a, b, strict=True)))
+    fg, bg = to_rgb(colour), to_rgb(background)
+    r, g, b = (x * amount + y * (1.0 - amount) for x, y in zip(fg, bg, strict=True))
+    return to_hex((r, g, b))

@@ -113,7 +113,7 @@ class Explorer(W.VBox):
         if self.auto_theme:
             self.page_theme = PageTheme()
             self.page_theme.observe(lambda ch: self._on_page_theme(ch["new"]), names="dark")
-            self.children = (*self.children, self.page_theme)
+            self.children = [*self.children, self.page_theme]
         self._sync_groups()
         self._show()
 
@@ -165,7 +165,7 @@ class Explorer(W.VBox):
             return
         new = self.state.replace(**changes)
         try:
-            clipping.check_settings(new.clip, new.clip_norm, tuple(new.clip_value))
+            clipping.check_settings(new.clip, new.clip_norm, new.clip_range)
         except ValueError as e:  # say why, keep the last good state and its picture
             self.message.value = f"<span class='tv-bad'>{panels._esc(e)}</span>"
             return

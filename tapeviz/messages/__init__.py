@@ -38,6 +38,8 @@ class Phrase(str):
     of any sentence it is put into."""
 
     __slots__ = ("key", "facts")
+    key: str
+    facts: dict[str, Any]
 
     def __new__(cls, key: str, **facts: Any) -> Phrase:
         obj = super().__new__(cls, say(key, DEFAULT, **facts))
