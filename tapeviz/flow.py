@@ -13,6 +13,7 @@ and nothing more; the last step is the finished backward pass.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,9 @@ from .messages import say
 from .reasons import Cause, Facts, Reason, StopReason, tf_equivalent
 
 __all__ = ["GradientFlow", "Step", "StopReason", "Reason", "Cause", "REASONS"]
+
+#: A graph edge: (producer node, consumer node, the consumer's input position).
+Edge = tuple[str, str, int]
 
 STOP_GRADIENT_OPS = frozenset({"StopGradient", "PreventGradient"})
 CAST_OPS = frozenset({"Cast", "Bitcast"})
@@ -75,7 +79,7 @@ class GradientFlow:
     ``cuts`` each place where a path is cut, once.
     """
 
-    def __init__(self, graph: TapeGraph, target, sources=None, output_gradients=None):
+    def __init__(self, graph: TapeGraph, target: Any, sources: Any = None, output_gradients: Any = None):
         self.graph = graph
         self.target = target
         self._target_ids = self._resolve_targets(target)
@@ -215,17 +219,17 @@ class GradientFlow:
                 f"has steps 0 to {self.last_step} (0 seeds the target, {self.last_step} is the finished pass).")
         return int(step)
 
-    def step_of(self, node) -> int | None:
+    def step_of(self, node: Hashable) -> int | None:
         """The backward step after which node's gradient is complete (0 for the target)."""
         return self._done.get(node)
 
-    def arrived(self, edge, step: int) -> bool:
+    def arrived(self, edge: Edge, step: int) -> bool:
         """Whether the edge's contribution was computed at or before `step`."""
         s = self.edge_step.get(edge)
         return s is not None and s <= step
 
     # -- totals --------------------------------------------------------------------------
-    def grad_tensor(self, obj):
+    def grad_tensor(self, obj: Any) -> tf.Tensor | tf.IndexedSlices | None:
         """The TF value (Tensor or IndexedSlices) of d target / d obj, or None."""
         g = self.graph
         if isinstance(obj, str) and obj in g.nx:
@@ -239,14 +243,14 @@ class GradientFlow:
             raise TypeError(f"Expected a tf.Variable, a tensor or a node id, got {type(obj).__name__}.")
         return self._grad_tensor.get(key)
 
-    def grad(self, obj) -> np.ndarray | None:
+    def grad(self, obj: Any) -> np.ndarray | None:
         """d target / d obj as numpy (IndexedSlices made dense), None where TF gives None."""
         key = obj if isinstance(obj, str) else id(obj)
         if key not in self._np_cache:
             self._np_cache[key] = _to_numpy(self.grad_tensor(obj))
         return self._np_cache[key]
 
-    def edge_grad(self, u, v, key) -> np.ndarray | None:
+    def edge_grad(self, u: str, v: str, key: int) -> np.ndarray | None:
         """What flowed back along one edge (None if nothing did)."""
         e = (u, v, key)
         cache = self.__dict__.setdefault("_edge_np", {})
@@ -254,7 +258,7 @@ class GradientFlow:
             cache[e] = _to_numpy(self._edge_grad.get(e))
         return cache[e]
 
-    def total_along(self, edges) -> np.ndarray | None:
+    def total_along(self, edges: Iterable[Edge]) -> np.ndarray | None:
         """What flowed back along several edges together, added by TensorFlow (tf.math.add_n:
         the sum TF itself forms when one tensor feeds several ops). None when none carries
         anything; the parts' shapes must agree (they do for the uses of one tensor)."""
@@ -268,11 +272,11 @@ class GradientFlow:
             cache[key] = _to_numpy(dense[0] if len(dense) == 1 else tf.math.add_n(dense))
         return cache[key]
 
-    def carries(self, edge) -> bool:
+    def carries(self, edge: Edge) -> bool:
         """Whether any gradient flowed back along the edge."""
         return edge in self._edge_grad
 
-    def contributions(self, obj) -> list[tuple[Any, np.ndarray]]:
+    def contributions(self, obj: Any) -> list[tuple[str, np.ndarray]]:
         """[(consumer node, contribution)] for each edge leaving obj that carries gradient.
 
         For a tensor with several consumers these are the pieces TF adds up (fan-out). An
@@ -299,7 +303,7 @@ class GradientFlow:
         return {d["name"]: self.grad(n) for n, d in g.nx.nodes(data=True) if d["kind"] == "variable"}
 
     # -- stop reasons -------------------------------------------------------------------
-    def why_none(self, obj) -> StopReason | None:
+    def why_none(self, obj: Any) -> StopReason | None:
         """None if a gradient reaches obj, else the reason it does not."""
         g = self.graph
         node = obj if isinstance(obj, str) and obj in g.nx else g.node_of(obj)

@@ -26,11 +26,12 @@ path without the last part.
 from __future__ import annotations
 
 import operator
+import os
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import tensorflow as tf
@@ -39,6 +40,13 @@ from .buckets import Buckets
 from .flags import KINDS, Flag, FlagDetector, Thresholds
 from .magnitude import Magnitude, MagnitudeScale, group_by_layer, layer_of, magnitude
 from .pictures import PictureStore
+
+if TYPE_CHECKING:  # for annotations only (keras_callback imports Keras: only when a callback is made)
+    from matplotlib.figure import Figure
+
+    from .flow import GradientFlow
+    from .graph import TapeGraph
+    from .keras_callback import HistoryCallback
 
 __all__ = ["History", "Flag", "Thresholds", "ClipStats"]
 
@@ -180,8 +188,8 @@ class History:
         self._tb_written: dict[str, int] = {}
 
     # ------------------------------------------------------------------ recording
-    def add(self, step: int, *, loss=None, grads: Sequence | None = None, variables: Sequence | None = None,
-            clipped: Sequence | None = None, tape=None) -> None:
+    def add(self, step: int, *, loss: Any = None, grads: Sequence | None = None, variables: Sequence | None = None,
+            clipped: Sequence | None = None, tape: Any = None) -> None:
         """Record one training step.
 
         ``step``: an int, larger than the previous one. ``loss``: the scalar loss (tensor
@@ -562,7 +570,7 @@ class History:
         self.flush()
         return self._pictures.steps()
 
-    def picture(self, step: int):
+    def picture(self, step: int) -> tuple[TapeGraph, GradientFlow] | None:
         """``(TapeGraph, GradientFlow)`` of a step in :meth:`recorded_steps`, else None.
 
         The flow (the backward pass of the loss, as ``tv.flow(tape, loss)``) is computed on
@@ -586,7 +594,7 @@ class History:
         return self._buckets.nbytes + self._pictures.nbytes
 
     # ------------------------------------------------------------------ outputs
-    def plot(self, by: str = "layer", names: Iterable[str] | None = None, kind: str = "grad"):
+    def plot(self, by: str = "layer", names: Iterable[str] | None = None, kind: str = "grad") -> Figure:
         """A matplotlib Figure: loss; gradient norms over steps (log scale; raw solid,
         clipped dashed; min-max band where steps merged) with flags marked; and, when
         clipped gradients were recorded, the clip scale with how often it engaged.
@@ -597,7 +605,7 @@ class History:
 
         return plot_history(self, by=by, names=names, kind=kind)
 
-    def callback(self, x, y=None, *, every: int = 10, sample_weight=None):
+    def callback(self, x: Any, y: Any = None, *, every: int = 10, sample_weight: Any = None) -> HistoryCallback:
         """A Keras callback for ``model.fit``: every ``every`` batches it computes the
         gradients of the compiled loss on the probe batch ``(x, y)`` at the current
         weights, eagerly with a ``tv.GradientTape``, and records them (with the picture),
@@ -606,7 +614,7 @@ class History:
 
         return HistoryCallback(self, x, y, every=every, sample_weight=sample_weight)
 
-    def to_tensorboard(self, logdir) -> str:
+    def to_tensorboard(self, logdir: str | os.PathLike[str]) -> str:
         """Write norms, clip scales, losses and flags as TensorBoard scalars / text in
         ``logdir``; a second call adds only what is new. Returns the logdir."""
         from .tensorboard import write_history

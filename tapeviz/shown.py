@@ -27,8 +27,9 @@ recorded op, grouped by name scope only, as before this stage existed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 import networkx as nx
 
@@ -38,6 +39,8 @@ from .reasons import Reason
 __all__ = ["Shown", "Chip", "decide", "collapse", "layer_groups", "FIT_BOXES", "COLLAPSE_THRESHOLD"]
 
 Node = Hashable
+#: What a picture collapses: "auto", True (every group), False (none) or the group names.
+Collapsed: TypeAlias = bool | str | Iterable[str]
 
 #: More boxes than this (after hiding and folding, every group open): layers collapse.
 FIT_BOXES = 30
@@ -329,7 +332,7 @@ def collapse(g: nx.MultiDiGraph, collapsed="auto", *, threshold: int = COLLAPSE_
 # --------------------------------------------------------------------------- the decision
 
 
-def decide(graph: TapeGraph, flow=None, *, show_all: bool = False, collapsed="auto", bodies=None,
+def decide(graph: TapeGraph, flow=None, *, show_all: bool = False, collapsed: Collapsed = "auto", bodies=None,
            fit: int = FIT_BOXES) -> Shown:
     """What a picture of ``graph`` (and ``flow``'s backward pass) shows (see the module
     docstring). ``collapsed``: "auto", True, False, or the group names to collapse."""

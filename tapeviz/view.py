@@ -12,7 +12,7 @@ the records before an SVG is written, so the file shows it too.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from matplotlib.artist import Artist
@@ -26,7 +26,7 @@ from .graph import TapeGraph
 from .messages import DEFAULT
 from .render import Z_EDGE, Artists, Chrome, chrome_artists, draw_scene, mark_artists, raster_dpi
 from .scene import DPI, Label, Scene
-from .shown import Shown
+from .shown import Collapsed, Shown
 from .svg import to_svg
 from .themes import Theme
 
@@ -99,9 +99,10 @@ class GraphView:
     """
 
     def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, ax: Axes | None = None,
-                 pos=None, title: str | None = None, caption: str | None = None, routes=None,
-                 collapsed="auto", functions=(), show_all: bool = False, theme: str | Theme | None = None,
-                 lang: str = DEFAULT, magnitude: bool = False):
+                 pos: Mapping[Any, tuple[float, float]] | None = None, title: str | None = None,
+                 caption: str | None = None, routes: Mapping[tuple[Any, Any], list] | None = None,
+                 collapsed: Collapsed = "auto", functions: Iterable[str] = (), show_all: bool = False,
+                 theme: str | Theme | None = None, lang: str = DEFAULT, magnitude: bool = False):
         magnitudes = None
         if magnitude and flow is not None:
             from .magnitude import flow_magnitudes  # the norms, computed by TF
@@ -353,7 +354,7 @@ class GraphView:
             raise ValueError(f"No layer named {sorted(unknown)}; layers are: {self.layers}")
         return self._like(self.display.collapsed - set(layers), self.functions)
 
-    def expanded_function(self, *nodes) -> GraphView:
+    def expanded_function(self, *nodes: str) -> GraphView:
         """A new view with these tf.function call nodes (default: all) opened into the
         ops of their body. Gradients show on the edges into and out of the body; TF
         does not expose per-op gradients or values inside a function call."""
