@@ -101,7 +101,7 @@ def test_sdist_has_what_a_rebuild_needs(dist):
         assert not [f for f in wanted if f not in names], "tracked files missing from the sdist"
     # Nothing generated: hatchling applies the root .gitignore only (not nested ones).
     generated = (".ipynb_checkpoints/", "__pycache__/", "docs/_build/", "docs/_generated/", "docs/notebooks/",
-                 "tests/.cache/", "tests/artifacts/", ".venv")
+                 "tests/.cache/", "tests/artifacts/", ".venv", ".ruff_cache/", ".mypy_cache/")
     assert not [n for n in names if any(g in n for g in generated)]
 
 
