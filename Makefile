@@ -13,7 +13,7 @@ TF_MIN := 2.16
 VENV_TF_MIN := .venv-tf$(TF_MIN)
 VPY_TF_MIN := $(VENV_TF_MIN)/bin/python
 
-.PHONY: venv demo export test bench docs test-docs dist test-wheel venv-tf-min test-tf-min ci
+.PHONY: venv demo export lint test bench docs test-docs dist test-wheel venv-tf-min test-tf-min ci
 
 venv: $(STAMP)
 
@@ -22,7 +22,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --upgrade pip
-	$(VPY) -m pip install -e '.[cpu,test,docs]'
+	$(VPY) -m pip install -e '.[cpu,test,docs,lint]'
 	@touch $(STAMP)
 
 # Opens the teaching notebooks in JupyterLab (prints the URL; a browser opens when there
@@ -34,12 +34,20 @@ demo: venv
 export: venv
 	$(VENV)/bin/tapeviz demo --export
 
+# Style and likely bugs over the whole checkout (ruff: package, tests, bench, docs extension,
+# notebooks), then types of the package (mypy on tapeviz/); both configured in
+# pyproject.toml, pinned in its `lint` extra. A few seconds: `make test` runs it first.
+lint: venv
+	$(VPY) -m ruff check .
+	$(VPY) -m mypy
+
+# Lint first (it fails in seconds what the suite would find in minutes), then the suite.
 # Browser tests (marker `browser`) run too. `--dist loadgroup` is meant to keep them
 # on one worker (one JupyterLab + one Chromium per run; tests/conftest.py marks them
 # xdist_group("browser")). With pytest 9.2 + xdist 3.8 the grouping is silently a
 # no-op (pytest-xdist issue #1386) and it behaves like plain `load`; the harness
 # works either way, each worker then starts its own server and browser.
-test: venv
+test: venv lint
 	$(VPY) -m pytest -q -n 2 --dist loadgroup $(PYTEST_ARGS) tests/
 
 # The docs site in docs/_build/html: README, notebooks executed now, gallery, API reference.

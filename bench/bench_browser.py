@@ -12,10 +12,12 @@ Latency is measured inside the page: a capture-phase ``keydown`` listener stamps
 ``performance.now()``; a MutationObserver on the canvas stamps the first DOM change after
 it (the new SVG is in the document), a ``requestAnimationFrame`` callback queued from
 there stamps the next frame (the headline number), and a task posted from that callback
-stamps "after paint" (the frame that lays out and paints the new SVG has finished). To split the total, the kernel's side is timed too: through a
-second client on the notebook's kernel (jupyter_client) the Explorer's callbacks are
-wrapped with timers (``_show``: state -> picture, panel and inspector; ``_svg`` = writing the canvas
-SVG with svg.to_svg, only on picture-cache misses), so "rest" = total - kernel callback = comm + widget manager + DOM + layout.
+stamps "after paint" (the frame that lays out and paints the new SVG has finished). To
+split the total, the kernel's side is timed too: through a second client on the
+notebook's kernel (jupyter_client) the Explorer's callbacks are wrapped with timers
+(``_show``: state -> picture, panel and inspector; ``_svg`` = writing the canvas SVG with
+svg.to_svg, only on picture-cache misses), so "rest" = total - kernel callback = comm +
+widget manager + DOM + layout.
 
 Run:  .venv/bin/python bench/bench_browser.py [--notebook 08_clipping_in_training.ipynb] [--presses 26]
 Prints markdown tables.
@@ -127,18 +129,22 @@ def kernel_eval(kc, code: str) -> str:
 
 def press_series(page, handle, keys, settle_s: float):
     """Press each key, wait for the canvas to change; return (mutation, frame, paint ms lists, misses)."""
-    page.evaluate("() => { const L = window.__tvLat; L.mut.length = L.frame.length = L.paint.length = 0; L.armed = false; }")
+    page.evaluate("() => { const L = window.__tvLat;"
+                  " L.mut.length = L.frame.length = L.paint.length = 0; L.armed = false; }")
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     misses = 0
     for key in keys:
         n = page.evaluate("() => window.__tvLat.paint.length")
         handle.press(key)
         try:
             page.wait_for_function("n => window.__tvLat.paint.length > n", arg=n, timeout=10_000, polling=10)
-        except Exception:  # no visible change for this key (should not happen)
+        except PlaywrightTimeout:  # no visible change for this key (should not happen)
             misses += 1
             page.evaluate("() => { window.__tvLat.armed = false; }")
         time.sleep(settle_s)  # let the kernel go idle: each press is measured alone
-    lat = page.evaluate("() => ({mut: window.__tvLat.mut.slice(), frame: window.__tvLat.frame.slice(), paint: window.__tvLat.paint.slice()})")
+    lat = page.evaluate("() => ({mut: window.__tvLat.mut.slice(), frame: window.__tvLat.frame.slice(),"
+                        " paint: window.__tvLat.paint.slice()})")
     return lat["mut"], lat["frame"], lat["paint"], misses
 
 
@@ -246,7 +252,8 @@ def main(argv=None) -> int:
         print(f"| {name} | {ms(med_h)} ms | {ms(med_svg)} ms | {ms(pct([h * 1000 for h in handler], 0.95))} ms | "
               f"{ms(statistics.median(frame) - med_h)} ms |")
     if args.json:
-        args.json.write_text(json.dumps({"browser": results, "kernel": {"step": k_step, "clip_norm": k_clip}}, indent=1))
+        kernel = {"step": k_step, "clip_norm": k_clip}
+        args.json.write_text(json.dumps({"browser": results, "kernel": kernel}, indent=1))
     return 0
 
 

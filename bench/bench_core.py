@@ -31,11 +31,11 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-import tapeviz as tv  # noqa: E402
-from tapeviz.examples import small_model  # noqa: E402
+import tapeviz as tv
+from tapeviz.examples import small_model
 
 
 def programs():
@@ -180,8 +180,9 @@ def measure(name, prog, variables, rounds, reps, base=None):
     # Ratios: median over rounds of the ratio within a round (drift cancels out).
     for a, b in (("tv", "plain"), ("flow", "grad"), ("tv_before", "plain"), ("flow_before", "grad")):
         if a in times:
-            med[a + "/" + b] = statistics.median(x / y for x, y in zip(times[a], times[b]))
-    med["flow+build/grad"] = statistics.median((f + b) / g for f, b, g in zip(times["flow"], times["build"], times["grad"]))
+            med[a + "/" + b] = statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
+    med["flow+build/grad"] = statistics.median(
+        (f + b) / g for f, b, g in zip(times["flow"], times["build"], times["grad"], strict=True))
     return name, len(rec.graph.capture.ops), med
 
 

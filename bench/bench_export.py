@@ -31,18 +31,19 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from matplotlib.animation import FuncAnimation, PillowWriter  # noqa: E402
-from PIL import Image  # noqa: E402
+import keras
+import tensorflow as tf
+from matplotlib.animation import FuncAnimation, PillowWriter
+from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import tapeviz as tv  # noqa: E402
-from bench_scale import tf_program  # noqa: E402
-from tapeviz.export import plan_frames, save_view  # noqa: E402
-from tapeviz.svg import to_svg  # noqa: E402
+from bench_scale import tf_program
+
+import tapeviz as tv
+from tapeviz.export import plan_frames, save_view
+from tapeviz.svg import to_svg
 
 
 def old_gif(view, path: Path, *, dpi: float = 100, fps: float = 1.5, limit: int | None = None) -> int:
@@ -85,7 +86,7 @@ def mobilenet_tape():
     with tv.GradientTape() as tape:
         loss = loss_fn(y, model(x, training=True))
     grads = tape.gradient(loss, model.trainable_variables)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
     return tape, loss
 
 

@@ -30,10 +30,10 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-import tapeviz as tv  # noqa: E402
+import tapeviz as tv
 
 
 def rss_bytes() -> int:
@@ -59,7 +59,7 @@ def mlp_setup():
             loss = lossf(y, model(x, training=True))
         grads = tape.gradient(loss, variables)
         clipped, _ = tf.clip_by_global_norm(grads, 1.0)
-        opt.apply_gradients(zip(clipped, variables))
+        opt.apply_gradients(zip(clipped, variables, strict=True))
         return loss, grads, clipped, tape
 
     return step, variables
@@ -121,7 +121,7 @@ def overhead(rounds: int) -> dict:
             times[k].append(v / block)  # includes exactly one flush of each History
     med = {k: statistics.median(v) for k, v in times.items()}
     for k in ("hist", "hist_noclip", "tf_function"):
-        med[k + "/plain"] = statistics.median(a / b for a, b in zip(times[k], times["plain"]))
+        med[k + "/plain"] = statistics.median(a / b for a, b in zip(times[k], times["plain"], strict=True))
     return med
 
 

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_browser as BB  # noqa: E402  (pct, kernel_client, kernel_eval; puts tests/ on the path)
+import bench_browser as BB  # pct, kernel_client, kernel_eval; puts tests/ on the path
 
 B = BB.B
 EXPLORER = f"{B.SEL_PANEL} .tv-explorer"

@@ -28,12 +28,12 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-import tapeviz as tv  # noqa: E402
-from tapeviz.export import save_view  # noqa: E402
-from tapeviz.render import raster_dpi  # noqa: E402
+import tapeviz as tv
+from tapeviz.export import save_view
+from tapeviz.render import raster_dpi
 
 
 def tf_program(n_ops: int):
@@ -46,7 +46,7 @@ def tf_program(n_ops: int):
 
     def run():
         h = x
-        for i, (w, b) in enumerate(zip(ws, bs)):
+        for i, (w, b) in enumerate(zip(ws, bs, strict=True)):
             with tf.name_scope(f"block{i}"):  # what a Keras layer does: one scope per layer
                 h = tf.tanh(tf.matmul(h, w) + b)
         return tf.reduce_sum(h * h)
@@ -65,7 +65,7 @@ def torch_program(n_ops: int):
 
     def run():
         h = x
-        for w, b in zip(ws, bs):
+        for w, b in zip(ws, bs, strict=True):
             h = torch.tanh(h @ w + b)
         return (h * h).sum()
 
@@ -143,8 +143,8 @@ def measure(n_ops: int, tmp: Path, have_torchviz: bool) -> dict:
         "full_cold": lambda: (forget_flows(), tv.save(tape, svg_full, target=loss, collapsed=False)),
         "full": lambda: tv.save(tape, svg_full, target=loss, collapsed=False),
     }
-    row = dict(ops=ops, plain=t_plain, tv=t_tv, graph=t_graph, grad=t_grad, flow=t_flow, picture=t_pic, fig=t_fig, png=t_png,
-               mpl_svg=t_mpl_svg, nodes=view.display.nx.number_of_nodes(),
+    row = dict(ops=ops, plain=t_plain, tv=t_tv, graph=t_graph, grad=t_grad, flow=t_flow, picture=t_pic, fig=t_fig,
+               png=t_png, mpl_svg=t_mpl_svg, nodes=view.display.nx.number_of_nodes(),
                full_nodes=full_view.display.nx.number_of_nodes())
     if have_torchviz:
         import torchviz
@@ -175,7 +175,7 @@ def measure(n_ops: int, tmp: Path, have_torchviz: bool) -> dict:
         row[name] = statistics.median(ts)
     if have_torchviz:
         for name in ("svg", "svg_cold", "full", "full_cold"):
-            row[name + "_ratio"] = statistics.median(a / b for a, b in zip(times[name], times["torchviz"]))
+            row[name + "_ratio"] = statistics.median(a / b for a, b in zip(times[name], times["torchviz"], strict=True))
         row["torch_kb"] = (tmp / f"torch_{n_ops}.svg").stat().st_size / 1024
     row["svg_kb"] = svg_full.stat().st_size / 1024
     return row

@@ -2,32 +2,48 @@
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-from .flow import GradientFlow, flow_over
 from .export import check_path, save_view
+from .flow import GradientFlow, flow_over
 from .gcpause import gc_paused
 from .graph import TapeGraph
 from .history import Flag, History
 from .messages import DEFAULT, check_lang
+from .shown import Collapsed
 from .tape import GradientTape, Recording, graph_of, record
 from .themes import Theme
 from .view import GraphView
+
+if TYPE_CHECKING:  # made on first use: a widget imports ipywidgets
+    from .diagnose import Diagnosis
+    from .state import Explored
+    from .whatif import Interact
+    from .widget import Explorer
+
+# TensorFlow ships no type information: a target, a source or output_gradients (a tensor,
+# a variable, or a list / dict of them, as tape.gradient takes them) is Any to mypy.
 
 __all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "interact", "export_html",
            "explain", "TapeGraph", "GradientFlow", "GraphView", "History", "Flag"]
 
 
-def flow(tape: Any, target, *, sources=None, output_gradients=None) -> GradientFlow:
+def flow(tape: Any, target: Any, *, sources: Any = None, output_gradients: Any = None) -> GradientFlow:
     """The backward pass of ``target`` over what ``tape`` recorded (see GradientFlow),
     computed once per target and kept with the recording."""
     return flow_over(graph_of(tape), target, sources=sources, output_gradients=output_gradients)
 
 
-def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str | None = None,
-         caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
-         theme: "str | Theme | None" = None, lang: str = DEFAULT, magnitude: bool = False) -> GraphView:
+def view(tape: Any, target: Any = None, *, step: int | None = None, ax: Axes | None = None, title: str | None = None,
+         caption: str | None = None, output_gradients: Any = None, collapsed: Collapsed = "auto",
+         show_all: bool = False, theme: str | Theme | None = None, lang: str = DEFAULT,
+         magnitude: bool = False) -> GraphView:
     """A GraphView of what ``tape`` recorded; with a target, its backward pass at ``step``
     (0 seeds the target; None, the default, is the last step: the finished pass).
 
@@ -49,9 +65,10 @@ def view(tape: Any, target=None, *, step: int | None = None, ax=None, title: str
     return v
 
 
-def draw(tape: Any, target=None, step: int | None = None, *, ax=None, title: str | None = None,
-         caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
-         theme: "str | Theme | None" = None, lang: str = DEFAULT, magnitude: bool = False):
+def draw(tape: Any, target: Any = None, step: int | None = None, *, ax: Axes | None = None, title: str | None = None,
+         caption: str | None = None, output_gradients: Any = None, collapsed: Collapsed = "auto",
+         show_all: bool = False, theme: str | Theme | None = None, lang: str = DEFAULT,
+         magnitude: bool = False) -> Figure:
     """A matplotlib Figure of the recorded graph and, given a target, its gradient flow.
 
     ``step=None`` shows the finished backward pass, ``step=k`` the state after k steps.
@@ -61,10 +78,10 @@ def draw(tape: Any, target=None, step: int | None = None, *, ax=None, title: str
                 collapsed=collapsed, show_all=show_all, theme=theme, lang=lang, magnitude=magnitude).figure
 
 
-def save(tape: Any, path, *, target=None, step: int | None = None, dpi: int = 100, fps: float = 1.5,
-         caption: str | None = None, output_gradients=None, collapsed="auto", show_all: bool = False,
-         theme: "str | Theme | None" = None, lang: str = DEFAULT, magnitude: bool = False, every_step: bool = False,
-         progress: bool = True):
+def save(tape: Any, path: str | os.PathLike[str], *, target: Any = None, step: int | None = None, dpi: int = 100,
+         fps: float = 1.5, caption: str | None = None, output_gradients: Any = None, collapsed: Collapsed = "auto",
+         show_all: bool = False, theme: str | Theme | None = None, lang: str = DEFAULT, magnitude: bool = False,
+         every_step: bool = False, progress: bool = True) -> Path:
     """Write a .png / .svg picture, or a .gif of the backward pass: one frame per step as the
     picture shows it (a collapsed layer's ops are one step), at most ~150 frames unless
     ``every_step``. A save that takes more than ~2 s shows a progress bar (``progress=False``:
@@ -76,8 +93,8 @@ def save(tape: Any, path, *, target=None, step: int | None = None, dpi: int = 10
         return save_view(v, path, dpi=dpi, fps=fps, every_step=every_step, progress=progress)
 
 
-def explore(tape: Any, targets=None, *, output_gradients=None, lang: str = "en", theme: str = "auto",
-            show_all: bool = False, presenter: bool = False, magnitude: bool | None = None):
+def explore(tape: Any, targets: Any = None, *, output_gradients: Any = None, lang: str = "en", theme: str = "auto",
+            show_all: bool = False, presenter: bool = False, magnitude: bool | None = None) -> Explorer:
     """A live Explorer widget: ``targets`` is one tensor or {name: tensor} (persistent tapes).
 
     ``lang``: "en" or "zh"; ``theme``: "auto" (the page's: dark in JupyterLab's dark theme,
@@ -99,8 +116,8 @@ def explore(tape: Any, targets=None, *, output_gradients=None, lang: str = "en",
                     magnitude=bool(magnitude))
 
 
-def interact(fn, /, *, lang: str = "en", theme: str = "auto", show_all: bool = False, presenter: bool = False,
-             **ranges):
+def interact(fn: Callable[..., Any], /, *, lang: str = "en", theme: str = "auto", show_all: bool = False,
+             presenter: bool = False, **ranges: Sequence[float]) -> Interact:
     """What-if: an explorer of ``fn``'s backward pass with one slider per input.
 
     ``tv.interact(f, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))``: each keyword is an input given
@@ -122,7 +139,7 @@ def interact(fn, /, *, lang: str = "en", theme: str = "auto", show_all: bool = F
     return build(fn, ranges, lang=check_lang(lang), theme=theme, show_all=show_all, presenter=presenter)
 
 
-def _explored(tape: Any, targets, output_gradients):
+def _explored(tape: Any, targets: Any, output_gradients: Any) -> Explored:
     from .state import Explored
 
     graph = graph_of(tape)
@@ -133,15 +150,15 @@ def _explored(tape: Any, targets, output_gradients):
     else:
         node = graph.node_of(targets)
         named = {graph.display_name(node) if node is not None else "target": targets}
-    for name, t in named.items():  # fail now, with flow's clear message, not inside a callback
+    for t in named.values():  # fail now, with flow's clear message, not inside a callback
         flow(tape, t, output_gradients=output_gradients)
     return Explored(graph, named, flow_factory=lambda t: flow(tape, t, output_gradients=output_gradients))
 
 
-def export_html(tape: Any, target, path, *, output_gradients=None, title: str | None = None,
-                embed_url: str | None = None, requirejs: bool = True, requirejs_url: str | None = None,
-                cors: bool = True, clip: str = "none", clip_norm: float = 1.0, clip_norms=None,
-                lang: str = "en", theme: str = "light"):
+def export_html(tape: Any, target: Any, path: str | os.PathLike[str], *, output_gradients: Any = None,
+                title: str | None = None, embed_url: str | None = None, requirejs: bool = True,
+                requirejs_url: str | None = None, cors: bool = True, clip: str = "none", clip_norm: float = 1.0,
+                clip_norms: Sequence[float] | None = None, lang: str = "en", theme: str = "light") -> Path:
     """Write a standalone .html page that steps through the backward pass of ``target`` with
     no Python kernel (a slider and a play button over pictures rendered now).
 
@@ -164,7 +181,8 @@ def export_html(tape: Any, target, path, *, output_gradients=None, title: str | 
         explored.forget()
 
 
-def explain(tape: Any, target, source, *, output_gradients=None, lang: str = "en"):
+def explain(tape: Any, target: Any, source: Any, *, output_gradients: Any = None,
+            lang: str = "en") -> Diagnosis | None:
     """Why d target / d source is None: a Diagnosis (reason, message, fix), or None if it is not.
     ``lang``: the language of the message and the fix ("en", "zh")."""
     from .diagnose import explain_flow

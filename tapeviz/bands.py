@@ -74,7 +74,7 @@ def wrap_bands(
         top[b] = max(top.get(b, hi), hi)
         bottom[b] = min(bottom.get(b, lo), lo)
 
-    for n, (x, y) in pos.items():
+    for x, y in pos.values():
         extend(band(x), y + _BOX_H / 2, y - _BOX_H / 2 - _CAPTION_H - _BAND_MARGIN / 2)
     for bends in routes.values():
         for x, y in bends:

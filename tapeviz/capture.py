@@ -33,8 +33,9 @@ import os
 import sys
 import threading
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -78,7 +79,7 @@ if _missing:  # pragma: no cover - depends on the installed TF
 _local = threading.local()  # .recorders: list of active Recorder on this thread
 
 
-def _active() -> list["Recorder"]:
+def _active() -> list[Recorder]:
     recs = getattr(_local, "recorders", None)
     if recs is None:
         recs = _local.recorders = []
@@ -198,7 +199,7 @@ class _ScriptBackprop:
     def __getattr__(self, name):
         return getattr(self._module, name)
 
-    def GradientTape(self, *args, **kwargs):  # noqa: N802 - the name script_ops calls
+    def GradientTape(self, *args, **kwargs):  # the name script_ops calls
         if getattr(_local, "recorders", None):
             kwargs["persistent"] = True
         return self._module.GradientTape(*args, **kwargs)
@@ -266,7 +267,7 @@ def _variable_accessed(variable):
     and, when a Keras variable is doing the read, its Keras path."""
     recs = getattr(_local, "recorders", None)
     if recs:
-        handle = getattr(variable, "handle", None)
+        handle: Any = getattr(variable, "handle", None)
         if type(handle) is _ops.EagerTensor:
             hid = handle._id
             for r in recs:
@@ -308,7 +309,7 @@ def _keras_variable_codes() -> frozenset | None:
         return _keras_codes
     mod = sys.modules.get("keras.src.backend.common.variables")
     base = getattr(mod, "Variable", None) if mod is not None else None
-    if not isinstance(base, type):
+    if mod is None or not isinstance(base, type):
         return None
     codes: set = set()
     classes, seen = [base], set()
@@ -327,9 +328,14 @@ def _keras_variable_codes() -> frozenset | None:
                         codes.add(code)
                     fn = getattr(fn, "__wrapped__", None)
     # Keras's own code is told by where it lives (not by "keras" anywhere in a path: a
-    # user's project folder may be called that).
-    package = os.path.dirname(sys.modules[mod.__name__.split(".")[0]].__file__)
-    _keras_dirs = tuple({package + os.sep, os.path.realpath(package) + os.sep})
+    # user's project folder may be called that). A package without a file (a namespace
+    # package) has no folder to tell it by: then only its variable methods are known.
+    init_file = sys.modules[mod.__name__.split(".")[0]].__file__
+    if init_file is None:
+        _keras_dirs = ()
+    else:
+        package = os.path.dirname(init_file)
+        _keras_dirs = tuple({package + os.sep, os.path.realpath(package) + os.sep})
     _keras_codes = frozenset(codes)
     return _keras_codes
 
@@ -356,9 +362,10 @@ def _learn_keras_path(hid: int, variable, tries: int) -> None:
     path = _keras_path_on_stack(variable, sys._getframe(2), codes)  # the caller of variable_accessed
     if len(_paths) >= _PATHS_MAX:
         _paths.clear()
-    if path.__class__ is not str:  # True: Keras code read it, so ask again next time
-        path = tries + 1 if path else _PATH_TRIES
-    _paths[hid] = path
+    if path.__class__ is str:
+        _paths[hid] = path
+    else:  # True: Keras code read it, so ask again next time
+        _paths[hid] = tries + 1 if path else _PATH_TRIES
 
 
 def keras_paths_of(handle_ids) -> dict[int, str]:
@@ -392,7 +399,7 @@ def _keras_path_on_stack(variable, f, codes) -> str | bool:
                     path = kv.path
                     if isinstance(path, str) and path:
                         return path
-            except Exception:  # noqa: BLE001, S110 - a half-built variable: no path to learn
+            except Exception:  # noqa: BLE001 - a half-built variable: no path to learn
                 pass
             return True
         if kind != _TF:
@@ -433,7 +440,7 @@ def _public_api_names() -> dict:
                 continue
             try:
                 obj = getattr(mod, attr)
-            except Exception:  # noqa: BLE001, S112 - a lazy module that cannot load here
+            except Exception:  # noqa: BLE001 - a lazy module that cannot load here
                 continue
             if isinstance(obj, types.ModuleType):
                 if depth == 0 and attr in _API_MODULES and obj.__name__.startswith("tensorflow"):
@@ -443,7 +450,7 @@ def _public_api_names() -> dict:
                 continue
             try:
                 code = getattr(inspect.unwrap(obj), "__code__", None)
-            except Exception:  # noqa: BLE001, S112 - an odd wrapper: not an API function we can see
+            except Exception:  # noqa: BLE001 - an odd wrapper: not an API function we can see
                 continue
             full = prefix + attr
             if code is not None and (code not in names or len(full) < len(names[code])):
@@ -487,7 +494,7 @@ def _outer_api_frame(f):
     return outer
 
 
-def _api_call(rec: "Recorder") -> tuple[str, int] | None:
+def _api_call(rec: Recorder) -> tuple[str, int] | None:
     """(public name, call number) of the TF API call running the current op, or None."""
     outer = _outer_api_frame(sys._getframe(2))
     if outer is None:
@@ -569,7 +576,8 @@ def _expression_at(frame) -> str | None:
         return None
     if line is None or col is None or end_col is None:
         return None
-    lines = [linecache.getline(frame.f_code.co_filename, n, frame.f_globals) for n in range(line, (end_line or line) + 1)]
+    filename = frame.f_code.co_filename
+    lines = [linecache.getline(filename, n, frame.f_globals) for n in range(line, (end_line or line) + 1)]
     if not lines or not lines[0]:
         return None
     if len(lines) == 1:
@@ -652,7 +660,7 @@ def _view_of(value) -> int | None:
         base = getattr(base, "base", None)
         if base is None:
             return None
-        obj = getattr(base, "obj", None) if isinstance(base, memoryview) else None
+        obj: Any = getattr(base, "obj", None) if isinstance(base, memoryview) else None
         if obj.__class__ is _ops.EagerTensor:
             return obj._id
     return None
@@ -822,8 +830,8 @@ class Capture:
     """
 
     def __init__(self, *, raw: list, seen: dict, variables: dict, access_paths: dict, watched_variables: tuple,
-                 watched: dict, exported: dict, reentries: dict, start_uid: int, names: dict, persistent: bool, thread_id: int,
-                 tape_ref: Any, final_generation: int, watch_log: list, watch_accessed_variables: bool,
+                 watched: dict, exported: dict, reentries: dict, start_uid: int, names: dict, persistent: bool,
+                 thread_id: int, tape_ref: Any, final_generation: int, watch_log: list, watch_accessed_variables: bool,
                  reset_count: int, frame: FrameInfo | None, side_state: dict, graph_mode: bool):
         self._raw = raw
         self._seen = seen  # tensor id -> EagerTensor (every tensor the records name)
@@ -978,7 +986,7 @@ class Capture:
         return op.tape_recording and 0 <= self.final_generation and op.generation < self.final_generation
 
     # -- after the block -------------------------------------------------------------
-    def settle(self) -> "Capture":
+    def settle(self) -> Capture:
         """Decide which ops this tape recorded (TF's ShouldRecord rule, replayed).
 
         An op is on the tape when the tape was live and recording and one of its inputs
@@ -1032,7 +1040,7 @@ class Capture:
 
     # -- the backward pass -----------------------------------------------------------
     def replay(self, target_ids: Sequence[int], source_ids: Sequence[int],
-               output_gradients: Sequence[Any] | None) -> tuple[list, list["BackwardCall"]]:
+               output_gradients: Sequence[Any] | None) -> tuple[list, list[BackwardCall]]:
         """TF's own backprop over the recorded ops: d targets / d sources (TF values, in
         source order) and every backward function call in the order TF made it."""
         watched = [self._seen[h] for h in self.watched_variable_ids]
@@ -1258,8 +1266,8 @@ class Recorder:
     def _empty_capture(self) -> Capture:
         tape = self.tape
         return Capture(raw=[], seen={}, variables={}, access_paths={}, watched_variables=(), watched={}, exported={},
-                       reentries={}, start_uid=0, names={}, persistent=bool(tape._persistent), thread_id=self._thread_id,
-                       tape_ref=weakref.ref(tape), final_generation=-1, watch_log=[],
+                       reentries={}, start_uid=0, names={}, persistent=bool(tape._persistent),
+                       thread_id=self._thread_id, tape_ref=weakref.ref(tape), final_generation=-1, watch_log=[],
                        watch_accessed_variables=bool(tape._watch_accessed_variables), reset_count=0, frame=None,
                        side_state={}, graph_mode=True)
 
@@ -1272,7 +1280,8 @@ class Recorder:
         if final_tape is not None:
             final_gen = self._generation()  # also right after a reset() that no op followed
         else:
-            final_gen = next((i for i in range(len(self._generations) - 1, -1, -1) if self._generations[i] is not None), -1)
+            final_gen = next((i for i in range(len(self._generations) - 1, -1, -1)
+                              if self._generations[i] is not None), -1)
         watched_vars = final_tape.watched_variables() if final_tape is not None else tape._watched_variables
         info = _scan_frame(frame) if frame is not None else None
         return Capture(

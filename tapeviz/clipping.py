@@ -9,8 +9,8 @@ whose gradient is None stays None, with the reason, where the tutorial's
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,7 +24,8 @@ def check_settings(mode: str, clip_norm: float = 1.0, clip_value: tuple[float, f
         raise ValueError(f"Unknown clip mode {mode!r}; use one of {', '.join(MODES)}.")
     if mode in ("by_norm", "by_global_norm"):
         if not np.isfinite(clip_norm) or clip_norm <= 0:
-            raise ValueError(f"clip_norm must be a positive number, got {clip_norm}; a norm limit of 0 or less would erase every gradient.")
+            raise ValueError(f"clip_norm must be a positive number, got {clip_norm}; "
+                             "a norm limit of 0 or less would erase every gradient.")
     if mode == "by_value":
         lo, hi = clip_value
         if not (np.isfinite(lo) and np.isfinite(hi)):
@@ -46,7 +47,7 @@ def clip(grads: Mapping[str, Any], mode: str = "none", clip_norm: float = 1.0,
         lo, hi = clip_value
         return _each(grads, lambda g, axes: tf.clip_by_value(g, lo, hi))
     clipped, _ = tf.clip_by_global_norm([grads[n] for n in names], clip_norm)
-    return dict(zip(names, clipped))
+    return dict(zip(names, clipped, strict=True))
 
 
 def _each(grads: Mapping[str, Any], fn) -> dict[str, Any]:
@@ -70,7 +71,7 @@ def _each(grads: Mapping[str, Any], fn) -> dict[str, Any]:
             out[members[0]] = fn(grads[members[0]], None)
             continue
         stacked = fn(tf.stack([grads[n] for n in members]), list(range(1, len(shape) + 1)))
-        out.update(zip(members, tf.unstack(stacked)))
+        out.update(zip(members, tf.unstack(stacked), strict=True))
     return out
 
 

@@ -125,5 +125,6 @@ def _not_watched(fl: GradientFlow, node, why: StopReason, lang: str, base: dict)
     if kind == "constant":
         return _say(r, "constant", lang, node, **base)
     origin = why.origin
-    origin_name = g.display_name(origin) if origin is not None and not isinstance(origin, tuple) and origin in g.nx else ""
+    is_node = origin is not None and not isinstance(origin, tuple) and origin in g.nx
+    origin_name = g.display_name(origin) if is_node else ""
     return _say(r, "derived", lang, origin, origin=origin_name, **base)

@@ -7,8 +7,9 @@ CLI, the notebooks and the tests all show the same thing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -125,12 +126,13 @@ def clip_in_training() -> ExampleRun:
     gradients = tape.gradient(loss, model.trainable_variables)
     clipped_gradients = [tf.clip_by_norm(g, clip_norm=1.0) for g in gradients]
     before = [v.numpy().copy() for v in model.trainable_variables]
-    optimizer.apply_gradients(zip(clipped_gradients, model.trainable_variables))
+    optimizer.apply_gradients(zip(clipped_gradients, model.trainable_variables, strict=True))
     return ExampleRun(
         tape, loss,
         {"loss": loss.numpy(), "grad norms": [float(tf.norm(g)) for g in gradients],
          "clipped norms": [float(tf.norm(g)) for g in clipped_gradients]},
-        {"model": model, "gradients": gradients, "clipped": clipped_gradients, "before": before, "optimizer": optimizer},
+        {"model": model, "gradients": gradients, "clipped": clipped_gradients, "before": before,
+         "optimizer": optimizer},
     )
 
 
@@ -144,7 +146,8 @@ EXAMPLES: dict[str, Example] = {
         Example("stop_gradient", "z = x**2 + stop_gradient(y)", "梯度停止", stop_gradient),
         Example("clip_by_norm", "tf.clip_by_norm([10, 20, 30], 5)", "使用 tf.clip_by_norm", clip_by_norm),
         Example("clip_by_value", "tf.clip_by_value([-5, 10, 100], -1, 1)", "使用 tf.clip_by_value", clip_by_value),
-        Example("clip_in_training", "clip gradients before optimizer.apply_gradients (Keras)", "在实际训练中的应用", clip_in_training),
+        Example("clip_in_training", "clip gradients before optimizer.apply_gradients (Keras)", "在实际训练中的应用",
+                clip_in_training),
     ]
 }
 

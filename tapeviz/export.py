@@ -21,15 +21,15 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 from matplotlib import rc_context
 
-from .view import GraphView
 from .svg import draws_whole_figure, to_svg
+from .view import GraphView
 
 __all__ = ["FORMATS", "ENGINES", "FRAME_BUDGET", "Frame", "plan_frames", "check_path", "save_view"]
 
@@ -88,20 +88,21 @@ def plan_frames(view: GraphView, *, max_frames: int | None = FRAME_BUDGET, every
     if fl is None or not fl.steps:
         return [Frame(view.step, view.step)]
     last = fl.last_step
+    runs: list[tuple[int, int]]  # (first step, last step) of each frame after frame 0
     if every_step:
         runs = [(k, k) for k in range(1, last + 1)]
     else:
         of = view.display.of
-        runs: list[list[int]] = []
+        growing: list[list[int]] = []
         box = object()
         for k in range(1, last + 1):
             here = of.get(fl.steps[k].node)
-            if runs and (here == box or here is None):  # a step drawn nowhere joins the run before it
-                runs[-1][1] = k
+            if growing and (here == box or here is None):  # a step drawn nowhere joins the run before it
+                growing[-1][1] = k
             else:
-                runs.append([k, k])
+                growing.append([k, k])
                 box = here
-        runs = [tuple(r) for r in runs]
+        runs = [(a, b) for a, b in growing]
     frames = [Frame(0, 0)] + [Frame(b, a) for a, b in runs]
     if max_frames is not None and len(frames) > max(max_frames, 2):
         if max_frames < 2:
@@ -306,7 +307,9 @@ def _gif_matplotlib(view: GraphView, tmp: Path, frames: list[Frame], *, dpi: flo
     anim = FuncAnimation(view.figure, show, frames=order, blit=False, repeat=False, cache_frame_data=False)
     try:
         with progress_bar(len(order), label, progress) as bar:
-            anim.save(str(tmp), writer=PillowWriter(fps=fps), dpi=_mpl_dpi(view, dpi, raster.MAX_GIF_PIXELS),
+            # matplotlib's stubs say fps is an int; PillowWriter only computes 1000 / fps (1.5 fps is fine)
+            writer = PillowWriter(fps=fps)  # type: ignore[arg-type]
+            anim.save(str(tmp), writer=writer, dpi=_mpl_dpi(view, dpi, raster.MAX_GIF_PIXELS),
                       progress_callback=lambda i, n: bar.update(1))
     finally:
         view.set_step(before)

@@ -98,11 +98,13 @@ class Thresholds:
             if int(getattr(self, name)) != getattr(self, name):
                 raise ValueError(f"Thresholds.{name} must be a whole number, got {getattr(self, name)!r}.")
         if self.vanishing_gap >= 1:
-            raise ValueError(f"Thresholds.vanishing_gap is a factor below the last layer (e.g. 1e-3), got {self.vanishing_gap}.")
+            raise ValueError("Thresholds.vanishing_gap is a factor below the last layer (e.g. 1e-3), "
+                             f"got {self.vanishing_gap}.")
         if self.exploding_jump <= 1 or self.growth_factor <= 1:
             raise ValueError("Thresholds.exploding_jump and growth_factor must be above 1 (a factor of growth).")
         if self.min_history > self.median_window:
-            raise ValueError(f"Thresholds.min_history ({self.min_history}) cannot exceed median_window ({self.median_window}).")
+            raise ValueError(f"Thresholds.min_history ({self.min_history}) cannot exceed "
+                             f"median_window ({self.median_window}).")
 
 
 class _Episodes:

@@ -13,6 +13,7 @@ and nothing more; the last step is the finished backward pass.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,9 @@ from .messages import say
 from .reasons import Cause, Facts, Reason, StopReason, tf_equivalent
 
 __all__ = ["GradientFlow", "Step", "StopReason", "Reason", "Cause", "REASONS"]
+
+#: A graph edge: (producer node, consumer node, the consumer's input position).
+Edge = tuple[str, str, int]
 
 STOP_GRADIENT_OPS = frozenset({"StopGradient", "PreventGradient"})
 CAST_OPS = frozenset({"Cast", "Bitcast"})
@@ -75,7 +79,7 @@ class GradientFlow:
     ``cuts`` each place where a path is cut, once.
     """
 
-    def __init__(self, graph: TapeGraph, target, sources=None, output_gradients=None):
+    def __init__(self, graph: TapeGraph, target: Any, sources: Any = None, output_gradients: Any = None):
         self.graph = graph
         self.target = target
         self._target_ids = self._resolve_targets(target)
@@ -95,13 +99,13 @@ class GradientFlow:
             if is_symbolic(t):
                 raise GraphModeError(GRAPH_MODE_MESSAGE)
             if isinstance(t, tf.Variable) or hasattr(t, "path") and hasattr(t, "handle"):
-                node = g.node_of(t)
-                if node is None:
+                var_key = g.key_of(t)
+                if var_key is None or g.node_of(t) is None:
                     raise ValueError(
                         f"The target variable {t.name} was not read while the tape recorded; "
                         "pass a tensor computed inside the `with` block."
                     )
-                out.append(g.key_of(t))
+                out.append(var_key)
                 continue
             key = g.key_of(t) if isinstance(t, tf.Tensor) else None
             if key is None:
@@ -151,9 +155,10 @@ class GradientFlow:
                 on_tape.setdefault(t, None)
         self._source_ids = list(on_tape)
         if output_gradients is not None:
-            output_gradients = [None if x is None else tf.convert_to_tensor(x) for x in tf.nest.flatten(output_gradients)]
+            output_gradients = [None if x is None else tf.convert_to_tensor(x)
+                                for x in tf.nest.flatten(output_gradients)]
         grads, calls = cap.replay(self._target_ids, self._source_ids, output_gradients)
-        self._grad_tensor = dict(zip(self._source_ids, grads))
+        self._grad_tensor = dict(zip(self._source_ids, grads, strict=True))
         self.calls: list[BackwardCall] = calls
         self._edge_grad: dict[tuple, Any] = {}
         #: edge -> the step at which its contribution was computed
@@ -192,8 +197,8 @@ class GradientFlow:
         for e, s in self.edge_step.items():
             if e[0] not in last_step:
                 done[e[0]] = max(done.get(e[0], 0), s)
-        for t in self.target_nodes:
-            done[t] = 0
+        for target_node in self.target_nodes:
+            done[target_node] = 0
         self._done = done
         self._np_cache: dict = {}
 
@@ -214,17 +219,17 @@ class GradientFlow:
                 f"has steps 0 to {self.last_step} (0 seeds the target, {self.last_step} is the finished pass).")
         return int(step)
 
-    def step_of(self, node) -> int | None:
+    def step_of(self, node: Hashable) -> int | None:
         """The backward step after which node's gradient is complete (0 for the target)."""
         return self._done.get(node)
 
-    def arrived(self, edge, step: int) -> bool:
+    def arrived(self, edge: Edge, step: int) -> bool:
         """Whether the edge's contribution was computed at or before `step`."""
         s = self.edge_step.get(edge)
         return s is not None and s <= step
 
     # -- totals --------------------------------------------------------------------------
-    def grad_tensor(self, obj):
+    def grad_tensor(self, obj: Any) -> tf.Tensor | tf.IndexedSlices | None:
         """The TF value (Tensor or IndexedSlices) of d target / d obj, or None."""
         g = self.graph
         if isinstance(obj, str) and obj in g.nx:
@@ -238,14 +243,14 @@ class GradientFlow:
             raise TypeError(f"Expected a tf.Variable, a tensor or a node id, got {type(obj).__name__}.")
         return self._grad_tensor.get(key)
 
-    def grad(self, obj) -> np.ndarray | None:
+    def grad(self, obj: Any) -> np.ndarray | None:
         """d target / d obj as numpy (IndexedSlices made dense), None where TF gives None."""
         key = obj if isinstance(obj, str) else id(obj)
         if key not in self._np_cache:
             self._np_cache[key] = _to_numpy(self.grad_tensor(obj))
         return self._np_cache[key]
 
-    def edge_grad(self, u, v, key) -> np.ndarray | None:
+    def edge_grad(self, u: str, v: str, key: int) -> np.ndarray | None:
         """What flowed back along one edge (None if nothing did)."""
         e = (u, v, key)
         cache = self.__dict__.setdefault("_edge_np", {})
@@ -253,7 +258,7 @@ class GradientFlow:
             cache[e] = _to_numpy(self._edge_grad.get(e))
         return cache[e]
 
-    def total_along(self, edges) -> np.ndarray | None:
+    def total_along(self, edges: Iterable[Edge]) -> np.ndarray | None:
         """What flowed back along several edges together, added by TensorFlow (tf.math.add_n:
         the sum TF itself forms when one tensor feeds several ops). None when none carries
         anything; the parts' shapes must agree (they do for the uses of one tensor)."""
@@ -267,14 +272,15 @@ class GradientFlow:
             cache[key] = _to_numpy(dense[0] if len(dense) == 1 else tf.math.add_n(dense))
         return cache[key]
 
-    def carries(self, edge) -> bool:
+    def carries(self, edge: Edge) -> bool:
         """Whether any gradient flowed back along the edge."""
         return edge in self._edge_grad
 
-    def contributions(self, obj) -> list[tuple[Any, np.ndarray]]:
+    def contributions(self, obj: Any) -> list[tuple[str, np.ndarray]]:
         """[(consumer node, contribution)] for each edge leaving obj that carries gradient.
 
-        For a tensor with several consumers these are the pieces TF adds up (fan-out)."""
+        For a tensor with several consumers these are the pieces TF adds up (fan-out). An
+        edge whose gradient is a handle, not numbers (a TensorList's variant), has none."""
         g = self.graph
         node = obj if isinstance(obj, str) else g.node_of(obj)
         if node is None:
@@ -286,9 +292,9 @@ class GradientFlow:
         for u, v, k, d in g.data_edges(node):
             if tid is not None and d["tensor"] != tid:
                 continue
-            c = self._edge_grad.get((u, v, k))
+            c = _to_numpy(self._edge_grad.get((u, v, k)))
             if c is not None:
-                out.append((v, _to_numpy(c)))
+                out.append((v, c))
         return out
 
     def gradients(self) -> dict[str, np.ndarray | None]:
@@ -297,7 +303,7 @@ class GradientFlow:
         return {d["name"]: self.grad(n) for n, d in g.nx.nodes(data=True) if d["kind"] == "variable"}
 
     # -- stop reasons -------------------------------------------------------------------
-    def why_none(self, obj) -> StopReason | None:
+    def why_none(self, obj: Any) -> StopReason | None:
         """None if a gradient reaches obj, else the reason it does not."""
         g = self.graph
         node = obj if isinstance(obj, str) and obj in g.nx else g.node_of(obj)
@@ -311,7 +317,8 @@ class GradientFlow:
         if self.grad_tensor(obj if not isinstance(obj, str) else node) is not None:
             return None
         if not isinstance(obj, str) and g.nx.nodes[node]["kind"] != "variable":
-            info = g.tensors.get(g.key_of(obj))
+            key = g.key_of(obj)
+            info = g.tensors.get(key) if key is not None else None
             if info is not None and not info.trainable:
                 return StopReason(node, Reason.INTEGER_DTYPE, Cause.INTEGER,
                                   Facts(subject=g.display_name(node), dtype=info.dtype), node)
@@ -400,7 +407,7 @@ class GradientFlow:
                 return StopReason(n, Reason.NOT_WATCHED, Cause.WATCHED_LATE,
                                   self._facts(subject=name, source=g.display_name(u)), n)
         ints = None
-        for u, _, k, dd in g.data_edges(n, out=False):
+        for u, _, _key, dd in g.data_edges(n, out=False):
             info = g.tensors[dd["tensor"]]
             if not info.trainable:
                 ints = ints or self._integer_cause(n, u, info.dtype, n)
@@ -573,7 +580,8 @@ class GradientFlow:
         return StopReason(where, Reason.INTEGER_DTYPE, Cause.INTEGER, self._facts(subject=name, dtype=dtype), origin)
 
     def __repr__(self) -> str:
-        return f"GradientFlow(target={self.graph.display_name(self.target_nodes[0])}, steps={len(self.steps)}, stopped={len(self.stopped)})"
+        target = self.graph.display_name(self.target_nodes[0])
+        return f"GradientFlow(target={target}, steps={len(self.steps)}, stopped={len(self.stopped)})"
 
 
 def flow_over(graph: TapeGraph, target, *, sources=None, output_gradients=None) -> GradientFlow:

@@ -17,7 +17,8 @@ matplotlib's text layout uses), which hold the CJK glyphs too.
 from __future__ import annotations
 
 import warnings
-from functools import lru_cache
+from functools import cache, lru_cache
+from typing import Literal
 
 from matplotlib import font_manager
 from matplotlib.ft2font import FT2Font, LoadFlags
@@ -33,13 +34,21 @@ _REF = 64.0  # advances are read at this size (points, at 72 dpi) and scaled: un
 ELLIPSIS = "…"
 
 
+# The two slants measured: matplotlib's "oblique" is drawn from the italic face.
+_Slant = Literal["normal", "italic"]
+
+
+def _slant(style: str) -> _Slant:
+    return "italic" if style in ("italic", "oblique") else "normal"
+
+
 def _weight(weight) -> str:
     return "bold" if weight in ("bold", "heavy", "black", "semibold", "demibold") or (
         isinstance(weight, (int, float)) and weight >= 600) else "normal"
 
 
-@lru_cache(maxsize=None)
-def _primary_path(weight: str, style: str) -> str:
+@cache
+def _primary_path(weight: str, style: _Slant) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return font_manager.findfont(font_manager.FontProperties(family=PRIMARY, weight=weight, style=style))
@@ -69,7 +78,7 @@ def cjk_font_path() -> str | None:
     return found
 
 
-@lru_cache(maxsize=None)
+@cache
 def _face(path: str) -> FT2Font:
     font = FT2Font(path)
     font.set_size(_REF, 72)
@@ -84,7 +93,7 @@ def has_glyph(path: str, ch: str) -> bool:
 class _Advances(dict):
     """Character -> advance in em for one weight and style, filled on first use."""
 
-    def __init__(self, weight: str, style: str):
+    def __init__(self, weight: str, style: _Slant):
         super().__init__()
         self.path = _primary_path(weight, style)
 
@@ -104,14 +113,14 @@ class _Advances(dict):
         return adv
 
 
-_TABLES: dict[tuple[str, str], _Advances] = {}
+_TABLES: dict[tuple[str, _Slant], _Advances] = {}
 _BY_ARGS: dict = {}  # (weight, style) as callers pass them -> table: one look-up per call
 
 
 def _table(weight, style) -> _Advances:
     table = _BY_ARGS.get((weight, style))
     if table is None:
-        key = (_weight(weight), "italic" if style in ("italic", "oblique") else "normal")
+        key = (_weight(weight), _slant(style))
         table = _TABLES.get(key)
         if table is None:
             table = _TABLES[key] = _Advances(*key)
@@ -124,21 +133,24 @@ def text_width(text: str, size: float, weight="normal", style="normal") -> float
     return size * sum(map(_table(weight, style).__getitem__, text))
 
 
-@lru_cache(maxsize=None)
-def _line_em(weight: str, style: str) -> tuple[float, float, float]:
+@cache
+def _line_em(weight: str, style: _Slant) -> tuple[float, float, float]:
     font = _face(_primary_path(weight, style))
-    units = font.get_sfnt_table("head")["unitsPerEm"]
-    for table, gap, up, down in (("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
-                                 ("hhea", "lineGap", "ascent", "descent")):
-        tab = font.get_sfnt_table(table)
-        if tab is not None:
-            return tab[up] / units, -tab[down] / units, tab[gap] / units
+    head = font.get_sfnt_table("head")
+    assert head is not None  # (every TrueType / OpenType font has one)
+    units = head["unitsPerEm"]
+    os2 = font.get_sfnt_table("OS/2")
+    if os2 is not None:
+        return os2["sTypoAscender"] / units, -os2["sTypoDescender"] / units, os2["sTypoLineGap"] / units
+    hhea = font.get_sfnt_table("hhea")
+    if hhea is not None:
+        return hhea["ascent"] / units, -hhea["descent"] / units, hhea["lineGap"] / units
     return 0.8, 0.2, 0.2  # pragma: no cover
 
 
 def line_box(size: float, weight="normal", style="normal") -> tuple[float, float, float]:
     """(ascent, descent, line gap) in points: the height matplotlib's layout gives a line."""
-    a, d, g = _line_em(_weight(weight), "italic" if style in ("italic", "oblique") else "normal")
+    a, d, g = _line_em(_weight(weight), _slant(style))
     return a * size, d * size, g * size
 
 

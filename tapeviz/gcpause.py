@@ -11,8 +11,8 @@ disabled.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 __all__ = ["gc_paused"]
 

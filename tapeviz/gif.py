@@ -48,7 +48,7 @@ class Palette:
         self._lookup = np.full(1 << 24, TRANSPARENT, np.uint8)
 
     @classmethod
-    def from_frames(cls, *frames: np.ndarray, exact: int = 96, sample: int = 2_000_000) -> "Palette":
+    def from_frames(cls, *frames: np.ndarray, exact: int = 96, sample: int = 2_000_000) -> Palette:
         """White, then the ``exact`` most frequent colours as they are (the flat fills of
         boxes, lines and text), then median-cut colours for the rest (antialiased
         edges), from the frames' pixels (RGB)."""
@@ -66,7 +66,9 @@ class Palette:
             rest_pixels = np.repeat(unique[rest], np.minimum(counts[rest], 1000))
             strip = Image.fromarray(_unpack(rest_pixels).reshape(1, -1, 3), "RGB")
             quant = strip.quantize(colors=room - exact, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-            table = np.asarray(quant.getpalette()[:3 * 256], np.uint8).reshape(-1, 3)
+            quant_palette = quant.getpalette()
+            assert quant_palette is not None  # (a quantized image is a palette image)
+            table = np.asarray(quant_palette[:3 * 256], np.uint8).reshape(-1, 3)
             colors = np.concatenate([_unpack(first), table[sorted(set(quant.getdata()))]])
         else:
             colors = _unpack(unique)
@@ -170,6 +172,7 @@ class GifStream:
             diff = indices[y0:y1, x0:x1] != prev[y0:y1, x0:x1]
             rows, cols = np.flatnonzero(diff.any(axis=1)), np.flatnonzero(diff.any(axis=0))
             if len(rows) == 0:  # nothing changed: show the previous frame longer
+                assert self._pending is not None  # (the previous frame, written at the next add or close)
                 data, d, transparent = self._pending
                 self._pending = (data, d + cs, transparent)
                 return

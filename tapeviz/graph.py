@@ -9,9 +9,9 @@ consumer, keyed by the consumer's input position: ``x * x`` gives two parallel e
 from __future__ import annotations
 
 import functools
-
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, TypeVar
 
 import networkx as nx
 import numpy as np
@@ -19,6 +19,7 @@ import numpy as np
 from .capture import Capture, Export, OpRecord, function_body, is_trainable
 from .messages import Phrase
 
+_Flow = TypeVar("_Flow")  # what flow_of keeps: a GradientFlow (flow.py comes later in the pipeline)
 #: Tensors up to this many bytes keep their full value; larger ones keep a summary.
 DEFAULT_MAX_VALUE_BYTES = 1 << 20
 #: Total bytes of values one capture keeps before it falls back to summaries only.
@@ -361,6 +362,7 @@ class TapeGraph:
         # an exact key, a plain list [(position, exported)] compared one by one.
         index: dict[tuple, Any] = {}
         for pos, e in enumerate(exported):
+            assert e.value is not None  # (kept above: values only)
             bucket_key = (e.shape, e.value.dtype)
             key = _equality_key(e.value)
             if key is _NO_KEY:
@@ -423,7 +425,7 @@ class TapeGraph:
         what = "value of 1 tensor" if n == 1 else f"values of {n} tensors"
         return f"{what} not kept: over the {format_bytes(self.budget_bytes)} budget"
 
-    def node_of(self, obj) -> Any:
+    def node_of(self, obj: Any) -> str | None:
         """The node for a tf.Variable (or Keras variable), a tensor seen by the tape, or a node id."""
         if isinstance(obj, str) and obj in self.nx:
             return obj
@@ -436,16 +438,17 @@ class TapeGraph:
         info = self.tensors.get(key)
         return info.node if info is not None else None
 
-    def key_of(self, obj) -> int | None:
+    def key_of(self, obj: Any) -> int | None:
         """The id the graph uses for a tensor or variable (its handle id), or None."""
         return self.capture.key_of(obj)
 
-    def value_of(self, node) -> np.ndarray | None:
+    def value_of(self, node: str) -> np.ndarray | None:
         """The node's forward value: the first read for a variable, output 0 otherwise."""
         info = self.output_info(node)
         return None if info is None else info.value
 
-    def output_info(self, node) -> TensorInfo | None:
+    def output_info(self, node: str) -> TensorInfo | None:
+        """What the tape kept of the node's output 0 (a variable's: its first read), or None."""
         d = self.nx.nodes[node]
         if d["kind"] == "variable":
             reads = d["reads"]
@@ -455,7 +458,7 @@ class TapeGraph:
         outs = d.get("outputs") or []
         return self.tensors[outs[0]] if outs else None
 
-    def display_name(self, node) -> str:
+    def display_name(self, node: str) -> str:
         """How messages refer to a node: its Python name, else its label."""
         d = self.nx.nodes[node]
         if d.get("name"):
@@ -466,7 +469,9 @@ class TapeGraph:
             return Phrase("name.constant", label=d["label"])
         return d["label"]
 
-    def data_edges(self, node=None, out: bool = True) -> Iterable:
+    def data_edges(self, node: str | None = None, out: bool = True) -> list[tuple[str, str, int, dict[str, Any]]]:
+        """(producer, consumer, key, data) of the edges that carry a tensor out of (``out``)
+        or into ``node`` (every node's when None)."""
         edges = self.nx.out_edges(node, keys=True, data=True) if out else self.nx.in_edges(node, keys=True, data=True)
         return [(u, v, k, d) for u, v, k, d in edges if d["kind"] == "data"]
 
@@ -477,7 +482,7 @@ class TapeGraph:
         its block."""
         return list(nx.topological_sort(self.nx))
 
-    def flow_of(self, target, sources, make):
+    def flow_of(self, target: Any, sources: Any, make: Callable[[], _Flow]) -> _Flow:
         """The flow of ``target`` (and ``sources``) over this graph: made by ``make()`` once,
         then kept (a graph does not change after its block; see tv.flow)."""
         cache = self.__dict__.setdefault("_flows", {})
@@ -493,14 +498,14 @@ class TapeGraph:
             cache[key] = make()
         return cache[key]
 
-    def assigned_variable(self, node) -> Any:
+    def assigned_variable(self, node: str) -> str | None:
         """The variable an assign op (AssignVariableOp, ...) writes into, or None."""
         for u, _, _, d in self.data_edges(node, out=False):
             if self.nx.nodes[u]["kind"] == "variable" and self.tensors[d["tensor"]].dtype == "resource":
                 return u
         return None
 
-    def function_body(self, node) -> dict | None:
+    def function_body(self, node: str) -> dict | None:
         """The inner ops of a tf.function call node (see capture.function_body), or None."""
         d = self.nx.nodes[node]
         if d.get("via") != "tf.function":
@@ -509,7 +514,7 @@ class TapeGraph:
             d["body"] = function_body(d["op_type"])
         return d["body"]
 
-    def functions(self) -> list:
+    def functions(self) -> list[str]:
         """Nodes that are tf.function calls (each can be expanded into its body)."""
         return [n for n, d in self.nx.nodes(data=True) if d.get("via") == "tf.function"]
 

@@ -26,10 +26,12 @@ path without the last part.
 from __future__ import annotations
 
 import operator
+import os
 import threading
 import weakref
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import tensorflow as tf
@@ -38,6 +40,13 @@ from .buckets import Buckets
 from .flags import KINDS, Flag, FlagDetector, Thresholds
 from .magnitude import Magnitude, MagnitudeScale, group_by_layer, layer_of, magnitude
 from .pictures import PictureStore
+
+if TYPE_CHECKING:  # for annotations only (keras_callback imports Keras: only when a callback is made)
+    from matplotlib.figure import Figure
+
+    from .flow import GradientFlow
+    from .graph import TapeGraph
+    from .keras_callback import HistoryCallback
 
 __all__ = ["History", "Flag", "Thresholds", "ClipStats"]
 
@@ -179,8 +188,8 @@ class History:
         self._tb_written: dict[str, int] = {}
 
     # ------------------------------------------------------------------ recording
-    def add(self, step: int, *, loss=None, grads: Sequence | None = None, variables: Sequence | None = None,
-            clipped: Sequence | None = None, tape=None) -> None:
+    def add(self, step: int, *, loss: Any = None, grads: Sequence | None = None, variables: Sequence | None = None,
+            clipped: Sequence | None = None, tape: Any = None) -> None:
         """Record one training step.
 
         ``step``: an int, larger than the previous one. ``loss``: the scalar loss (tensor
@@ -275,9 +284,9 @@ class History:
     def _new_layout(self, grads, variables, clipped, loss_packed) -> _Layout:
         for i, v in enumerate(variables):
             if not _is_variable(v):
-                raise TypeError(f"variables[{i}] is a {type(v).__name__}, not a variable: pass the tf.Variables / Keras "
-                                "variables the gradients are for (e.g. model.trainable_variables).")
-        for i, (g, v) in enumerate(zip(grads, variables)):
+                raise TypeError(f"variables[{i}] is a {type(v).__name__}, not a variable: pass the tf.Variables / "
+                                "Keras variables the gradients are for (e.g. model.trainable_variables).")
+        for i, (g, v) in enumerate(zip(grads, variables, strict=True)):
             if g is None:
                 continue
             if not isinstance(g, (tf.Tensor, tf.IndexedSlices)):
@@ -292,7 +301,7 @@ class History:
         index = np.array([self._register(v) for v in variables], np.int64)
         present = np.array([g is not None for g in grads], bool)
         cp = np.zeros(len(grads), bool) if clipped is None else np.array(
-            [c is not None and g is not None for c, g in zip(clipped, grads)], bool)
+            [c is not None and g is not None for c, g in zip(clipped, grads, strict=True)], bool)
         last_layer = self._var_layer[index[-1]] if len(index) else 0
         return _Layout(tuple(variables), index, present, clipped is not None, cp, loss_packed, last_layer)
 
@@ -387,10 +396,12 @@ class History:
                 any_w = in_step[:, m].any(axis=1)
                 lay_w[:, li] = np.where(any_w, np.sqrt(np.where(in_step[:, m], w2[:, m], 0).sum(axis=1)), np.nan)
                 lay_clip[:, li] = clip_present[:, m].any(axis=1)
-                lay_c[:, li] = np.where(lay_clip[:, li], np.sqrt(np.where(clip_present[:, m], c2[:, m], 0).sum(axis=1)), np.nan)
+                lay_c[:, li] = np.where(lay_clip[:, li],
+                                        np.sqrt(np.where(clip_present[:, m], c2[:, m], 0).sum(axis=1)), np.nan)
             glob_g = np.where(has_grads, np.sqrt(np.where(present, g2, 0).sum(axis=1)), np.nan)[:, None]
             glob_w = np.where(has_grads, np.sqrt(np.where(in_step, w2, 0).sum(axis=1)), np.nan)[:, None]
-            glob_clip = clip_present.any(axis=1)[:, None]
+            # (numpy's stubs type any(axis=...) as a bool or an array; of a 2-D array it is the array)
+            glob_clip = cast(np.ndarray, clip_present.any(axis=1))[:, None]
             glob_c = np.where(glob_clip[:, 0], np.sqrt(np.where(clip_present, c2, 0).sum(axis=1)), np.nan)[:, None]
 
         rows = np.full((b, self._buckets.columns), np.nan, np.float32)
@@ -448,7 +459,8 @@ class History:
         self.flush()
         return self._buckets.column(self._loss_col, stat).astype(np.float64)
 
-    def norms(self, name: str | None = None, kind: str = "grad", stat: str = "last", *, level: str | None = None) -> np.ndarray:
+    def norms(self, name: str | None = None, kind: str = "grad", stat: str = "last", *,
+              level: str | None = None) -> np.ndarray:
         """One value per stored point (see :meth:`steps`) for a variable, a layer, or
         (``name=None``) all variables together.
 
@@ -484,7 +496,8 @@ class History:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}.")
         self.flush()
         return [f for f in self._detector.flags
-                if (step is None or f.step == step) and (name is None or f.name == name) and (kind is None or f.kind == kind)]
+                if (step is None or f.step == step) and (name is None or f.name == name)
+                and (kind is None or f.kind == kind)]
 
     @property
     def dropped_flags(self) -> int:
@@ -557,7 +570,7 @@ class History:
         self.flush()
         return self._pictures.steps()
 
-    def picture(self, step: int):
+    def picture(self, step: int) -> tuple[TapeGraph, GradientFlow] | None:
         """``(TapeGraph, GradientFlow)`` of a step in :meth:`recorded_steps`, else None.
 
         The flow (the backward pass of the loss, as ``tv.flow(tape, loss)``) is computed on
@@ -581,7 +594,7 @@ class History:
         return self._buckets.nbytes + self._pictures.nbytes
 
     # ------------------------------------------------------------------ outputs
-    def plot(self, by: str = "layer", names: Iterable[str] | None = None, kind: str = "grad"):
+    def plot(self, by: str = "layer", names: Iterable[str] | None = None, kind: str = "grad") -> Figure:
         """A matplotlib Figure: loss; gradient norms over steps (log scale; raw solid,
         clipped dashed; min-max band where steps merged) with flags marked; and, when
         clipped gradients were recorded, the clip scale with how often it engaged.
@@ -592,7 +605,7 @@ class History:
 
         return plot_history(self, by=by, names=names, kind=kind)
 
-    def callback(self, x, y=None, *, every: int = 10, sample_weight=None):
+    def callback(self, x: Any, y: Any = None, *, every: int = 10, sample_weight: Any = None) -> HistoryCallback:
         """A Keras callback for ``model.fit``: every ``every`` batches it computes the
         gradients of the compiled loss on the probe batch ``(x, y)`` at the current
         weights, eagerly with a ``tv.GradientTape``, and records them (with the picture),
@@ -601,7 +614,7 @@ class History:
 
         return HistoryCallback(self, x, y, every=every, sample_weight=sample_weight)
 
-    def to_tensorboard(self, logdir) -> str:
+    def to_tensorboard(self, logdir: str | os.PathLike[str]) -> str:
         """Write norms, clip scales, losses and flags as TensorBoard scalars / text in
         ``logdir``; a second call adds only what is new. Returns the logdir."""
         from .tensorboard import write_history
@@ -623,7 +636,7 @@ def _fill(rows: np.ndarray, cols: np.ndarray, g, w, c, no_grad=None) -> None:
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = np.where(w > 0, g / w, np.nan)
         scale = np.where(g > 0, c / g, np.nan)
-    for q, vals in zip(QUANTITIES, (g, c, w, rel, scale)):
+    for q, vals in zip(QUANTITIES, (g, c, w, rel, scale), strict=True):
         rows[:, cols[:, QUANTITIES.index(q)]] = vals
     if no_grad is not None:
         rows[:, cols[:, _NO_GRAD]] = no_grad
@@ -633,13 +646,13 @@ def _pack(values: list, grads, clipped, layout: _Layout) -> None:
     """Append sum-of-squares / 2 of each gradient, weight and clipped gradient (one
     eager ``tf.nn.l2_loss`` each; fetched later, all at once)."""
     l2 = tf.nn.l2_loss
-    for g, p in zip(grads, layout.present):
+    for g, p in zip(grads, layout.present, strict=True):
         if p:
             values.append(l2(_float32(g)))
     for w in layout.weights:
         values.append(l2(_float32(w)))
     if layout.has_clipped:
-        for c, p in zip(clipped, layout.clipped_present):
+        for c, p in zip(clipped, layout.clipped_present, strict=True):
             if p:
                 values.append(l2(_float32(c)))
 
@@ -758,7 +771,7 @@ def _sum_replicas(ctx, loss, grads, clipped):
         idx = [i for i, t in enumerate(seq) if t is not None]
         summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, [seq[i] for i in idx]) if idx else []
         out = [None] * len(seq)
-        for i, t in zip(idx, summed):
+        for i, t in zip(idx, summed, strict=True):
             out[i] = t
         return out
 

@@ -15,12 +15,13 @@ with a colour bar.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.colors import Normalize
 from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -87,8 +88,8 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
     else:
         ax_loss.text(0.5, 0.5, "no loss recorded", transform=ax_loss.transAxes, ha="center", va="center", color="grey")
     ax_loss.set_ylabel("loss")
-    ax_loss.set_title(f"Training history: {len(hist)} steps" + (f" ({len(steps)} points, min-max bands)" if merged else ""),
-                      loc="left", fontsize=11)
+    merged_note = f" ({len(steps)} points, min-max bands)" if merged else ""
+    ax_loss.set_title(f"Training history: {len(hist)} steps{merged_note}", loc="left", fontsize=11)
 
     # -- norms
     n = len(shown)
@@ -99,7 +100,7 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
     level = "layer" if by == "layer" else "variable"
     ax_norm.set_yscale("log")
     series = {}
-    for name, color in zip(shown, colors):
+    for name, color in zip(shown, colors, strict=True):
         g = hist.norms(name, kind, level=level)
         series[name] = g
         ax_norm.plot(steps, np.where(g > 0, g, np.nan), color=color, linewidth=1.4, label=name)
@@ -123,14 +124,15 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
         cb = fig.colorbar(sm, ax=ax_norm, pad=0.01, fraction=0.03)
         cb.set_label(f"{by} (0 = first, {n - 1} = last)")
     if kind == "grad" and has_clip:
-        handles += [Line2D([], [], color="grey", linewidth=1.4), Line2D([], [], color="grey", linewidth=1.0, linestyle="--")]
+        handles += [Line2D([], [], color="grey", linewidth=1.4),
+                    Line2D([], [], color="grey", linewidth=1.0, linestyle="--")]
         labels += ["raw", "clipped"]
     if broken:
         handles.append(Patch(color=_NAN_SHADE, alpha=0.5))
         labels.append("NaN / Inf gradients")
     for k in kinds_shown:
-        marker, color, label = _FLAG_STYLE[k]
-        handles.append(Line2D([], [], linestyle="none", marker=marker, color=color, markersize=7))
+        marker, flag_color, label = _FLAG_STYLE[k]
+        handles.append(Line2D([], [], linestyle="none", marker=marker, color=flag_color, markersize=7))
         labels.append(f"flag: {label}")
     if handles:
         ax_norm.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
@@ -143,13 +145,15 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
         scales = {name: hist.norms(name, "clip_scale", level=level) for name in shown if clip[name].steps}
         glob = hist.norms(None, "clip_scale")
         shared = all(np.allclose(s, glob, rtol=1e-4, atol=1e-6, equal_nan=True) for s in scales.values())
+        lines: list[tuple[str | None, Any, np.ndarray, Any]]  # (name, colour, scales, clipping stats)
         if shared:  # tf.clip_by_global_norm: one scale for every gradient, one line
             st = hist.clipping(by="global")["global"]
             lines = [(None, "black", glob, st)]
             title = (f"clipping: one global scale for every gradient, engaged {st.engaged}/{st.steps} steps "
                      f"({st.fraction:.0%}), strongest ×{st.min_scale:.2g}")
         else:
-            lines = [(name, color, scales[name], clip[name]) for name, color in zip(shown, colors) if name in scales]
+            lines = [(name, color, scales[name], clip[name])
+                     for name, color in zip(shown, colors, strict=True) if name in scales]
             title = "clipping: clipped / raw norm per " + by + " (legend: steps clipped / recorded)"
         for name, color, s, st in lines:
             label = f"{name}: {st.engaged}/{st.steps} ({st.fraction:.0%})" if name else "every gradient"
@@ -176,7 +180,7 @@ def _shade_nonfinite(hist, axes, first, last) -> bool:
     if not bad.any():
         return False
     edges = np.flatnonzero(np.diff(np.concatenate([[0], bad.astype(np.int8), [0]])))
-    for a, b in zip(edges[0::2], edges[1::2]):  # runs of bad points
+    for a, b in zip(edges[0::2], edges[1::2], strict=True):  # runs of bad points
         for ax in axes:
             ax.axvspan(first[a] - 0.5, last[b - 1] + 0.5, color=_NAN_SHADE, alpha=0.25, linewidth=0, zorder=0)
     return True
@@ -201,7 +205,8 @@ def _mark_flags(hist, ax, steps, series, shown, by) -> list[str]:
                 ax.plot([steps[i]], [y], linestyle="none", marker=marker, color=color, markersize=8,
                         markeredgecolor="white", markeredgewidth=0.6, zorder=5)
             else:
-                ax.plot([f.step], [0.97], transform=top, linestyle="none", marker=marker, color=color, markersize=8, zorder=5)
+                ax.plot([f.step], [0.97], transform=top, linestyle="none", marker=marker, color=color, markersize=8,
+                        zorder=5)
         else:
             y = 0.97 if f.kind == "nan" else 0.03
             ax.plot([f.step], [y], transform=top, linestyle="none", marker=marker, color=color, markersize=8,

@@ -76,12 +76,13 @@ class HistoryCallback(keras.callbacks.Callback):
                     loss = model.compute_loss(x=self.x, y=self.y, y_pred=y_pred, sample_weight=self.sample_weight)
                 except ValueError as e:
                     if "No loss to compute" in str(e):
-                        raise ValueError("hist.callback needs a compiled loss: model.compile(optimizer, loss=...).") from e
+                        raise ValueError(
+                            "hist.callback needs a compiled loss: model.compile(optimizer, loss=...).") from e
                     raise
             variables = model.trainable_variables
             grads = tape.gradient(loss, variables)
         finally:
-            for v, value in zip(state, saved):
+            for v, value in zip(state, saved, strict=True):
                 v.assign(value)
         clipped = _clip_like(getattr(model, "optimizer", None), grads)
         self.history.add(step, loss=loss, grads=grads, variables=variables, clipped=clipped, tape=tape)

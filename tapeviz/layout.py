@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Hashable, Mapping, Sequence
+from itertools import pairwise
 
 import networkx as nx
 import numpy as np
@@ -173,11 +174,13 @@ def count_crossings(
     if len(pairs) < 2:
         return 0
     edges = sorted(pairs, key=_edge_sort_key(g))
+    rows: list[tuple[float, ...]]
+    names: list[tuple[Node, Node]]
     if routes:
         rows, names = [], []
         for u, v in edges:
             pts = [pos[u][:2], *(tuple(b)[:2] for b in routes.get((u, v), ())), pos[v][:2]]
-            rows.extend((*a, *b) for a, b in zip(pts, pts[1:]))
+            rows.extend((*a, *b) for a, b in pairwise(pts))
             names.extend([(u, v)] * (len(pts) - 1))
     else:
         rows = [(*pos[u][:2], *pos[v][:2]) for u, v in edges]
@@ -561,7 +564,7 @@ def _reorder_small(rank: np.ndarray, lo: int, hi: int, who: list[int], other_ran
     cur = rank[lo:hi].tolist()
     sums = [0] * w
     cnt = [0] * w
-    for k, r in zip(who, other_rank):
+    for k, r in zip(who, other_rank, strict=True):
         sums[k] += r
         cnt[k] += 1
     key = [(sums[k] / cnt[k] if cnt[k] else float(cur[k]), cur[k]) for k in range(w)]
@@ -576,14 +579,14 @@ def _place(
     if layer_gap <= 0 or node_gap <= 0:
         raise ValueError("layer_gap and node_gap must be positive")
     nodes, proper, _, _ = _reduce(g, sweeps)
-    if not nodes:
+    if proper is None:  # an empty graph
         return {}, {}
     xs, ys = proper.coordinates(layer_gap, node_gap)
     n_real = len(nodes)
-    pos = {n: (x, y) for n, x, y in zip(nodes, xs[:n_real].tolist(), ys[:n_real].tolist())}
+    pos = {n: (x, y) for n, x, y in zip(nodes, xs[:n_real].tolist(), ys[:n_real].tolist(), strict=True)}
     routes: dict[tuple[Node, Node], list[Point]] = {}
     if want_routes:
-        bends = list(zip(xs[n_real:].tolist(), ys[n_real:].tolist()))
+        bends = list(zip(xs[n_real:].tolist(), ys[n_real:].tolist(), strict=True))
         eu, ev = proper.edge_u.tolist(), proper.edge_v.tolist()
         first, span = proper.edge_dummy.tolist(), proper.edge_span.tolist()
         for e in np.flatnonzero(proper.edge_span > 1).tolist():
@@ -607,13 +610,14 @@ def _ordered_layers(
     nothing is counted and both are None.
     """
     nodes, proper, initial, best = _reduce(g, sweeps)
-    if not nodes:
+    if proper is None:  # an empty graph
         return [], [], 0, 0
     return nodes, proper.columns(), initial, best
 
 
 def _reduce(g: nx.DiGraph, sweeps: int) -> tuple[list[Node], _Proper | None, int | None, int | None]:
-    """:func:`_ordered_layers` before the columns are read out (dummies included)."""
+    """:func:`_ordered_layers` before the columns are read out (dummies included);
+    no _Proper (None) for an empty graph."""
     if sweeps < 0:
         raise ValueError("sweeps must be >= 0")
     nodes, depth, succ = _assign_layers(g)

@@ -15,8 +15,9 @@ weight value the forward pass read); grouping into layers combines the per-varia
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, overload
 
 import numpy as np
 import tensorflow as tf
@@ -71,7 +72,8 @@ def _relative(grad_norm: float | None, weight_norm: float) -> tuple[float | None
     return grad_norm / weight_norm, "ok"
 
 
-def magnitude(name: str, grad_norm: float | None, weight_norm: float, *, layer: str | None = None, node: Any = None) -> Magnitude:
+def magnitude(name: str, grad_norm: float | None, weight_norm: float, *, layer: str | None = None,
+              node: Any = None) -> Magnitude:
     """A Magnitude from two norms (``grad_norm=None``: the variable got no gradient)."""
     rel, status = _relative(None if grad_norm is None else float(grad_norm), float(weight_norm))
     return Magnitude(name, layer if layer is not None else layer_of(name),
@@ -106,7 +108,8 @@ def _values(g):
     return g.values if isinstance(g, tf.IndexedSlices) else g
 
 
-def group_by_layer(items: Iterable[Magnitude], layer: Callable[[Magnitude], str] | Mapping[str, str] | None = None) -> list[Magnitude]:
+def group_by_layer(items: Iterable[Magnitude],
+                   layer: Callable[[Magnitude], str] | Mapping[str, str] | None = None) -> list[Magnitude]:
     """Per-layer Magnitudes: the layer's gradient and weight norms are the norms of all its
     variables taken together (``sqrt(sum of squares)``). A layer with a NaN/Inf gradient
     stays non-finite; variables without a gradient add nothing (a layer none of whose
@@ -197,7 +200,7 @@ class MagnitudeScale:
             raise ValueError(f"MagnitudeScale needs 0 < lo < hi (finite), got lo={self.lo}, hi={self.hi}.")
 
     @classmethod
-    def fit(cls, values: Iterable[float | None], *, cmap: str = "viridis") -> "MagnitudeScale":
+    def fit(cls, values: Iterable[float | None], *, cmap: str = "viridis") -> MagnitudeScale:
         """The smallest whole-decade scale holding every positive finite value (at least
         one decade wide); the default scale when there are none."""
         arr = np.asarray([v for v in values if v is not None], dtype=np.float64)
@@ -207,6 +210,11 @@ class MagnitudeScale:
         lo = math.floor(math.log10(arr.min()))
         hi = max(math.ceil(math.log10(arr.max())), lo + 1)
         return cls(10.0**lo, 10.0**hi, cmap)
+
+    @overload
+    def __call__(self, value: float) -> float: ...
+    @overload
+    def __call__(self, value: None) -> None: ...
 
     def __call__(self, value: float | None) -> float | None:
         if value is None:

@@ -17,8 +17,9 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import ipywidgets as W
 
@@ -55,7 +56,8 @@ def _target_box(ex: Explored, state: ExplorerState, interval: int, made: list) -
                          continuous_update=True, layout=W.Layout(width="420px")).add_class("tv-step")
     play = W.Play(value=current, min=0, max=n - 1, interval=interval, description=say("ui.control.play", state.lang))
     play.add_class("tv-play")
-    links = [W.jslink((slider, "value"), (stack, "selected_index")), W.jslink((play, "value"), (stack, "selected_index"))]
+    links = [W.jslink((slider, "value"), (stack, "selected_index")),
+             W.jslink((play, "value"), (stack, "selected_index"))]
     bar = W.HBox([play, slider])
     box = W.VBox([bar, stack])
     made += [box, bar, stack, *pictures, slider, play, *links]

@@ -8,7 +8,8 @@ Nothing here computes a gradient or a norm.
 from __future__ import annotations
 
 import html
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +80,7 @@ def _shown_names(rep: clipping.ClipReport) -> list[str]:
     if len(names) <= PANEL_ROWS:
         return names
     nones = [n for n in names if rep.raw[n] is None]  # big models: None gradients, then the largest norms
-    rest = sorted((n for n in names if rep.raw[n] is not None), key=lambda n: -rep.norm_before[n])
+    rest = sorted((n for n in names if rep.raw[n] is not None), key=lambda n: -(rep.norm_before[n] or 0.0))
     keep = set((nones + rest)[:PANEL_ROWS])
     return [n for n in names if n in keep]
 
@@ -101,6 +102,7 @@ def clipping_panel(rep: clipping.ClipReport, fl: GradientFlow, variables: Mappin
                         f"{detail} {_esc(say('panel.none_advice', lang))}</td></tr>")
             continue
         nb, na = rep.norm_before[name], rep.norm_after[name]
+        assert nb is not None and na is not None  # (a gradient has norms)
         bars = (f"<span class='tv-bar tv-raw' style='width:{120 * nb / scale:.1f}px'></span><br>"
                 f"<span class='tv-bar tv-clip' style='width:{120 * na / scale:.1f}px'></span>")
         bad = " class='tv-bad'" if _bad(raw) else ""
@@ -127,13 +129,12 @@ def inspector(graph: TapeGraph, fl: GradientFlow, node, lang: str = DEFAULT) -> 
     g = graph
     d = g.nx.nodes[node]
     info = g.output_info(node)
-    parts = [f"<b>{_esc(d.get('name') or d['label'])}</b> <i>{_esc(d['kind'])}"
-             f"{' · ' + _esc(d['op_type']) if d['kind'] == 'op' else ''}</i>"]
+    parts = [(f"<b>{_esc(d.get('name') or d['label'])}</b> <i>{_esc(d['kind'])}"
+              f"{' · ' + _esc(d['op_type']) if d['kind'] == 'op' else ''}</i>")]
     if d.get("scope"):
         parts.append(f"{_esc(say('inspect.scope', lang))} {_esc(d['scope'])}")
     if info is not None:
-        value = info.value if info.value is not None else info.summary
-        shown = _arr(value) if info.value is not None else value
+        shown = _arr(info.value) if info.value is not None else info.summary
         parts.append(f"{_esc(say('inspect.value', lang, dtype=info.dtype, shape=info.shape))}<pre>{_esc(shown)}</pre>")
     grad = fl.grad(node)
     cls = "tv-bad" if _bad(grad) else ""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import io
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from PIL import Image
@@ -99,8 +99,8 @@ def png_bytes(svg: str, *, dpi: float = 100, max_pixels: int | None = None,
             on_part(1, 1)
         return png
     renderer = FrameRenderer(dpi=dpi, max_pixels=MAX_PNG_PIXELS if max_pixels is None else max_pixels)
-    renderer.scale, renderer.size = scale, size
-    renderer.pixels = np.zeros((h, w, 4), np.uint8)
+    renderer._scale, renderer._size = scale, size  # one picture drawn in strips: its size is known
+    renderer._drawn = np.zeros((h, w, 4), np.uint8)
     doc = parse_svg(svg)
     rows = max(1, STRIP_PIXELS // (2 * w))
     tops = list(range(0, h, rows))
@@ -151,7 +151,7 @@ def _merge(rects, slack: int) -> list[Rect]:
             break
         r[idx[i]] = (ux0[i, j], uy0[i, j], ux1[i, j], uy1[i, j])
         alive[idx[j]] = False
-    return [tuple(int(v) for v in row) for row in r[alive]]
+    return [(int(x0), int(y0), int(x1), int(y1)) for x0, y0, x1, y1 in r[alive]]
 
 
 def _moved(before: list[str], after: list[str]) -> set[str]:
@@ -210,13 +210,35 @@ class FrameRenderer:
         self.dpi = dpi
         self.max_pixels = MAX_GIF_PIXELS if max_pixels is None else max_pixels
         self.full_every = full_every
-        self.scale: float | None = None
-        self.size: tuple[int, int] | None = None
-        self.pixels: np.ndarray | None = None
+        # fixed by the first document (read through the properties below)
+        self._scale: float | None = None
+        self._size: tuple[int, int] | None = None
+        self._drawn: np.ndarray | None = None
         self._doc: SvgDoc | None = None
         self.full_redraws = 0
         self.partial_redraws = 0
         self._bounds: dict = {}  # element source -> bounds, for documents with this root
+
+    @property
+    def scale(self) -> float:
+        """Pixels per user unit of the SVG (the first document's)."""
+        if self._scale is None:
+            raise RuntimeError("FrameRenderer.scale: no document rendered yet; call render(svg) first.")
+        return self._scale
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) of every frame, in pixels (the first document's)."""
+        if self._size is None:
+            raise RuntimeError("FrameRenderer.size: no document rendered yet; call render(svg) first.")
+        return self._size
+
+    @property
+    def pixels(self) -> np.ndarray:
+        """The last frame's RGBA pixels (rows, columns, 4), updated in place by render."""
+        if self._drawn is None:
+            raise RuntimeError("FrameRenderer.pixels: no document rendered yet; call render(svg) first.")
+        return self._drawn
 
     def render(self, svg: str) -> tuple[np.ndarray, list[Rect]]:
         """RGBA pixels (rows, columns, 4) of this document, and the pixel rectangles
@@ -229,7 +251,7 @@ class FrameRenderer:
             self._bounds.clear()  # what elements inherit changed: bounds estimated under it are stale
             doc = self._doc = parse_svg(svg, self._bounds)
         if prev is None:
-            self.scale, self.size = raster_scale(doc, self.dpi, self.max_pixels)
+            self._scale, self._size = raster_scale(doc, self.dpi, self.max_pixels)
             return self._full(doc)
         if doc.view_box != prev.view_box or doc.size_inches != prev.size_inches:
             raise ValueError("Every frame of an animation must have the same size; this one differs from the first.")
@@ -244,10 +266,10 @@ class FrameRenderer:
     # -- internals -----------------------------------------------------------------
 
     def _full(self, doc: SvgDoc) -> tuple[np.ndarray, list[Rect]]:
-        w, h = self.size
-        self.pixels = np.array(_rgba(_resvg(doc.document(_whole(doc, self.scale, self.size), self.size), doc.fonts)))
+        w, h = size = self.size
+        self._drawn = np.array(_rgba(_resvg(doc.document(_whole(doc, self.scale, size), size), doc.fonts)))
         self.full_redraws += 1
-        return self.pixels, [(0, 0, w, h)]
+        return self._drawn, [(0, 0, w, h)]
 
     def _damage(self, prev: SvgDoc, doc: SvgDoc) -> list[Rect] | None:
         """Pixel rectangles to redraw, or None when a whole redraw is needed."""
@@ -257,14 +279,15 @@ class FrameRenderer:
         old = {u.key: u for u in prev.units}
         new = {u.key: u for u in doc.units}
         moved = _moved([u.key for u in prev.units if u.key in new], [u.key for u in doc.units if u.key in old])
-        parts: list[list[Box]] = []
+        changed: list[list[Box] | None] = []
         for k, u in new.items():
             o = old.get(k)
             if o is None or o.source != u.source or k in moved:
-                parts += [unit.parts for unit in (o, u) if unit is not None]
-        parts += [o.parts for k, o in old.items() if k not in new]
-        if any(p is None for p in parts):
+                changed += [unit.parts for unit in (o, u) if unit is not None]
+        changed += [o.parts for k, o in old.items() if k not in new]
+        if any(p is None for p in changed):  # an element whose bounds are unknown
             return None
+        parts = [p for p in changed if p is not None]
         w, h = self.size
         rects = []
         for group in parts:  # each changed element's boxes, merged where they overlap (a box and its labels)

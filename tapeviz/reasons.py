@@ -122,7 +122,7 @@ class StopReason:
 
         return describe(self, lang)
 
-    def moved(self, where) -> "StopReason":
+    def moved(self, where) -> StopReason:
         """The same stop, reported at another place (a cause propagating downstream)."""
         return StopReason(where, self.reason, self.cause, self.facts, self.origin)
 

@@ -29,8 +29,18 @@ from matplotlib.text import Text
 from .fonts import matplotlib_families
 from .graph import TapeGraph
 from .raster import MAX_PNG_PIXELS
-from .scene import (FONT, Arrow, Box, Label, Scene, Swatch, _legend_layout_for, arrow_specs, edge_label_specs,
-                    label_specs)
+from .scene import (
+    FONT,
+    Arrow,
+    Box,
+    Label,
+    Scene,
+    Swatch,
+    _legend_layout_for,
+    arrow_specs,
+    edge_label_specs,
+    label_specs,
+)
 from .themes import LIGHT, Theme
 
 __all__ = ["box_artist", "text_artist", "arrow_artist", "mark_artists", "chrome_artists", "Artists", "Chrome",
@@ -167,7 +177,7 @@ def _swatch_artists(fig: Figure, sw: Swatch, scene: Scene) -> list:
         fig.patches.append(patch)
         patch.set_figure(fig)
         return [patch]
-    if sw.kind == "chip":
+    if sw.chip is not None:  # a "chip" swatch: its sample is a tag
         return [_fig_text(fig, sw.chip, scene)]
     line = Line2D([sw.x / W, (sw.x + sw.w) / W], [sw.y / H, sw.y / H], color=sw.ec, lw=sw.lw, linestyle=sw.linestyle,
                   transform=fig.transFigure, solid_capstyle="butt")
@@ -195,7 +205,7 @@ def chrome_artists(fig: Figure, scene: Scene) -> Chrome:
     return Chrome(fig, title, caption, LegendArtists(samples, texts))
 
 
-def draw_legend(fig: Figure, reasons=(), kinds=(), *, theme: "str | Theme | None" = None, lang: str = "en"):
+def draw_legend(fig: Figure, reasons=(), kinds=(), *, theme: str | Theme | None = None, lang: str = "en"):
     """A legend of node kinds, edges and these stop reasons, laid out by a scene for
     ``fig``'s width and drawn at its bottom; returns the legend's artists."""
     scene = _legend_layout_for(tuple(fig.get_size_inches()), list(reasons), list(kinds), theme=theme, lang=lang)

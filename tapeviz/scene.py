@@ -36,9 +36,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from bisect import bisect_left
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Mapping, NamedTuple
+from functools import cache
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -254,7 +255,7 @@ def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: st
 def node_value_text(graph: TapeGraph, node, display: Shown | None = None) -> str:
     """Bottom line: the forward value (or its summary); a layer shows its output's."""
     dd = display.nx.nodes[node] if display is not None else {}
-    if dd.get("kind") == "layer":
+    if display is not None and dd.get("kind") == "layer":
         ops = [m for m in display.members[node] if graph.nx.nodes[m]["kind"] == "op"]
         node = ops[-1] if ops else display.members[node][-1]
     elif dd.get("kind") == "inner":
@@ -263,8 +264,8 @@ def node_value_text(graph: TapeGraph, node, display: Shown | None = None) -> str
         j = dd.get("ret_index")
         if j is None or j >= len(outs):
             return ""
-        info = graph.tensors[outs[j]]
-        return format_value(info.value, info.summary)
+        returned = graph.tensors[outs[j]]
+        return format_value(returned.value, returned.summary)
     info = graph.output_info(node)
     return "" if info is None else format_value(info.value, info.summary)
 
@@ -499,7 +500,7 @@ def box_specs(graph: TapeGraph, pos, *, targets=(), display: Shown | None = None
     return boxes
 
 
-@lru_cache(maxsize=None)
+@cache
 def _box_lines(size: float, has_sub: bool, has_chips: bool) -> tuple[float, ...]:
     """Heights (points) of a box's lines: title, subtitle, value, chips."""
     title = sum(fonts.line_box(size, "bold")[:2])
@@ -559,7 +560,7 @@ def chip_specs(display: Shown, pos, *, fontsize: float = FONT, theme: Theme = LI
         cy = rows[n] if rows else y - BOX_H * 0.32
         widths = [fonts.text_width(c.text, size) + 2 * pad for c in chips]
         kept, used = [], 0.0
-        for i, (c, w) in enumerate(zip(chips, widths)):
+        for i, (c, w) in enumerate(zip(chips, widths, strict=True)):
             more = len(chips) - i - 1
             extra = (fonts.text_width(f"+{more}", size) + 2 * pad + 3.0) if more else 0.0
             if used + w + extra > inner:
@@ -632,10 +633,11 @@ def edge_label_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, routes=No
 # --------------------------------------------------------------------------- chrome
 
 
-def _legend_entries(scene: "Scene") -> list[tuple]:
-    """(kind, style, text) for each legend entry: node kinds, edges, stop reasons, chips."""
+def _legend_entries(scene: Scene | _LegendOnly) -> list[tuple[str, Any, str]]:
+    """(kind, style, text) for each legend entry: node kinds, edges, stop reasons, chips.
+    The style's form depends on the kind (see _legend_layout)."""
     th, lang = scene.theme, scene.lang
-    out = []
+    out: list[tuple[str, Any, str]] = []
     for k in scene.kinds:
         fc, ec = th.kinds[k]
         out.append(("box", (fc, ec, LW_BOX * th.line, "-"), say(f"ui.kind.{k}", lang)))
@@ -675,7 +677,9 @@ def _legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple
             w_sample = sample_w
         text = fonts.fit(text, inner - w_sample - sep, size)
         items.append((kind, style, text, w_sample, w_sample + sep + fonts.text_width(text, size)))
-    rows, row, used = [], [], 0.0
+    rows: list[tuple[list, float]] = []
+    row: list = []
+    used = 0.0
     for it in items:
         w = it[4]
         if row and used + col_gap + w > inner:
@@ -720,13 +724,18 @@ def _legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple
 
 
 class _LegendOnly:
-    """What :func:`_legend_entries` reads, for a legend drawn without a scene."""
+    """What :func:`_legend_entries` reads, for a legend drawn without a scene; after
+    :func:`_legend_layout_for`, the legend placed on its canvas."""
 
     def __init__(self, reasons, kinds, theme, lang):
         self.theme, self.lang = get_theme(theme), check_lang(lang)
         self.kinds, self.reasons = [k for k in kinds if k in self.theme.kinds], list(reasons)
-        self.flow, self.has_bad, self.chip_kinds = True, False, []
+        self.flow = True  # not None: the gradient-flow entries are listed
+        self.has_bad = False
+        self.chip_kinds: list[str] = []
         self.font = self.theme.font
+        self.legend: list[Swatch] = []
+        self.canvas = (0.0, 0.0)
 
 
 def _legend_layout_for(size_in: tuple[float, float], reasons, kinds, *, theme=None, lang: str = DEFAULT):
@@ -770,7 +779,7 @@ class Scene:
 
     def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, pos=None, routes=None,
                  title: str | None = None, caption: str | None = None, collapsed="auto", functions=(),
-                 lang: str = DEFAULT, show_all: bool = False, theme: "str | Theme | None" = None,
+                 lang: str = DEFAULT, show_all: bool = False, theme: str | Theme | None = None,
                  magnitudes=None):
         self.graph = graph
         self.lang = check_lang(lang)
@@ -823,12 +832,11 @@ class Scene:
         self._grad_rooms = self._grad_allowance(plans, label_h)
         self.overrides: dict[Any, str] = {}
         # route each edge: it turns towards its port where its widest label begins
-        last = flow.last_step if flow is not None else None
         for e, arrow in self.arrows.items():
             label = self.edge_labels[e]
             widest = self._rooms[e]
             if flow is not None and len(arrow.members) <= 1:
-                self._style_edge(e, arrow, label, last, False)
+                self._style_edge(flow, e, arrow, label, flow.last_step, False)
                 widest = fonts.text_width(label.text, label.size, style=label.style)
             width = (widest + 2 * LABEL_PAD * label.size + 2.0) / self.unit[0]
             arrow.path, _, arrow.mark_at = _edge_route(plans[e], width)
@@ -836,16 +844,17 @@ class Scene:
         self.title = title or ""
         self.caption = self._caption(caption)
         self.step: int = 0
-        self.title_label = None
+        self._laid_out = False  # the title's record is made with the canvas
         self.set_step(None)  # the finished pass: the texts the canvas must hold
         self.has_bad = any(v[1] for k, v in self._texts.items() if k[0] == "edge")
         self._layout_canvas()
+        self._laid_out = True
         changed = self._clamp_grad_rooms()
         if flow is not None:  # restyle only what the layout changed: the gradient lines cut to the canvas, the title
             finished = self.step == flow.last_step
             for n in changed:
                 self.grads[n].text, self.grads[n].color = self._node_grad_text(
-                    n, self.display.nx.nodes[n]["kind"], self.step, finished)
+                    flow, n, self.display.nx.nodes[n]["kind"], self.step, finished)
         self.set_title()
 
     def _magnitudes(self, items) -> tuple[dict, Any]:
@@ -875,11 +884,10 @@ class Scene:
             return mix(th.bad, th.background, 0.55)
         return mix(self.magnitude_scale.color(m.relative), th.background, 0.6)
 
-    def _magnitude_arrived(self, box, k: int) -> bool:
+    def _magnitude_arrived(self, fl: GradientFlow, box, k: int) -> bool:
         """Whether every gradient a box's magnitude is made of has arrived at step k."""
-        fl = self.flow
         members = [m for m in self.display.members.get(box, [box]) if self.graph.nx.nodes[m]["kind"] == "variable"]
-        return all(fl.step_of(m) is not None and fl.step_of(m) <= k for m in members)
+        return all((s := fl.step_of(m)) is not None and s <= k for m in members)
 
     def _clamp_grad_rooms(self) -> list:
         """Keep every gradient line on the canvas, whatever it shows later (clipped values);
@@ -975,7 +983,7 @@ class Scene:
         elif self.flow is not None:  # room for the longest of a few steps' titles (later ones are fitted to it)
             fl = self.flow
             sampled = {0, fl.last_step // 2, fl.last_step}
-            self.title_lines = max(len(fonts.wrap(self._step_title(k, k == fl.last_step), inner, self.title_size))
+            self.title_lines = max(len(fonts.wrap(self._step_title(fl, k, k == fl.last_step), inner, self.title_size))
                                    for k in sampled)
         else:
             self.title_lines = 1
@@ -983,7 +991,8 @@ class Scene:
         caption_lines = fonts.wrap(self.caption, inner, self.caption_size) if self.caption else []
         title_pitch = self._pitch(self.title_size)
         caption_pitch = self._pitch(self.caption_size)
-        top = margin + self.title_lines * title_pitch + (4.0 + len(caption_lines) * caption_pitch if caption_lines else 0.0) + 6.0
+        caption_h = 4.0 + len(caption_lines) * caption_pitch if caption_lines else 0.0
+        top = margin + self.title_lines * title_pitch + caption_h + 6.0
         legend, legend_h = _legend_layout(_legend_entries(self), inner, th, self.font)
         bottom = margin + legend_h + (6.0 if legend_h else 0.0)
         height = top + graph_h + bottom
@@ -1060,7 +1069,7 @@ class Scene:
                 texts.append((what, None, self.text_rect(t, px=True)))
         for sw in self.legend:
             texts.append((f"legend {sw.label.text}", None, self.text_rect(sw.label, px=True)))
-            if sw.kind == "chip":
+            if sw.chip is not None:  # a "chip" swatch: its sample is a tag
                 sample = self.text_rect(sw.chip, px=True)
             elif sw.kind == "line":
                 half = max(sw.lw * DPI / 72.0, MARK_SIZE * self.theme.line * DPI / 72.0 if sw.mark else 0.0) / 2
@@ -1128,22 +1137,23 @@ class Scene:
         active_node = disp.of.get(fl.steps[k].node)
         active_edges = disp.display_edges_of(fl.steps[k].edges)
         for e, arrow in self.arrows.items():
-            self._style_edge(e, arrow, self.edge_labels[e], k, e in active_edges)
+            self._style_edge(fl, e, arrow, self.edge_labels[e], k, e in active_edges)
         dg = disp.nx
         for n, box in self.boxes.items():
             kind = dg.nodes[n]["kind"]
             grad = self.grads[n]
-            grad.text, grad.color = self._node_grad_text(n, kind, k, finished)
+            grad.text, grad.color = self._node_grad_text(fl, n, kind, k, finished)
             if n in self.magnitudes:  # coloured once its gradient is complete: never ahead of the pass
-                box.fc = self.magnitude_fill(n) if self._magnitude_arrived(n, k) else th.kinds.get(kind, th.kinds["op"])[0]
+                arrived = self._magnitude_arrived(fl, n, k)
+                box.fc = self.magnitude_fill(n) if arrived else th.kinds.get(kind, th.kinds["op"])[0]
             if n == active_node:
                 box.ec, box.lw = th.active, LW_ACTIVE * th.line
             elif n in self.targets:
                 box.ec, box.lw = th.target, LW_TARGET * th.line
             else:
                 box.ec, box.lw = th.kinds.get(kind, th.kinds["op"])[1], LW_BOX * th.line
-        self.title = self.custom_title or self._step_title(k, finished)
-        if self.title_label is not None:  # (None while the canvas is being laid out)
+        self.title = self.custom_title or self._step_title(fl, k, finished)
+        if self._laid_out:  # (the title's record is made when the canvas is laid out)
             self.set_title()
 
     def set_title(self) -> None:
@@ -1154,16 +1164,17 @@ class Scene:
             lines = lines[:self.title_lines - 1] + [fonts.fit(rest, self._title_inner, self.title_size)]
         self.title_label.text = "\n".join(lines)
 
-    def _style_edge(self, e, arrow: Arrow, text: Label, k: int, active: bool) -> None:
-        fl = self.flow
+    def _style_edge(self, fl: GradientFlow, e, arrow: Arrow, text: Label, k: int, active: bool) -> None:
         th = self.theme
         members = arrow.members
         stops = [fl.edge_reason.get(m) for m in members]
         room = self._rooms[e]
         arrow.marks = []
-        if members and all(r is not None for r in stops):
-            arrow.color, arrow.linestyle, arrow.lw = th.stopped, REASON_STYLE.get(stops[0].reason, "--"), LW_STOPPED * th.line
-            code = say(f"ui.edge.{stops[0].reason.value}", self.lang)
+        first = stops[0] if stops else None
+        if first is not None and all(r is not None for r in stops):
+            arrow.color, arrow.lw = th.stopped, LW_STOPPED * th.line
+            arrow.linestyle = REASON_STYLE.get(first.reason, "--")
+            code = say(f"ui.edge.{first.reason.value}", self.lang)
             full = code if len(members) == 1 else say("ui.edge.stopped_n", self.lang, code=code, n=len(members))
             text.text = fonts.fit(full, room, text.size, style="italic")
             text.color, text.style = th.stop_text, "italic"
@@ -1203,8 +1214,7 @@ class Scene:
             arrow.marks = [arrow.mark_at]
             arrow.mark_color = th.active
 
-    def _node_grad_text(self, n, kind: str, k: int, finished: bool) -> tuple[str, str]:
-        fl = self.flow
+    def _node_grad_text(self, fl: GradientFlow, n, kind: str, k: int, finished: bool) -> tuple[str, str]:
         g = self.graph
         th = self.theme
         room = self._grad_rooms[n]
@@ -1252,8 +1262,7 @@ class Scene:
             return grad_text(None), th.stop_text
         return "", th.grad_text
 
-    def _step_title(self, k: int, finished: bool) -> str:
-        fl = self.flow
+    def _step_title(self, fl: GradientFlow, k: int, finished: bool) -> str:
         g = fl.graph
         target = localize(g.display_name(fl.target_nodes[0]), self.lang)
         st = fl.steps[k]

@@ -83,7 +83,8 @@ class TrainingExplorer(Explorer):
             self.flags_view.value = (f"<div class='tv-bad'>{html.escape(say('ui.history.flags', lang, step=step))}"
                                      f"</div><ul>{items}</ul>")
         else:
-            self.flags_view.value = f"<div class='tv-note'>{html.escape(say('ui.history.no_flags', lang, step=step))}</div>"
+            note = html.escape(say("ui.history.no_flags", lang, step=step))
+            self.flags_view.value = f"<div class='tv-note'>{note}</div>"
         self.plot_view.value = self._plot(step)
 
     def _plot(self, step: int) -> str:

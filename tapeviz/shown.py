@@ -27,8 +27,9 @@ recorded op, grouped by name scope only, as before this stage existed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 import networkx as nx
 
@@ -39,6 +40,8 @@ from .reasons import Reason
 __all__ = ["Shown", "Chip", "decide", "collapse", "layer_groups", "FIT_BOXES", "COLLAPSE_THRESHOLD"]
 
 Node = Hashable
+#: What a picture collapses: "auto", True (every group), False (none) or the group names.
+Collapsed: TypeAlias = bool | str | Iterable[str]
 
 #: More boxes than this (after hiding and folding, every group open): layers collapse.
 FIT_BOXES = 30
@@ -166,7 +169,7 @@ class Shown:
             if boxes is not None and n not in boxes:
                 continue
             layer = groups.get(n)
-            if layer in self.collapsed:
+            if layer is not None and layer in self.collapsed:
                 call = calls.get(n, 0) if calls else 0
                 dn = f"layer:{layer}" if call == 0 else f"layer:{layer}#{call + 1}"
                 if dn not in d:
@@ -330,7 +333,7 @@ def collapse(g: nx.MultiDiGraph, collapsed="auto", *, threshold: int = COLLAPSE_
 # --------------------------------------------------------------------------- the decision
 
 
-def decide(graph: TapeGraph, flow=None, *, show_all: bool = False, collapsed="auto", bodies=None,
+def decide(graph: TapeGraph, flow=None, *, show_all: bool = False, collapsed: Collapsed = "auto", bodies=None,
            fit: int = FIT_BOXES) -> Shown:
     """What a picture of ``graph`` (and ``flow``'s backward pass) shows (see the module
     docstring). ``collapsed``: "auto", True, False, or the group names to collapse."""
@@ -393,7 +396,8 @@ class _Decision:
             if n in reach:
                 continue
             d = G.nodes[n]
-            if d["kind"] == "op" and d["op_type"] in STATEFUL_OPS and self.graph.capture.ops[d["op_index"]].tape_recording:
+            if (d["kind"] == "op" and d["op_type"] in STATEFUL_OPS
+                    and self.graph.capture.ops[d["op_index"]].tape_recording):
                 # an assign the user made into what the target reads (not a variable's
                 # initializer: Keras runs those in tf.init_scope, where the tape is paused)
                 var = self.graph.assigned_variable(n)
@@ -436,7 +440,7 @@ class _Decision:
         G = self.G
         out: dict[Node, list[Chip]] = {}
         for v in self.boxes:
-            for u, _, k, d in G.in_edges(v, keys=True, data=True):
+            for u, _, _key, d in G.in_edges(v, keys=True, data=True):
                 if u not in self.folded or d.get("kind") != "data":
                     continue
                 members = tuple(a for a in nx.ancestors(G, u) if a in self.folded) + (u,)

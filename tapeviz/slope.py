@@ -127,7 +127,7 @@ def _esc(text) -> str:
 def _path(px: np.ndarray, py: np.ndarray) -> str:
     """An SVG path through the points, broken where a value is missing (NaN)."""
     parts, pen = [], "M"
-    for x, y in zip(px, py):
+    for x, y in zip(px, py, strict=True):
         if not (np.isfinite(x) and np.isfinite(y)):
             pen = "M"
             continue
@@ -151,8 +151,8 @@ def slope_svg(s: Slope, *, lang: str = DEFAULT, theme: str = "light", width: int
     def Y(v):
         return top + (y_hi - np.asarray(v, float)) / (y_hi - y_lo) * ph
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="tv-slope-svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="{font}">',
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="tv-slope-svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="{font}">'),
            f'<rect width="{width}" height="{height}" fill="{c["bg"]}"/>',
            f'<clipPath id="tv-slope-clip"><rect x="{left}" y="{top}" width="{pw}" height="{ph}"/></clipPath>']
     for t in MaxNLocator(5).tick_values(x_lo, x_hi):
@@ -223,7 +223,7 @@ def slope_figure(s: Slope, *, lang: str = DEFAULT, theme: str = "light") -> Figu
     ax.yaxis.set_major_locator(MaxNLocator(5))
     ax.plot(s.xs, s.ys, color=c["curve"], lw=c["width"], gid="curve", label=s.y_name)
     seg = tangent_segment(s)
-    if seg is not None:
+    if seg is not None and s.slope is not None:  # (a tangent needs a slope)
         ax.plot(seg[0], seg[1], color=c["tangent"], lw=c["width"] + 0.4, gid="tangent",
                 label=say("ui.slope.legend", lang, slope=_num(s.slope)))
     if np.isfinite(s.y0):

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -27,9 +28,9 @@ from .flow import GradientFlow
 from .gcpause import gc_paused
 from .graph import TapeGraph, format_value
 from .messages import DEFAULT, check_lang
-from .view import GraphView
 from .shown import Shown, decide
 from .svg import to_svg
+from .view import GraphView
 
 __all__ = ["ExplorerState", "Explored", "picture", "panel", "inspector", "gradients", "clipped_texts"]
 
@@ -54,8 +55,14 @@ class ExplorerState:
     theme: str = "light"
     magnitude: bool = False  # boxes coloured by ||g|| / ||w||
 
-    def replace(self, **changes) -> "ExplorerState":
+    def replace(self, **changes) -> ExplorerState:
         return dataclasses.replace(self, **changes)
+
+    @property
+    def clip_range(self) -> tuple[float, float]:
+        """``clip_value`` as a (min, max) tuple: a widget may hand the range over as a list."""
+        lo, hi = self.clip_value
+        return lo, hi
 
     @property
     def structure(self) -> tuple:
@@ -135,7 +142,7 @@ class Explored:
                 measured = self._measures[state.target] = clipping.measure(
                     self.raw_gradients(state), {k: v for k, v in weights.items() if v is not None})
             rep = clipping.report(measured.grads, measured.weights, mode=state.clip, clip_norm=state.clip_norm,
-                                  clip_value=tuple(state.clip_value), lr=state.lr, measured=measured)
+                                  clip_value=state.clip_range, lr=state.lr, measured=measured)
             if len(self._reports) >= 64:
                 self._reports.pop(next(iter(self._reports)))
             self._reports[key] = rep
@@ -237,5 +244,5 @@ def gradients(ex: Explored, state: ExplorerState, clipped: bool = True) -> dict[
     raw = ex.raw_gradients(state)
     if not clipped:
         return {k: clipping.to_numpy(v) for k, v in raw.items()}
-    out = clipping.clip(raw, state.clip, state.clip_norm, tuple(state.clip_value))
+    out = clipping.clip(raw, state.clip, state.clip_norm, state.clip_range)
     return {k: clipping.to_numpy(v) for k, v in out.items()}

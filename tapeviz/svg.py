@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from . import fonts
-from .scene import CURVE4, DPI, MOVETO, Arrow, Box, Label, Scene
+from .scene import CURVE4, DPI, MOVETO, Arrow, Box, Label, Scene, Swatch
 from .themes import FONT_FAMILIES, rgba
 
 __all__ = ["to_svg", "draws_whole_figure", "head_and_line", "chevron"]
@@ -84,7 +84,7 @@ class _Writer:
         self._styles: dict = {}
         self._fonts: dict = {}  # (size, weight, style) -> pixel size, font attributes, ascent, descent, gap
         sx, sy = scene.px_per_unit
-        ox, oy = scene._origin  # noqa: SLF001  (the scene's own data -> pixel map)
+        ox, oy = scene._origin  # the scene's own data -> pixel map
         H = self.height
         self.to_px = lambda x, y: (ox + x * sx, H - (oy + y * sy))  # y down
 
@@ -175,7 +175,7 @@ class _Writer:
         pitch = a + d
         block = len(lines) * pitch
         va = t.va
-        top = y if va == "top" else y - block if va == "bottom" else y - (block - d) if va == "baseline" else y - block / 2
+        top = {"top": y, "bottom": y - block, "baseline": y - (block - d)}.get(va, y - block / 2)
         anchor = _ANCHOR.get(t.ha, "start")
         fill = self.paint("fill", t.color)
         ident = f' id="{_esc(gid)}"' if gid else ""
@@ -201,15 +201,14 @@ class _Writer:
         return "".join(out)
 
     def arrow(self, ar: Arrow) -> str:
-        pts = [self.to_px(x, y) for x, y in ar.path.vertices] if ar.path is not None else None
-        if pts is None:
+        if ar.path is None:
             (xa, ya), (xb, yb) = self.to_px(*ar.start), self.to_px(*ar.end)
             dx, dy = xb - xa, yb - ya
             # matplotlib's arc3: one quadratic curve (y down here, so the bend flips sign)
             cx, cy = (xa + xb) / 2 - ar.rad * dy, (ya + yb) / 2 + ar.rad * dx
             pts, codes = [(xa, ya), (cx, cy), (xb, yb)], [MOVETO, 3, 3]
         else:
-            codes = ar.path.codes
+            pts, codes = [self.to_px(x, y) for x, y in ar.path.vertices], ar.path.codes
         line, head = head_and_line(pts, MUTATION * self.scene.theme.line * self.px, ar.lw * self.px)
         parts = [f'<path d="{_path_d(line, codes)}" style="{self.stroke(ar.color, ar.lw, ar.linestyle)}"/>']
         if head:
@@ -326,8 +325,8 @@ def to_svg(view, *, fit: bool = False) -> str:
         style += f";max-width:100%;height:auto;min-width:{shrink * W / px:.2f}pt"
     out = [
         '<?xml version="1.0" encoding="utf-8" standalone="no"?>\n',
-        f'<svg xmlns="{SVG_NS}" version="1.1" width="{W / px:.2f}pt" height="{H / px:.2f}pt" '
-        f'viewBox="0 0 {W:.2f} {H:.2f}" font-family="{_esc(FAMILY)}" style="{style}">\n',
+        (f'<svg xmlns="{SVG_NS}" version="1.1" width="{W / px:.2f}pt" height="{H / px:.2f}pt" '
+         f'viewBox="0 0 {W:.2f} {H:.2f}" font-family="{_esc(FAMILY)}" style="{style}">\n'),
         f'<rect width="100%" height="100%"{w.paint("fill", sc.theme.background)}/>\n',
         '<g id="layer-edges">\n',
     ]
@@ -371,13 +370,13 @@ def to_svg(view, *, fit: bool = False) -> str:
     return "".join(out)
 
 
-def _swatch(w: _Writer, sc: Scene, sw) -> str:
+def _swatch(w: _Writer, sc: Scene, sw: Swatch) -> str:
     H = w.height
     if sw.kind == "box":
         style = w.stroke(sw.ec, sw.lw, sw.linestyle, fill=sw.fc)
         return (f'<rect x="{sw.x:.2f}" y="{H - sw.y - sw.h:.2f}" width="{sw.w:.2f}" height="{sw.h:.2f}" '
                 f'rx="{2 * w.px:.2f}" style="{style}"/>')
-    if sw.kind == "chip":
+    if sw.chip is not None:  # a "chip" swatch: its sample is a tag
         return w.text(sw.chip, px=True)
     y = H - sw.y
     out = f'<path d="M{sw.x:.2f} {y:.2f}L{sw.x + sw.w:.2f} {y:.2f}" style="{w.stroke(sw.ec, sw.lw, sw.linestyle)}"/>'

@@ -25,10 +25,10 @@ from __future__ import annotations
 import math
 import re
 import xml.parsers.expat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from html import unescape
-from typing import Iterable
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
@@ -152,8 +152,7 @@ class SvgDoc:
     keyed: bool  # every unit has a key of its own: frames can be compared element by element
     fonts: tuple = ()
 
-    def document(self, region: Box | None = None, size_px: tuple[int, int] | None = None,
-                 units: Iterable[_Unit] | None = None) -> str:
+    def document(self, region: Box | None, size_px: tuple[int, int], units: Iterable[_Unit] | None = None) -> str:
         """This document, or the part of it inside ``region`` (user units) drawn with only
         ``units``, as a standalone SVG of ``size_px`` pixels."""
         rx, ry, rw, rh = region if region is not None else self.view_box
@@ -224,6 +223,12 @@ def _tag_end(data: bytes, start: int) -> int:
     raise ValueError("unterminated start tag")
 
 
+def _known(*lengths: float | None) -> list[float] | None:
+    """The lengths, or None when any of them is unknown (a unit not converted here)."""
+    known = [v for v in lengths if v is not None]
+    return known if len(known) == len(lengths) else None
+
+
 def _length(value: str | None, reference: float | None = None) -> float | None:
     """A length in user units (px); percentages of ``reference``; None if it has other units."""
     if value is None:
@@ -264,7 +269,7 @@ def parse_svg(svg: str, bounds: dict | None = None, *, elements: bool = True) ->
     w_attr, h_attr = _length(a.get("width")), _length(a.get("height"))
     w_in, h_in = _inches(a.get("width")), _inches(a.get("height"))
     if len(numbers) == 4 and numbers[2] > 0 and numbers[3] > 0:
-        view_box = tuple(numbers)
+        view_box = (numbers[0], numbers[1], numbers[2], numbers[3])
     elif w_in is not None and h_in is not None:
         view_box = (0.0, 0.0, w_in * 96, h_in * 96)
     else:
@@ -295,8 +300,12 @@ def _absolute(m: re.Match, view_box: Box) -> str:
     """A percentage length attribute as user units of the whole picture."""
     name, quote, value = m.group(1), m.group(2), float(m.group(3))
     w, h = view_box[2], view_box[3]
-    ref = w if name in ("x", "width", "cx", "rx", "x1", "x2") else h if name in ("y", "height", "cy", "ry", "y1", "y2") \
-        else math.hypot(w, h) / math.sqrt(2)
+    if name in ("x", "width", "cx", "rx", "x1", "x2"):
+        ref = w
+    elif name in ("y", "height", "cy", "ry", "y1", "y2"):
+        ref = h
+    else:  # a length along no axis: a percentage of the diagonal / sqrt(2), as SVG defines it
+        ref = math.hypot(w, h) / math.sqrt(2)
     return f"{name}={quote}{value / 100 * ref!r}{quote}"
 
 
@@ -309,7 +318,7 @@ def _is_container(node: _Node) -> bool:
     return all(c.local == "g" or c.local in _GLOBAL for c in node.children)
 
 
-def _collect(data: bytes, node: _Node, wrappers: list[bytes], path: str, ctx: "_Context", globals_: list[str],
+def _collect(data: bytes, node: _Node, wrappers: list[bytes], path: str, ctx: _Context, globals_: list[str],
              units: list[_Unit], bounds: dict) -> None:
     ordinal: dict[str, int] = {}
     for child in node.children:
@@ -379,14 +388,14 @@ class _Context:
     """What an element inherits that decides where it paints."""
 
     view_box: Box
-    glyphs: "_Glyphs | None" = None
+    glyphs: _Glyphs | None = None
     matrix: np.ndarray = field(default_factory=lambda: _IDENTITY)
     font_size: float | None = 16.0
     anchor: str = "start"
     stroke: float = 1.0
     unbounded: bool = False
 
-    def inherit(self, attrs: dict) -> "_Context":
+    def inherit(self, attrs: dict) -> _Context:
         s = _style(attrs)
         ctx = _Context(self.view_box, self.glyphs, self.matrix, self.font_size, self.anchor, self.stroke,
                        self.unbounded)
@@ -496,7 +505,7 @@ class _Glyphs:
     def __init__(self, files: tuple):
         from matplotlib import font_manager, ft2font
 
-        flags = ft2font.LoadFlags.NO_SCALE if hasattr(ft2font, "LoadFlags") else ft2font.LOAD_NO_SCALE
+        flags = ft2font.LoadFlags.NO_SCALE
         self._fonts = []
         for path in files:
             try:
@@ -618,21 +627,30 @@ def _parts(node: _Node, parent: _Context) -> list[Box] | None:
         if tag == "path":
             groups = _path_segments(a.get("d", ""))
         elif tag in ("rect", "image"):
-            x, y = _length(a.get("x", "0"), vw), _length(a.get("y", "0"), vh)
-            w, h = _length(a.get("width", "100%" if tag == "image" else "0"), vw), \
-                _length(a.get("height", "100%" if tag == "image" else "0"), vh)
-            groups = None if None in (x, y, w, h) else [[(x, y), (x + w, y + h)]]
+            full = "100%" if tag == "image" else "0"
+            xywh = _known(_length(a.get("x", "0"), vw), _length(a.get("y", "0"), vh),
+                          _length(a.get("width", full), vw), _length(a.get("height", full), vh))
+            if xywh is None:
+                groups = None
+            else:
+                x, y, w, h = xywh
+                groups = [[(x, y), (x + w, y + h)]]
         elif tag in ("circle", "ellipse"):
-            cx, cy = _length(a.get("cx", "0"), vw), _length(a.get("cy", "0"), vh)
-            rx = _length(a.get("r", a.get("rx", "0")), vw)
-            ry = _length(a.get("r", a.get("ry", a.get("rx", "0"))), vh)
-            groups = None if None in (cx, cy, rx, ry) else [[(cx - rx, cy - ry), (cx + rx, cy + ry)]]
+            circle = _known(_length(a.get("cx", "0"), vw), _length(a.get("cy", "0"), vh),
+                            _length(a.get("r", a.get("rx", "0")), vw),
+                            _length(a.get("r", a.get("ry", a.get("rx", "0"))), vh))
+            if circle is None:
+                groups = None
+            else:
+                cx, cy, rx, ry = circle
+                groups = [[(cx - rx, cy - ry), (cx + rx, cy + ry)]]
         elif tag == "line":
-            v = [_length(a.get(k, "0"), vw if k[0] == "x" else vh) for k in ("x1", "y1", "x2", "y2")]
-            groups = None if None in v else [[(v[0], v[1]), (v[2], v[3])]]
+            ends = _known(*(_length(a.get(k, "0"), vw if k[0] == "x" else vh) for k in ("x1", "y1", "x2", "y2")))
+            groups = None if ends is None else [[(ends[0], ends[1]), (ends[2], ends[3])]]
         elif tag in ("polyline", "polygon"):
             v = [float(s) for s in _NUMBER.findall(a.get("points", ""))]
-            pts = list(zip(v[0::2], v[1::2]))
+            # an odd count is an SVG error; browsers draw the pairs before it: the lone last number is dropped
+            pts = list(zip(v[0::2], v[1::2], strict=False))
             groups = [pts] if pts else []
         else:  # use, nested svg, foreignObject, ...: not bounded here
             return None

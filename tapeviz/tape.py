@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sys
 import warnings
+from types import TracebackType
+from typing import Any, Literal
 
 import tensorflow as tf
 
@@ -38,7 +40,8 @@ class _GraphHolder:
         if self._tv_capture.graph_mode:
             raise GraphModeError(GRAPH_MODE_MESSAGE)
         if self._tv_graph is None:
-            self._tv_graph = TapeGraph(self._tv_capture, max_value_bytes=self._tv_max_value_bytes, budget_bytes=self._tv_budget_bytes)
+            self._tv_graph = TapeGraph(self._tv_capture, max_value_bytes=self._tv_max_value_bytes,
+                                       budget_bytes=self._tv_budget_bytes)
         return self._tv_graph
 
     def _tv_stop(self, recorder: Recorder, frame) -> None:
@@ -67,7 +70,7 @@ class GradientTape(tf.GradientTape, _GraphHolder):
         self._tv_max_value_bytes = max_value_bytes
         self._tv_budget_bytes = budget_bytes
 
-    def __enter__(self):
+    def __enter__(self) -> GradientTape:
         super().__enter__()
         self._tv_capture = self._tv_graph = self._tv_error = None
         recorder = Recorder(self)
@@ -79,7 +82,8 @@ class GradientTape(tf.GradientTape, _GraphHolder):
         self._tv_recorder = recorder
         return self
 
-    def __exit__(self, typ, value, traceback):
+    def __exit__(self, typ: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> bool | None:
         recorder, self._tv_recorder = self._tv_recorder, None
         try:
             if recorder is not None:
@@ -88,7 +92,8 @@ class GradientTape(tf.GradientTape, _GraphHolder):
             result = super().__exit__(typ, value, traceback)  # the tape is popped whatever happens
         return result
 
-    def watch(self, tensor) -> None:
+    def watch(self, tensor: Any) -> None:
+        """As ``tf.GradientTape.watch`` (a tensor or a nest of them); tapeviz notes the watch."""
         super().watch(tensor)
         if self._tv_recorder is not None:
             self._tv_recorder.note_watch(tensor)
@@ -109,7 +114,7 @@ class Recording(_GraphHolder):
         self._tv_budget_bytes = budget_bytes
         self._recorder: Recorder | None = None
 
-    def __enter__(self) -> "Recording":
+    def __enter__(self) -> Recording:
         tape = self.tape
         if not tape_is_recording(tape):
             raise RuntimeError(
@@ -128,7 +133,8 @@ class Recording(_GraphHolder):
         tape.watch = watch  # instance attribute, removed on exit
         return self
 
-    def __exit__(self, typ, value, traceback):
+    def __exit__(self, typ: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
         recorder, self._recorder = self._recorder, None
         try:
             self.tape.__dict__.pop("watch", None)
@@ -138,12 +144,13 @@ class Recording(_GraphHolder):
         return False
 
 
-def record(tape: tf.GradientTape, **options) -> Recording:
-    """Record what a plain ``tf.GradientTape`` sees, from inside its block."""
+def record(tape: tf.GradientTape, **options: int) -> Recording:
+    """Record what a plain ``tf.GradientTape`` sees, from inside its block (``options``:
+    ``max_value_bytes`` and ``budget_bytes``, as for tv.GradientTape)."""
     return Recording(tape, **options)
 
 
-def graph_of(obj) -> TapeGraph:
+def graph_of(obj: Any) -> TapeGraph:
     """The TapeGraph of a tv.GradientTape, a tv.record(...) or a TapeGraph (a clear error otherwise)."""
     if isinstance(obj, TapeGraph):
         return obj

@@ -138,7 +138,7 @@ THEMES: dict[str, Theme] = {t.name: t for t in (LIGHT, DARK, PROJECTOR)}
 DEFAULT_THEME = "light"
 
 
-def get_theme(theme: "str | Theme | None") -> Theme:
+def get_theme(theme: str | Theme | None) -> Theme:
     """A Theme by name (``"light"``, ``"dark"``, ``"projector"``), or the Theme given."""
     if theme is None:
         return THEMES[DEFAULT_THEME]
@@ -166,5 +166,6 @@ def mix(colour: str, background: str, amount: float) -> str:
     (a tint that keeps the hue and lets dark text on it stay readable)."""
     from matplotlib.colors import to_hex, to_rgb
 
-    a, b = to_rgb(colour), to_rgb(background)
-    return to_hex(tuple(x * amount + y * (1.0 - amount) for x, y in zip(a, b)))
+    fg, bg = to_rgb(colour), to_rgb(background)
+    r, g, b = (x * amount + y * (1.0 - amount) for x, y in zip(fg, bg, strict=True))
+    return to_hex((r, g, b))

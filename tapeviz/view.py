@@ -12,8 +12,10 @@ the records before an SVG is written, so the file shows it too.
 from __future__ import annotations
 
 import io
-from typing import Any, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
@@ -23,7 +25,8 @@ from .flow import GradientFlow
 from .graph import TapeGraph
 from .messages import DEFAULT
 from .render import Z_EDGE, Artists, Chrome, chrome_artists, draw_scene, mark_artists, raster_dpi
-from .scene import DPI, Scene
+from .scene import DPI, Label, Scene
+from .shown import Collapsed, Shown
 from .svg import to_svg
 from .themes import Theme
 
@@ -38,9 +41,9 @@ class TapeFigure(Figure):
     svg.py (a 1,000-op graph in ~0.1 s, where matplotlib's PNG spends ~3 ms on each
     label); once anything else is drawn on it, as matplotlib's PNG."""
 
-    _tv_view = None  # the GraphView drawn on this figure (tv.draw returns only the figure)
+    _tv_view: GraphView | None = None  # the GraphView drawn on this figure (tv.draw returns only the figure)
 
-    def _view_owning_all(self):
+    def _view_owning_all(self) -> GraphView | None:
         view = self._tv_view
         return view if view is not None and view.drawn and view.draws_whole_figure() else None
 
@@ -57,6 +60,20 @@ class TapeFigure(Figure):
         buf = io.BytesIO()
         self.savefig(buf, format="png", dpi=raster_dpi(self, self.dpi))
         return buf.getvalue()
+
+
+def _root_figure(ax: Axes) -> Figure:
+    """The Figure an Axes is drawn on, through any SubFigures: only a Figure can be saved."""
+    fig = ax.figure
+    return fig if isinstance(fig, Figure) else fig.figure
+
+
+class _Drawing(NamedTuple):
+    """The matplotlib side of a view, made together on first use."""
+
+    chrome: Chrome
+    ax: Axes
+    artists: Artists
 
 
 def _hex(color) -> str:
@@ -82,9 +99,10 @@ class GraphView:
     """
 
     def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, ax: Axes | None = None,
-                 pos=None, title: str | None = None, caption: str | None = None, routes=None,
-                 collapsed="auto", functions=(), show_all: bool = False, theme: "str | Theme | None" = None,
-                 lang: str = DEFAULT, magnitude: bool = False):
+                 pos: Mapping[Any, tuple[float, float]] | None = None, title: str | None = None,
+                 caption: str | None = None, routes: Mapping[tuple[Any, Any], list] | None = None,
+                 collapsed: Collapsed = "auto", functions: Iterable[str] = (), show_all: bool = False,
+                 theme: str | Theme | None = None, lang: str = DEFAULT, magnitude: bool = False):
         magnitudes = None
         if magnitude and flow is not None:
             from .magnitude import flow_magnitudes  # the norms, computed by TF
@@ -94,29 +112,73 @@ class GraphView:
         self.scene = Scene(graph, flow, pos=pos, routes=routes, title=title, caption=caption,
                            collapsed=collapsed, functions=functions, show_all=show_all, theme=theme, lang=lang,
                            magnitudes=magnitudes)
-        self._ax = ax
-        self._chrome: Chrome | None = None
-        self._artists: Artists | None = None
+        self._user_ax = ax
+        self._drawing: _Drawing | None = None
         if ax is not None:
             self._draw()
 
     # -- what the scene holds ------------------------------------------------------
 
-    graph = property(lambda self: self.scene.graph)
-    flow = property(lambda self: self.scene.flow)
-    functions = property(lambda self: self.scene.functions)
-    display = property(lambda self: self.scene.display)
-    pos = property(lambda self: self.scene.pos)
-    routes = property(lambda self: self.scene.routes)
-    targets = property(lambda self: self.scene.targets)
-    step = property(lambda self: self.scene.step)
-    theme = property(lambda self: self.scene.theme)
-    lang = property(lambda self: self.scene.lang)
-    layers = property(lambda self: self.scene.layers, doc="Names of the layers this graph groups its ops into.")
-    n_steps = property(lambda self: self.scene.n_steps)
+    @property
+    def graph(self) -> TapeGraph:
+        return self.scene.graph
 
     @property
-    def overrides(self) -> dict:
+    def flow(self) -> GradientFlow | None:
+        """The gradient flow shown (None: the recorded graph without a target)."""
+        return self.scene.flow
+
+    @property
+    def functions(self) -> set:
+        """The tf.function call nodes opened into the ops of their body."""
+        return self.scene.functions
+
+    @property
+    def display(self) -> Shown:
+        """What is shown: the graph with layers collapsed and hidden nodes folded."""
+        return self.scene.display
+
+    @property
+    def pos(self) -> dict:
+        """Each shown node's position, in data units."""
+        return self.scene.pos
+
+    @property
+    def routes(self) -> dict:
+        """(producer, consumer) -> the bend points of an edge that does not run straight."""
+        return self.scene.routes
+
+    @property
+    def targets(self) -> set:
+        """The shown nodes of the flow's targets."""
+        return self.scene.targets
+
+    @property
+    def step(self) -> int:
+        """The step shown: the pass after steps 0..step."""
+        return self.scene.step
+
+    @property
+    def theme(self) -> Theme:
+        return self.scene.theme
+
+    @property
+    def lang(self) -> str:
+        return self.scene.lang
+
+    @property
+    def layers(self) -> list[str]:
+        """Names of the layers this graph groups its ops into."""
+        return self.scene.layers
+
+    @property
+    def n_steps(self) -> int:
+        """How many steps the backward pass has (0 without a flow)."""
+        return self.scene.n_steps
+
+    @property
+    def overrides(self) -> dict[Any, str]:
+        """Node -> the gradient text shown instead of TF's (e.g. a clipped value)."""
         return self.scene.overrides
 
     @overrides.setter
@@ -128,40 +190,39 @@ class GraphView:
     @property
     def drawn(self) -> bool:
         """Whether the graph's matplotlib artists exist (a user may have restyled them)."""
-        return self._artists is not None
+        return self._drawing is not None
 
     @property
     def figure(self) -> Figure:
-        self._draw()
-        return self._chrome.figure
+        """The matplotlib Figure the picture is drawn on (for an Axes inside a SubFigure,
+        the Figure that holds it: the one that can be saved)."""
+        return self._draw().chrome.figure
 
     @property
     def ax(self) -> Axes:
-        self._draw()
-        return self._ax
+        return self._draw().ax
 
     @property
     def artists(self) -> Artists:
-        self._draw()
-        return self._artists
+        return self._draw().artists
 
     @property
     def caption(self) -> Text:
-        self._draw()
-        return self._chrome.caption
+        return self._draw().chrome.caption
 
-    def _draw(self) -> None:
-        if self._artists is not None:
-            return
-        sc = self.scene
-        if self._ax is None:
-            fig = TapeFigure(figsize=sc.size, dpi=DPI, facecolor=sc.theme.background)
-            fig._tv_view = self
-            self._chrome = chrome_artists(fig, sc)
-            self._ax = fig.add_axes(sc.frame.axes)
-        else:  # someone else's Axes: the chrome goes on it, matplotlib lays it out
-            self._chrome = self._chrome_on_axes(self._ax)
-        self._artists = draw_scene(self._ax, sc, self._chrome)
+    def _draw(self) -> _Drawing:
+        if self._drawing is None:
+            sc = self.scene
+            if self._user_ax is None:
+                fig = TapeFigure(figsize=sc.size, dpi=DPI, facecolor=sc.theme.background)
+                fig._tv_view = self
+                chrome = chrome_artists(fig, sc)
+                ax = fig.add_axes(sc.frame.axes)
+            else:  # someone else's Axes: the chrome goes on it, matplotlib lays it out
+                ax = self._user_ax
+                chrome = self._chrome_on_axes(ax)
+            self._drawing = _Drawing(chrome, ax, draw_scene(ax, sc, chrome))
+        return self._drawing
 
     def _chrome_on_axes(self, ax: Axes) -> Chrome:
         from matplotlib.lines import Line2D
@@ -171,7 +232,7 @@ class GraphView:
         title = ax.set_title(sc.title_label.text, fontsize=sc.title_label.size)
         caption = ax.text(0.5, -0.02, sc.caption_label.text, transform=ax.transAxes, ha="center", va="top",
                           fontsize=sc.caption_label.size, color=sc.caption_label.color)
-        handles = []
+        handles: list[Artist] = []
         for sw in sc.legend:
             if sw.kind == "box":
                 handles.append(Patch(fc=sw.fc, ec=sw.ec, label=sw.label.text))
@@ -179,7 +240,7 @@ class GraphView:
                 handles.append(Line2D([], [], color=sw.ec, lw=sw.lw, ls=sw.linestyle, label=sw.label.text))
         legend = ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3,
                            fontsize=sc.font - 0.5, frameon=False) if handles else None
-        return Chrome(ax.figure, title, caption, legend)
+        return Chrome(_root_figure(ax), title, caption, legend)
 
     def draws_whole_figure(self) -> bool:
         """True when the view's figure holds nothing but what to_svg draws.
@@ -187,14 +248,15 @@ class GraphView:
         False when the view was drawn into someone else's Axes or Figure (other
         axes, extra artists, a layout engine that moves things at draw time): then
         only matplotlib's SVG shows everything."""
-        if not self.drawn:  # nobody has had the artists to add to: the scene is the whole picture
+        d = self._drawing
+        if d is None:  # nobody has had the artists to add to: the scene is the whole picture
             return True
-        fig, ax, a = self.figure, self.ax, self.artists
+        fig, ax, a = d.chrome.figure, d.ax, d.artists
         if not isinstance(fig, TapeFigure) or fig._tv_view is not self:
             return False
         if fig.axes != [ax] or fig.get_layout_engine() is not None:
             return False
-        ours = {id(x) for x in self._chrome.all()}
+        ours = {id(x) for x in d.chrome.all()}
         for group in (a.boxes, a.arrows, a.grads, a.edge_labels):
             ours |= {id(x) for x in group.values()}
         ours |= {id(t) for trio in a.labels.values() for t in trio}
@@ -214,49 +276,50 @@ class GraphView:
     def synced_scene(self) -> Scene:
         """The scene, with what someone did to the artists (colours, widths, dashes, texts,
         visibility, text positions) copied back into its records: what to_svg writes."""
-        a = self._artists
         sc = self.scene
-        if a is None:
+        d = self._drawing
+        if d is None:
             return sc
+        a = d.artists
         for n, box in a.boxes.items():
             rec = sc.boxes[n]
             rec.fc, rec.ec = _hex(box.get_facecolor()), _hex(box.get_edgecolor())
             rec.lw, rec.linestyle, rec.visible = box.get_linewidth(), box.get_linestyle(), box.get_visible()
-            for art, label in zip(a.labels[n], sc.labels[n]):
+            for art, label in zip(a.labels[n], sc.labels[n], strict=True):
                 _sync_text(art, label)
             _sync_text(a.grads[n], sc.grads[n])
         for e, arrow in a.arrows.items():
-            rec = sc.arrows[e]
-            rec.color, rec.lw = _hex(arrow.get_edgecolor()), arrow.get_linewidth()
-            rec.linestyle, rec.visible = arrow.get_linestyle(), arrow.get_visible()
+            edge = sc.arrows[e]
+            edge.color, edge.lw = _hex(arrow.get_edgecolor()), arrow.get_linewidth()
+            edge.linestyle, edge.visible = arrow.get_linestyle(), arrow.get_visible()
             _sync_text(a.edge_labels[e], sc.edge_labels[e])
         for n, tags in a.chips.items():
-            for art, label in zip(tags, sc.chips[n]):
+            for art, label in zip(tags, sc.chips[n], strict=True):
                 _sync_text(art, label)
-        for art, label in ((self._chrome.title, sc.title_label), (self._chrome.caption, sc.caption_label)):
+        for art, label in ((d.chrome.title, sc.title_label), (d.chrome.caption, sc.caption_label)):
             label.text, label.color = art.get_text(), _hex(art.get_color())
         return sc
 
     def _push(self) -> None:
         """Copy the scene's current texts and colours onto the artists that exist."""
         sc = self.scene
-        if self._chrome is not None:
-            self._chrome.title.set_text(sc.title_label.text)
-        a = self._artists
-        if a is None:
+        d = self._drawing
+        if d is None:
             return
+        d.chrome.title.set_text(sc.title_label.text)
+        a = d.artists
         for e, arrow in a.arrows.items():
-            spec, label, text = sc.arrows[e], sc.edge_labels[e], a.edge_labels[e]
-            arrow.set_color(spec.color)
-            arrow.set_linestyle(spec.linestyle)
-            arrow.set_linewidth(spec.lw)
-            arrow.set_zorder(Z_EDGE + spec.lw / 100)  # thicker edges on top, as svg.py orders them
+            edge, label, text = sc.arrows[e], sc.edge_labels[e], a.edge_labels[e]
+            arrow.set_color(edge.color)
+            arrow.set_linestyle(edge.linestyle)
+            arrow.set_linewidth(edge.lw)
+            arrow.set_zorder(Z_EDGE + edge.lw / 100)  # thicker edges on top, as svg.py orders them
             text.set_text(label.text)
             text.set_color(label.color)
             text.set_fontstyle(label.style)
         for m in a.marks:
             m.remove()
-        a.marks = [m for ar in sc.arrows.values() if ar.marks for m in mark_artists(self._ax, ar, sc)]
+        a.marks = [m for ar in sc.arrows.values() if ar.marks for m in mark_artists(d.ax, ar, sc)]
         for n, box in a.boxes.items():
             spec, grad = sc.boxes[n], sc.grads[n]
             box.set_edgecolor(spec.ec)
@@ -276,7 +339,7 @@ class GraphView:
         self.scene.set_grad_overrides(texts)
         self._push()
 
-    def _like(self, collapsed, functions) -> "GraphView":
+    def _like(self, collapsed, functions) -> GraphView:
         sc = self.scene
         view = GraphView(self.graph, self.flow, collapsed=collapsed, title=sc.custom_title, functions=functions,
                          show_all=sc.show_all, theme=sc.theme, lang=sc.lang, magnitude=self.magnitude)
@@ -284,21 +347,21 @@ class GraphView:
         view.set_step(self.step)
         return view
 
-    def expanded(self, *layers: str) -> "GraphView":
+    def expanded(self, *layers: str) -> GraphView:
         """A new view with these layers opened (the others stay as they are)."""
         unknown = set(layers) - set(self.layers)
         if unknown:
             raise ValueError(f"No layer named {sorted(unknown)}; layers are: {self.layers}")
         return self._like(self.display.collapsed - set(layers), self.functions)
 
-    def expanded_function(self, *nodes) -> "GraphView":
+    def expanded_function(self, *nodes: str) -> GraphView:
         """A new view with these tf.function call nodes (default: all) opened into the
         ops of their body. Gradients show on the edges into and out of the body; TF
         does not expose per-op gradients or values inside a function call."""
         chosen = set(nodes) or set(self.graph.functions())
         return self._like(self.display.collapsed, self.functions | chosen)
 
-    def collapsed_view(self, *layers: str) -> "GraphView":
+    def collapsed_view(self, *layers: str) -> GraphView:
         """A new view with these layers (all, when none are named) collapsed."""
         chosen = set(layers) or set(self.layers)
         return self._like(self.display.collapsed | chosen, self.functions)
@@ -323,7 +386,7 @@ class GraphView:
         return buf.getvalue()
 
 
-def _sync_text(art: Text, label) -> None:
+def _sync_text(art: Text, label: Label) -> None:
     label.text = art.get_text()
     label.color = _hex(art.get_color())
     label.visible = art.get_visible()

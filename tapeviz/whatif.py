@@ -36,7 +36,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import ipywidgets as W
 import numpy as np
@@ -46,9 +46,9 @@ from .flow import GradientFlow, flow_over
 from .graph import TapeGraph, format_value
 from .messages import DEFAULT, say
 from .slope import Slope, caption_lines, slope_figure, slope_svg
+from .state import Explored, ExplorerState
 from .tape import GradientTape, graph_of
 from .themes import THEMES
-from .state import Explored, ExplorerState
 from .widget import Explorer
 
 __all__ = ["InputRange", "parse_range", "Runner", "Run", "InteractError", "CallFailed", "ReturnTypeError",
@@ -100,7 +100,7 @@ def parse_range(name: str, spec: Any) -> InputRange:
     if not isinstance(spec, (tuple, list)) or not 2 <= len(spec) <= 4:
         raise TypeError(f"{name}={spec!r}: give the input's range as (min, max[, start[, step]]), e.g. {example}.")
     nums = []
-    for part, v in zip(("min", "max", "start", "step"), spec):
+    for part, v in zip(("min", "max", "start", "step"), spec, strict=False):  # spec: 2 to 4 of them
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise TypeError(f"{name}: {part} must be a number, got {type(v).__name__} ({v!r}); e.g. {example}.")
         if not math.isfinite(v):
@@ -213,7 +213,8 @@ class Runner:
         self.single = next(n for n in (name, "y", "target") if self._bindable(n))
         self.variables = {n: tf.Variable(r.start, dtype=tf.float32, name=n) for n, r in self.ranges.items()}
         self._probes: dict[str, tf.Variable] | None = None
-        self._traced: dict | bool = {}  # (input, target) -> tf.function of the curve; False: fn does not trace
+        # (input, target) -> tf.function of the curve; False: fn does not trace
+        self._traced: dict | Literal[False] = {}
         self.target_names: list[str] | None = None  # fixed by the first call that works
 
     def _bindable(self, name: str) -> bool:
@@ -242,13 +243,13 @@ class Runner:
             exec(_BLOCK, ns)
         except InteractError:
             raise
-        except Exception as e:  # noqa: BLE001 - whatever fn raises is reported, never re-raised in a callback
+        except Exception as e:  # whatever fn raises is reported, never re-raised in a callback
             raise CallFailed("ui.interact.raised", call=call, error=_error_text(e), fn=self.fn_name) from e
         targets: dict[str, tf.Tensor] = ns["_targets"]
         try:
             run = Run(values, tape, targets)
             run.flow(target or next(iter(targets)))
-        except Exception as e:  # noqa: BLE001 - e.g. a target not computed from anything on the tape
+        except Exception as e:  # e.g. a target not computed from anything on the tape
             raise CallFailed("ui.interact.raised", call=call, error=_error_text(e), fn=self.fn_name) from e
         if self.target_names is None:
             self.target_names = list(targets)
@@ -295,7 +296,7 @@ class Runner:
         r = self.ranges[name]
         xs = np.linspace(r.min, r.max, n)
         if self._traced is not False and at is not None:
-            ys = self._sample_traced(name, target, xs, at)
+            ys = self._sample_traced(self._traced, probes, name, target, xs, at)
             if ys is not None:
                 return xs, ys, 0
         ys = np.full(n, np.nan)
@@ -310,14 +311,15 @@ class Runner:
                 failed += 1
         return xs, ys, failed
 
-    def _sample_traced(self, name: str, target: str, xs: np.ndarray, at: tuple[float, float]) -> np.ndarray | None:
+    def _sample_traced(self, traced: dict, probes: dict[str, tf.Variable], name: str, target: str, xs: np.ndarray,
+                       at: tuple[float, float]) -> np.ndarray | None:
         """The curve from one call of a tf.function that loops over the points in the graph,
         or None (and never again for this runner) when fn cannot be traced or the traced
         function disagrees with the eager run at the current point."""
         try:
-            curve = self._traced.get((name, target))
+            curve = traced.get((name, target))
             if curve is None:
-                curve = self._traced[(name, target)] = self._curve_function(name, target)
+                curve = traced[(name, target)] = self._curve_function(probes, name, target)
             ys = curve(tf.constant(np.append(xs, at[0]), dtype=tf.float32)).numpy()
             if not np.isclose(ys[-1], at[1], rtol=1e-5, atol=1e-6, equal_nan=True):
                 raise ValueError(f"traced {ys[-1]} != eager {at[1]}")
@@ -326,10 +328,10 @@ class Runner:
             self._traced = False
             return None
 
-    def _curve_function(self, name: str, target: str) -> Callable:
+    def _curve_function(self, probes: dict[str, tf.Variable], name: str, target: str) -> Callable:
         """tf.function(xs) -> the target (summed) at each x: the loop runs inside the graph,
         assigning the probe variable and calling fn at each point."""
-        fn, single, probes = self.fn, self.single, self._probes
+        fn, single = self.fn, self.single
         probe = probes[name]
 
         @tf.function(autograph=True)
@@ -403,7 +405,7 @@ def carry_state(state: ExplorerState, old: Run, new: Run) -> ExplorerState:
     step = fl_old.check_step(state.step)
     step = fl_new.last_step if step >= fl_old.last_step else min(step, fl_new.last_step)
     if new.shape(state.target) == old.shape(state.target):
-        same = dict(zip(old.nodes, new.nodes))
+        same = dict(zip(old.nodes, new.nodes, strict=True))
         return state.replace(step=step, node=same.get(state.node),
                              functions=frozenset(same[f] for f in state.functions if f in same))
     return state.replace(step=step, node=None, collapsed=None, functions=frozenset())

@@ -16,13 +16,14 @@ from typing import Any
 import ipywidgets as W
 import numpy as np
 
-from . import clipping, panels, state as st
+from . import clipping, panels
+from . import state as st
 from .flow import GradientFlow
 from .keys import attach_keys
-from .pagetheme import PageTheme
 from .messages import say
-from .view import GraphView
+from .pagetheme import PageTheme
 from .state import Explored, ExplorerState
+from .view import GraphView
 
 __all__ = ["Explorer"]
 
@@ -114,7 +115,7 @@ class Explorer(W.VBox):
         if self.auto_theme:
             self.page_theme = PageTheme()
             self.page_theme.observe(lambda ch: self._on_page_theme(ch["new"]), names="dark")
-            self.children = (*self.children, self.page_theme)
+            self.children = [*self.children, self.page_theme]
         self._sync_groups()
         self._show()
 
@@ -166,7 +167,7 @@ class Explorer(W.VBox):
             return
         new = self.state.replace(**changes)
         try:
-            clipping.check_settings(new.clip, new.clip_norm, tuple(new.clip_value))
+            clipping.check_settings(new.clip, new.clip_norm, new.clip_range)
         except ValueError as e:  # say why, keep the last good state and its picture
             self.message.value = f"<span class='tv-bad'>{panels._esc(e)}</span>"
             return

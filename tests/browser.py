@@ -45,9 +45,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
@@ -94,7 +94,7 @@ def is_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
-def missing_requirements(frontend: "FrontEnd | str | None" = None) -> list[str]:
+def missing_requirements(frontend: FrontEnd | str | None = None) -> list[str]:
     """What is missing to run browser tests here (empty list: all there); with
     ``frontend``, also that front end's own package (``notebook``, ``voila``)."""
     missing = list(_missing_requirements())
@@ -401,7 +401,7 @@ def start_server(
                                state_dir=state, log_path=log_path, frontend=frontend)
         try:
             _wait_ready(server, timeout)
-        except Exception as exc:
+        except (RuntimeError, TimeoutError) as exc:  # the server exited, or never answered
             last_error = f"{exc}\n--- server log ---\n{server.log_tail()}"
             server.stop()
             continue

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # also under --import-mode=importlib
-import browser as _browser  # noqa: E402  (tests/browser.py)
+import browser as _browser  # tests/browser.py
 
 _LABS = {}  # (front end, source dir) -> server started in this process
 
@@ -125,6 +125,7 @@ def page(request, chromium_browser):
     servers' log tails go to tests/artifacts/FAILED-<test>.*; afterwards all
     kernels/sessions/workspaces of the session's servers are reset (Voilà ends a
     page's kernel when the page closes)."""
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import expect
 
     expect.set_options(timeout=_browser.DEFAULT_TIMEOUT_MS)
@@ -139,7 +140,7 @@ def page(request, chromium_browser):
             try:
                 path = _browser.screenshot(pg, name)
                 print(f"\n[browser] failure screenshot: {path}")
-            except Exception as exc:  # the page may be gone
+            except (PlaywrightError, OSError) as exc:  # the page may be gone, or the disk full
                 print(f"\n[browser] no failure screenshot: {exc}")
         pg.context.close()
         for i, server in enumerate(_LABS.values()):

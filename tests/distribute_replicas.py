@@ -19,10 +19,10 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
 import keras  # noqa: E402  (after the device configuration)
+from tensorflow.python.eager import context  # noqa: E402
 
 import tapeviz as tv  # noqa: E402
 from tapeviz import capture  # noqa: E402
-from tensorflow.python.eager import context  # noqa: E402
 
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 with strategy.scope():

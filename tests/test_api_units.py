@@ -1,10 +1,11 @@
 """Small public helpers each get a direct test (the bigger tests use them indirectly)."""
 
+import io
+
 import numpy as np
 import pytest
 import tensorflow as tf
 from PIL import Image
-import io
 
 import tapeviz as tv
 from tapeviz import clipping
@@ -78,6 +79,45 @@ def test_draw_functions_return_their_artists(fan):
     assert "variable" in texts and any("stop_gradient" in t for t in texts)
 
 
+def test_a_view_drawn_into_a_subfigure_gives_the_figure_that_saves(fan):
+    """An Axes inside a matplotlib SubFigure: view.figure (and tv.draw's return) is the
+    Figure holding it, so view.png() can save it (a SubFigure has no savefig)."""
+    from matplotlib.figure import Figure
+
+    tape, w, b, a, c = fan
+    fig = Figure()
+    left, _ = fig.subfigures(1, 2)
+    inner, _ = left.subfigures(2, 1)  # nested: still the one Figure
+    ax = inner.add_subplot()
+    view = tv.view(tape, c, ax=ax)
+    assert view.figure is fig and view.ax is ax
+    with Image.open(io.BytesIO(view.png(dpi=40))) as im:
+        assert im.format == "PNG" and im.size == (round(fig.get_figwidth() * 40), round(fig.get_figheight() * 40))
+    assert tv.draw(tape, c, ax=fig.subfigures(1, 1).add_subplot()) is fig
+
+
+def test_contributions_are_arrays_even_where_a_gradient_is_a_tensor_list():
+    """Through a TensorList the gradient on the list's edge is a variant handle, not
+    numbers: that edge has no contribution (it used to be listed as None)."""
+    x = tf.Variable([1.0, 2.0, 3.0])
+    no_shape = tf.constant([], tf.int32)
+    with tv.GradientTape() as tape:
+        handle = tf.raw_ops.TensorListFromTensor(tensor=x * 1.0, element_shape=no_shape)
+        y = tf.raw_ops.TensorListStack(input_handle=handle, element_shape=no_shape, element_dtype=tf.float32)
+        z = tf.reduce_sum(y * y)
+    fl = tv.flow(tape, z)
+    np.testing.assert_array_equal(fl.grad(x), tape.gradient(z, x).numpy())
+    g = tape.graph
+    assert g.tensors[g.key_of(handle)].dtype == "variant"
+    for n in g.nx.nodes:
+        parts = fl.contributions(n)
+        assert all(isinstance(p, np.ndarray) for _, p in parts), (n, parts)
+    assert fl.contributions(handle) == [] and fl.grad(handle) is None
+    parts = [p for _, p in fl.contributions(y)]  # y * y: one part per use, TF adds them
+    assert len(parts) == 2
+    np.testing.assert_array_equal(np.sum(parts, axis=0), 2 * y.numpy())
+
+
 def test_clipping_report_is_tfs():
     grads = {"a": tf.constant([3.0, 4.0]), "b": tf.constant([0.0, 12.0]), "none": None}
     weights = {"a": tf.constant([1.0, 1.0]), "b": tf.constant([2.0, 2.0]), "none": tf.constant(0.0)}
@@ -112,7 +152,8 @@ def test_format_and_summarize():
             a = (rng.normal(size=shape) * 10).astype(dtype)
             assert format_value(a) == format_value(None, summarize(a)), (shape, dtype)
     with_nan = np.array([1.0, 2.0, np.nan, 3.0, 4.0, 5.0, 6.0], np.float32)
-    assert format_value(with_nan) == format_value(None, summarize(with_nan)) == "7 |.|=9.54"  # NaN left out: sqrt(1+4+9+16+25+36)
+    # NaN left out: sqrt(1+4+9+16+25+36)
+    assert format_value(with_nan) == format_value(None, summarize(with_nan)) == "7 |.|=9.54"
 
 
 def test_value_of_and_display_name(fan):
@@ -124,10 +165,16 @@ def test_value_of_and_display_name(fan):
     assert g.display_name(g.node_of(a)) == "a"
 
 
+def _dense_values(t):
+    """An IndexedSlices' values (what tf.norm sees of it); a dense tensor as it is."""
+    return t.values if isinstance(t, tf.IndexedSlices) else t
+
+
 @pytest.mark.parametrize("mode", ["none", "by_norm", "by_value", "by_global_norm"])
 def test_batched_report_equals_eager_tf_bit_for_bit(mode):
     rng = np.random.default_rng(1)
-    grads = {f"g{i}": tf.constant((rng.normal(size=s) * 3).astype("float32")) for i, s in enumerate([(4, 4), (4,), (), (3, 2)])}
+    shapes = [(4, 4), (4,), (), (3, 2)]
+    grads = {f"g{i}": tf.constant((rng.normal(size=s) * 3).astype("float32")) for i, s in enumerate(shapes)}
     grads["sparse"] = tf.IndexedSlices(tf.constant([[1.0, 2.0], [3.0, 4.0]]), tf.constant([0, 2]), tf.constant([3, 2]))
     weights = {n: tf.zeros_like(tf.convert_to_tensor(g)) + 1.0 for n, g in grads.items()}
     rep = clipping.report(grads, weights, mode=mode, clip_norm=1.3, clip_value=(-0.7, 0.9), lr=0.25)
@@ -135,9 +182,8 @@ def test_batched_report_equals_eager_tf_bit_for_bit(mode):
     for n, g in grads.items():
         want = tf.convert_to_tensor(eager[n])
         np.testing.assert_array_equal(rep.clipped[n], want.numpy(), err_msg=n)
-        values = (lambda t: t.values if isinstance(t, tf.IndexedSlices) else t)
-        assert rep.norm_before[n] == float(tf.norm(values(g)))
-        assert rep.norm_after[n] == float(tf.norm(values(eager[n])))
+        assert rep.norm_before[n] == float(tf.norm(_dense_values(g)))
+        assert rep.norm_after[n] == float(tf.norm(_dense_values(eager[n])))
         np.testing.assert_array_equal(rep.updated[n], (weights[n] - 0.25 * want).numpy())
     assert rep.global_norm_after == float(tf.linalg.global_norm([eager[n] for n in grads]))
 
@@ -152,5 +198,5 @@ def test_mixed_dtype_gradients_clip_as_tf_does():
     assert rep.global_norm_before is None and rep.global_norm_after is None
     rep = clipping.report(grads, weights, mode="by_value", clip_value=(-1.0, 5.0))
     np.testing.assert_array_equal(rep.clipped["f64"], tf.clip_by_value(grads["f64"], -1.0, 5.0).numpy())
-    with pytest.raises(ValueError, match="clip_by_global_norm refuses these gradients .float32, float64."):
+    with pytest.raises(ValueError, match=r"clip_by_global_norm refuses these gradients \(float32, float64\)"):
         clipping.report(grads, weights, mode="by_global_norm")

@@ -11,9 +11,17 @@ import math
 import re
 
 import pytest
-
-from browser import (SEL_PANEL, canvas_svg, canvas_title, open_notebook, run_all, screenshot, wait_svg_changed,
-                     wait_title_changed, write_notebook)
+from browser import (
+    SEL_PANEL,
+    canvas_svg,
+    canvas_title,
+    open_notebook,
+    run_all,
+    screenshot,
+    wait_svg_changed,
+    wait_title_changed,
+    write_notebook,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -113,13 +121,13 @@ def test_clip_norm_slider_and_step_slider(jupyterlab, page):
     expect(handle).to_have_attribute("aria-valuetext", value_text_of(start - 0.03))
     clip_norm = float(handle.get_attribute("aria-valuetext"))
     raw, clipped = _expected_norms(clip_norm)
-    assert any(c < r for c, r in zip(clipped, raw)), "the test needs a clip_norm that actually clips"
+    assert any(c < r for c, r in zip(clipped, raw, strict=True)), "the test needs a clip_norm that actually clips"
 
     # (b) the panel's clipped norms are what tf.clip_by_norm gives for the slider's value
     expect(after_cells).to_have_text([_fmt(c) for c in clipped])
     norms = _panel_norms(page)
     assert [b for b, _ in norms] == [_fmt(r) for r in raw], "the page shows other gradients than TF computed here"
-    for (before, after), r, c in zip(norms, raw, clipped):
+    for (_, after), r in zip(norms, raw, strict=True):
         assert float(after) == pytest.approx(min(r, clip_norm), rel=1e-3)
     gn_text = page.locator(f"{PANEL} b.tv-global-norm").inner_text()
     assert float(gn_text) == pytest.approx(math.sqrt(sum(c * c for c in clipped)), rel=1e-3)

@@ -19,9 +19,18 @@ import re
 import time
 
 import pytest
-
-from browser import (canvas_svg, canvas_title, notebook_root, run_notebook, screenshot, unexpected_page_errors,
-                     wait_svg_changed, wait_title_matching, watch_page_errors, write_notebook)
+from browser import (
+    canvas_svg,
+    canvas_title,
+    notebook_root,
+    run_notebook,
+    screenshot,
+    unexpected_page_errors,
+    wait_svg_changed,
+    wait_title_matching,
+    watch_page_errors,
+    write_notebook,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -209,7 +218,8 @@ def test_keyboard_steps_and_plays_when_the_explorer_has_focus(frontend, server_f
     page.keyboard.press(" ")
     expect(ex.play_icon).to_have_class(re.compile(r"\bfa-pause\b"))
     page.wait_for_function(
-        "([sel]) => { const h = document.querySelector(sel); return h && Number(h.getAttribute('aria-valuetext')) >= 2; }",
+        "([sel]) => { const h = document.querySelector(sel);"
+        " return h && Number(h.getAttribute('aria-valuetext')) >= 2; }",
         arg=[f"{ex.root} .tv-step .noUi-handle"], polling=50,
     )
     wait_svg_changed(page, ex.canvas, svg)

@@ -7,7 +7,6 @@ Waits use Playwright's retrying expectations; nothing here asserts how long anyt
 from __future__ import annotations
 
 import pytest
-
 from browser import SEL_PANEL, canvas_svg, run_notebook, screenshot, wait_svg_changed, write_notebook
 
 pytestmark = pytest.mark.browser

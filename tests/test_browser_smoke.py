@@ -8,7 +8,6 @@ import sys
 import time
 
 import pytest
-
 from browser import ARTIFACTS_DIR, open_notebook, run_all, screenshot, write_notebook
 
 pytestmark = pytest.mark.browser

@@ -30,7 +30,7 @@ def test_examples_lists_every_example(capsys):
     out = capsys.readouterr().out
     lines = out.strip().splitlines()
     assert len(lines) == len(EXAMPLES)
-    for line, ex in zip(lines, EXAMPLES.values()):
+    for line, ex in zip(lines, EXAMPLES.values(), strict=True):
         assert line.split()[0] == ex.name
         assert ex.heading in line
 

@@ -66,6 +66,6 @@ def test_the_report_shows_tfs_numbers_for_a_model_of_many_variables():
     rep = clipping.report(grads, weights, mode="by_norm", clip_norm=0.5)
     loop = [tf.clip_by_norm(g, 0.5) for g in grads.values()]
     assert rep.global_norm_after == float(tf.linalg.global_norm(loop))
-    for (name, g), c in zip(grads.items(), loop):
+    for name, c in zip(grads, loop, strict=True):
         assert np.array_equal(rep.clipped[name], c.numpy())
         assert rep.norm_after[name] == float(tf.norm(c))

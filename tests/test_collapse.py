@@ -70,7 +70,7 @@ def test_merged_edges_stand_for_the_original_edges(big):
     tape, loss, *_ = big
     c = collapse(tape.graph.nx, True)
     covered = set()
-    for u, v, k, d in c.nx.edges(keys=True, data=True):
+    for _, _, d in c.nx.edges(data=True):
         covered.update(d["members"])
     inside = {(u, v, k) for u, v, k in tape.graph.nx.edges(keys=True) if c.of[u] == c.of[v] and c.of[u] != u}
     assert covered | inside == set(tape.graph.nx.edges(keys=True))
@@ -172,7 +172,7 @@ def test_tf_function_opens_into_its_body_and_keeps_totals():
     assert opened.artists.grads[x_node].get_text() == view.artists.grads[x_node].get_text() == tv.scene.grad_text(want)
     out_edges = [e for e in opened.artists.arrows if e[0] == ident]
     assert out_edges and opened.artists.edge_labels[out_edges[0]].get_text() == "2.0"
-    with pytest.raises(ValueError, match="not tf.function"):
+    with pytest.raises(ValueError, match=r"not tf\.function"):
         view.expanded_function(x_node)
     ex = tv.explore(tape, z)
     ex.controls["layers"].value = (("function", call),)

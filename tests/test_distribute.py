@@ -40,7 +40,7 @@ def test_each_replica_gets_its_own_exact_flow():
             # ... and the user's tape.gradient is what a plain tape gives on that replica
             assert np.array_equal(np.array(tape_grad, np.float32), np.array(plain_grad, np.float32)), rid
     # The replicas' gradients differ: neither capture picked up the other's ops.
-    assert not all(np.array_equal(a, b) for a, b in zip(seen["0"]["flow"], seen["1"]["flow"]))
+    assert not all(np.array_equal(a, b) for a, b in zip(seen["0"]["flow"], seen["1"]["flow"], strict=True))
     assert seen["0"]["ops"] == seen["1"]["ops"]
     for r in seen.values():  # every replica names the variables by Keras path, not replica_1 TF names
         assert r["names"] == r["paths"], r["names"]

@@ -18,13 +18,13 @@ def recorded():
 def test_target_not_made_in_the_block(recorded):
     tape, x, y = recorded
     outside = tf.constant(3.0) * 2.0
-    with pytest.raises(ValueError, match="not produced while this tape recorded.*inside the `with"):
+    with pytest.raises(ValueError, match=r"not produced while this tape recorded.*inside the `with"):
         tv.flow(tape, outside)
 
 
 def test_target_not_a_tensor(recorded):
     tape, x, y = recorded
-    with pytest.raises(TypeError, match="must be a tensor computed inside.*got float"):
+    with pytest.raises(TypeError, match=r"must be a tensor computed inside.*got float"):
         tv.flow(tape, 3.0)
     with pytest.raises(ValueError, match="needs a target"):
         tv.flow(tape, [])
@@ -40,18 +40,18 @@ def test_source_the_tape_never_saw(recorded):
 def test_tape_that_recorded_nothing():
     with tv.GradientTape() as tape:
         pass
-    with pytest.raises(ValueError, match="recorded no operations.*inside the `with` block"):
+    with pytest.raises(ValueError, match=r"recorded no operations.*inside the `with` block"):
         tv.flow(tape, tf.constant(1.0))
 
 
 def test_plain_tape_and_wrong_objects():
     with tf.GradientTape() as plain:
         tf.constant(1.0) * 2.0
-    with pytest.raises(TypeError, match="Use tv.GradientTape"):
+    with pytest.raises(TypeError, match=r"Use tv\.GradientTape"):
         tv.flow(plain, tf.constant(1.0))
-    with pytest.raises(TypeError, match="needs a tf.GradientTape"):
+    with pytest.raises(TypeError, match=r"needs a tf\.GradientTape"):
         tv.record("not a tape")
-    with pytest.raises(TypeError, match="Expected a tv.GradientTape"):
+    with pytest.raises(TypeError, match=r"Expected a tv\.GradientTape"):
         tv.flow(42, tf.constant(1.0))
 
 
@@ -66,7 +66,7 @@ def test_export_suffix_and_folder(recorded, tmp_path):
     tape, x, y = recorded
     with pytest.raises(ValueError, match=r"ending in \.png, \.svg or \.gif"):
         tv.save(tape, tmp_path / "y.pdf", target=y)
-    with pytest.raises(FileNotFoundError, match="does not exist. Create it first"):
+    with pytest.raises(FileNotFoundError, match=r"does not exist\. Create it first"):
         tv.save(tape, tmp_path / "missing" / "y.png", target=y)
     with pytest.raises(ValueError, match=r"ending in \.html"):
         tv.export_html(tape, y, tmp_path / "y.png")
@@ -77,7 +77,7 @@ def test_clip_settings_refused_in_the_api():
 
     with pytest.raises(ValueError, match="clip_norm must be a positive number"):
         clipping.clip({"x": tf.constant(1.0)}, "by_norm", clip_norm=-0.5)
-    with pytest.raises(ValueError, match="min 2.0 is greater than max 1.0"):
+    with pytest.raises(ValueError, match=r"min 2\.0 is greater than max 1\.0"):
         clipping.clip({"x": tf.constant(1.0)}, "by_value", clip_value=(2.0, 1.0))
 
 

@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 import tensorflow as tf
+from browser import TESTS_DIR, is_ci, screenshot
 from ipywidgets import embed
 from ipywidgets._version import __html_manager_version__
 from ipywidgets.widgets import widget as widget_module
 
 import tapeviz as tv
-from browser import TESTS_DIR, is_ci, screenshot
 from tapeviz.api import export_html
 
 EVIL = "<script>alert(1)</script>"

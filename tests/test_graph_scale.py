@@ -38,7 +38,8 @@ def _reference_links(g):
         if c.value is None:
             continue
         for e in exported:
-            if e.node != n and e.shape == c.shape and np.array_equal(e.value, c.value.astype(e.value.dtype, copy=False)):
+            same_value = np.array_equal(e.value, c.value.astype(e.value.dtype, copy=False))
+            if e.node != n and e.shape == c.shape and same_value:
                 links[n] = e.node
                 break
     return links
@@ -170,7 +171,7 @@ class MLPTrainer(Trainer):
         with tv.GradientTape(persistent=True) as tape:
             loss = self.loss(x, y)
         grads = tape.gradient(loss, self.model.trainable_variables)
-        self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+        self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
         return tape, loss, grads
 
 
@@ -197,12 +198,12 @@ def fresh_paths(monkeypatch):
 def test_subclassed_trainer_with_self_model_names_variables_by_keras_path(fresh_paths):
     net, x, y = _mlp()
     trainer = MLPTrainer(net)
-    for step in range(2):  # the second step names them from what the first one learned
+    for _ in range(2):  # the second step names them from what the first one learned
         tape, loss, grads = trainer.train_step(x, y)
         g = tape.graph
         _assert_named_by_path(g, net)
         fl = tv.flow(tape, loss)
-        for v, grad in zip(net.trainable_variables, grads):
+        for v, grad in zip(net.trainable_variables, grads, strict=True):
             np.testing.assert_array_equal(fl.grad(v), grad.numpy(), err_msg=v.path)
             np.testing.assert_array_equal(fl.grad(v), tape.gradient(loss, v).numpy(), err_msg=v.path)
     assert not capture.hooks_installed()
@@ -220,7 +221,8 @@ def test_model_held_in_a_dict_or_a_closure_is_named_by_keras_path(fresh_paths):
     tape, loss = step(bundle)
     _assert_named_by_path(tape.graph, net)
     fl = tv.flow(tape, loss)
-    grads = dict(zip([v.path for v in net.trainable_variables], _plain_gradients(lambda: bundle["nets"][0](x), y, net)))
+    plain = _plain_gradients(lambda: bundle["nets"][0](x), y, net)
+    grads = dict(zip([v.path for v in net.trainable_variables], plain, strict=True))
     for v in net.trainable_variables:
         np.testing.assert_allclose(fl.grad(v), grads[v.path], rtol=1e-6, err_msg=v.path)
 
@@ -253,7 +255,7 @@ def test_tv_record_on_a_plain_tape_in_a_trainer_names_variables_by_keras_path(fr
     rec, loss, grads = RecordingTrainer(net).train_step(x, y)
     _assert_named_by_path(rec.graph, net)
     fl = tv.flow(rec, loss)
-    for v, grad in zip(net.trainable_variables, grads):
+    for v, grad in zip(net.trainable_variables, grads, strict=True):
         np.testing.assert_array_equal(fl.grad(v), grad.numpy(), err_msg=v.path)
 
 

@@ -5,6 +5,7 @@ what TensorFlow computes."""
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import subprocess
 import sys
@@ -60,8 +61,9 @@ def train(model, hist, x, y, steps, *, lr=0.01, clip=None, tape_every=None, loss
         clipped, gnorm = tf.clip_by_global_norm(grads, clip) if clip else (None, tf.linalg.global_norm(grads))
         weights = [tf.norm(v).numpy() for v in variables]
         hist.add(step, loss=loss, grads=grads, variables=variables, clipped=clipped, tape=tape if pic else None)
-        seen.append({"loss": float(loss), "grads": grads, "clipped": clipped, "weights": weights, "global": float(gnorm)})
-        opt.apply_gradients(zip(clipped if clip else grads, variables))
+        seen.append({"loss": float(loss), "grads": grads, "clipped": clipped, "weights": weights,
+                     "global": float(gnorm)})
+        opt.apply_gradients(zip(clipped if clip else grads, variables, strict=True))
     return seen
 
 
@@ -71,7 +73,8 @@ def train_sigmoid_net(hist, steps, tape_every=None):
     x, y = batch(64, 16, seed=1)
     y = tf.cast(y > 0, tf.float32)
     bce = keras.losses.BinaryCrossentropy(from_logits=True)
-    return train(model, hist, x, y, steps, lr=0.1, tape_every=tape_every, loss_fn=lambda: bce(y, model(x, training=True)))
+    return train(model, hist, x, y, steps, lr=0.1, tape_every=tape_every,
+                 loss_fn=lambda: bce(y, model(x, training=True)))
 
 
 # ---------------------------------------------------------------- norms are TensorFlow's
@@ -107,7 +110,8 @@ def test_clipped_norms_equal_clip_by_global_norms():
     hist = tv.History()
     seen = train(model, hist, x, y, 12, lr=0.05, clip=2.0)  # global norm falls from ~4.7 to ~1.1
     for i, v in enumerate(model.trainable_variables):
-        np.testing.assert_allclose(hist.norms(v.path, "clipped"), [tf.norm(s["clipped"][i]).numpy() for s in seen], rtol=1e-6)
+        np.testing.assert_allclose(hist.norms(v.path, "clipped"), [tf.norm(s["clipped"][i]).numpy() for s in seen],
+                                   rtol=1e-6)
     np.testing.assert_allclose(hist.norms(None, "clipped"), [tf.linalg.global_norm(s["clipped"]).numpy() for s in seen],
                                rtol=1e-6)
     engaged = [s["global"] > 2.0 for s in seen]
@@ -142,7 +146,7 @@ def test_clip_by_norm_engages_per_variable():
         clipped = [tf.clip_by_norm(g, limit) for g in grads]
         hist.add(step, loss=loss, grads=grads, variables=model.trainable_variables, clipped=clipped)
         raw.append([float(tf.norm(g)) for g in grads])
-        opt.apply_gradients(zip(clipped, model.trainable_variables))
+        opt.apply_gradients(zip(clipped, model.trainable_variables, strict=True))
     stats = hist.clipping()
     for i, name in enumerate(hist.variables()):
         assert stats[name].engaged == sum(r[i] > limit for r in raw)
@@ -254,7 +258,7 @@ def test_nan_flagged_at_its_step_and_the_variables_where_it_appears():
         with tf.GradientTape() as tape:
             loss = a * a + tf.math.log(b * s) * s  # at step 5: 0 * log(0) -> NaN, only through b
         grads = tape.gradient(loss, [a, b])
-        for v, g in zip(("a", "b"), grads):
+        for v, g in zip(("a", "b"), grads, strict=True):
             if not tf.reduce_all(tf.math.is_finite(g)) and v not in first_nan:
                 first_nan[v] = step
         hist.add(step, loss=loss, grads=grads, variables=[a, b])
@@ -319,7 +323,7 @@ def test_magnitudes_on_the_vanishing_network_span_the_scale():
     assert list(layers) == [f"sig/d{i}" for i in range(10)]
     pos = [scale(v) for v in layers.values()]
     assert pos[0] < 0.2 and pos[-1] > 0.8  # first layers at one end, last at the other
-    assert all(a < b for a, b in zip(pos[:-1], pos[1:]))  # and in order of depth
+    assert all(a < b for a, b in itertools.pairwise(pos))  # and in order of depth
     # the picture of step 2 gives the same numbers, from its own flow
     graph, fl = hist.picture(2)
     from_flow = relative_magnitudes(fl, by="layer")
@@ -381,7 +385,7 @@ def test_pictures_are_sampled_first_last_flagged_and_spread():
         grads_at[step] = [g.numpy() for g in grads]
         hist.add(step, loss=loss, grads=grads, variables=model.trainable_variables, tape=tape)
         if step != 13:
-            opt.apply_gradients(zip(grads, model.trainable_variables))
+            opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
     kept = hist.recorded_steps()
     assert len(kept) == 5 and kept[0] == 0 and kept[-1] == 29 and 13 in kept
     gaps = np.diff([s for s in kept if s != 13])
@@ -391,7 +395,7 @@ def test_pictures_are_sampled_first_last_flagged_and_spread():
     graph, fl = hist.picture(29)
     assert isinstance(graph, tv.TapeGraph) and isinstance(fl, tv.GradientFlow)
     got = fl.gradients()
-    for v, want in zip(model.trainable_variables, grads_at[29]):
+    for v, want in zip(model.trainable_variables, grads_at[29], strict=True):
         np.testing.assert_array_equal(got[v.path], want)  # tape.gradient at that step, bit for bit
     assert hist.picture(29)[1] is fl  # computed once, then kept
 
@@ -574,7 +578,7 @@ def test_callback_records_during_a_compiled_fit_and_does_not_disturb_it():
     twin = _fit_model()
     keras.utils.set_random_seed(7)
     twin.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
-    for a, b in zip(model.variables, twin.variables):  # BatchNorm statistics and Dropout's seed included
+    for a, b in zip(model.variables, twin.variables, strict=True):  # BatchNorm statistics and Dropout's seed included
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
 
 
@@ -619,7 +623,7 @@ def test_tensorboard_event_files_hold_norms_and_flags(tmp_path):
     steps = hist.steps()
     for tag, series in (("loss", hist.losses()), ("grad_norm/m/h0/kernel", hist.norms("m/h0/kernel")),
                         ("grad_norm/m/h0", hist.norms("m/h0")), ("relative/m/out", hist.norms("m/out", "relative"))):
-        want = {int(s): float(np.float32(v)) for s, v in zip(steps, series) if np.isfinite(v)}
+        want = {int(s): float(np.float32(v)) for s, v in zip(steps, series, strict=True) if np.isfinite(v)}
         assert scalars[tag] == pytest.approx(want, rel=1e-6), tag
     texts = {step: value.item().decode() for step, tag, plugin, value in events if plugin == "text"}
     for f in hist.flags():
@@ -684,7 +688,8 @@ DISTRIBUTED = textwrap.dedent("""
         grads, clipped = strategy.run(replica_step, args=(step,) + next(it))
         summed = [strategy.reduce("SUM", g, axis=None) for g in grads]
         out["want"].append([float(tf.norm(g)) for g in summed])
-        out["want_clipped"].append(float(tf.linalg.global_norm([strategy.reduce("SUM", c, axis=None) for c in clipped])))
+        summed_clipped = [strategy.reduce("SUM", c, axis=None) for c in clipped]
+        out["want_clipped"].append(float(tf.linalg.global_norm(summed_clipped)))
         out["single"].append([float(tf.norm(g)) for g in single] + [float(single_loss)])
         out["per_replica"].append([float(tf.norm(r)) for r in strategy.experimental_local_results(grads[0])])
     out["got"] = [hist.norms(n).tolist() for n in hist.variables()]
@@ -701,7 +706,8 @@ def test_mirrored_strategy_sums_the_replicas(tmp_path):
     script = tmp_path / "distributed.py"
     script.write_text(DISTRIBUTED)
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     import json
 
@@ -744,7 +750,7 @@ def test_bad_input_names_cause_and_fix():
         hist.add(0, loss=tf.constant([1.0, 2.0]), grads=grads, variables=[v, w])
     with pytest.raises(TypeError, match="integer"):
         hist.add("first", loss=loss, grads=grads, variables=[v, w])
-    with pytest.raises(TypeError, match="plain tf.GradientTape"):
+    with pytest.raises(TypeError, match=r"plain tf\.GradientTape"):
         hist.add(0, loss=loss, grads=grads, variables=[v, w], tape=tape)
     assert len(hist) == 0 and hist.steps().size == 0  # refused calls recorded nothing
     hist.add(np.int64(5), loss=loss, grads=grads, variables=[v, w])
@@ -759,7 +765,7 @@ def test_bad_input_names_cause_and_fix():
     def in_graph():
         hist.add(7, loss=loss)
 
-    with pytest.raises(RuntimeError, match="inside a tf.function"):
+    with pytest.raises(RuntimeError, match=r"inside a tf\.function"):
         in_graph()
     hist.add(8, loss=other, grads=grads, variables=[v, w])  # still usable
     assert hist.steps().tolist() == [5, 8]

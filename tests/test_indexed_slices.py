@@ -71,7 +71,7 @@ def test_contributions_and_steps_with_indexed_slices(program):
     assert parts
     for consumer, c in parts:
         assert isinstance(c, np.ndarray) and c.shape == tuple(var.shape)
-        for u, v, k, d in g.data_edges(g.node_of(var)):
+        for u, v, k, _ in g.data_edges(g.node_of(var)):
             if v == consumer:
                 np.testing.assert_array_equal(fl.edge_grad(u, v, k), c)
     np.testing.assert_array_equal(np.sum([c for _, c in parts], axis=0), fl.grad(var))

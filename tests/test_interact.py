@@ -15,7 +15,6 @@ import tapeviz as tv
 from tapeviz import whatif
 from tapeviz.slope import slope_svg, tangent_segment
 
-
 # --------------------------------------------------------------------------- functions
 
 
@@ -50,7 +49,7 @@ def plain_gradients(fn, values, target=None):
         out = fn(**vs)
     t = out[target] if isinstance(out, dict) else out
     grads = tape.gradient(t, list(vs.values()))
-    return {k: None if g is None else g.numpy() for k, g in zip(vs, grads)}
+    return {k: None if g is None else g.numpy() for k, g in zip(vs, grads, strict=True)}
 
 
 def assert_same_gradients(got, want):
@@ -467,8 +466,8 @@ def test_targets_must_keep_their_names():
 
     ex = tv.interact(renamed, x=(0.0, 1.0, 0.0))
     ex.controls["x"].value = 0.9
-    assert "renamed(x=0.9) returned the targets ['b'], but its first call returned ['a']: return the same " \
-           "names every time" in html.unescape(ex.notice.value)
+    assert ("renamed(x=0.9) returned the targets ['b'], but its first call returned ['a']: return the same "
+            "names every time") in html.unescape(ex.notice.value)
     assert ex.values == {"x": 0.0}
 
 

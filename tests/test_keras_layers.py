@@ -108,7 +108,7 @@ def reference_gradients(model, x) -> list[np.ndarray]:
 
 def assert_flow_matches(fl, model, grads) -> None:
     assert len(grads) == len(model.trainable_variables) > 0
-    for v, want in zip(model.trainable_variables, grads):
+    for v, want in zip(model.trainable_variables, grads, strict=True):
         got = fl.grad(v)
         assert got is not None, v.path
         assert got.dtype == want.dtype and got.shape == want.shape, v.path
@@ -123,7 +123,7 @@ def test_flow_equals_tape_gradient_on_a_persistent_tape(name):
     fl = tv.flow(tape, loss)
     grads = tape.gradient(loss, model.trainable_variables)
     assert_flow_matches(fl, model, [dense(g) for g in grads])
-    for v, g in zip(model.trainable_variables, grads):
+    for v, g in zip(model.trainable_variables, grads, strict=True):
         assert type(fl.grad_tensor(v)) is type(g), v.path  # IndexedSlices stay IndexedSlices
         # The per-edge contributions are what TF adds up into the total.
         parts = [c for _, c in fl.contributions(v)]
@@ -149,7 +149,7 @@ def test_non_persistent_tape_gives_the_plain_tapes_gradients(name, order):
     else:
         user = tape.gradient(loss, model.trainable_variables)
         fl = tv.flow(tape, loss)
-    for v, got, w in zip(model.trainable_variables, user, want):
+    for v, got, w in zip(model.trainable_variables, user, want, strict=True):
         assert np.array_equal(dense(got), w), v.path  # the user's call is untouched
     assert_flow_matches(fl, model, want)
     assert not capture.hooks_installed()

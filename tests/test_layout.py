@@ -153,7 +153,7 @@ def test_no_overlaps_and_columns_are_centred(seed):
     assert xs == pytest.approx([2.5 * i for i in range(len(xs))])
     for ys in by_x.values():
         ys.sort()
-        assert all(b - a >= 0.7 - 1e-9 for a, b in zip(ys, ys[1:]))
+        assert all(b - a >= 0.7 - 1e-9 for a, b in itertools.pairwise(ys))
         assert sum(ys) == pytest.approx(0.0, abs=1e-9)
 
 
@@ -301,7 +301,7 @@ def test_more_sweeps_never_worse_on_two_layer_graphs(seed):
         if g.in_degree(b) == 0:
             g.add_edge(top[0], b)
     scores = [count_crossings(g, layered_layout(g, sweeps=k)) for k in range(5)]
-    assert all(later <= earlier for earlier, later in zip(scores, scores[1:]))
+    assert all(later <= earlier for earlier, later in itertools.pairwise(scores))
     assert scores[-1] < scores[0]
 
 
@@ -620,7 +620,8 @@ def test_wrap_bands_folds_a_long_chain_and_keeps_narrow_layouts():
     bands = [round(pos[n][0]) // 16 for n in range(50)]
     ys = [new_pos[n][1] for n in range(50)]
     for b in range(1, max(bands) + 1):  # every band lies wholly below the one before
-        assert max(y for y, bb in zip(ys, bands) if bb == b) < min(y for y, bb in zip(ys, bands) if bb == b - 1)
+        top_of_band = max(y for y, bb in zip(ys, bands, strict=True) if bb == b)
+        assert top_of_band < min(y for y, bb in zip(ys, bands, strict=True) if bb == b - 1)
     assert len(lanes[(15, 16)]) == 1 and (15, 16) in new_routes  # neighbours across a boundary get routed
     assert len(lanes[(3, 40)]) == 2 and len(new_routes[(3, 40)]) == len(routes[(3, 40)])
     lane_y, _ = lanes[(15, 16)][0]

@@ -115,7 +115,7 @@ def test_flow_equals_tape_gradient_and_step_runs(make, how):
     tape, rec, loss, grads = train_step(model, args, y, how)
     fl = tv.flow(rec, loss)
     assert len(grads) == len(model.trainable_variables) > 0
-    for v, g in zip(model.trainable_variables, grads):
+    for v, g in zip(model.trainable_variables, grads, strict=True):
         assert g is not None, v.path
         got = fl.grad(v)
         assert got is not None, v.path
@@ -125,10 +125,11 @@ def test_flow_equals_tape_gradient_and_step_runs(make, how):
         np.testing.assert_allclose(np.sum(parts, axis=0), got, rtol=1e-5, atol=1e-6, err_msg=v.path)
     before = [v.numpy().copy() for v in model.trainable_variables]
     opt = keras.optimizers.Adam(0.01)
-    opt.apply_gradients(zip(grads, model.trainable_variables))
-    assert all(not np.array_equal(b, v.numpy()) for b, v in zip(before, model.trainable_variables))
+    opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+    assert all(not np.array_equal(b, v.numpy()) for b, v in zip(before, model.trainable_variables, strict=True))
     # The flow's own gradients (TF values) feed the optimizer just as well.
-    opt.apply_gradients(zip([fl.grad_tensor(v) for v in model.trainable_variables], model.trainable_variables))
+    flowed = [fl.grad_tensor(v) for v in model.trainable_variables]
+    opt.apply_gradients(zip(flowed, model.trainable_variables, strict=True))
     assert not capture.hooks_installed()
     del tape
 
@@ -142,9 +143,9 @@ def test_non_persistent_training_loop(make):
         with tv.GradientTape() as tape:
             loss = LOSS(y, model(*args, training=True))
         grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
+        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         fl = tv.flow(tape, loss)  # after the step: recorded values, not the updated weights
-        for v, g in zip(model.trainable_variables, grads):
+        for v, g in zip(model.trainable_variables, grads, strict=True):
             np.testing.assert_array_equal(fl.grad(v), dense(g), err_msg=v.path)
     assert not capture.hooks_installed()
 
@@ -158,11 +159,11 @@ def test_tv_tape_gradients_identical_to_tf_tape():
         with cls() as tape:
             loss = LOSS(y, model(*args, training=True))
         grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
+        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         results.append((loss.numpy(), [dense(g) for g in grads], [v.numpy() for v in model.variables]))
     (l1, g1, w1), (l2, g2, w2) = results
     assert l1 == l2
-    for a, b in zip(g1 + w1, g2 + w2):
+    for a, b in zip(g1 + w1, g2 + w2, strict=True):
         np.testing.assert_array_equal(a, b)
 
 

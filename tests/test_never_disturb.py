@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
+from test_properties import build, programs
 
 import tapeviz as tv
 from tapeviz import capture
-from test_properties import build, programs
 
 
 def run(prog, mode):
@@ -20,7 +20,7 @@ def run(prog, mode):
     nested inside an outer tape of the same kind; return everything observable."""
     ls, steps, extra_targets, _ = prog
     leaf_objs = [tf.Variable(v) if kind == "variable" else tf.constant(v) for kind, _, v in ls]
-    leaves_ = [(kind, obj) for (kind, _, _), obj in zip(ls, leaf_objs)]
+    leaves_ = [(kind, obj) for (kind, _, _), obj in zip(ls, leaf_objs, strict=True)]
     outer_cls = tv.GradientTape if mode == "tv" else tf.GradientTape
     with outer_cls(persistent=True) as outer:
         for obj in leaf_objs:
@@ -59,7 +59,7 @@ def run(prog, mode):
 def same(a, b, what):
     if isinstance(a, (list, tuple)):
         assert isinstance(b, (list, tuple)) and len(a) == len(b), what
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
             same(x, y, f"{what}[{i}]")
         return
     assert (a is None) == (b is None), f"{what}: {a!r} vs {b!r}"
@@ -100,7 +100,8 @@ def _py_function_run(cls, flow_at=None, want=None):
     return seen
 
 
-@pytest.mark.parametrize("flow_at", [None, 0, 1], ids=["no flow", "flow before gradient", "flow between two gradient calls"])
+@pytest.mark.parametrize("flow_at", [None, 0, 1],
+                         ids=["no flow", "flow before gradient", "flow between two gradient calls"])
 def test_py_function_gradient_calls_behave_as_without_tapeviz(flow_at):
     plain = _py_function_run(tf.GradientTape)
     assert isinstance(plain[1], tuple)  # TF's own limit: the second call fails

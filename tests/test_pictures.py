@@ -88,7 +88,7 @@ def test_clip_in_training_picture_shows_every_variable_gradient():
     run = examples.clip_in_training()
     model = run.extra["model"]
     view = tv.view(run.tape, run.target)
-    for v, g in zip(model.trainable_variables, run.extra["gradients"]):
+    for v, g in zip(model.trainable_variables, run.extra["gradients"], strict=True):
         assert grad_label(view, v) == "∂ " + format_value(g.numpy())
 
 

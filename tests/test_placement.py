@@ -84,7 +84,8 @@ def check(scene: Scene, what: str) -> None:
             scene.set_step(k)
         found = problems(scene)
         counts = {kind: len(v) for kind, v in found.items()}
-        assert counts == {"label/label": 0, "label/box": 0, "outside": 0}, (what, k, {kind: v[:4] for kind, v in found.items()})
+        assert counts == {"label/label": 0, "label/box": 0, "outside": 0}, (
+            what, k, {kind: v[:4] for kind, v in found.items()})
 
 
 VIEWS = [dict(), dict(show_all=True), dict(collapsed=True), dict(collapsed=False)]

@@ -56,7 +56,8 @@ def leaves(draw):
 def programs(draw, ops=OPS, must=None):
     """(leaves, steps, extra targets, use tv.GradientTape); `must`: ops of which at least one step is."""
     ls = draw(leaves())
-    steps = draw(st.lists(st.tuples(st.sampled_from(ops), st.integers(0, 99), st.integers(0, 99)), min_size=1, max_size=7))
+    step = st.tuples(st.sampled_from(ops), st.integers(0, 99), st.integers(0, 99))
+    steps = draw(st.lists(step, min_size=1, max_size=7))
     if must is not None:
         forced = (draw(st.sampled_from(must)), draw(st.integers(0, 99)), draw(st.integers(0, 99)))
         steps.insert(draw(st.integers(0, len(steps))), forced)
@@ -181,7 +182,8 @@ def _multi_output(op, a, j):
 def _cell_steps(op, a, j):
     """A Keras recurrent cell, built inside the tape, stepped twice over `a` as a batch."""
     x = a if len(a.shape) == 2 else tf.reshape(a, [1, -1])
-    cls = {"lstm_cell": keras.layers.LSTMCell, "gru_cell": keras.layers.GRUCell, "rnn_cell": keras.layers.SimpleRNNCell}[op]
+    cls = {"lstm_cell": keras.layers.LSTMCell, "gru_cell": keras.layers.GRUCell,
+           "rnn_cell": keras.layers.SimpleRNNCell}[op]
     # Seeded initializers: every run of a program gets the same weights.
     cell = cls(2, kernel_initializer=keras.initializers.GlorotUniform(seed=j),
                recurrent_initializer=keras.initializers.Orthogonal(seed=j + 1), seed=j)
@@ -239,7 +241,7 @@ def test_multi_output_ops_control_flow_and_recurrent_cells(prog):
 def check_program(prog):
     ls, steps, extra_targets, use_tv_tape = prog
     leaf_objs = [tf.Variable(v) if kind == "variable" else tf.constant(v) for kind, _, v in ls]
-    leaves_ = [(kind, obj) for (kind, _, _), obj in zip(ls, leaf_objs)]
+    leaves_ = [(kind, obj) for (kind, _, _), obj in zip(ls, leaf_objs, strict=True)]
 
     if use_tv_tape:
         with tv.GradientTape(persistent=True) as tape:
@@ -253,7 +255,7 @@ def check_program(prog):
 
     # Leaves: exactly TF's numbers.
     want_leaves = tape.gradient(target, leaf_objs)
-    for k, (lo, want) in enumerate(zip(leaf_objs, want_leaves)):
+    for k, (lo, want) in enumerate(zip(leaf_objs, want_leaves, strict=True)):
         got = fl.grad(lo)
         want = _np(want)
         _same_none(got, want, f"leaf {k}")
@@ -271,7 +273,7 @@ def check_program(prog):
     ]
     assert target._id in g.tensors
     want_inter = tape.gradient(target, [info.ref for info in inter])
-    for info, want in zip(inter, want_inter):
+    for info, want in zip(inter, want_inter, strict=True):
         got = fl.grad(info.ref)
         want = _np(want)
         what = f"{g.nx.nodes[info.node].get('op_type')} output {info.index}"
@@ -316,7 +318,7 @@ def check_program(prog):
 
 def _inputs(ls):
     leaf_objs = [tf.Variable(v) if kind == "variable" else tf.constant(v) for kind, _, v in ls]
-    return leaf_objs, [(kind, obj) for (kind, _, _), obj in zip(ls, leaf_objs)]
+    return leaf_objs, [(kind, obj) for (kind, _, _), obj in zip(ls, leaf_objs, strict=True)]
 
 
 @pytest.mark.parametrize("order", ["flow first", "gradient first"])
@@ -350,7 +352,7 @@ def test_programs_with_py_function(order, prog):
         got = tape.gradient(target, leaf_objs + inter)
         fl = tv.flow(rec, target)
     got = [_np(x) for x in got]
-    for k, (lo, user, want) in enumerate(zip(leaf_objs, got, want_leaves)):
+    for k, (lo, user, want) in enumerate(zip(leaf_objs, got[:len(leaf_objs)], want_leaves, strict=True)):
         _same_none(user, want, f"user's gradient, leaf {k}")
         if want is not None:
             np.testing.assert_array_equal(user, want, err_msg=f"leaf {k}")  # undisturbed
@@ -358,7 +360,7 @@ def test_programs_with_py_function(order, prog):
         _same_none(flowed, user, f"leaf {k}")
         if user is not None:
             np.testing.assert_array_equal(flowed, user, err_msg=f"leaf {k}")
-    for t, user in zip(inter, got[len(leaf_objs):]):
+    for t, user in zip(inter, got[len(leaf_objs):], strict=True):
         flowed = fl.grad(t)
         _same_none(flowed, user, "intermediate")
         if user is not None:

@@ -16,9 +16,9 @@ from tapeviz import examples, export, raster
 from tapeviz.export import Frame, plan_frames, save_view
 from tapeviz.gif import GifStream, Palette
 from tapeviz.raster import FrameRenderer, png_bytes
-from tapeviz.svgparts import cjk_font_files, parse_svg
 from tapeviz.scene import C_GRAD
 from tapeviz.svg import to_svg
+from tapeviz.svgparts import cjk_font_files, parse_svg
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -239,7 +239,7 @@ def test_the_frame_budget_merges_evenly_and_says_so(keras_tape, tmp_path):
     # the note sits in a strip above the picture: amber text on merged frames, blank on frame 0
     strip = [f[: export._note_height(1.0)] for f in shown]
     amber = [int(((s[..., 0] > 120) & (s[..., 2] < 90) & (s[..., 0] - s[..., 2] > 60)).sum()) for s in strip]
-    assert amber[0] == 0 and all(a > 30 for a, f in zip(amber, frames) if f.merged)
+    assert amber[0] == 0 and all(a > 30 for a, f in zip(amber, frames, strict=True) if f.merged)
 
 
 def test_gif_frames_are_the_svgs_pixels(stop_view, tmp_path):
@@ -248,7 +248,7 @@ def test_gif_frames_are_the_svgs_pixels(stop_view, tmp_path):
     shown = gif_frames(gif)
     frames = plan_frames(view)
     assert len(shown) == len(frames)
-    for f, pixels in zip(frames, shown):
+    for f, pixels in zip(frames, shown, strict=True):
         view.set_step(f.step)
         want = np.asarray(Image.open(io.BytesIO(png_bytes(to_svg(view), dpi=80))).convert("RGB")).astype(int)
         assert pixels.shape == want.shape

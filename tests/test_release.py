@@ -58,3 +58,16 @@ def test_readme_says_how_to_install_and_build_the_docs():
     assert re.search(r"pip wheel \. .*-w dist", README)
     assert "make docs" in README
     assert "docs/_build/html/index.html" in README
+
+
+def test_lint_runs_first_in_make_test_with_pinned_tools():
+    """ruff and mypy are pinned exactly (a new release's rules must not fail CI on code
+    nobody changed), installed into the venv, and `make test` (what CI runs) lints first."""
+    lint = PYPROJECT["project"]["optional-dependencies"]["lint"]
+    assert sorted(spec.split("==")[0] for spec in lint) == ["mypy", "ruff"]
+    assert all(re.fullmatch(r"[a-z]+==\d+(\.\d+)+", spec) for spec in lint), lint
+    assert "pip install -e '.[cpu,test,docs,lint]'" in MAKEFILE
+    assert re.search(r"^test: venv lint$", MAKEFILE, re.M), "make test runs make lint first"
+    recipe = re.search(r"^lint: venv\n((?:\t.*\n)+)", MAKEFILE, re.M)
+    assert recipe and "ruff check ." in recipe.group(1) and "mypy" in recipe.group(1)
+    assert PYPROJECT["tool"]["mypy"]["files"] == ["tapeviz"]

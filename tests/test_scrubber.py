@@ -1,9 +1,9 @@
 """Gradient magnitude on the picture, and the explorer of a training run (tv.explore(hist))."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-import keras
 
 import tapeviz as tv
 from tapeviz.magnitude import MagnitudeScale
@@ -29,7 +29,7 @@ def vanishing():
             loss = tf.reduce_mean((model(x) - y) ** 2)
         grads = tape.gradient(loss, model.trainable_variables)
         hist.add(step, loss=loss, grads=grads, variables=model.trainable_variables, tape=tape)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
+        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
     return model, hist, tape, loss, grads
 
 
@@ -45,7 +45,8 @@ def test_collapsed_layers_are_coloured_from_vanishing_to_healthy(vanishing):
     assert scale(boxes[last].relative) > 0.85, "the last layer at the high end"
     # the layer's ratio is its variables' norms taken together, as TF computed them
     kernel, bias = model.get_layer("d0").trainable_variables
-    g = [tape_grad for v, tape_grad in zip(model.trainable_variables, grads) if v.path in (kernel.path, bias.path)]
+    g = [tape_grad for v, tape_grad in zip(model.trainable_variables, grads, strict=True)
+         if v.path in (kernel.path, bias.path)]
     want = np.sqrt(sum(float(tf.norm(t)) ** 2 for t in g)) / np.sqrt(
         sum(float(tf.norm(v)) ** 2 for v in (kernel, bias)))
     assert boxes[first].relative == pytest.approx(want, rel=1e-5)

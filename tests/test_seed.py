@@ -195,7 +195,7 @@ def test_clip_by_norm_on_watched_tensor():
     assert_contributions_sum(fl, gradients)
     # Every recorded float intermediate inside clip_by_norm agrees with TF too.
     g = tape.graph
-    for tid, info in g.tensors.items():
+    for info in g.tensors.values():
         if info.trainable and info.dtype != "resource" and g.nx.nodes[info.node]["kind"] == "op":
             assert_same_grad(fl, tape.gradient(loss, info.ref), info.ref)
     del tape
@@ -264,7 +264,7 @@ def test_clipping_before_optimizer_apply_gradients():
     gradients = tape.gradient(loss, model.trainable_variables)
     fl = tv.flow(tape, loss)
     assert len(model.trainable_variables) == 6
-    for v, g in zip(model.trainable_variables, gradients):
+    for v, g in zip(model.trainable_variables, gradients, strict=True):
         assert g is not None
         assert_same_grad(fl, g, v)
         assert fl.why_none(v) is None
@@ -276,8 +276,8 @@ def test_clipping_before_optimizer_apply_gradients():
 
     before = [v.numpy().copy() for v in model.trainable_variables]
     clipped_gradients = [tf.clip_by_norm(g, clip_norm=1.0) for g in gradients]
-    optimizer.apply_gradients(zip(clipped_gradients, model.trainable_variables))
-    for b, v, c in zip(before, model.trainable_variables, clipped_gradients):
+    optimizer.apply_gradients(zip(clipped_gradients, model.trainable_variables, strict=True))
+    for b, v, c in zip(before, model.trainable_variables, clipped_gradients, strict=True):
         assert np.linalg.norm(c.numpy()) <= 1.0 + 1e-6
         np.testing.assert_allclose(v.numpy(), b - 0.01 * c.numpy(), rtol=1e-6, atol=1e-7)
 
@@ -298,7 +298,7 @@ def test_keras_flow_with_tv_record_on_plain_tape():
         loss = mse(yb, model(xb))
     fl = tv.flow(rec, loss)
     gradients = tape.gradient(loss, model.trainable_variables)
-    for v, g in zip(model.trainable_variables, gradients):
+    for v, g in zip(model.trainable_variables, gradients, strict=True):
         assert_same_grad(fl, g, v)
 
 

@@ -72,7 +72,7 @@ def test_py_function_in_a_keras_model_step():
         loss = tf.reduce_sum(h)
     fl = tv.flow(tape, loss)
     grads = tape.gradient(loss, layer.trainable_variables)
-    for v, g in zip(layer.trainable_variables, grads):
+    for v, g in zip(layer.trainable_variables, grads, strict=True):
         np.testing.assert_array_equal(fl.grad(v), g.numpy())
 
 
@@ -130,7 +130,7 @@ def test_numpy_results_while_recording_are_unchanged():
     with tv.GradientTape():
         x * 1.0
         hooked = (np.mean(t, axis=0), np.concatenate([t, t]), np.stack([t, t]), np.asarray(t), arr * t, t * arr)
-    for a, b in zip(plain, hooked):
+    for a, b in zip(plain, hooked, strict=True):
         assert type(a) is type(b)
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert not hasattr(type(t), "__array_function__")

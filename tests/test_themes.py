@@ -116,7 +116,7 @@ def test_projector_text_and_lines_are_bigger():
         yield s.caption_label
 
     assert min(t.size for t in texts(big)) >= 1.4 * min(t.size for t in texts(light))
-    for a, b in zip(texts(light), texts(big)):
+    for a, b in zip(texts(light), texts(big), strict=True):
         assert b.size >= 1.4 * a.size
     for e in light.arrows:
         assert big.arrows[e].lw >= 1.8 * light.arrows[e].lw

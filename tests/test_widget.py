@@ -27,7 +27,8 @@ def test_controls_contract(persistent_explorer):
     assert isinstance(c["target"], W.Dropdown) and list(c["target"].options) == ["f1", "f2"]
     # The menu names the TF function each choice calls; its values are the modes.
     assert [v for _, v in c["clip"].options] == ["none", "by_norm", "by_value", "by_global_norm"]
-    assert [label for label, _ in c["clip"].options] == ["no clipping", "tf.clip_by_norm", "tf.clip_by_value", "tf.clip_by_global_norm"]
+    assert [label for label, _ in c["clip"].options] == [
+        "no clipping", "tf.clip_by_norm", "tf.clip_by_value", "tf.clip_by_global_norm"]
     assert isinstance(c["clip_norm"], W.FloatSlider)
     assert isinstance(c["clip_value"], W.FloatRangeSlider)
     assert isinstance(c["lr"], W.FloatSlider)
@@ -161,7 +162,7 @@ def test_keras_training_example_explorer():
     model = run.extra["model"]
     got = ex.gradients()
     assert len(got) == len(model.trainable_variables)
-    for g_tf, g_ex in zip(run.extra["gradients"], got.values()):
+    for g_tf, g_ex in zip(run.extra["gradients"], got.values(), strict=True):
         np.testing.assert_array_equal(g_ex, tf.clip_by_norm(g_tf, 0.1).numpy())
 
 

@@ -40,7 +40,8 @@ SDIST_NEEDS = ["pyproject.toml", "README.md", "CHANGELOG.md", "tapeviz/__init__.
 
 def run(cmd: list, *, timeout: float = 900, **kwargs) -> subprocess.CompletedProcess:
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kwargs)
-    assert proc.returncode == 0, f"{' '.join(map(str, cmd))} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    assert proc.returncode == 0, (f"{' '.join(map(str, cmd))} exited {proc.returncode}\n"
+                                  f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
     return proc
 
 
@@ -100,7 +101,7 @@ def test_sdist_has_what_a_rebuild_needs(dist):
         assert not [f for f in wanted if f not in names], "tracked files missing from the sdist"
     # Nothing generated: hatchling applies the root .gitignore only (not nested ones).
     generated = (".ipynb_checkpoints/", "__pycache__/", "docs/_build/", "docs/_generated/", "docs/notebooks/",
-                 "tests/.cache/", "tests/artifacts/", ".venv")
+                 "tests/.cache/", "tests/artifacts/", ".venv", ".ruff_cache/", ".mypy_cache/")
     assert not [n for n in names if any(g in n for g in generated)]
 
 
@@ -170,7 +171,8 @@ def in_venv(v: Venv, *args, timeout: float = 600) -> subprocess.CompletedProcess
 def test_import_comes_from_the_wheel(installed):
     out = in_venv(installed, installed.python, "-c",
                   "import json, tapeviz, tensorflow as tf; from tapeviz import cli; "
-                  "print(json.dumps([tapeviz.__version__, tapeviz.__file__, str(cli.find_notebooks()), tf.__version__]))")
+                  "print(json.dumps([tapeviz.__version__, tapeviz.__file__, str(cli.find_notebooks()), "
+                  "tf.__version__]))")
     version, path, notebooks, tf_version = json.loads(out.stdout.strip().splitlines()[-1])
     assert version == tapeviz.__version__
     site = Path(path).resolve().parent
@@ -212,7 +214,8 @@ NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"
 errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
 assert not errors, errors
 print(str(src))
-print("".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "stream"))
+streams = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "stream"]
+print("".join(o.get("text", "") for o in streams))
 """
     out = in_venv(installed, installed.python, "-c", script)
     lines = out.stdout.splitlines()

@@ -11,7 +11,7 @@ test checks every catalogue has every key, with the same placeholders).
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 #: Languages with a catalogue.
@@ -26,7 +26,7 @@ def check_lang(lang: str) -> str:
     return lang
 
 
-@lru_cache(maxsize=None)
+@cache
 def catalogue(lang: str) -> dict[str, str]:
     """The message templates of one language."""
     return importlib.import_module(f"{__name__}.{check_lang(lang)}").MESSAGES
@@ -38,8 +38,10 @@ class Phrase(str):
     of any sentence it is put into."""
 
     __slots__ = ("key", "facts")
+    key: str
+    facts: dict[str, Any]
 
-    def __new__(cls, key: str, **facts: Any) -> "Phrase":
+    def __new__(cls, key: str, **facts: Any) -> Phrase:
         obj = super().__new__(cls, say(key, DEFAULT, **facts))
         obj.key, obj.facts = key, facts
         return obj
