@@ -152,7 +152,9 @@ def _describe(v: Any) -> str:
         return f"the tf.Variable {v.name.split(':')[0]} itself (return a tensor computed from it, e.g. tf.identity(x))"
     if isinstance(v, (int, float, np.ndarray, np.generic)):
         kind = f"numpy.{type(v).__name__}" if isinstance(v, (np.ndarray, np.generic)) else type(v).__name__
-        return f"{_a(kind)} ({v!r:.40}), computed outside TensorFlow, where the tape cannot trace it"
+        # str, not repr: NumPy 2's repr of a scalar is "np.float32(1.0)"
+        shown = np.array2string(v, threshold=6) if isinstance(v, np.ndarray) else str(v)
+        return f"{_a(kind)} ({shown:.40}), computed outside TensorFlow, where the tape cannot trace it"
     return _a(type(v).__name__)
 
 

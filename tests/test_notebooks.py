@@ -6,6 +6,7 @@ Each notebook is executed with nbclient in a temp copy (the repo's files are nev
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -67,18 +68,14 @@ PRINTED = {
     ],
 }
 
-_SKIP_DIRS = {".venv", "venv", "node_modules", ".ipynb_checkpoints", "build", "dist", "out", "artifacts"}
-
-
 def _repo_notebooks() -> list[Path]:
-    """Every .ipynb in the repository (not in the venv, caches or generated folders)."""
-    found = []
-    for p in REPO.rglob("*.ipynb"):
-        rel = p.relative_to(REPO)
-        if any(part in _SKIP_DIRS or part.startswith(".") for part in rel.parts[:-1]):
-            continue
-        found.append(p)
-    return sorted(found)
+    """Every .ipynb the repository holds or would take in: git's tracked and untracked
+    files minus the ignored ones (the venv, the docs build's executed copies, caches)."""
+    git = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.ipynb"],
+                         cwd=REPO, capture_output=True, text=True)
+    if git.returncode != 0:  # not a checkout (an unpacked sdist): its notebooks folder is all there is
+        return sorted(NOTEBOOKS.glob("*.ipynb"))
+    return sorted(REPO / p for p in git.stdout.split() if (REPO / p).exists())
 
 
 def _stream_text(nb) -> str:
