@@ -208,10 +208,13 @@ def main(argv=None) -> int:
                 step = page.locator(f"{EXPLORER} .tv-step .noUi-handle")
                 n_steps = int(step.get_attribute("aria-valuemax").split(".")[0])
                 half = args.presses // 2
-                # step: walk back from the finished pass and forward again (never past the ends)
-                back = min(half, n_steps)
-                step_keys = (["ArrowLeft"] * back + ["ArrowRight"] * back) * -(-args.presses // (2 * back))
-                step_keys = step_keys[: max(args.presses, 20)]
+                # step: walk back from the finished pass and forward again (never past the ends),
+                # ending on the finished pass: the clip_norm series needs it (clipped values are
+                # drawn only once the variables' gradients are)
+                step_keys: list[str] = []
+                while len(step_keys) < max(args.presses, 20):
+                    back = max(1, min(half, n_steps, (max(args.presses, 20) - len(step_keys)) // 2))
+                    step_keys += ["ArrowLeft"] * back + ["ArrowRight"] * back
                 kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
                 results["step"] = press_series(page, step, step_keys, args.settle)
                 k_step = json.loads(kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
@@ -229,6 +232,9 @@ def main(argv=None) -> int:
     def ms(v):
         return f"{v:.0f}"
 
+    def median(values):
+        return statistics.median(values) if values else float("nan")  # every press missed: nan, not a crash
+
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     print(f"\n### Explorer latency, {args.notebook} (run all {run_s:.1f} s, canvas SVG {svg_chars / 1024:.0f} KiB, "
           f"{os.cpu_count()} CPUs, load average {load})\n")
@@ -236,9 +242,9 @@ def main(argv=None) -> int:
           "| key → after paint, median / p95 | misses |")
     print("|---|---|---|---|---|---|---|")
     for name, (mut, frame, paint, misses) in results.items():
-        print(f"| {name} | {len(frame)} | {ms(statistics.median(mut))} / {ms(pct(mut, 0.95))} ms "
-              f"| **{ms(statistics.median(frame))} ms** | **{ms(pct(frame, 0.95))} ms** "
-              f"| {ms(statistics.median(paint))} / {ms(pct(paint, 0.95))} ms | {misses} |")
+        print(f"| {name} | {len(frame)} | {ms(median(mut))} / {ms(pct(mut, 0.95))} ms "
+              f"| **{ms(median(frame))} ms** | **{ms(pct(frame, 0.95))} ms** "
+              f"| {ms(median(paint))} / {ms(pct(paint, 0.95))} ms | {misses} |")
 
     print("\n### Where the time goes (kernel callbacks timed inside the kernel, per key press)\n")
     print("| slider | kernel callback, median | SVG writing (cache misses), median | p95 callback "
@@ -247,10 +253,10 @@ def main(argv=None) -> int:
     for name, k in (("step", k_step), ("clip_norm", k_clip)):
         handler = k["_show"]
         frame = results[name][1]
-        med_h = statistics.median(handler) * 1000 if handler else float("nan")
-        med_svg = statistics.median(k["_svg"]) * 1000 if k["_svg"] else float("nan")
+        med_h = median(handler) * 1000
+        med_svg = median(k["_svg"]) * 1000
         print(f"| {name} | {ms(med_h)} ms | {ms(med_svg)} ms | {ms(pct([h * 1000 for h in handler], 0.95))} ms | "
-              f"{ms(statistics.median(frame) - med_h)} ms |")
+              f"{ms(median(frame) - med_h)} ms |")
     if args.json:
         kernel = {"step": k_step, "clip_norm": k_clip}
         args.json.write_text(json.dumps({"browser": results, "kernel": kernel}, indent=1))
