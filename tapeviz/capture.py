@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -294,9 +295,11 @@ _PATHS_MAX = 1 << 16  # handles remembered before the memo starts over
 _paths: dict[int, Any] = {}
 _keras_codes: frozenset | None = None  # code objects of the Keras variable classes' methods
 _keras_dirs: tuple = ()  # folders of the Keras package (set with _keras_codes)
-# code object -> _TF (TensorFlow's, or this module's), _KV (a Keras variable method),
-# _KERAS (other Keras code) or _OTHER
-_code_kinds: dict = {}
+# id(code) -> (code, kind): _TF (TensorFlow's, or this module's), _KV (a Keras variable
+# method), _KERAS (other Keras code) or _OTHER. Keyed by id because hashing a code object
+# is not cached by CPython (it hashes its constants every time: ~0.4 us); the code is kept
+# in the value, so its id cannot be reused while the entry lives.
+_code_kinds: dict[int, tuple[types.CodeType, int]] = {}
 _TF, _KV, _KERAS, _OTHER = range(4)
 _TF_DIRS = tuple({os.path.dirname(f) + os.sep for f in (tf.__file__, os.path.realpath(tf.__file__))})
 
@@ -351,7 +354,7 @@ def _code_kind(code, codes) -> int:
             kind = _KERAS
         else:
             kind = _OTHER
-    _code_kinds[code] = kind
+    _code_kinds[id(code)] = (code, kind)
     return kind
 
 
@@ -387,9 +390,8 @@ def _keras_path_on_stack(variable, f, codes) -> str | bool:
         if f is None:
             return False
         code = f.f_code
-        kind = kinds.get(code)
-        if kind is None:
-            kind = _code_kind(code, codes)
+        entry = kinds.get(id(code))
+        kind = entry[1] if entry is not None and entry[0] is code else _code_kind(code, codes)
         if kind == _KV:
             kv = f.f_locals.get("self")
             try:
@@ -418,8 +420,9 @@ def _keras_path_on_stack(variable, f, codes) -> str | bool:
 _API_DEPTH = 48
 _API_MODULES = ("math", "nn", "linalg", "signal", "image", "random", "sparse", "strings", "bitwise", "experimental")
 _api_names: dict | None = None  # code object of a public TF function -> its public name
-# code object -> its public TF name, _TF_INNER (TensorFlow's, or this module's) or None (other code)
-_code_api: dict = {}
+# id(code) -> (code, role): its public TF name, _TF_INNER (TensorFlow's, or this module's)
+# or None (other code); keyed by id like _code_kinds (the walk looks up 10-20 codes per op)
+_code_api: dict[int, tuple[types.CodeType, str | None]] = {}
 _TF_INNER = ""
 
 
@@ -430,7 +433,6 @@ def _public_api_names() -> dict:
     if _api_names is not None:
         return _api_names
     import inspect
-    import types
 
     names: dict = {}
 
@@ -468,11 +470,8 @@ def _code_role(code):
     if role is None:
         file = code.co_filename
         role = _TF_INNER if file == __file__ or file.startswith(_TF_DIRS) else None
-    _code_api[code] = role
+    _code_api[id(code)] = (code, role)
     return role
-
-
-_UNKNOWN = object()
 
 
 def _outer_api_frame(f):
@@ -483,9 +482,8 @@ def _outer_api_frame(f):
         if f is None:
             break
         code = f.f_code
-        role = roles.get(code, _UNKNOWN)
-        if role is _UNKNOWN:
-            role = _code_role(code)
+        entry = roles.get(id(code))
+        role = entry[1] if entry is not None and entry[0] is code else _code_role(code)
         if role is None:
             break  # the user's code (or Keras): the outermost API call is found
         if role:
@@ -502,7 +500,7 @@ def _api_call(rec: Recorder) -> tuple[str, int] | None:
     if outer is not rec._api_frame:
         rec._api_frame = outer
         rec._api_seq += 1
-    return _code_api[outer.f_code], rec._api_seq
+    return _code_api[id(outer.f_code)][1], rec._api_seq
 
 
 def _passed_by_user(value, frame) -> bool:
