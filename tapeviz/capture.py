@@ -500,7 +500,9 @@ def _api_call(rec: Recorder) -> tuple[str, int] | None:
     if outer is not rec._api_frame:
         rec._api_frame = outer
         rec._api_seq += 1
-    return _code_api[id(outer.f_code)][1], rec._api_seq
+    name = _code_api[id(outer.f_code)][1]
+    assert name, "the walk returns only frames of named public functions"
+    return name, rec._api_seq
 
 
 def _passed_by_user(value, frame) -> bool:
