@@ -35,10 +35,13 @@ export: venv
 	$(VENV)/bin/tapeviz demo --export
 
 # Style and likely bugs over the whole checkout (ruff: package, tests, bench, docs extension,
-# notebooks), then types of the package (mypy on tapeviz/); both configured in
-# pyproject.toml, pinned in its `lint` extra. A few seconds: `make test` runs it first.
+# notebooks), the formatting (ruff format --check; Markdown, notebooks and the message
+# catalogues are excluded in pyproject.toml), then types of the package (mypy on tapeviz/);
+# all configured in pyproject.toml, pinned in its `lint` extra. A few seconds: `make test`
+# runs it first. `ruff format .` fixes what the format check finds.
 lint: venv
 	$(VPY) -m ruff check .
+	$(VPY) -m ruff format --check .
 	$(VPY) -m mypy
 
 # Lint first (it fails in seconds what the suite would find in minutes), then the suite.

@@ -22,6 +22,7 @@ widget manager + DOM + layout.
 Run:  .venv/bin/python bench/bench_browser.py [--notebook 08_clipping_in_training.ipynb] [--presses 26]
 Prints markdown tables.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -129,8 +130,9 @@ def kernel_eval(kc, code: str) -> str:
 
 def press_series(page, handle, keys, settle_s: float):
     """Press each key, wait for the canvas to change; return (mutation, frame, paint ms lists, misses)."""
-    page.evaluate("() => { const L = window.__tvLat;"
-                  " L.mut.length = L.frame.length = L.paint.length = 0; L.armed = false; }")
+    page.evaluate(
+        "() => { const L = window.__tvLat; L.mut.length = L.frame.length = L.paint.length = 0; L.armed = false; }"
+    )
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     misses = 0
@@ -143,8 +145,10 @@ def press_series(page, handle, keys, settle_s: float):
             misses += 1
             page.evaluate("() => { window.__tvLat.armed = false; }")
         time.sleep(settle_s)  # let the kernel go idle: each press is measured alone
-    lat = page.evaluate("() => ({mut: window.__tvLat.mut.slice(), frame: window.__tvLat.frame.slice(),"
-                        " paint: window.__tvLat.paint.slice()})")
+    lat = page.evaluate(
+        "() => ({mut: window.__tvLat.mut.slice(), frame: window.__tvLat.frame.slice(),"
+        " paint: window.__tvLat.paint.slice()})"
+    )
     return lat["mut"], lat["frame"], lat["paint"], misses
 
 
@@ -173,8 +177,12 @@ def main(argv=None) -> int:
     ap.add_argument("--presses", type=int, default=26, help="key presses per slider (>= 20)")
     ap.add_argument("--settle", type=float, default=0.25, help="pause after each change (s)")
     ap.add_argument("--json", type=Path, default=None, help="also write raw numbers here")
-    ap.add_argument("--ops", type=int, default=0,
-                    help="instead of a notebook, explore a generated N-op graph (layers collapsed above 60 ops)")
+    ap.add_argument(
+        "--ops",
+        type=int,
+        default=0,
+        help="instead of a notebook, explore a generated N-op graph (layers collapsed above 60 ops)",
+    )
     args = ap.parse_args(argv)
     missing = B.missing_requirements()
     if missing:  # `make bench` runs every bench: skip, do not fail, on a machine without a browser
@@ -184,8 +192,11 @@ def main(argv=None) -> int:
     from playwright.sync_api import sync_playwright
 
     results = {}
-    with tempfile.TemporaryDirectory(prefix="tapeviz-bench-") as tmp, \
-            B.running_jupyterlab(Path(tmp)) as lab, sync_playwright() as pw:
+    with (
+        tempfile.TemporaryDirectory(prefix="tapeviz-bench-") as tmp,
+        B.running_jupyterlab(Path(tmp)) as lab,
+        sync_playwright() as pw,
+    ):
         browser = B.launch_chromium(pw)
         try:
             page = B.new_page(browser)
@@ -236,27 +247,37 @@ def main(argv=None) -> int:
         return statistics.median(values) if values else float("nan")  # every press missed: nan, not a crash
 
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-    print(f"\n### Explorer latency, {args.notebook} (run all {run_s:.1f} s, canvas SVG {svg_chars / 1024:.0f} KiB, "
-          f"{os.cpu_count()} CPUs, load average {load})\n")
-    print("| slider | presses | key → SVG in DOM, median / p95 | **key → next frame, median** | **p95** "
-          "| key → after paint, median / p95 | misses |")
+    print(
+        f"\n### Explorer latency, {args.notebook} (run all {run_s:.1f} s, canvas SVG {svg_chars / 1024:.0f} KiB, "
+        f"{os.cpu_count()} CPUs, load average {load})\n"
+    )
+    print(
+        "| slider | presses | key → SVG in DOM, median / p95 | **key → next frame, median** | **p95** "
+        "| key → after paint, median / p95 | misses |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name, (mut, frame, paint, misses) in results.items():
-        print(f"| {name} | {len(frame)} | {ms(median(mut))} / {ms(pct(mut, 0.95))} ms "
-              f"| **{ms(median(frame))} ms** | **{ms(pct(frame, 0.95))} ms** "
-              f"| {ms(median(paint))} / {ms(pct(paint, 0.95))} ms | {misses} |")
+        print(
+            f"| {name} | {len(frame)} | {ms(median(mut))} / {ms(pct(mut, 0.95))} ms "
+            f"| **{ms(median(frame))} ms** | **{ms(pct(frame, 0.95))} ms** "
+            f"| {ms(median(paint))} / {ms(pct(paint, 0.95))} ms | {misses} |"
+        )
 
     print("\n### Where the time goes (kernel callbacks timed inside the kernel, per key press)\n")
-    print("| slider | kernel callback, median | SVG writing (cache misses), median | p95 callback "
-          "| rest = next frame − callback (comm + widgets + DOM), median |")
+    print(
+        "| slider | kernel callback, median | SVG writing (cache misses), median | p95 callback "
+        "| rest = next frame − callback (comm + widgets + DOM), median |"
+    )
     print("|---|---|---|---|---|")
     for name, k in (("step", k_step), ("clip_norm", k_clip)):
         handler = k["_show"]
         frame = results[name][1]
         med_h = median(handler) * 1000
         med_svg = median(k["_svg"]) * 1000
-        print(f"| {name} | {ms(med_h)} ms | {ms(med_svg)} ms | {ms(pct([h * 1000 for h in handler], 0.95))} ms | "
-              f"{ms(median(frame) - med_h)} ms |")
+        print(
+            f"| {name} | {ms(med_h)} ms | {ms(med_svg)} ms | {ms(pct([h * 1000 for h in handler], 0.95))} ms | "
+            f"{ms(median(frame) - med_h)} ms |"
+        )
     if args.json:
         kernel = {"step": k_step, "clip_norm": k_clip}
         args.json.write_text(json.dumps({"browser": results, "kernel": kernel}, indent=1))

@@ -71,8 +71,14 @@ def programs():
     rng = np.random.default_rng(0)
     lossf = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
-    big = keras.Sequential([keras.Input((32,)), keras.layers.Dense(128, activation="relu"),
-                            keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)])
+    big = keras.Sequential(
+        [
+            keras.Input((32,)),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
     xbig = tf.constant(rng.normal(size=(64, 32)).astype("float32"))
     ybig = tf.constant(rng.integers(0, 10, size=(64,)))
     big(xbig)
@@ -80,8 +86,14 @@ def programs():
     def keras_mlp_64x128():
         return lossf(ybig, big(xbig, training=True))
 
-    cnn = keras.Sequential([keras.Input((16, 16, 3)), keras.layers.Conv2D(8, 3, activation="relu"),
-                            keras.layers.Flatten(), keras.layers.Dense(10)])
+    cnn = keras.Sequential(
+        [
+            keras.Input((16, 16, 3)),
+            keras.layers.Conv2D(8, 3, activation="relu"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(10),
+        ]
+    )
     xc = tf.constant(rng.normal(size=(8, 16, 16, 3)).astype("float32"))
     yc = tf.constant(rng.integers(0, 10, size=(8,)))
     cnn(xc)
@@ -182,7 +194,8 @@ def measure(name, prog, variables, rounds, reps, base=None):
         if a in times:
             med[a + "/" + b] = statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
     med["flow+build/grad"] = statistics.median(
-        (f + b) / g for f, b, g in zip(times["flow"], times["build"], times["grad"], strict=True))
+        (f + b) / g for f, b, g in zip(times["flow"], times["build"], times["grad"], strict=True)
+    )
     return name, len(rec.graph.capture.ops), med
 
 
@@ -209,8 +222,10 @@ def main(argv=None) -> None:
     if base is not None:
         cols += ["baseline graph build ms"]
     cols += ["(flow + build) ratio"]
-    print(f"rounds={args.rounds} reps={args.reps}: times are medians; a ratio is the median over rounds of "
-          "the ratio of the two medians measured in the same round")
+    print(
+        f"rounds={args.rounds} reps={args.reps}: times are medians; a ratio is the median over rounds of "
+        "the ratio of the two medians measured in the same round"
+    )
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for name, nops, m in rows:

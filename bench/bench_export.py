@@ -64,10 +64,18 @@ def old_gif(view, path: Path, *, dpi: float = 100, fps: float = 1.5, limit: int 
 
 def cnn_tape():
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([
-        keras.Input((8, 8, 1)), keras.layers.Conv2D(4, 3, activation="relu"), keras.layers.BatchNormalization(),
-        keras.layers.MaxPooling2D(), keras.layers.Conv2D(8, 3, activation="relu"),
-        keras.layers.GlobalAveragePooling2D(), keras.layers.Dropout(0.3), keras.layers.Dense(3)])
+    model = keras.Sequential(
+        [
+            keras.Input((8, 8, 1)),
+            keras.layers.Conv2D(4, 3, activation="relu"),
+            keras.layers.BatchNormalization(),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Conv2D(8, 3, activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dropout(0.3),
+            keras.layers.Dense(3),
+        ]
+    )
     x = tf.random.normal((4, 8, 8, 1))
     y = tf.constant([0, 1, 2, 1])
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -121,9 +129,15 @@ def bench_cnn(tmp: Path, rounds: int) -> dict:
         news.append(timed(lambda: tv.save(tape, new_path, target=loss, progress=False))[0])
         if r == 0:  # the old path takes tens of seconds: once is enough
             olds.append(timed(lambda: old_gif(tv.view(tape, loss), old_path))[0])
-    return dict(new=statistics.median(news), old=olds[0], new_kb=new_path.stat().st_size / 1024,
-                old_kb=old_path.stat().st_size / 1024, new_frames=gif_frames(new_path),
-                old_frames=gif_frames(old_path), picture=picture_cost(tape, loss))
+    return dict(
+        new=statistics.median(news),
+        old=olds[0],
+        new_kb=new_path.stat().st_size / 1024,
+        old_kb=old_path.stat().st_size / 1024,
+        new_frames=gif_frames(new_path),
+        old_frames=gif_frames(old_path),
+        picture=picture_cost(tape, loss),
+    )
 
 
 def bench_mobilenet(tmp: Path, sample: int = 6) -> dict:
@@ -135,9 +149,16 @@ def bench_mobilenet(tmp: Path, sample: int = 6) -> dict:
     t_first, _ = timed(lambda: old_gif(view, tmp / "mn_old1.gif", limit=1))  # figure, artists, first frame
     t_more, _ = timed(lambda: old_gif(view, tmp / "mn_old.gif", limit=1 + sample))
     per_frame = (t_more - t_first) / sample
-    return dict(new=new, new_kb=path.stat().st_size / 1024, new_frames=gif_frames(path), old_frames=n_old,
-                old_extrapolated=t_first + per_frame * (n_old - 1), old_per_frame=per_frame,
-                picture=picture_cost(tape, loss), steps=n_old)
+    return dict(
+        new=new,
+        new_kb=path.stat().st_size / 1024,
+        new_frames=gif_frames(path),
+        old_frames=n_old,
+        old_extrapolated=t_first + per_frame * (n_old - 1),
+        old_per_frame=per_frame,
+        picture=picture_cost(tape, loss),
+        steps=n_old,
+    )
 
 
 def bench_png(tmp: Path, rounds: int) -> dict:
@@ -149,15 +170,17 @@ def bench_png(tmp: Path, rounds: int) -> dict:
     news, olds, ratios = [], [], []
     for _ in range(rounds):
         t_new, _ = timed(lambda: tv.save(tape, tmp / "big.png", target=loss, progress=False))
-        t_old, _ = timed(lambda: save_view(tv.view(tape, loss), tmp / "big_old.png", engine="matplotlib",
-                                           progress=False))
+        t_old, _ = timed(
+            lambda: save_view(tv.view(tape, loss), tmp / "big_old.png", engine="matplotlib", progress=False)
+        )
         news.append(t_new)
         olds.append(t_old)
         ratios.append(t_new / t_old)
     with Image.open(tmp / "big.png") as im:
         size = im.size
-    return dict(ops=ops, new=statistics.median(news), old=statistics.median(olds), ratio=statistics.median(ratios),
-                size=size)
+    return dict(
+        ops=ops, new=statistics.median(news), old=statistics.median(olds), ratio=statistics.median(ratios), size=size
+    )
 
 
 def main() -> None:
@@ -174,16 +197,22 @@ def main() -> None:
     print(f"(load average during the run: {load:.1f} on {os.cpu_count()} cores)\n")
     print("| export | goal | old: matplotlib | **new: resvg from the SVG** | new / old | of which set_step + to_svg |")
     print("|---|---|---|---|---|---|")
-    print(f"| GIF of the small CNN | ≤ 5 s, ≤ 1 MB | {cnn['old']:.1f} s, {cnn['old_kb']:.0f} KB, "
-          f"{cnn['old_frames']} frames | **{cnn['new']:.2f} s, {cnn['new_kb']:.0f} KB**, {cnn['new_frames']} frames "
-          f"| **{cnn['new'] / cnn['old']:.3f}x** | {cnn['picture']:.2f} s |")
+    print(
+        f"| GIF of the small CNN | ≤ 5 s, ≤ 1 MB | {cnn['old']:.1f} s, {cnn['old_kb']:.0f} KB, "
+        f"{cnn['old_frames']} frames | **{cnn['new']:.2f} s, {cnn['new_kb']:.0f} KB**, {cnn['new_frames']} frames "
+        f"| **{cnn['new'] / cnn['old']:.3f}x** | {cnn['picture']:.2f} s |"
+    )
     if mn:
-        print(f"| GIF of MobileNetV2 ({mn['steps']} steps) | ≤ 60 s | {mn['old_extrapolated']:.0f} s extrapolated "
-              f"({mn['old_per_frame']:.2f} s x {mn['old_frames']} frames) | **{mn['new']:.1f} s**, "
-              f"{mn['new_kb']:.0f} KB, {mn['new_frames']} frames | **{mn['new'] / mn['old_extrapolated']:.3f}x** "
-              f"| {mn['picture']:.1f} s |")
-    print(f"| PNG of a {png['ops']}-op graph ({png['size'][0]} x {png['size'][1]} px) | ≤ 1 s | {png['old']:.2f} s "
-          f"| **{png['new']:.2f} s** | **{png['ratio']:.2f}x** | |")
+        print(
+            f"| GIF of MobileNetV2 ({mn['steps']} steps) | ≤ 60 s | {mn['old_extrapolated']:.0f} s extrapolated "
+            f"({mn['old_per_frame']:.2f} s x {mn['old_frames']} frames) | **{mn['new']:.1f} s**, "
+            f"{mn['new_kb']:.0f} KB, {mn['new_frames']} frames | **{mn['new'] / mn['old_extrapolated']:.3f}x** "
+            f"| {mn['picture']:.1f} s |"
+        )
+    print(
+        f"| PNG of a {png['ops']}-op graph ({png['size'][0]} x {png['size'][1]} px) | ≤ 1 s | {png['old']:.2f} s "
+        f"| **{png['new']:.2f} s** | **{png['ratio']:.2f}x** | |"
+    )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,14 @@ def mlp_setup():
 
     keras.utils.set_random_seed(0)
     rng = np.random.default_rng(0)
-    model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(128, activation="relu"),
-                              keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)])
+    model = keras.Sequential(
+        [
+            keras.Input((32,)),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
     x = tf.constant(rng.normal(size=(64, 32)).astype("float32"))
     y = tf.constant(rng.integers(0, 10, size=(64,)))
     lossf = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -140,8 +146,13 @@ def picture_step(n: int = 15) -> dict:
     t0 = time.perf_counter()
     hist.picture(hist.recorded_steps()[-1])
     first_flow = time.perf_counter() - t0
-    return {"plain": statistics.median(plain), "picture": statistics.median(pic), "flow": first_flow,
-            "kept": len(hist.recorded_steps()), "bytes": hist.nbytes}
+    return {
+        "plain": statistics.median(plain),
+        "picture": statistics.median(pic),
+        "flow": first_flow,
+        "kept": len(hist.recorded_steps()),
+        "bytes": hist.nbytes,
+    }
 
 
 def long_run(n: int) -> dict:
@@ -169,8 +180,12 @@ def long_run(n: int) -> dict:
         if (i + 1) in (n // 100, n // 10, n // 2, n):
             gc.collect()
             marks[i + 1] = (len(hist.steps()), hist.nbytes, rss_bytes() - rss0)
-    return {"seconds": time.perf_counter() - t0, "marks": marks, "flags": len(hist.flags()),
-            "engaged": hist.clipping(by="global")["global"].engaged}
+    return {
+        "seconds": time.perf_counter() - t0,
+        "marks": marks,
+        "flags": len(hist.flags()),
+        "engaged": hist.clipping(by="global")["global"].engaged,
+    }
 
 
 def main(argv=None) -> None:
@@ -180,14 +195,18 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
 
     m = overhead(args.rounds)
-    print(f"Overhead, Keras MLP 32-128-128-10 b64, eager train step; rounds={args.rounds} of 256 steps per variant, "
-          "interleaved step by step; ratio = median over rounds of the within-round ratio of mean steps")
+    print(
+        f"Overhead, Keras MLP 32-128-128-10 b64, eager train step; rounds={args.rounds} of 256 steps per variant, "
+        "interleaved step by step; ratio = median over rounds of the within-round ratio of mean steps"
+    )
     print("| variant | ms / step | ratio to the plain step | overhead |")
     print("|---|---|---|---|")
     print(f"| plain step (forward, gradient, clip_by_global_norm, SGD) | {m['plain'] * 1e3:.3f} | 1.00x | |")
-    for k, label in (("hist_noclip", "+ `hist.add(step, loss, grads, variables)`"),
-                     ("hist", "+ `hist.add(..., clipped=clipped)`"),
-                     ("tf_function", "+ one tf.function for all norms (design not taken)")):
+    for k, label in (
+        ("hist_noclip", "+ `hist.add(step, loss, grads, variables)`"),
+        ("hist", "+ `hist.add(..., clipped=clipped)`"),
+        ("tf_function", "+ one tf.function for all norms (design not taken)"),
+    ):
         r = m[k + "/plain"]
         bold = "**" if k.startswith("hist") else ""
         print(f"| {label} | {m[k] * 1e3:.3f} | {bold}{r:.3f}x{bold} | {(r - 1) * 100:+.1f}% |")
@@ -203,9 +222,11 @@ def main(argv=None) -> None:
 
     r = long_run(args.long)
     print()
-    print(f"Memory: {args.long:,} steps of a 2->1 linear model with clip_by_global_norm, "
-          f"{r['seconds']:.0f} s ({r['seconds'] / args.long * 1e6:.0f} us a step incl. the step itself); "
-          f"global clipping engaged {r['engaged']:,} times, {r['flags']} flags")
+    print(
+        f"Memory: {args.long:,} steps of a 2->1 linear model with clip_by_global_norm, "
+        f"{r['seconds']:.0f} s ({r['seconds'] / args.long * 1e6:.0f} us a step incl. the step itself); "
+        f"global clipping engaged {r['engaged']:,} times, {r['flags']} flags"
+    )
     print("| steps | stored points | History bytes | RSS growth since start |")
     print("|---|---|---|---|")
     for k, (points, nbytes, rss) in r["marks"].items():

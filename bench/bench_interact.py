@@ -21,6 +21,7 @@ notebook's kernel: ``Interact._rerun`` (call + flow + picture + panel + slope pl
 Run:  .venv/bin/python bench/bench_interact.py [--presses 26]
 Prints markdown tables (goal: input slider -> new picture, median <= 100 ms, p95 <= 200 ms).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -137,9 +138,10 @@ def measure(page, lab, name: str, source: str, presses: int, settle: float) -> d
         back = max(1, min(half, last))
         steps = ((["ArrowLeft"] * back + ["ArrowRight"] * back) * -(-presses // (2 * back)))[:presses]
         for slider, sel, keys, slope in (
-                ("x (plotted input)", ".tv-input-x .noUi-handle", there_and_back, True),
-                ("w (other input: curve re-sampled)", ".tv-input-w .noUi-handle", back_and_there, True),
-                ("step (baseline)", ".tv-step .noUi-handle", steps, False)):
+            ("x (plotted input)", ".tv-input-x .noUi-handle", there_and_back, True),
+            ("w (other input: curve re-sampled)", ".tv-input-w .noUi-handle", back_and_there, True),
+            ("step (baseline)", ".tv-step .noUi-handle", steps, False),
+        ):
             BB.kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
             canvas, slope_ms, misses = press_series(page, page.locator(f"{EXPLORER} {sel}"), keys, settle, slope)
             kernel = json.loads(BB.kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
@@ -163,8 +165,11 @@ def main(argv=None) -> int:
     from playwright.sync_api import sync_playwright
 
     results = {}
-    with tempfile.TemporaryDirectory(prefix="tapeviz-bench-") as tmp, \
-            B.running_jupyterlab(Path(tmp), source=None) as lab, sync_playwright() as pw:
+    with (
+        tempfile.TemporaryDirectory(prefix="tapeviz-bench-") as tmp,
+        B.running_jupyterlab(Path(tmp), source=None) as lab,
+        sync_playwright() as pw,
+    ):
         browser = B.launch_chromium(pw)
         try:
             page = B.new_page(browser)
@@ -182,8 +187,10 @@ def main(argv=None) -> int:
 
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     print(f"\n### tv.interact latency ({os.cpu_count()} CPUs, load average {load})\n")
-    print("| program | slider | presses | **key → new picture, median** | **p95** | key → slope plot, median / p95 "
-          "| kernel: rerun median / p95 | kernel: curve samples, median | picture / step slider | misses |")
+    print(
+        "| program | slider | presses | **key → new picture, median** | **p95** | key → slope plot, median / p95 "
+        "| kernel: rerun median / p95 | kernel: curve samples, median | picture / step slider | misses |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, r in results.items():
         base = med(r["step (baseline)"]["canvas"])
@@ -195,8 +202,10 @@ def main(argv=None) -> int:
             slope_txt = f"{ms(med(slope_ms))} / {ms(BB.pct(slope_ms, 0.95))} ms" if slope_ms else "—"
             rerun_txt = f"{ms(med(rerun))} / {ms(BB.pct(rerun, 0.95))} ms" if rerun else "—"
             sample_txt = f"{ms(med(sample))} ms ({len(sample)}×)" if sample else "—"
-            print(f"| {name} | {slider} | {len(canvas)} | **{ms(med(canvas))} ms** | **{ms(BB.pct(canvas, 0.95))} ms** "
-                  f"| {slope_txt} | {rerun_txt} | {sample_txt} | {med(canvas) / base:.2f}× | {m['misses']} |")
+            print(
+                f"| {name} | {slider} | {len(canvas)} | **{ms(med(canvas))} ms** | **{ms(BB.pct(canvas, 0.95))} ms** "
+                f"| {slope_txt} | {rerun_txt} | {sample_txt} | {med(canvas) / base:.2f}× | {m['misses']} |"
+            )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

@@ -107,6 +107,7 @@ def measure(n_ops: int, tmp: Path, have_torchviz: bool) -> dict:
     with tf.GradientTape(persistent=True) as pt:
         ploss = run()
     t_grad, _ = clock(lambda: pt.gradient(ploss, variables), reps)
+
     def forget_flows():  # tv.flow keeps a recording's flow: "cold" times start without it
         tape.graph.__dict__.pop("_flows", None)
 
@@ -143,9 +144,20 @@ def measure(n_ops: int, tmp: Path, have_torchviz: bool) -> dict:
         "full_cold": lambda: (forget_flows(), tv.save(tape, svg_full, target=loss, collapsed=False)),
         "full": lambda: tv.save(tape, svg_full, target=loss, collapsed=False),
     }
-    row = dict(ops=ops, plain=t_plain, tv=t_tv, graph=t_graph, grad=t_grad, flow=t_flow, picture=t_pic, fig=t_fig,
-               png=t_png, mpl_svg=t_mpl_svg, nodes=view.display.nx.number_of_nodes(),
-               full_nodes=full_view.display.nx.number_of_nodes())
+    row = dict(
+        ops=ops,
+        plain=t_plain,
+        tv=t_tv,
+        graph=t_graph,
+        grad=t_grad,
+        flow=t_flow,
+        picture=t_pic,
+        fig=t_fig,
+        png=t_png,
+        mpl_svg=t_mpl_svg,
+        nodes=view.display.nx.number_of_nodes(),
+        full_nodes=full_view.display.nx.number_of_nodes(),
+    )
     if have_torchviz:
         import torchviz
 
@@ -167,7 +179,7 @@ def measure(n_ops: int, tmp: Path, have_torchviz: bool) -> dict:
     gc.collect()
     names = list(contestants)
     for r in range(reps):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             t0 = time.perf_counter()
             contestants[name]()
             times[name].append(time.perf_counter() - t0)
@@ -194,21 +206,29 @@ def main() -> None:
         have_torchviz = False
     with tempfile.TemporaryDirectory() as d:
         rows = [measure(n, Path(d), have_torchviz) for n in sizes]
-    print("| ops | capture ratio | graph build s | flow / tape.gradient | **first picture s**: tv.view in a notebook "
-          "| tv.draw in a notebook s | tv.draw + matplotlib PNG s | **SVG export s** cold / warm (boxes) "
-          "| matplotlib savefig SVG s | **SVG export, every op expanded s** cold / warm (boxes, KB) "
-          "| **torchviz make_dot + dot SVG s** (KB) | default / torchviz, cold / warm "
-          "| expanded / torchviz, cold / warm |")
+    print(
+        "| ops | capture ratio | graph build s | flow / tape.gradient | **first picture s**: tv.view in a notebook "
+        "| tv.draw in a notebook s | tv.draw + matplotlib PNG s | **SVG export s** cold / warm (boxes) "
+        "| matplotlib savefig SVG s | **SVG export, every op expanded s** cold / warm (boxes, KB) "
+        "| **torchviz make_dot + dot SVG s** (KB) | default / torchviz, cold / warm "
+        "| expanded / torchviz, cold / warm |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         tz = r.get("torchviz")
         torch = f"{tz:.3f} ({r['torch_kb']:.0f}){r.get('torch_note', '')}" if tz else "n/a"
-        ratio = (f"**{r['svg_cold_ratio']:.2f}x** / {r['svg_ratio']:.2f}x | **{r['full_cold_ratio']:.2f}x** / "
-                 f"{r['full_ratio']:.2f}x" if tz else "n/a | n/a")
-        print(f"| {r['ops']} | {r['tv'] / r['plain']:.2f}x | {r['graph']:.3f} | {r['flow'] / r['grad']:.2f}x "
-              f"| {r['picture']:.2f} | {r['fig']:.2f} | {r['png']:.2f} | {r['svg_cold']:.3f} / {r['svg']:.3f} "
-              f"({r['nodes']}) | {r['mpl_svg']:.2f} | {r['full_cold']:.3f} / {r['full']:.3f} ({r['full_nodes']}, "
-              f"{r['svg_kb']:.0f}) | {torch} | {ratio} |")
+        ratio = (
+            f"**{r['svg_cold_ratio']:.2f}x** / {r['svg_ratio']:.2f}x | **{r['full_cold_ratio']:.2f}x** / "
+            f"{r['full_ratio']:.2f}x"
+            if tz
+            else "n/a | n/a"
+        )
+        print(
+            f"| {r['ops']} | {r['tv'] / r['plain']:.2f}x | {r['graph']:.3f} | {r['flow'] / r['grad']:.2f}x "
+            f"| {r['picture']:.2f} | {r['fig']:.2f} | {r['png']:.2f} | {r['svg_cold']:.3f} / {r['svg']:.3f} "
+            f"({r['nodes']}) | {r['mpl_svg']:.2f} | {r['full_cold']:.3f} / {r['full']:.3f} ({r['full_nodes']}, "
+            f"{r['svg_kb']:.0f}) | {torch} | {ratio} |"
+        )
     if any(r.get("torch_note") for r in rows):
         print("\n* torchviz.make_dot hit Python's recursion limit; timed again with sys.setrecursionlimit raised.")
     if not have_torchviz:

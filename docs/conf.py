@@ -5,6 +5,7 @@ docstrings, myst-parser includes README.md (one copy of the text, headings and a
 myst-nb executes the notebooks with nbclient at build time without pandoc. The default
 theme (alabaster) and these extensions load nothing from the internet.
 """
+
 from __future__ import annotations
 
 import sys
@@ -28,8 +29,12 @@ exclude_patterns = ["_build", "_ext", "_generated/static", "**/.ipynb_checkpoint
 html_static_path = ["_generated/static"]
 html_theme = "alabaster"
 html_title = f"tapeviz {release}"
-html_theme_options = {"description": "See what tf.GradientTape records", "fixed_sidebar": True,
-                      "page_width": "1180px", "sidebar_width": "240px"}  # room for pictures and code
+html_theme_options = {
+    "description": "See what tf.GradientTape records",
+    "fixed_sidebar": True,
+    "page_width": "1180px",
+    "sidebar_width": "240px",
+}  # room for pictures and code
 
 # API reference: signatures as written in the code, types in the signature.
 autodoc_member_order = "bysource"

@@ -19,6 +19,22 @@ from .api import (
     view,
 )
 
-__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "interact", "explain",
-           "export_html", "TapeGraph", "GradientFlow", "GraphView", "History", "Flag"]
+__all__ = [
+    "GradientTape",
+    "record",
+    "Recording",
+    "flow",
+    "view",
+    "draw",
+    "save",
+    "explore",
+    "interact",
+    "explain",
+    "export_html",
+    "TapeGraph",
+    "GradientFlow",
+    "GraphView",
+    "History",
+    "Flag",
+]
 __version__ = "0.1.0"

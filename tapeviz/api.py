@@ -30,8 +30,24 @@ if TYPE_CHECKING:  # made on first use: a widget imports ipywidgets
 # TensorFlow ships no type information: a target, a source or output_gradients (a tensor,
 # a variable, or a list / dict of them, as tape.gradient takes them) is Any to mypy.
 
-__all__ = ["GradientTape", "record", "Recording", "flow", "view", "draw", "save", "explore", "interact", "export_html",
-           "explain", "TapeGraph", "GradientFlow", "GraphView", "History", "Flag"]
+__all__ = [
+    "GradientTape",
+    "record",
+    "Recording",
+    "flow",
+    "view",
+    "draw",
+    "save",
+    "explore",
+    "interact",
+    "export_html",
+    "explain",
+    "TapeGraph",
+    "GradientFlow",
+    "GraphView",
+    "History",
+    "Flag",
+]
 
 
 def flow(tape: Any, target: Any, *, sources: Any = None, output_gradients: Any = None) -> GradientFlow:
@@ -40,10 +56,21 @@ def flow(tape: Any, target: Any, *, sources: Any = None, output_gradients: Any =
     return flow_over(graph_of(tape), target, sources=sources, output_gradients=output_gradients)
 
 
-def view(tape: Any, target: Any = None, *, step: int | None = None, ax: Axes | None = None, title: str | None = None,
-         caption: str | None = None, output_gradients: Any = None, collapsed: Collapsed = "auto",
-         show_all: bool = False, theme: str | Theme | None = None, lang: str = DEFAULT,
-         magnitude: bool = False) -> GraphView:
+def view(
+    tape: Any,
+    target: Any = None,
+    *,
+    step: int | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+    caption: str | None = None,
+    output_gradients: Any = None,
+    collapsed: Collapsed = "auto",
+    show_all: bool = False,
+    theme: str | Theme | None = None,
+    lang: str = DEFAULT,
+    magnitude: bool = False,
+) -> GraphView:
     """A GraphView of what ``tape`` recorded; with a target, its backward pass at ``step``
     (0 seeds the target; None, the default, is the last step: the finished pass).
 
@@ -58,43 +85,109 @@ def view(tape: Any, target: Any = None, *, step: int | None = None, ax: Axes | N
     graph = graph_of(tape)
     with gc_paused():
         fl = flow(tape, target, output_gradients=output_gradients) if target is not None else None
-        v = GraphView(graph, fl, ax=ax, title=title, caption=caption, collapsed=collapsed, show_all=show_all,
-                      theme=theme, lang=lang, magnitude=magnitude)
+        v = GraphView(
+            graph,
+            fl,
+            ax=ax,
+            title=title,
+            caption=caption,
+            collapsed=collapsed,
+            show_all=show_all,
+            theme=theme,
+            lang=lang,
+            magnitude=magnitude,
+        )
         if step is not None:
             v.set_step(step)
     return v
 
 
-def draw(tape: Any, target: Any = None, step: int | None = None, *, ax: Axes | None = None, title: str | None = None,
-         caption: str | None = None, output_gradients: Any = None, collapsed: Collapsed = "auto",
-         show_all: bool = False, theme: str | Theme | None = None, lang: str = DEFAULT,
-         magnitude: bool = False) -> Figure:
+def draw(
+    tape: Any,
+    target: Any = None,
+    step: int | None = None,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    caption: str | None = None,
+    output_gradients: Any = None,
+    collapsed: Collapsed = "auto",
+    show_all: bool = False,
+    theme: str | Theme | None = None,
+    lang: str = DEFAULT,
+    magnitude: bool = False,
+) -> Figure:
     """A matplotlib Figure of the recorded graph and, given a target, its gradient flow.
 
     ``step=None`` shows the finished backward pass, ``step=k`` the state after k steps.
     Pass ``ax=`` to draw into an existing Axes (its figure is returned).
     """
-    return view(tape, target, step=step, ax=ax, title=title, caption=caption, output_gradients=output_gradients,
-                collapsed=collapsed, show_all=show_all, theme=theme, lang=lang, magnitude=magnitude).figure
+    return view(
+        tape,
+        target,
+        step=step,
+        ax=ax,
+        title=title,
+        caption=caption,
+        output_gradients=output_gradients,
+        collapsed=collapsed,
+        show_all=show_all,
+        theme=theme,
+        lang=lang,
+        magnitude=magnitude,
+    ).figure
 
 
-def save(tape: Any, path: str | os.PathLike[str], *, target: Any = None, step: int | None = None, dpi: int = 100,
-         fps: float = 1.5, caption: str | None = None, output_gradients: Any = None, collapsed: Collapsed = "auto",
-         show_all: bool = False, theme: str | Theme | None = None, lang: str = DEFAULT, magnitude: bool = False,
-         every_step: bool = False, progress: bool = True) -> Path:
+def save(
+    tape: Any,
+    path: str | os.PathLike[str],
+    *,
+    target: Any = None,
+    step: int | None = None,
+    dpi: int = 100,
+    fps: float = 1.5,
+    caption: str | None = None,
+    output_gradients: Any = None,
+    collapsed: Collapsed = "auto",
+    show_all: bool = False,
+    theme: str | Theme | None = None,
+    lang: str = DEFAULT,
+    magnitude: bool = False,
+    every_step: bool = False,
+    progress: bool = True,
+) -> Path:
     """Write a .png / .svg picture, or a .gif of the backward pass: one frame per step as the
     picture shows it (a collapsed layer's ops are one step), at most ~150 frames unless
     ``every_step``. A save that takes more than ~2 s shows a progress bar (``progress=False``:
     never); Ctrl+C leaves no partly written file. Returns the path."""
     check_path(path)  # fail before any work on a bad path
-    v = view(tape, target, step=step, caption=caption, output_gradients=output_gradients, collapsed=collapsed,
-             show_all=show_all, theme=theme, lang=lang, magnitude=magnitude)
+    v = view(
+        tape,
+        target,
+        step=step,
+        caption=caption,
+        output_gradients=output_gradients,
+        collapsed=collapsed,
+        show_all=show_all,
+        theme=theme,
+        lang=lang,
+        magnitude=magnitude,
+    )
     with gc_paused():
         return save_view(v, path, dpi=dpi, fps=fps, every_step=every_step, progress=progress)
 
 
-def explore(tape: Any, targets: Any = None, *, output_gradients: Any = None, lang: str = "en", theme: str = "auto",
-            show_all: bool = False, presenter: bool = False, magnitude: bool | None = None) -> Explorer:
+def explore(
+    tape: Any,
+    targets: Any = None,
+    *,
+    output_gradients: Any = None,
+    lang: str = "en",
+    theme: str = "auto",
+    show_all: bool = False,
+    presenter: bool = False,
+    magnitude: bool | None = None,
+) -> Explorer:
     """A live Explorer widget: ``targets`` is one tensor or {name: tensor} (persistent tapes).
 
     ``lang``: "en" or "zh"; ``theme``: "auto" (the page's: dark in JupyterLab's dark theme,
@@ -107,17 +200,30 @@ def explore(tape: Any, targets: Any = None, *, output_gradients: Any = None, lan
     if isinstance(tape, History):
         from .scrubber import TrainingExplorer
 
-        return TrainingExplorer(tape, presenter=presenter, lang=lang, theme=theme, show_all=show_all,
-                                magnitude=True if magnitude is None else magnitude)
+        return TrainingExplorer(
+            tape,
+            presenter=presenter,
+            lang=lang,
+            theme=theme,
+            show_all=show_all,
+            magnitude=True if magnitude is None else magnitude,
+        )
     if targets is None:
         raise TypeError("explore() needs the target: tv.explore(tape, loss) or tv.explore(tape, {'f1': f1, 'f2': f2}).")
     explored = _explored(tape, targets, output_gradients)
-    return Explorer(explored, presenter=presenter, lang=lang, theme=theme, show_all=show_all,
-                    magnitude=bool(magnitude))
+    return Explorer(explored, presenter=presenter, lang=lang, theme=theme, show_all=show_all, magnitude=bool(magnitude))
 
 
-def interact(fn: Callable[..., Any], /, *, lang: str = "en", theme: str = "auto", show_all: bool = False,
-             presenter: bool = False, **ranges: Sequence[float]) -> Interact:
+def interact(
+    fn: Callable[..., Any],
+    /,
+    *,
+    lang: str = "en",
+    theme: str = "auto",
+    show_all: bool = False,
+    presenter: bool = False,
+    **ranges: Sequence[float],
+) -> Interact:
     """What-if: an explorer of ``fn``'s backward pass with one slider per input.
 
     ``tv.interact(f, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))``: each keyword is an input given
@@ -155,10 +261,23 @@ def _explored(tape: Any, targets: Any, output_gradients: Any) -> Explored:
     return Explored(graph, named, flow_factory=lambda t: flow(tape, t, output_gradients=output_gradients))
 
 
-def export_html(tape: Any, target: Any, path: str | os.PathLike[str], *, output_gradients: Any = None,
-                title: str | None = None, embed_url: str | None = None, requirejs: bool = True,
-                requirejs_url: str | None = None, cors: bool = True, clip: str = "none", clip_norm: float = 1.0,
-                clip_norms: Sequence[float] | None = None, lang: str = "en", theme: str = "light") -> Path:
+def export_html(
+    tape: Any,
+    target: Any,
+    path: str | os.PathLike[str],
+    *,
+    output_gradients: Any = None,
+    title: str | None = None,
+    embed_url: str | None = None,
+    requirejs: bool = True,
+    requirejs_url: str | None = None,
+    cors: bool = True,
+    clip: str = "none",
+    clip_norm: float = 1.0,
+    clip_norms: Sequence[float] | None = None,
+    lang: str = "en",
+    theme: str = "light",
+) -> Path:
     """Write a standalone .html page that steps through the backward pass of ``target`` with
     no Python kernel (a slider and a play button over pictures rendered now).
 
@@ -175,14 +294,23 @@ def export_html(tape: Any, target: Any, path: str | os.PathLike[str], *, output_
     explored = _explored(tape, target, output_gradients)
     state = explored.initial(lang=lang, theme=theme, clip=clip, clip_norm=clip_norm)
     try:
-        return write_page(explored, state, path, targets=list(explored.targets), clip_norms=clip_norms, title=title,
-                          embed_url=embed_url, requirejs=requirejs, requirejs_url=requirejs_url, cors=cors)
+        return write_page(
+            explored,
+            state,
+            path,
+            targets=list(explored.targets),
+            clip_norms=clip_norms,
+            title=title,
+            embed_url=embed_url,
+            requirejs=requirejs,
+            requirejs_url=requirejs_url,
+            cors=cors,
+        )
     finally:
         explored.forget()
 
 
-def explain(tape: Any, target: Any, source: Any, *, output_gradients: Any = None,
-            lang: str = "en") -> Diagnosis | None:
+def explain(tape: Any, target: Any, source: Any, *, output_gradients: Any = None, lang: str = "en") -> Diagnosis | None:
     """Why d target / d source is None: a Diagnosis (reason, message, fix), or None if it is not.
     ``lang``: the language of the message and the fix ("en", "zh")."""
     from .diagnose import explain_flow

@@ -53,7 +53,7 @@ class Buckets:
             if self.n and self.count[self.n - 1] < self.width:
                 b = self.n - 1  # the open bucket takes rows until it holds `width` steps
                 take = min(self.width - int(self.count[b]), len(steps) - i)
-                self._merge_rows(b, steps[i:i + take], rows[i:i + take])
+                self._merge_rows(b, steps[i : i + take], rows[i : i + take])
                 i += take
                 continue
             if self.n == self.capacity:
@@ -63,8 +63,8 @@ class Buckets:
                 take = min(self.capacity - self.n, len(steps) - i)
                 sl = slice(self.n, self.n + take)
                 for s in STATS:
-                    self._data[s][sl] = rows[i:i + take]
-                self.first_step[sl] = self.last_step[sl] = steps[i:i + take]
+                    self._data[s][sl] = rows[i : i + take]
+                self.first_step[sl] = self.last_step[sl] = steps[i : i + take]
                 self.count[sl] = 1
                 self.n += take
                 i += take
@@ -94,12 +94,12 @@ class Buckets:
         h = self.n // 2
         mn, mx, last = self._data["min"], self._data["max"], self._data["last"]
         with np.errstate(invalid="ignore"):
-            mn[:h] = np.fmin(mn[0:2 * h:2], mn[1:2 * h:2])
-            mx[:h] = np.fmax(mx[0:2 * h:2], mx[1:2 * h:2])
-        last[:h] = last[1:2 * h:2]
-        self.first_step[:h] = self.first_step[0:2 * h:2]
-        self.last_step[:h] = self.last_step[1:2 * h:2]
-        self.count[:h] = self.count[0:2 * h:2] + self.count[1:2 * h:2]
+            mn[:h] = np.fmin(mn[0 : 2 * h : 2], mn[1 : 2 * h : 2])
+            mx[:h] = np.fmax(mx[0 : 2 * h : 2], mx[1 : 2 * h : 2])
+        last[:h] = last[1 : 2 * h : 2]
+        self.first_step[:h] = self.first_step[0 : 2 * h : 2]
+        self.last_step[:h] = self.last_step[1 : 2 * h : 2]
+        self.count[:h] = self.count[0 : 2 * h : 2] + self.count[1 : 2 * h : 2]
         self.n = h
         self.width *= 2
 

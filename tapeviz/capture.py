@@ -669,8 +669,12 @@ def _view_of(value) -> int | None:
 def _convert_to_eager_tensor(value, ctx, dtype=None):
     t = _tf_convert(value, ctx, dtype)
     recs = getattr(_local, "recorders", None)
-    if (recs and value.__class__ in _NUMPY_TYPES and t.__class__ is _ops.EagerTensor
-            and _passed_by_user(value, sys._getframe(1))):
+    if (
+        recs
+        and value.__class__ in _NUMPY_TYPES
+        and t.__class__ is _ops.EagerTensor
+        and _passed_by_user(value, sys._getframe(1))
+    ):
         expr, file, line = _user_site(sys._getframe(1))
         entry = Reentry(t._id, expr, file, line, _view_of(value))
         for r in recs:
@@ -829,10 +833,30 @@ class Capture:
     hands one to whoever wants the public object (tests, ``tape.gradient`` calls).
     """
 
-    def __init__(self, *, raw: list, seen: dict, variables: dict, access_paths: dict, watched_variables: tuple,
-                 watched: dict, exported: dict, reentries: dict, start_uid: int, names: dict, persistent: bool,
-                 thread_id: int, tape_ref: Any, final_generation: int, watch_log: list, watch_accessed_variables: bool,
-                 reset_count: int, frame: FrameInfo | None, side_state: dict, graph_mode: bool):
+    def __init__(
+        self,
+        *,
+        raw: list,
+        seen: dict,
+        variables: dict,
+        access_paths: dict,
+        watched_variables: tuple,
+        watched: dict,
+        exported: dict,
+        reentries: dict,
+        start_uid: int,
+        names: dict,
+        persistent: bool,
+        thread_id: int,
+        tape_ref: Any,
+        final_generation: int,
+        watch_log: list,
+        watch_accessed_variables: bool,
+        reset_count: int,
+        frame: FrameInfo | None,
+        side_state: dict,
+        graph_mode: bool,
+    ):
         self._raw = raw
         self._seen = seen  # tensor id -> EagerTensor (every tensor the records name)
         self._variables = variables  # handle id -> tf.Variable
@@ -895,9 +919,21 @@ class Capture:
                 out_ids.append(tid)
             if bw is not None:
                 backward[i] = bw
-            ops.append(OpRecord(i, op_type, tuple(in_ids), tuple(attrs) if attrs else (), tuple(out_ids), scope,
-                                bool(rec), gen, custom=bw is not None, api=api[0] if api else None,
-                                api_call=api[1] if api else 0))
+            ops.append(
+                OpRecord(
+                    i,
+                    op_type,
+                    tuple(in_ids),
+                    tuple(attrs) if attrs else (),
+                    tuple(out_ids),
+                    scope,
+                    bool(rec),
+                    gen,
+                    custom=bw is not None,
+                    api=api[0] if api else None,
+                    api_call=api[1] if api else 0,
+                )
+            )
         return ops
 
     # -- tensors ---------------------------------------------------------------------
@@ -1039,14 +1075,16 @@ class Capture:
         return is_trainable(self.facts(tid).dtype)
 
     # -- the backward pass -----------------------------------------------------------
-    def replay(self, target_ids: Sequence[int], source_ids: Sequence[int],
-               output_gradients: Sequence[Any] | None) -> tuple[list, list[BackwardCall]]:
+    def replay(
+        self, target_ids: Sequence[int], source_ids: Sequence[int], output_gradients: Sequence[Any] | None
+    ) -> tuple[list, list[BackwardCall]]:
         """TF's own backprop over the recorded ops: d targets / d sources (TF values, in
         source order) and every backward function call in the order TF made it."""
         watched = [self._seen[h] for h in self.watched_variable_ids]
         watched += [self._watched[tid] for tid in self.tape_watched]  # a watch erased by reset() does not count
-        return replay_backward(self, watched, [self._seen[t] for t in target_ids],
-                               [self._seen[s] for s in source_ids], output_gradients)
+        return replay_backward(
+            self, watched, [self._seen[t] for t in target_ids], [self._seen[s] for s in source_ids], output_gradients
+        )
 
 
 def key_of(obj) -> int | None:
@@ -1225,8 +1263,19 @@ class Recorder:
             if op_type in side_ops:
                 side_state[len(rec._raw)] = _keep_pyfunc_state(attrs)
             scope = tld.scope_name
-            append((op_type, inputs, attrs, outputs, scope, tape._recording and not is_stopped(), rec._gen, None,
-                    None if scope else api_call(rec)))
+            append(
+                (
+                    op_type,
+                    inputs,
+                    attrs,
+                    outputs,
+                    scope,
+                    tape._recording and not is_stopped(),
+                    rec._gen,
+                    None,
+                    None if scope else api_call(rec),
+                )
+            )
             return None
 
         return callback
@@ -1257,7 +1306,7 @@ class Recorder:
             call_out = [o._id for o in (r[_R_OUT] or ()) if o is not None]
             # The forward function may return extra outputs (intermediates kept for its
             # backward pass); the tape records only the leading, user-visible ones.
-            if r[_R_BACKWARD] is None and rtype == op_type and call_out[:len(out_ids)] == out_ids:
+            if r[_R_BACKWARD] is None and rtype == op_type and call_out[: len(out_ids)] == out_ids:
                 raw[i] = (op_type, inputs, r[_R_ATTRS], outputs, r[_R_SCOPE], recording, gen, backward, None)
                 return
         raw.append((op_type, inputs, (), outputs, self._tld.scope_name, recording, gen, backward, None))
@@ -1265,11 +1314,28 @@ class Recorder:
     # -- after the block -------------------------------------------------------------
     def _empty_capture(self) -> Capture:
         tape = self.tape
-        return Capture(raw=[], seen={}, variables={}, access_paths={}, watched_variables=(), watched={}, exported={},
-                       reentries={}, start_uid=0, names={}, persistent=bool(tape._persistent),
-                       thread_id=self._thread_id, tape_ref=weakref.ref(tape), final_generation=-1, watch_log=[],
-                       watch_accessed_variables=bool(tape._watch_accessed_variables), reset_count=0, frame=None,
-                       side_state={}, graph_mode=True)
+        return Capture(
+            raw=[],
+            seen={},
+            variables={},
+            access_paths={},
+            watched_variables=(),
+            watched={},
+            exported={},
+            reentries={},
+            start_uid=0,
+            names={},
+            persistent=bool(tape._persistent),
+            thread_id=self._thread_id,
+            tape_ref=weakref.ref(tape),
+            final_generation=-1,
+            watch_log=[],
+            watch_accessed_variables=bool(tape._watch_accessed_variables),
+            reset_count=0,
+            frame=None,
+            side_state={},
+            graph_mode=True,
+        )
 
     def _finish(self, frame) -> Capture:
         """Snapshot the tape's state now; the per-op bookkeeping waits for Capture.settle()."""
@@ -1280,8 +1346,9 @@ class Recorder:
         if final_tape is not None:
             final_gen = self._generation()  # also right after a reset() that no op followed
         else:
-            final_gen = next((i for i in range(len(self._generations) - 1, -1, -1)
-                              if self._generations[i] is not None), -1)
+            final_gen = next(
+                (i for i in range(len(self._generations) - 1, -1, -1) if self._generations[i] is not None), -1
+            )
         watched_vars = final_tape.watched_variables() if final_tape is not None else tape._watched_variables
         info = _scan_frame(frame) if frame is not None else None
         return Capture(
@@ -1410,8 +1477,9 @@ class BackwardCall:
     in_grads: list  # TF values (or None) it returned per input
 
 
-def replay_backward(cap: Capture, watched: list, targets: list, sources: list,
-                    output_gradients: Sequence[Any] | None) -> tuple[list, list[BackwardCall]]:
+def replay_backward(
+    cap: Capture, watched: list, targets: list, sources: list, output_gradients: Sequence[Any] | None
+) -> tuple[list, list[BackwardCall]]:
     """Run TF's own backprop over the recorded ops; return (source grads, calls in order).
 
     The ops are re-recorded on a private tape with a backward function that calls the
@@ -1451,8 +1519,12 @@ def _replay(cap: Capture, watched, targets, sources, output_gradients):
             _tape_lib.watch(tape, t)
         for op in cap.ops:
             if op.recorded:
-                _record.record_operation(op.op_type, [seen[o] for o in op.outputs], [seen[i] for i in op.inputs],
-                                         _backward_fn(cap, op, calls))
+                _record.record_operation(
+                    op.op_type,
+                    [seen[o] for o in op.outputs],
+                    [seen[i] for i in op.inputs],
+                    _backward_fn(cap, op, calls),
+                )
     finally:
         _tape_lib.pop_tape(tape)
     grads = pywrap_tfe.TFE_Py_TapeGradient(
@@ -1474,7 +1546,8 @@ def _backward_fn(cap: Capture, op: OpRecord, calls: list) -> Callable:
             "itself an all-reduce that every replica must run at the same moment, so replaying it on one replica "
             "would wait forever or fail. Record the replica's computation without ReplicaContext.all_reduce inside "
             "the tape (reduce the gradients afterwards, as optimizer.apply_gradients does), or run the step without "
-            "the strategy to look at it.")
+            "the strategy to look at it."
+        )
 
     def backward(*out_grads):
         if custom is not None:  # the Python function TF's tape was given
@@ -1482,8 +1555,14 @@ def _backward_fn(cap: Capture, op: OpRecord, calls: list) -> Callable:
         else:
             with _restored(side, op):
                 grads = _backprop._gradient_function(
-                    op.op_type, op.attrs, len(op.inputs), [seen[i] for i in op.inputs], [seen[o] for o in op.outputs],
-                    list(out_grads), skip, op.scope,
+                    op.op_type,
+                    op.attrs,
+                    len(op.inputs),
+                    [seen[i] for i in op.inputs],
+                    [seen[o] for o in op.outputs],
+                    list(out_grads),
+                    skip,
+                    op.scope,
                 )
         grads = list(grads) if isinstance(grads, (list, tuple)) else [grads]
         calls.append(BackwardCall(op, list(out_grads), grads))
@@ -1532,7 +1611,8 @@ class _restored:
             raise ReplayError(
                 f"tapeviz cannot replay the gradient of tf.py_function ({self.op.op_type}, op {self.op.index}): its "
                 "Python body was recorded on a tape TensorFlow uses up after one gradient, and replaying it would "
-                "break your own tape.gradient. Run the py_function on the thread that records the tape.")
+                "break your own tape.gradient. Run the py_function on the thread that records the tape."
+            )
         self.had = key in _script_ops.tape_cache
         self.before = _script_ops.tape_cache.get(key)
         _script_ops.tape_cache[key] = entry

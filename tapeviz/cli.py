@@ -35,8 +35,16 @@ def _printed(printed: dict, lang: str = "en") -> str:
     return say("ui.printed", lang, what="; ".join(parts))
 
 
-def export_example(name: str, path: str | os.PathLike, *, step: int | None = None, theme: str | None = None,
-                   show_all: bool = False, lang: str = "en", progress: bool = True) -> Path:
+def export_example(
+    name: str,
+    path: str | os.PathLike,
+    *,
+    step: int | None = None,
+    theme: str | None = None,
+    show_all: bool = False,
+    lang: str = "en",
+    progress: bool = True,
+) -> Path:
     """Run a built-in example and write its picture (.png/.svg) or animation (.gif).
     A write that takes more than ~2 s shows a progress bar (``progress=False``: never)."""
     from . import api, examples
@@ -45,8 +53,17 @@ def export_example(name: str, path: str | os.PathLike, *, step: int | None = Non
     ex = examples.get(name)
     check_path(path)  # a bad path fails before the example runs
     run = ex.run()
-    return api.save(run.tape, path, target=run.target, step=step, caption=f"{ex.title}\n{_printed(run.printed, lang)}",
-                    theme=theme, show_all=show_all, lang=lang, progress=progress)
+    return api.save(
+        run.tape,
+        path,
+        target=run.target,
+        step=step,
+        caption=f"{ex.title}\n{_printed(run.printed, lang)}",
+        theme=theme,
+        show_all=show_all,
+        lang=lang,
+        progress=progress,
+    )
 
 
 def export_all(out: Path, formats=("png", "svg", "gif"), *, progress: bool = True) -> list[Path]:
@@ -166,22 +183,30 @@ def run_jupyterlab(args) -> int:
     import secrets
 
     if importlib.util.find_spec("jupyterlab") is None:
-        print("tapeviz demo: JupyterLab is not installed. Install it with pip install 'tapeviz[notebook]', "
-              "or run `tapeviz demo --export` for pictures only.", file=sys.stderr)
+        print(
+            "tapeviz demo: JupyterLab is not installed. Install it with pip install 'tapeviz[notebook]', "
+            "or run `tapeviz demo --export` for pictures only.",
+            file=sys.stderr,
+        )
         return 2
     if args.notebooks:
         source = Path(args.notebooks).expanduser()
         if not _has_notebooks(source):
-            print(f"tapeviz demo: no notebooks (*.ipynb) in {source}. Pass a folder that has some, leave out "
-                  "--notebooks to open the ones tapeviz ships, or run `tapeviz demo --export` for pictures only.",
-                  file=sys.stderr)
+            print(
+                f"tapeviz demo: no notebooks (*.ipynb) in {source}. Pass a folder that has some, leave out "
+                "--notebooks to open the ones tapeviz ships, or run `tapeviz demo --export` for pictures only.",
+                file=sys.stderr,
+            )
             return 2
     else:
         found = find_notebooks()
         if found is None:
-            print(f"tapeviz demo: this tapeviz has no notebooks (looked in {PACKAGE_NOTEBOOKS} and "
-                  f"{REPO_NOTEBOOKS}). Reinstall it from a wheel or a checkout (pip install 'tapeviz[cpu,notebook]'), "
-                  "pass --notebooks DIR, or run `tapeviz demo --export` for pictures only.", file=sys.stderr)
+            print(
+                f"tapeviz demo: this tapeviz has no notebooks (looked in {PACKAGE_NOTEBOOKS} and "
+                f"{REPO_NOTEBOOKS}). Reinstall it from a wheel or a checkout (pip install 'tapeviz[cpu,notebook]'), "
+                "pass --notebooks DIR, or run `tapeviz demo --export` for pictures only.",
+                file=sys.stderr,
+            )
             return 2
         source = found
     if args.in_place:
@@ -196,7 +221,9 @@ def run_jupyterlab(args) -> int:
     port = args.port or pick_port()
     token = secrets.token_hex(24)
     cmd = [
-        sys.executable, "-m", "jupyterlab",
+        sys.executable,
+        "-m",
+        "jupyterlab",
         f"--notebook-dir={served}",
         "--no-browser",
         "--ServerApp.ip=127.0.0.1",
@@ -220,13 +247,18 @@ def run_jupyterlab(args) -> int:
     try:
         if not _wait_ready(proc, f"{base}/api/status?token={token}", args.timeout):
             code = proc.poll()
-            print(f"tapeviz demo: JupyterLab did not start"
-                  f"{f' (exit code {code})' if code is not None else f' within {args.timeout:.0f} s'}.",
-                  file=sys.stderr)
+            print(
+                f"tapeviz demo: JupyterLab did not start"
+                f"{f' (exit code {code})' if code is not None else f' within {args.timeout:.0f} s'}.",
+                file=sys.stderr,
+            )
             return 1
         url = f"{base}/lab?token={token}"
-        print(f"tapeviz demo: JupyterLab is running. Open this URL:\n\n    {url}\n\n"
-              f"Start with 01_basics.ipynb. Stop with Ctrl+C.", flush=True)
+        print(
+            f"tapeviz demo: JupyterLab is running. Open this URL:\n\n    {url}\n\n"
+            f"Start with 01_basics.ipynb. Stop with Ctrl+C.",
+            flush=True,
+        )
         if not args.no_browser and has_display():
             import webbrowser
 
@@ -259,27 +291,47 @@ def main(argv: list[str] | None = None) -> int:
     p_exp = sub.add_parser("export", help="write one example's picture")
     p_exp.add_argument("name")
     p_exp.add_argument("-o", "--output", required=True, help="FILE.png, FILE.svg or FILE.gif")
-    p_exp.add_argument("--step", type=int, default=None,
-                       help="backward step to show, 0 (the start) to the last (the finished pass, the default)")
+    p_exp.add_argument(
+        "--step",
+        type=int,
+        default=None,
+        help="backward step to show, 0 (the start) to the last (the finished pass, the default)",
+    )
     from .messages import LANGUAGES
     from .themes import THEMES
 
-    p_exp.add_argument("--theme", choices=sorted(THEMES), default=None,
-                       help="light (default), dark (JupyterLab's dark colours) or projector (large text, thick lines)")
-    p_exp.add_argument("--show-all", action="store_true",
-                       help="draw every recorded op (no hiding of what carries nothing, no folding into chips)")
+    p_exp.add_argument(
+        "--theme",
+        choices=sorted(THEMES),
+        default=None,
+        help="light (default), dark (JupyterLab's dark colours) or projector (large text, thick lines)",
+    )
+    p_exp.add_argument(
+        "--show-all",
+        action="store_true",
+        help="draw every recorded op (no hiding of what carries nothing, no folding into chips)",
+    )
     p_exp.add_argument("--lang", choices=LANGUAGES, default="en", help="language of the picture's words")
     p_demo = sub.add_parser(
-        "demo", help="open the teaching notebooks in JupyterLab (--export: write every example as PNG/SVG/GIF)")
-    p_demo.add_argument("--export", action="store_true",
-                        help="write every example as PNG/SVG/GIF into --out instead of starting JupyterLab")
+        "demo", help="open the teaching notebooks in JupyterLab (--export: write every example as PNG/SVG/GIF)"
+    )
+    p_demo.add_argument(
+        "--export",
+        action="store_true",
+        help="write every example as PNG/SVG/GIF into --out instead of starting JupyterLab",
+    )
     p_demo.add_argument("--out", default=None, help="--export folder (default: out/demo); implies --export")
     p_demo.add_argument("--notebooks", default=None, help="notebooks to serve (default: the ones tapeviz ships)")
-    p_demo.add_argument("--workdir", default="out/notebooks",
-                        help="where the server's working copies live (default: out/notebooks); "
-                             "copies already there are kept")
-    p_demo.add_argument("--in-place", action="store_true",
-                        help="serve the notebooks themselves, not copies (outputs get saved into them)")
+    p_demo.add_argument(
+        "--workdir",
+        default="out/notebooks",
+        help="where the server's working copies live (default: out/notebooks); copies already there are kept",
+    )
+    p_demo.add_argument(
+        "--in-place",
+        action="store_true",
+        help="serve the notebooks themselves, not copies (outputs get saved into them)",
+    )
     p_demo.add_argument("--port", type=int, default=0, help="port (default: 8888 or the next free one)")
     p_demo.add_argument("--no-browser", action="store_true", help="only print the URL, even with a display")
     p_demo.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for JupyterLab to start")
@@ -299,8 +351,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tapeviz: no example named {args.name!r}; run `tapeviz examples` to list them.", file=sys.stderr)
             return 2
         try:
-            path = export_example(args.name, args.output, step=args.step, theme=args.theme, show_all=args.show_all,
-                                  lang=args.lang)
+            path = export_example(
+                args.name, args.output, step=args.step, theme=args.theme, show_all=args.show_all, lang=args.lang
+            )
         except (ValueError, OSError) as e:
             print(f"tapeviz: {e}", file=sys.stderr)
             return 2
@@ -316,8 +369,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             written = export_all(out)
         except KeyboardInterrupt:
-            print(f"\ntapeviz demo: interrupted; the files written so far are in {out}, "
-                  "none of them half-written.", file=sys.stderr)
+            print(
+                f"\ntapeviz demo: interrupted; the files written so far are in {out}, none of them half-written.",
+                file=sys.stderr,
+            )
             return 130
         print(f"tapeviz demo: wrote {len(written)} files for {len(written) // 3} examples into {out}")
         return 0

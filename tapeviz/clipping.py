@@ -18,14 +18,17 @@ import tensorflow as tf
 
 MODES = ("none", "by_norm", "by_value", "by_global_norm")
 
+
 def check_settings(mode: str, clip_norm: float = 1.0, clip_value: tuple[float, float] = (-1.0, 1.0)) -> None:
     """Refuse settings that make no sense, with what to do instead."""
     if mode not in MODES:
         raise ValueError(f"Unknown clip mode {mode!r}; use one of {', '.join(MODES)}.")
     if mode in ("by_norm", "by_global_norm"):
         if not np.isfinite(clip_norm) or clip_norm <= 0:
-            raise ValueError(f"clip_norm must be a positive number, got {clip_norm}; "
-                             "a norm limit of 0 or less would erase every gradient.")
+            raise ValueError(
+                f"clip_norm must be a positive number, got {clip_norm}; "
+                "a norm limit of 0 or less would erase every gradient."
+            )
     if mode == "by_value":
         lo, hi = clip_value
         if not (np.isfinite(lo) and np.isfinite(hi)):
@@ -34,8 +37,9 @@ def check_settings(mode: str, clip_norm: float = 1.0, clip_value: tuple[float, f
             raise ValueError(f"clip_value min {lo} is greater than max {hi}; pass (min, max) with min <= max.")
 
 
-def clip(grads: Mapping[str, Any], mode: str = "none", clip_norm: float = 1.0,
-         clip_value: tuple[float, float] = (-1.0, 1.0)) -> dict[str, Any]:
+def clip(
+    grads: Mapping[str, Any], mode: str = "none", clip_norm: float = 1.0, clip_value: tuple[float, float] = (-1.0, 1.0)
+) -> dict[str, Any]:
     """{name: clipped TF value or None} using the TF clip function for `mode`."""
     check_settings(mode, clip_norm, clip_value)
     names = list(grads)
@@ -150,9 +154,16 @@ def to_numpy(g) -> np.ndarray | None:
     return np.asarray(tf.convert_to_tensor(g).numpy())
 
 
-def report(grads: Mapping[str, Any], weights: Mapping[str, Any], *, mode: str = "none", clip_norm: float = 1.0,
-           clip_value: tuple[float, float] = (-1.0, 1.0), lr: float = 0.01,
-           measured: Measures | None = None) -> ClipReport:
+def report(
+    grads: Mapping[str, Any],
+    weights: Mapping[str, Any],
+    *,
+    mode: str = "none",
+    clip_norm: float = 1.0,
+    clip_value: tuple[float, float] = (-1.0, 1.0),
+    lr: float = 0.01,
+    measured: Measures | None = None,
+) -> ClipReport:
     """Raw vs clipped gradients, their norms and the SGD preview, all from TF.
 
     The TF functions run eagerly, exactly as a user's training step calls them. (They

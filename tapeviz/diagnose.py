@@ -106,9 +106,20 @@ def _diagnose(fl: GradientFlow, node, name: str, target: str, why: StopReason, l
         return _say(r, "assigned", lang, why.origin, variable=facts.variable or say("word.a_variable", lang), **base)
     if r is Reason.OUTSIDE_TF:
         case = {Cause.LEFT: "left", Cause.LEFT_UNSEEN: "left_unseen"}.get(cause, "round_trip")
-        return _say(r, case, lang, why.origin, source=facts.source, via=facts.via, expression=facts.expression,
-                    line=facts.line, tf_equivalent=facts.tf_equivalent, back=facts.back, back_line=facts.back_line,
-                    **base)
+        return _say(
+            r,
+            case,
+            lang,
+            why.origin,
+            source=facts.source,
+            via=facts.via,
+            expression=facts.expression,
+            line=facts.line,
+            tf_equivalent=facts.tf_equivalent,
+            back=facts.back,
+            back_line=facts.back_line,
+            **base,
+        )
     return _say(Reason.UNCONNECTED, "unconnected", lang, why.origin, **base)
 
 

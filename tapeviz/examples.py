@@ -66,8 +66,12 @@ def persistent() -> ExampleRun:
         f2 = x * y
     grad_x_f1 = tape.gradient(f1, x)
     grad_x_f2 = tape.gradient(f2, x)
-    return ExampleRun(tape, f1, {"df1/dx": grad_x_f1.numpy(), "df2/dx": grad_x_f2.numpy()},
-                      {"x": x, "y": y, "targets": {"f1": f1, "f2": f2}})
+    return ExampleRun(
+        tape,
+        f1,
+        {"df1/dx": grad_x_f1.numpy(), "df2/dx": grad_x_f2.numpy()},
+        {"x": x, "y": y, "targets": {"f1": f1, "f2": f2}},
+    )
 
 
 def stop_gradient() -> ExampleRun:
@@ -128,11 +132,20 @@ def clip_in_training() -> ExampleRun:
     before = [v.numpy().copy() for v in model.trainable_variables]
     optimizer.apply_gradients(zip(clipped_gradients, model.trainable_variables, strict=True))
     return ExampleRun(
-        tape, loss,
-        {"loss": loss.numpy(), "grad norms": [float(tf.norm(g)) for g in gradients],
-         "clipped norms": [float(tf.norm(g)) for g in clipped_gradients]},
-        {"model": model, "gradients": gradients, "clipped": clipped_gradients, "before": before,
-         "optimizer": optimizer},
+        tape,
+        loss,
+        {
+            "loss": loss.numpy(),
+            "grad norms": [float(tf.norm(g)) for g in gradients],
+            "clipped norms": [float(tf.norm(g)) for g in clipped_gradients],
+        },
+        {
+            "model": model,
+            "gradients": gradients,
+            "clipped": clipped_gradients,
+            "before": before,
+            "optimizer": optimizer,
+        },
     )
 
 
@@ -146,8 +159,12 @@ EXAMPLES: dict[str, Example] = {
         Example("stop_gradient", "z = x**2 + stop_gradient(y)", "梯度停止", stop_gradient),
         Example("clip_by_norm", "tf.clip_by_norm([10, 20, 30], 5)", "使用 tf.clip_by_norm", clip_by_norm),
         Example("clip_by_value", "tf.clip_by_value([-5, 10, 100], -1, 1)", "使用 tf.clip_by_value", clip_by_value),
-        Example("clip_in_training", "clip gradients before optimizer.apply_gradients (Keras)", "在实际训练中的应用",
-                clip_in_training),
+        Example(
+            "clip_in_training",
+            "clip gradients before optimizer.apply_gradients (Keras)",
+            "在实际训练中的应用",
+            clip_in_training,
+        ),
     ]
 }
 

@@ -121,8 +121,9 @@ def progress_bar(total: int, desc: str, enabled: bool = True, unit: str = "frame
     :data:`PROGRESS_AFTER` seconds; ``update(n)`` it as work is done."""
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, desc=desc, unit=unit, delay=PROGRESS_AFTER, disable=not enabled, leave=True,
-               dynamic_ncols=True)
+    bar = tqdm(
+        total=total, desc=desc, unit=unit, delay=PROGRESS_AFTER, disable=not enabled, leave=True, dynamic_ncols=True
+    )
     try:
         yield bar
     finally:
@@ -146,8 +147,17 @@ def written_in_place(path: Path) -> Iterator[Path]:
 # --------------------------------------------------------------------------- saving
 
 
-def save_view(view: GraphView, path: str | os.PathLike, *, dpi: int = 100, fps: float = 1.5, engine: str = "auto",
-              every_step: bool = False, max_frames: int | None = FRAME_BUDGET, progress: bool = True) -> Path:
+def save_view(
+    view: GraphView,
+    path: str | os.PathLike,
+    *,
+    dpi: int = 100,
+    fps: float = 1.5,
+    engine: str = "auto",
+    every_step: bool = False,
+    max_frames: int | None = FRAME_BUDGET,
+    progress: bool = True,
+) -> Path:
     """Write the view: a still picture (.png/.svg) or the backward pass animated (.gif).
 
     ``engine`` picks who draws: "tapeviz" (the SVG of :func:`tapeviz.svg.to_svg`,
@@ -215,8 +225,9 @@ def _hold(fps: float) -> float:
     return max(2.0, LAST_FRAME_HOLD / fps)
 
 
-def _gif_tapeviz(view: GraphView, tmp: Path, frames: list[Frame], *, dpi: float, fps: float, progress: bool,
-                 label: str) -> None:
+def _gif_tapeviz(
+    view: GraphView, tmp: Path, frames: list[Frame], *, dpi: float, fps: float, progress: bool, label: str
+) -> None:
     """Frames rasterised from the view's SVG, redrawn only where they change (see
     :class:`tapeviz.raster.FrameRenderer`), quantised to one palette and streamed
     into the file (see :mod:`tapeviz.gif`)."""
@@ -249,7 +260,7 @@ def _gif_tapeviz(view: GraphView, tmp: Path, frames: list[Frame], *, dpi: float,
             for i, f in enumerate(frames):
                 pixels, rects = first if i == 0 else draw(f)
                 for x0, y0, x1, y1 in rects:
-                    indices[y0 + band:y1 + band, x0:x1] = palette.indices(_on_white(pixels[y0:y1, x0:x1]))
+                    indices[y0 + band : y1 + band, x0:x1] = palette.indices(_on_white(pixels[y0:y1, x0:x1]))
                 rects = [(x0, y0 + band, x1, y1 + band) for x0, y0, x1, y1 in rects]
                 if band and (i == 0 or f.note != shown):  # the note strip above the picture
                     text = f.note or ""
@@ -259,8 +270,16 @@ def _gif_tapeviz(view: GraphView, tmp: Path, frames: list[Frame], *, dpi: float,
                     indices[:band] = strips[text]
                     rects.append((0, 0, w, band))
                     shown = f.note
-                changed = (min(r[0] for r in rects), min(r[1] for r in rects), max(r[2] for r in rects),
-                           max(r[3] for r in rects)) if rects else (0, 0, 0, 0)  # nothing changed: held longer
+                changed = (
+                    (
+                        min(r[0] for r in rects),
+                        min(r[1] for r in rects),
+                        max(r[2] for r in rects),
+                        max(r[3] for r in rects),
+                    )
+                    if rects
+                    else (0, 0, 0, 0)
+                )  # nothing changed: held longer
                 stream.add(indices, 1.0 / fps, changed)
                 bar.update(1)
             stream.close(last_delay=_hold(fps))
@@ -283,8 +302,9 @@ def _on_white(rgba: np.ndarray) -> np.ndarray:
     return ((rgba[..., :3].astype(np.uint16) * a + 255 * (255 - a) + 127) // 255).astype(np.uint8)
 
 
-def _gif_matplotlib(view: GraphView, tmp: Path, frames: list[Frame], *, dpi: float, fps: float, progress: bool,
-                    label: str) -> None:
+def _gif_matplotlib(
+    view: GraphView, tmp: Path, frames: list[Frame], *, dpi: float, fps: float, progress: bool, label: str
+) -> None:
     """The same frames drawn by matplotlib (for views whose artists someone may have
     restyled); a merged frame's note goes under the title."""
     from matplotlib.animation import FuncAnimation, PillowWriter
@@ -309,7 +329,11 @@ def _gif_matplotlib(view: GraphView, tmp: Path, frames: list[Frame], *, dpi: flo
         with progress_bar(len(order), label, progress) as bar:
             # matplotlib's stubs say fps is an int; PillowWriter only computes 1000 / fps (1.5 fps is fine)
             writer = PillowWriter(fps=fps)  # type: ignore[arg-type]
-            anim.save(str(tmp), writer=writer, dpi=_mpl_dpi(view, dpi, raster.MAX_GIF_PIXELS),
-                      progress_callback=lambda i, n: bar.update(1))
+            anim.save(
+                str(tmp),
+                writer=writer,
+                dpi=_mpl_dpi(view, dpi, raster.MAX_GIF_PIXELS),
+                progress_callback=lambda i, n: bar.update(1),
+            )
     finally:
         view.set_step(before)

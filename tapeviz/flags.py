@@ -35,6 +35,7 @@ from .messages import say
 
 KINDS = ("vanishing", "exploding", "nan", "no_gradient")
 
+
 @dataclass(frozen=True)
 class Flag:
     """One warning: at ``step``, ``name`` (a layer, a variable or ``"loss"``) showed ``kind``.
@@ -98,13 +99,15 @@ class Thresholds:
             if int(getattr(self, name)) != getattr(self, name):
                 raise ValueError(f"Thresholds.{name} must be a whole number, got {getattr(self, name)!r}.")
         if self.vanishing_gap >= 1:
-            raise ValueError("Thresholds.vanishing_gap is a factor below the last layer (e.g. 1e-3), "
-                             f"got {self.vanishing_gap}.")
+            raise ValueError(
+                f"Thresholds.vanishing_gap is a factor below the last layer (e.g. 1e-3), got {self.vanishing_gap}."
+            )
         if self.exploding_jump <= 1 or self.growth_factor <= 1:
             raise ValueError("Thresholds.exploding_jump and growth_factor must be above 1 (a factor of growth).")
         if self.min_history > self.median_window:
-            raise ValueError(f"Thresholds.min_history ({self.min_history}) cannot exceed "
-                             f"median_window ({self.median_window}).")
+            raise ValueError(
+                f"Thresholds.min_history ({self.min_history}) cannot exceed median_window ({self.median_window})."
+            )
 
 
 class _Episodes:
@@ -162,8 +165,22 @@ class FlagDetector:
             return
         self.flags.append(flag)
 
-    def observe(self, steps, *, layers, layer_grad, layer_weight, last_layer, variables, var_grad, var_present,
-                var_missing, loss, loss_given, clip_scale) -> list[Flag]:
+    def observe(
+        self,
+        steps,
+        *,
+        layers,
+        layer_grad,
+        layer_weight,
+        last_layer,
+        variables,
+        var_grad,
+        var_present,
+        var_missing,
+        loss,
+        loss_given,
+        clip_scale,
+    ) -> list[Flag]:
         """Judge a block of steps; return the new flags (also appended to ``self.flags``).
 
         ``layer_grad`` / ``layer_weight``: (steps, layers) norms, NaN where a layer was not
@@ -179,8 +196,11 @@ class FlagDetector:
         self._grow_layers(len(layers))
         # A step with a NaN / Inf gradient or loss gets nan flags only: ratios and jumps
         # of a broken step say nothing about vanishing or exploding.
-        broken = ((var_present & ~np.isfinite(var_grad)).any(axis=1) | (loss_given & ~np.isfinite(loss))
-                  | np.isinf(layer_weight).any(axis=1))[:, None]
+        broken = (
+            (var_present & ~np.isfinite(var_grad)).any(axis=1)
+            | (loss_given & ~np.isfinite(loss))
+            | np.isinf(layer_weight).any(axis=1)
+        )[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = np.where((layer_weight > 0) & np.isfinite(layer_weight), layer_grad / layer_weight, np.nan)
             last_rel = rel[np.arange(len(steps)), last_layer] if len(layers) else np.zeros(len(steps))
@@ -191,13 +211,32 @@ class FlagDetector:
         for i, j in self._ep["vanishing"].onsets(vanish, t.quiet_steps):
             r = float(rel[i, j])
             if by_ratio[i, j]:
-                flag = _flag(int(steps[i]), layers[j], "vanishing", r, "ratio", "flag.vanishing.ratio",
-                             ratio=f"{r:.1e}", threshold=f"{t.vanishing_ratio:g}", fix="vanishing")
+                flag = _flag(
+                    int(steps[i]),
+                    layers[j],
+                    "vanishing",
+                    r,
+                    "ratio",
+                    "flag.vanishing.ratio",
+                    ratio=f"{r:.1e}",
+                    threshold=f"{t.vanishing_ratio:g}",
+                    fix="vanishing",
+                )
             else:
                 lr = float(last_rel[i])
                 orders = np.log10(lr / r) if r > 0 else np.inf
-                flag = _flag(int(steps[i]), layers[j], "vanishing", r, "gap", "flag.vanishing.gap",
-                             ratio=f"{r:.1e}", orders=f"{orders:.1f}", last=f"{lr:.1e}", fix="vanishing")
+                flag = _flag(
+                    int(steps[i]),
+                    layers[j],
+                    "vanishing",
+                    r,
+                    "gap",
+                    "flag.vanishing.gap",
+                    ratio=f"{r:.1e}",
+                    orders=f"{orders:.1f}",
+                    last=f"{lr:.1e}",
+                    fix="vanishing",
+                )
             self._emit(flag)
 
         jump, growth, median = self._exploding(layer_grad)
@@ -207,11 +246,31 @@ class FlagDetector:
             clipped = bool(np.isfinite(s) and s < 1 - 1e-5)
             fix = {"fix": "clipped", "scale": f"{s:.2g}"} if clipped else {"fix": "exploding"}
             if jump[i, j]:
-                flag = _flag(int(steps[i]), layers[j], "exploding", g, "jump", "flag.exploding.jump", norm=f"{g:.3g}",
-                             times=f"{g / median[i, j]:.0f}", median=f"{median[i, j]:.3g}", **fix)
+                flag = _flag(
+                    int(steps[i]),
+                    layers[j],
+                    "exploding",
+                    g,
+                    "jump",
+                    "flag.exploding.jump",
+                    norm=f"{g:.3g}",
+                    times=f"{g / median[i, j]:.0f}",
+                    median=f"{median[i, j]:.3g}",
+                    **fix,
+                )
             else:
-                flag = _flag(int(steps[i]), layers[j], "exploding", g, "growth", "flag.exploding.growth",
-                             norm=f"{g:.3g}", factor=f"{t.growth_factor:g}", steps=str(t.growth_steps), **fix)
+                flag = _flag(
+                    int(steps[i]),
+                    layers[j],
+                    "exploding",
+                    g,
+                    "growth",
+                    "flag.exploding.growth",
+                    norm=f"{g:.3g}",
+                    factor=f"{t.growth_factor:g}",
+                    steps=str(t.growth_steps),
+                    **fix,
+                )
             self._emit(flag)
 
         nonfinite = var_present & ~np.isfinite(var_grad)
@@ -222,8 +281,9 @@ class FlagDetector:
         bad_loss = (loss_given & ~np.isfinite(loss))[:, None]
         for i, _ in self._ep["nan_loss"].onsets(bad_loss, t.quiet_steps):
             what = "NaN" if np.isnan(loss[i]) else "Inf"
-            self._emit(_flag(int(steps[i]), "loss", "nan", float(loss[i]), "nonfinite", "flag.nan.loss", what=what,
-                             fix="nan"))
+            self._emit(
+                _flag(int(steps[i]), "loss", "nan", float(loss[i]), "nonfinite", "flag.nan.loss", what=what, fix="nan")
+            )
         for i, j in self._ep["no_gradient"].onsets(var_missing, t.quiet_steps):
             self._emit(_flag(int(steps[i]), variables[j], "no_gradient", None, "none", "flag.no_gradient.none"))
         new = self.flags[before:]

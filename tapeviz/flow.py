@@ -155,8 +155,9 @@ class GradientFlow:
                 on_tape.setdefault(t, None)
         self._source_ids = list(on_tape)
         if output_gradients is not None:
-            output_gradients = [None if x is None else tf.convert_to_tensor(x)
-                                for x in tf.nest.flatten(output_gradients)]
+            output_gradients = [
+                None if x is None else tf.convert_to_tensor(x) for x in tf.nest.flatten(output_gradients)
+            ]
         grads, calls = cap.replay(self._target_ids, self._source_ids, output_gradients)
         self._grad_tensor = dict(zip(self._source_ids, grads, strict=True))
         self.calls: list[BackwardCall] = calls
@@ -216,7 +217,8 @@ class GradientFlow:
         if not 0 <= step <= self.last_step:
             raise ValueError(
                 f"step {step} is out of range: the backward pass of {self.graph.display_name(self.target_nodes[0])} "
-                f"has steps 0 to {self.last_step} (0 seeds the target, {self.last_step} is the finished pass).")
+                f"has steps 0 to {self.last_step} (0 seeds the target, {self.last_step} is the finished pass)."
+            )
         return int(step)
 
     def step_of(self, node: Hashable) -> int | None:
@@ -320,8 +322,13 @@ class GradientFlow:
             key = g.key_of(obj)
             info = g.tensors.get(key) if key is not None else None
             if info is not None and not info.trainable:
-                return StopReason(node, Reason.INTEGER_DTYPE, Cause.INTEGER,
-                                  Facts(subject=g.display_name(node), dtype=info.dtype), node)
+                return StopReason(
+                    node,
+                    Reason.INTEGER_DTYPE,
+                    Cause.INTEGER,
+                    Facts(subject=g.display_name(node), dtype=info.dtype),
+                    node,
+                )
         return self.node_reason.get(node)
 
     def _classify(self) -> None:
@@ -394,8 +401,13 @@ class GradientFlow:
             return None
         if op.op_type in STOP_GRADIENT_OPS:
             src = [g.display_name(u) for u, _, _, _ in g.data_edges(n, out=False)]
-            return StopReason(n, Reason.STOP_GRADIENT, Cause.STOP_OUTPUT,
-                              self._facts(subject=name, source=src[0] if src else "", named=bool(d.get("name"))), n)
+            return StopReason(
+                n,
+                Reason.STOP_GRADIENT,
+                Cause.STOP_OUTPUT,
+                self._facts(subject=name, source=src[0] if src else "", named=bool(d.get("name"))),
+                n,
+            )
         if not op.tape_recording:
             return StopReason(n, Reason.NOT_RECORDED, Cause.PAUSED, self._facts(subject=name), n)
         if self._last_gen is not None and op.generation < self._last_gen:
@@ -404,8 +416,9 @@ class GradientFlow:
         for u, _, _, dd in g.data_edges(n, out=False):
             key = g.nx.nodes[u].get("handle") if g.nx.nodes[u]["kind"] == "variable" else dd["tensor"]
             if joined.get(key, -1) > op.index:
-                return StopReason(n, Reason.NOT_WATCHED, Cause.WATCHED_LATE,
-                                  self._facts(subject=name, source=g.display_name(u)), n)
+                return StopReason(
+                    n, Reason.NOT_WATCHED, Cause.WATCHED_LATE, self._facts(subject=name, source=g.display_name(u)), n
+                )
         ints = None
         for u, _, _key, dd in g.data_edges(n, out=False):
             info = g.tensors[dd["tensor"]]
@@ -456,9 +469,15 @@ class GradientFlow:
                 via = "float()"
             elif export.how == "array":
                 via = f"np.{fn}()" if fn else (export.expression or "np.asarray()")
-        return self._facts(subject=self.graph.display_name(node), source=self.graph.display_name(node), via=via,
-                           expression=(export.expression or "") if export is not None else "",
-                           line=(export.line or 0) if export is not None else 0, tf_equivalent=tf_equivalent(fn), **kw)
+        return self._facts(
+            subject=self.graph.display_name(node),
+            source=self.graph.display_name(node),
+            via=via,
+            expression=(export.expression or "") if export is not None else "",
+            line=(export.line or 0) if export is not None else 0,
+            tf_equivalent=tf_equivalent(fn),
+            **kw,
+        )
 
     def _left_tf(self) -> dict[Any, StopReason]:
         """Nodes whose only way to the target went through NumPy or Python.
@@ -478,8 +497,11 @@ class GradientFlow:
         to_target: set = set()
         for t in self.target_nodes:
             to_target |= nx.ancestors(G, t) | {t}
-        back = sorted((tid, r) for tid, r in cap.reentries.items()
-                      if tid in g.tensors and g.tensors[tid].node in to_target and g.tensors[tid].trainable)
+        back = sorted(
+            (tid, r)
+            for tid, r in cap.reentries.items()
+            if tid in g.tensors and g.tensors[tid].node in to_target and g.tensors[tid].trainable
+        )
         if not back:
             return {}
         ends: list[tuple[int, Any]] = []  # (tensor id, export or None)
@@ -527,9 +549,13 @@ class GradientFlow:
             return self._integer_cause(e, u, info.dtype, e)
         if op is not None and op.op_type in STATEFUL_OPS:
             var = g.assigned_variable(v)
-            return StopReason(e, Reason.STATEFUL, Cause.ASSIGNED,
-                              self._facts(subject=uname, op=op.op_type,
-                                          variable=g.display_name(var) if var is not None else ""), e)
+            return StopReason(
+                e,
+                Reason.STATEFUL,
+                Cause.ASSIGNED,
+                self._facts(subject=uname, op=op.op_type, variable=g.display_name(var) if var is not None else ""),
+                e,
+            )
         if op is not None and not op.tape_recording:
             return StopReason(e, Reason.NOT_RECORDED, Cause.PAUSED, self._facts(subject=vname), e)
         if op is not None and self._last_gen is not None and op.generation < self._last_gen:
@@ -538,12 +564,14 @@ class GradientFlow:
         if off is not None:
             return off.moved(e)
         if op is not None and consumer_called:
-            return StopReason(e, Reason.NO_GRADIENT, Cause.NOT_DIFFERENTIABLE,
-                              self._facts(subject=uname, op=op.op_type), e)
+            return StopReason(
+                e, Reason.NO_GRADIENT, Cause.NOT_DIFFERENTIABLE, self._facts(subject=uname, op=op.op_type), e
+            )
         if vd.get("replaced_by") is not None:
             custom = g.nx.nodes[vd["replaced_by"]].get("op_type", "")
-            return StopReason(e, Reason.UNCONNECTED, Cause.CUSTOM_GRADIENT,
-                              self._facts(subject=uname, consumer=vname, op=custom), e)
+            return StopReason(
+                e, Reason.UNCONNECTED, Cause.CUSTOM_GRADIENT, self._facts(subject=uname, consumer=vname, op=custom), e
+            )
         inner = node_reason.get(v)
         if inner is None or inner.reason is Reason.UNCONNECTED:
             return StopReason(e, Reason.UNCONNECTED, Cause.NOT_LEADING, self._facts(subject=uname, consumer=vname), e)
@@ -572,11 +600,18 @@ class GradientFlow:
         g = self.graph
         d = g.nx.nodes[producer]
         name = g.display_name(producer)
-        if d["kind"] == "op" and d["op_type"] not in CAST_OPS and any(
-            g.tensors[dd["tensor"]].trainable for _, _, _, dd in g.data_edges(producer, out=False)
+        if (
+            d["kind"] == "op"
+            and d["op_type"] not in CAST_OPS
+            and any(g.tensors[dd["tensor"]].trainable for _, _, _, dd in g.data_edges(producer, out=False))
         ):
-            return StopReason(where, Reason.NO_GRADIENT, Cause.INTEGER_RESULT,
-                              self._facts(subject=name, op=d["op_type"], dtype=dtype), producer)
+            return StopReason(
+                where,
+                Reason.NO_GRADIENT,
+                Cause.INTEGER_RESULT,
+                self._facts(subject=name, op=d["op_type"], dtype=dtype),
+                producer,
+            )
         return StopReason(where, Reason.INTEGER_DTYPE, Cause.INTEGER, self._facts(subject=name, dtype=dtype), origin)
 
     def __repr__(self) -> str:

@@ -28,8 +28,18 @@ from .themes import FONT_FAMILIES
 __all__ = ["text_width", "line_box", "fit", "wrap", "matplotlib_families", "cjk_font_path", "has_glyph"]
 
 PRIMARY = FONT_FAMILIES[0]
-CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans SC", "Source Han Sans CN", "WenQuanYi Zen Hei",
-                "WenQuanYi Micro Hei", "Microsoft YaHei", "PingFang SC", "SimHei", "Noto Sans SC")
+CJK_FAMILIES = (
+    "Noto Sans CJK SC",
+    "Noto Sans CJK JP",
+    "Source Han Sans SC",
+    "Source Han Sans CN",
+    "WenQuanYi Zen Hei",
+    "WenQuanYi Micro Hei",
+    "Microsoft YaHei",
+    "PingFang SC",
+    "SimHei",
+    "Noto Sans SC",
+)
 _REF = 64.0  # advances are read at this size (points, at 72 dpi) and scaled: unhinted advances are linear
 ELLIPSIS = "…"
 
@@ -43,8 +53,12 @@ def _slant(style: str) -> _Slant:
 
 
 def _weight(weight) -> str:
-    return "bold" if weight in ("bold", "heavy", "black", "semibold", "demibold") or (
-        isinstance(weight, (int, float)) and weight >= 600) else "normal"
+    return (
+        "bold"
+        if weight in ("bold", "heavy", "black", "semibold", "demibold")
+        or (isinstance(weight, (int, float)) and weight >= 600)
+        else "normal"
+    )
 
 
 @cache
@@ -61,6 +75,7 @@ def cjk_font_path() -> str | None:
     matplotlib's font list is cached on disk and may predate the CJK fonts (installed
     after matplotlib first ran): then the system's font folders are searched once and
     what is found is added to matplotlib's list, so that its Text fallback finds it too."""
+
     def known():
         by_name = {f.name: f.fname for f in font_manager.fontManager.ttflist}
         return next((by_name[n] for n in CJK_FAMILIES if n in by_name), None)

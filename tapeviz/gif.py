@@ -39,8 +39,8 @@ class Palette:
         if len(colors) == 0:
             raise ValueError("A palette needs at least one colour.")
         table = np.zeros((256, 3), np.uint8)
-        table[:len(colors)] = colors
-        table[len(colors):] = colors[0]
+        table[: len(colors)] = colors
+        table[len(colors) :] = colors[0]
         self.table = table
         self._colors = colors.astype(np.int32)
         # every 24-bit colour's palette index, filled in as colours are met; 255 (never an
@@ -68,7 +68,7 @@ class Palette:
             quant = strip.quantize(colors=room - exact, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
             quant_palette = quant.getpalette()
             assert quant_palette is not None  # (a quantized image is a palette image)
-            table = np.asarray(quant_palette[:3 * 256], np.uint8).reshape(-1, 3)
+            table = np.asarray(quant_palette[: 3 * 256], np.uint8).reshape(-1, 3)
             colors = np.concatenate([_unpack(first), table[sorted(set(quant.getdata()))]])
         else:
             colors = _unpack(unique)
@@ -85,8 +85,8 @@ class Palette:
             new = np.unique(packed[missing])
             cols = _unpack(new).astype(np.int32)
             for i in range(0, len(new), 4096):  # (colours x palette) distances, a block at a time
-                d = (cols[i:i + 4096, None, :] - self._colors[None, :, :]) ** 2 @ np.array([2, 4, 3], np.int32)
-                self._lookup[new[i:i + 4096]] = d.argmin(axis=1).astype(np.uint8)
+                d = (cols[i : i + 4096, None, :] - self._colors[None, :, :]) ** 2 @ np.array([2, 4, 3], np.int32)
+                self._lookup[new[i : i + 4096]] = d.argmin(axis=1).astype(np.uint8)
             out[missing] = self._lookup[packed[missing]]
         return out
 
@@ -127,7 +127,7 @@ def _image_data(indices: np.ndarray, palette: Palette) -> bytes:
             pos += 1  # LZW minimum code size
             while data[pos]:
                 pos += data[pos] + 1
-            return data[start:pos + 1]
+            return data[start : pos + 1]
         else:
             raise ValueError(f"unexpected block 0x{kind:02x} in Pillow's GIF")
 
@@ -161,8 +161,9 @@ class GifStream:
         equal the previous one (saves comparing the whole frame)."""
         indices = np.asarray(indices, np.uint8)
         if indices.shape != (self.size[1], self.size[0]):
-            raise ValueError(f"Frame of {indices.shape[1]} x {indices.shape[0]} pixels in a GIF of "
-                             f"{self.size[0]} x {self.size[1]}.")
+            raise ValueError(
+                f"Frame of {indices.shape[1]} x {indices.shape[0]} pixels in a GIF of {self.size[0]} x {self.size[1]}."
+            )
         cs = max(2, round(delay * 100))
         prev = self._previous
         if prev is None:
@@ -178,7 +179,7 @@ class GifStream:
                 return
             ry0, ry1, rx0, rx1 = y0 + rows[0], y0 + rows[-1] + 1, x0 + cols[0], x0 + cols[-1] + 1
             part = indices[ry0:ry1, rx0:rx1].copy()
-            part[~diff[ry0 - y0:ry1 - y0, rx0 - x0:rx1 - x0]] = TRANSPARENT
+            part[~diff[ry0 - y0 : ry1 - y0, rx0 - x0 : rx1 - x0]] = TRANSPARENT
             pending = (self._block(part, rx0, ry0), cs, True)
             prev[ry0:ry1, rx0:rx1] = indices[ry0:ry1, rx0:rx1]
         self._flush()

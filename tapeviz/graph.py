@@ -94,7 +94,7 @@ def summarize(value: np.ndarray) -> dict:
     lo, hi, total, sq = np.inf, -np.inf, 0.0, 0.0
     buf = np.empty(min(flat.size, _SUMMARY_CHUNK), np.float64)  # one scratch buffer for all chunks
     for start in range(0, flat.size, _SUMMARY_CHUNK):
-        part = flat[start:start + _SUMMARY_CHUNK]
+        part = flat[start : start + _SUMMARY_CHUNK]
         v = buf[: part.size]
         np.copyto(v, part, casting="unsafe")
         finite = np.isfinite(v)
@@ -175,7 +175,7 @@ def _custom_kind(op: OpRecord) -> dict:
     name = op.op_type
     for prefix in _FUNCTION_PREFIXES:
         if name.startswith(prefix):
-            base = name[len(prefix):]
+            base = name[len(prefix) :]
             head, _, tail = base.rpartition("_")
             return {"via": "tf.function", "function": head if tail.isdigit() and head else base}
     return {"via": "tf.custom_gradient", "function": name}
@@ -338,8 +338,9 @@ class TapeGraph:
             else:
                 self.truncated += 1
         name = cap.python_name(t)
-        self.tensors[t] = TensorInfo(id=t, dtype=facts.dtype, shape=shape, node=node, index=index, value=value,
-                                     name=name, source=cap)
+        self.tensors[t] = TensorInfo(
+            id=t, dtype=facts.dtype, shape=shape, node=node, index=index, value=value, name=name, source=cap
+        )
         if name and self.nx.nodes[node].get("name") is None:
             self.nx.nodes[node]["name"] = name
 
@@ -486,13 +487,19 @@ class TapeGraph:
         """The flow of ``target`` (and ``sources``) over this graph: made by ``make()`` once,
         then kept (a graph does not change after its block; see tv.flow)."""
         cache = self.__dict__.setdefault("_flows", {})
-        flat = [target] if not isinstance(target, (list, tuple, dict)) else list(
-            target.values() if isinstance(target, dict) else target)
+        flat = (
+            [target]
+            if not isinstance(target, (list, tuple, dict))
+            else list(target.values() if isinstance(target, dict) else target)
+        )
         keys = tuple(self.key_of(t) for t in flat)
         if None in keys:  # not something the graph names: let the flow say what is wrong
             return make()
-        src = None if sources is None else tuple(self.key_of(s) for s in (sources if isinstance(sources, (list, tuple))
-                                                                          else [sources]))
+        src = (
+            None
+            if sources is None
+            else tuple(self.key_of(s) for s in (sources if isinstance(sources, (list, tuple)) else [sources]))
+        )
         key = (keys, src)
         if key not in cache:
             cache[key] = make()

@@ -116,16 +116,29 @@ class _Entities:
 
     def clip_stats(self, i: int) -> ClipStats:
         e = int(self.clip_engaged[i])
-        return ClipStats(self.names[i], int(self.clip_steps[i]), e,
-                         float(self.clip_sum[i] / e) if e else 1.0, float(self.clip_min[i]))
+        return ClipStats(
+            self.names[i],
+            int(self.clip_steps[i]),
+            e,
+            float(self.clip_sum[i] / e) if e else 1.0,
+            float(self.clip_min[i]),
+        )
 
 
 class _Layout:
     """What one shape of ``hist.add`` call packs: which variables, which gradients are
     None, whether clipped gradients and a loss tensor come with it."""
 
-    def __init__(self, variables: Sequence, var_index: np.ndarray, present: np.ndarray, has_clipped: bool,
-                 clipped_present: np.ndarray, loss_packed: bool, last_layer: int):
+    def __init__(
+        self,
+        variables: Sequence,
+        var_index: np.ndarray,
+        present: np.ndarray,
+        has_clipped: bool,
+        clipped_present: np.ndarray,
+        loss_packed: bool,
+        last_layer: int,
+    ):
         self.variables = variables  # strong refs: the ids in the cache key stay theirs
         self.weights = [_inner_variable(v) for v in variables]
         self.var_index = var_index  # position in hist's variable list, per variable passed
@@ -160,8 +173,15 @@ class History:
     - :meth:`plot`, :meth:`to_tensorboard`, :meth:`callback` (``model.fit``).
     """
 
-    def __init__(self, *, thresholds: Thresholds | None = None, capacity: int = 1024, max_pictures: int = 16,
-                 picture_budget_bytes: int = 256 << 20, flush_every: int = 256):
+    def __init__(
+        self,
+        *,
+        thresholds: Thresholds | None = None,
+        capacity: int = 1024,
+        max_pictures: int = 16,
+        picture_budget_bytes: int = 256 << 20,
+        flush_every: int = 256,
+    ):
         if thresholds is not None and not isinstance(thresholds, Thresholds):
             raise TypeError(f"thresholds must be a tv.history.Thresholds, got {type(thresholds).__name__}.")
         if flush_every < 1:
@@ -188,8 +208,16 @@ class History:
         self._tb_written: dict[str, int] = {}
 
     # ------------------------------------------------------------------ recording
-    def add(self, step: int, *, loss: Any = None, grads: Sequence | None = None, variables: Sequence | None = None,
-            clipped: Sequence | None = None, tape: Any = None) -> None:
+    def add(
+        self,
+        step: int,
+        *,
+        loss: Any = None,
+        grads: Sequence | None = None,
+        variables: Sequence | None = None,
+        clipped: Sequence | None = None,
+        tape: Any = None,
+    ) -> None:
         """Record one training step.
 
         ``step``: an int, larger than the previous one. ``loss``: the scalar loss (tensor
@@ -207,7 +235,8 @@ class History:
         if not tf.executing_eagerly():
             raise RuntimeError(
                 "hist.add runs eagerly, but it was called inside a tf.function. Return the gradients from your "
-                "train step and call hist.add after it, or use hist.callback(...) with model.fit.")
+                "train step and call hist.add after it, or use hist.callback(...) with model.fit."
+            )
         grads, variables, clipped = _as_list(grads), _as_list(variables), _as_list(clipped)
         ctx = tf.distribute.get_replica_context()
         if ctx is not None and ctx.num_replicas_in_sync > 1:
@@ -222,7 +251,8 @@ class History:
                 raise ValueError(
                     f"hist.add(step={step}) comes after step {self._last_step}: steps must increase. Pass a step "
                     "counter that grows (e.g. the batch index over all epochs); record a second model or optimizer "
-                    "(e.g. a GAN's discriminator) in its own tv.History.")
+                    "(e.g. a GAN's discriminator) in its own tv.History."
+                )
             layout = packed_loss = host_loss = None
             values = self._pending_values
             mark = len(values)
@@ -257,22 +287,33 @@ class History:
         if loss is None or graph.key_of(loss) not in graph.tensors:
             raise ValueError(
                 "hist.add(tape=...) keeps the picture of the loss: pass loss= the tensor computed inside that "
-                "tv.GradientTape's `with` block.")
+                "tv.GradientTape's `with` block."
+            )
         return graph, loss
 
     def _layout(self, grads, variables, clipped, *, loss_packed: bool) -> _Layout:
         if variables is None:
-            raise ValueError("hist.add got grads without variables: pass variables=model.trainable_variables (the list "
-                             "you gave tape.gradient), so each gradient is named and compared with its weights.")
+            raise ValueError(
+                "hist.add got grads without variables: pass variables=model.trainable_variables (the list "
+                "you gave tape.gradient), so each gradient is named and compared with its weights."
+            )
         if len(grads) != len(variables):
-            raise ValueError(f"hist.add got {len(grads)} gradients for {len(variables)} variables: pass the list "
-                             "tape.gradient(loss, variables) returned together with that same variables list.")
+            raise ValueError(
+                f"hist.add got {len(grads)} gradients for {len(variables)} variables: pass the list "
+                "tape.gradient(loss, variables) returned together with that same variables list."
+            )
         if clipped is not None:
             if len(clipped) != len(grads):
-                raise ValueError(f"hist.add got {len(clipped)} clipped gradients for {len(grads)} gradients: pass the "
-                                 "whole list tf.clip_by_global_norm(grads, ...)[0] returned (one per variable).")
-        key = (tuple(map(id, variables)), tuple(g is None for g in grads),
-               None if clipped is None else tuple(c is None for c in clipped), loss_packed)
+                raise ValueError(
+                    f"hist.add got {len(clipped)} clipped gradients for {len(grads)} gradients: pass the "
+                    "whole list tf.clip_by_global_norm(grads, ...)[0] returned (one per variable)."
+                )
+        key = (
+            tuple(map(id, variables)),
+            tuple(g is None for g in grads),
+            None if clipped is None else tuple(c is None for c in clipped),
+            loss_packed,
+        )
         layout = self._layouts.get(key)
         if layout is None:
             layout = self._new_layout(grads, variables, clipped, loss_packed)
@@ -284,8 +325,10 @@ class History:
     def _new_layout(self, grads, variables, clipped, loss_packed) -> _Layout:
         for i, v in enumerate(variables):
             if not _is_variable(v):
-                raise TypeError(f"variables[{i}] is a {type(v).__name__}, not a variable: pass the tf.Variables / "
-                                "Keras variables the gradients are for (e.g. model.trainable_variables).")
+                raise TypeError(
+                    f"variables[{i}] is a {type(v).__name__}, not a variable: pass the tf.Variables / "
+                    "Keras variables the gradients are for (e.g. model.trainable_variables)."
+                )
         for i, (g, v) in enumerate(zip(grads, variables, strict=True)):
             if g is None:
                 continue
@@ -293,15 +336,22 @@ class History:
                 raise TypeError(f"grads[{i}] is a {type(g).__name__}: pass the tensors tape.gradient returned.")
             gshape = _shape(g)
             if tuple(gshape) != tuple(v.shape):
-                raise ValueError(f"grads[{i}] has shape {tuple(gshape)} but variables[{i}] ({_variable_name(v)}) "
-                                 f"has shape {tuple(v.shape)}: grads and variables must be in the same order.")
+                raise ValueError(
+                    f"grads[{i}] has shape {tuple(gshape)} but variables[{i}] ({_variable_name(v)}) "
+                    f"has shape {tuple(v.shape)}: grads and variables must be in the same order."
+                )
             if clipped is not None and clipped[i] is not None and tuple(_shape(clipped[i])) != tuple(gshape):
-                raise ValueError(f"clipped[{i}] has shape {tuple(clipped[i].shape)}, grads[{i}] {tuple(g.shape)}: pass "
-                                 "the clipped gradients in the order of grads.")
+                raise ValueError(
+                    f"clipped[{i}] has shape {tuple(clipped[i].shape)}, grads[{i}] {tuple(g.shape)}: pass "
+                    "the clipped gradients in the order of grads."
+                )
         index = np.array([self._register(v) for v in variables], np.int64)
         present = np.array([g is not None for g in grads], bool)
-        cp = np.zeros(len(grads), bool) if clipped is None else np.array(
-            [c is not None and g is not None for c, g in zip(clipped, grads, strict=True)], bool)
+        cp = (
+            np.zeros(len(grads), bool)
+            if clipped is None
+            else np.array([c is not None and g is not None for c, g in zip(clipped, grads, strict=True)], bool)
+        )
         last_layer = self._var_layer[index[-1]] if len(index) else 0
         return _Layout(tuple(variables), index, present, clipped is not None, cp, loss_packed, last_layer)
 
@@ -363,7 +413,7 @@ class History:
         at = 0
         for start, stop, layout in _runs(pending):  # consecutive steps of one layout: one block
             rows = np.arange(start, stop)[:, None]
-            block = fetched[at:at + (stop - start) * layout.width].reshape(stop - start, layout.width)
+            block = fetched[at : at + (stop - start) * layout.width].reshape(stop - start, layout.width)
             at += (stop - start) * layout.width
             k = 0
             if layout.loss_packed:
@@ -371,9 +421,9 @@ class History:
                 k = 1
             idx = layout.var_index
             got, clip = idx[layout.present], idx[layout.clipped_present]
-            g2[rows, got] = 2 * block[:, k:k + len(got)]
+            g2[rows, got] = 2 * block[:, k : k + len(got)]
             k += len(got)
-            w2[rows, idx] = 2 * block[:, k:k + len(idx)]
+            w2[rows, idx] = 2 * block[:, k : k + len(idx)]
             k += len(idx)
             c2[rows, clip] = 2 * block[:, k:]
             present[rows, got] = True
@@ -396,8 +446,9 @@ class History:
                 any_w = in_step[:, m].any(axis=1)
                 lay_w[:, li] = np.where(any_w, np.sqrt(np.where(in_step[:, m], w2[:, m], 0).sum(axis=1)), np.nan)
                 lay_clip[:, li] = clip_present[:, m].any(axis=1)
-                lay_c[:, li] = np.where(lay_clip[:, li],
-                                        np.sqrt(np.where(clip_present[:, m], c2[:, m], 0).sum(axis=1)), np.nan)
+                lay_c[:, li] = np.where(
+                    lay_clip[:, li], np.sqrt(np.where(clip_present[:, m], c2[:, m], 0).sum(axis=1)), np.nan
+                )
             glob_g = np.where(has_grads, np.sqrt(np.where(present, g2, 0).sum(axis=1)), np.nan)[:, None]
             glob_w = np.where(has_grads, np.sqrt(np.where(in_step, w2, 0).sum(axis=1)), np.nan)[:, None]
             # (numpy's stubs type any(axis=...) as a bool or an array; of a 2-D array it is the array)
@@ -418,9 +469,19 @@ class History:
         with np.errstate(invalid="ignore", divide="ignore"):
             clip_scale = (glob_c / glob_g)[:, 0]
         new_flags = self._detector.observe(
-            steps, layers=self._layers.names, layer_grad=lay_g, layer_weight=lay_w, last_layer=last_layer,
-            variables=self._vars.names, var_grad=var_g, var_present=present, var_missing=missing,
-            loss=loss, loss_given=loss_given, clip_scale=clip_scale)
+            steps,
+            layers=self._layers.names,
+            layer_grad=lay_g,
+            layer_weight=lay_w,
+            last_layer=last_layer,
+            variables=self._vars.names,
+            var_grad=var_g,
+            var_present=present,
+            var_missing=missing,
+            loss=loss,
+            loss_given=loss_given,
+            clip_scale=clip_scale,
+        )
         self._buckets.append(steps, rows)
         flagged = {f.step for f in new_flags}
         for step, _, _, picture in pending:
@@ -459,8 +520,9 @@ class History:
         self.flush()
         return self._buckets.column(self._loss_col, stat).astype(np.float64)
 
-    def norms(self, name: str | None = None, kind: str = "grad", stat: str = "last", *,
-              level: str | None = None) -> np.ndarray:
+    def norms(
+        self, name: str | None = None, kind: str = "grad", stat: str = "last", *, level: str | None = None
+    ) -> np.ndarray:
         """One value per stored point (see :meth:`steps`) for a variable, a layer, or
         (``name=None``) all variables together.
 
@@ -495,9 +557,13 @@ class History:
         if kind is not None and kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}.")
         self.flush()
-        return [f for f in self._detector.flags
-                if (step is None or f.step == step) and (name is None or f.name == name)
-                and (kind is None or f.kind == kind)]
+        return [
+            f
+            for f in self._detector.flags
+            if (step is None or f.step == step)
+            and (name is None or f.name == name)
+            and (kind is None or f.kind == kind)
+        ]
 
     @property
     def dropped_flags(self) -> int:
@@ -560,8 +626,10 @@ class History:
             return n - 1
         b = self._buckets.bucket_of(_as_step(step))
         if b is None:
-            raise KeyError(f"Step {step} was not recorded; recorded steps run from {self._buckets.first_step[0]} to "
-                           f"{self._buckets.last_step[n - 1]} (hist.steps() lists the stored points).")
+            raise KeyError(
+                f"Step {step} was not recorded; recorded steps run from {self._buckets.first_step[0]} to "
+                f"{self._buckets.last_step[n - 1]} (hist.steps() lists the stored points)."
+            )
         return b
 
     # ------------------------------------------------------------------ pictures
@@ -623,8 +691,10 @@ class History:
 
     def __repr__(self) -> str:
         self.flush()
-        return (f"History(steps={self._count}, points={self._buckets.n}, variables={len(self._vars.names)}, "
-                f"flags={len(self._detector.flags)}, pictures={len(self._pictures)})")
+        return (
+            f"History(steps={self._count}, points={self._buckets.n}, variables={len(self._vars.names)}, "
+            f"flags={len(self._detector.flags)}, pictures={len(self._pictures)})"
+        )
 
 
 # ---------------------------------------------------------------------- helpers
@@ -685,8 +755,10 @@ def _as_list(seq):
     if seq is None or isinstance(seq, (list, tuple)):
         return seq
     if isinstance(seq, dict):
-        raise TypeError("hist.add takes grads, variables and clipped as lists (what tape.gradient(loss, variables) "
-                        "returns and the variables), not dicts.")
+        raise TypeError(
+            "hist.add takes grads, variables and clipped as lists (what tape.gradient(loss, variables) "
+            "returns and the variables), not dicts."
+        )
     if isinstance(seq, (tf.Tensor, tf.Variable, tf.IndexedSlices)) or hasattr(seq, "path"):
         return [seq]  # a single variable and its gradient
     return list(seq)
@@ -746,8 +818,10 @@ def _loss_tensor(loss):
     if isinstance(loss, (tf.Tensor, tf.Variable)) or hasattr(loss, "numpy"):
         t = tf.convert_to_tensor(loss)
         if t.shape.rank != 0:
-            raise ValueError(f"hist.add(loss=...) needs the scalar loss, got shape {tuple(t.shape)}: pass "
-                             "tf.reduce_mean of per-example losses (what you differentiate).")
+            raise ValueError(
+                f"hist.add(loss=...) needs the scalar loss, got shape {tuple(t.shape)}: pass "
+                "tf.reduce_mean of per-example losses (what you differentiate)."
+            )
         if not t.dtype.is_floating:
             raise TypeError(f"hist.add(loss=...) must be a float, got dtype {t.dtype.name}.")
         return t if t.dtype == tf.float32 else tf.cast(t, tf.float32)
@@ -764,6 +838,7 @@ def _host_loss(loss) -> float:
 def _sum_replicas(ctx, loss, grads, clipped):
     """Inside MirroredStrategy.run: sum gradients, clipped gradients and losses over the
     replicas (every replica must call hist.add); only replica 0 records."""
+
     def reduce(seq):
         if seq is None:
             return None
@@ -792,5 +867,8 @@ def _reduce_per_replica(loss, grads, clipped):
             return strategy.reduce(tf.distribute.ReduceOp.SUM, t, axis=None)
         return t
 
-    return (red(loss), [None if g is None else red(g) for g in grads],
-            None if clipped is None else [None if c is None else red(c) for c in clipped])
+    return (
+        red(loss),
+        [None if g is None else red(g) for g in grads],
+        None if clipped is None else [None if c is None else red(c) for c in clipped],
+    )

@@ -105,8 +105,14 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
         series[name] = g
         ax_norm.plot(steps, np.where(g > 0, g, np.nan), color=color, linewidth=1.4, label=name)
         if merged:
-            _band(ax_norm, first, last, hist.norms(name, kind, "min", level=level),
-                  hist.norms(name, kind, "max", level=level), color)
+            _band(
+                ax_norm,
+                first,
+                last,
+                hist.norms(name, kind, "min", level=level),
+                hist.norms(name, kind, "max", level=level),
+                color,
+            )
         if kind == "grad" and clip[name].steps:
             c = hist.norms(name, "clipped", level=level)
             ax_norm.plot(steps, np.where(c > 0, c, np.nan), color=color, linewidth=1.0, linestyle="--")
@@ -124,8 +130,10 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
         cb = fig.colorbar(sm, ax=ax_norm, pad=0.01, fraction=0.03)
         cb.set_label(f"{by} (0 = first, {n - 1} = last)")
     if kind == "grad" and has_clip:
-        handles += [Line2D([], [], color="grey", linewidth=1.4),
-                    Line2D([], [], color="grey", linewidth=1.0, linestyle="--")]
+        handles += [
+            Line2D([], [], color="grey", linewidth=1.4),
+            Line2D([], [], color="grey", linewidth=1.0, linestyle="--"),
+        ]
         labels += ["raw", "clipped"]
     if broken:
         handles.append(Patch(color=_NAN_SHADE, alpha=0.5))
@@ -149,19 +157,31 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
         if shared:  # tf.clip_by_global_norm: one scale for every gradient, one line
             st = hist.clipping(by="global")["global"]
             lines = [(None, "black", glob, st)]
-            title = (f"clipping: one global scale for every gradient, engaged {st.engaged}/{st.steps} steps "
-                     f"({st.fraction:.0%}), strongest ×{st.min_scale:.2g}")
+            title = (
+                f"clipping: one global scale for every gradient, engaged {st.engaged}/{st.steps} steps "
+                f"({st.fraction:.0%}), strongest ×{st.min_scale:.2g}"
+            )
         else:
-            lines = [(name, color, scales[name], clip[name])
-                     for name, color in zip(shown, colors, strict=True) if name in scales]
+            lines = [
+                (name, color, scales[name], clip[name])
+                for name, color in zip(shown, colors, strict=True)
+                if name in scales
+            ]
             title = "clipping: clipped / raw norm per " + by + " (legend: steps clipped / recorded)"
         for name, color, s, st in lines:
             label = f"{name}: {st.engaged}/{st.steps} ({st.fraction:.0%})" if name else "every gradient"
             ax_clip.plot(steps, s, color=color, linewidth=1.2, label=label)
             if merged:
                 lvl = level if name else None
-                _band(ax_clip, first, last, hist.norms(name, "clip_scale", "min", level=lvl),
-                      hist.norms(name, "clip_scale", "max", level=lvl), color, alpha=0.15)
+                _band(
+                    ax_clip,
+                    first,
+                    last,
+                    hist.norms(name, "clip_scale", "min", level=lvl),
+                    hist.norms(name, "clip_scale", "max", level=lvl),
+                    color,
+                    alpha=0.15,
+                )
         ax_clip.set_ylim(0, 1.08)
         ax_clip.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
         ax_clip.set_ylabel("clipped / raw")
@@ -202,15 +222,41 @@ def _mark_flags(hist, ax, steps, series, shown, by) -> list[str]:
             i = min(int(np.searchsorted(steps, f.step)), len(steps) - 1)
             y = series[name][i]
             if np.isfinite(y) and y > 0:
-                ax.plot([steps[i]], [y], linestyle="none", marker=marker, color=color, markersize=8,
-                        markeredgecolor="white", markeredgewidth=0.6, zorder=5)
+                ax.plot(
+                    [steps[i]],
+                    [y],
+                    linestyle="none",
+                    marker=marker,
+                    color=color,
+                    markersize=8,
+                    markeredgecolor="white",
+                    markeredgewidth=0.6,
+                    zorder=5,
+                )
             else:
-                ax.plot([f.step], [0.97], transform=top, linestyle="none", marker=marker, color=color, markersize=8,
-                        zorder=5)
+                ax.plot(
+                    [f.step],
+                    [0.97],
+                    transform=top,
+                    linestyle="none",
+                    marker=marker,
+                    color=color,
+                    markersize=8,
+                    zorder=5,
+                )
         else:
             y = 0.97 if f.kind == "nan" else 0.03
-            ax.plot([f.step], [y], transform=top, linestyle="none", marker=marker, color=color, markersize=8,
-                    markerfacecolor=color if f.kind == "nan" else "none", zorder=5)
+            ax.plot(
+                [f.step],
+                [y],
+                transform=top,
+                linestyle="none",
+                marker=marker,
+                color=color,
+                markersize=8,
+                markerfacecolor=color if f.kind == "nan" else "none",
+                zorder=5,
+            )
         if f.kind not in kinds:
             kinds.append(f.kind)
     return kinds

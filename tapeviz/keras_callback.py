@@ -51,8 +51,10 @@ class HistoryCallback(keras.callbacks.Callback):
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"every must be a positive whole number of batches, got {every!r}.")
         if x is None:
-            raise ValueError("hist.callback needs a probe batch: hist.callback(x_probe, y_probe, every=10), "
-                             "e.g. the first 64 training examples.")
+            raise ValueError(
+                "hist.callback needs a probe batch: hist.callback(x_probe, y_probe, every=10), "
+                "e.g. the first 64 training examples."
+            )
         self.history = history
         self.x, self.y, self.sample_weight = x, y, sample_weight
         self.every = every
@@ -77,7 +79,8 @@ class HistoryCallback(keras.callbacks.Callback):
                 except ValueError as e:
                     if "No loss to compute" in str(e):
                         raise ValueError(
-                            "hist.callback needs a compiled loss: model.compile(optimizer, loss=...).") from e
+                            "hist.callback needs a compiled loss: model.compile(optimizer, loss=...)."
+                        ) from e
                     raise
             variables = model.trainable_variables
             grads = tape.gradient(loss, variables)

@@ -162,16 +162,25 @@ def attach_keys(explorer_box: W.Box, step_slider: W.IntSlider, play: W.Play, *, 
     browser, so stepping needs no kernel round trip. Closing it closes its links.
     """
     if not isinstance(explorer_box, W.Box):
-        raise TypeError(f"attach_keys: explorer_box must be an ipywidgets Box (VBox/HBox), got "
-                        f"{type(explorer_box).__name__}; pass the explorer itself.")
+        raise TypeError(
+            f"attach_keys: explorer_box must be an ipywidgets Box (VBox/HBox), got "
+            f"{type(explorer_box).__name__}; pass the explorer itself."
+        )
     if not isinstance(step_slider, W.IntSlider):
-        raise TypeError(f"attach_keys: step_slider must be an ipywidgets IntSlider, got "
-                        f"{type(step_slider).__name__}; pass explorer.controls['step'].")
+        raise TypeError(
+            f"attach_keys: step_slider must be an ipywidgets IntSlider, got "
+            f"{type(step_slider).__name__}; pass explorer.controls['step']."
+        )
     if not isinstance(play, W.Play):
-        raise TypeError(f"attach_keys: play must be an ipywidgets Play, got {type(play).__name__}; "
-                        f"pass explorer.controls['play'].")
-    keys = KeyStepper(step=step_slider.value, playing=play.playing,  # where the page starts
-                      hint_off=say("ui.keys.off", check_lang(lang)), hint_on=say("ui.keys.on", lang))
+        raise TypeError(
+            f"attach_keys: play must be an ipywidgets Play, got {type(play).__name__}; pass explorer.controls['play']."
+        )
+    keys = KeyStepper(
+        step=step_slider.value,
+        playing=play.playing,  # where the page starts
+        hint_off=say("ui.keys.off", check_lang(lang)),
+        hint_on=say("ui.keys.on", lang),
+    )
     keys.links = [
         W.jslink((step_slider, "value"), (keys, "step")),  # slider first: on load it sets the stepper
         W.jsdlink((step_slider, "min"), (keys, "min")),

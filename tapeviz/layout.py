@@ -594,9 +594,7 @@ def _place(
     return pos, routes
 
 
-def _ordered_layers(
-    g: nx.DiGraph, sweeps: int
-) -> tuple[list[Node], list[np.ndarray], int | None, int | None]:
+def _ordered_layers(g: nx.DiGraph, sweeps: int) -> tuple[list[Node], list[np.ndarray], int | None, int | None]:
     """Layer ``g`` and run the crossing reduction, keeping the best order seen.
 
     Barycentre sweeps are not monotone (a pass can undo part of the previous

@@ -72,12 +72,20 @@ def _relative(grad_norm: float | None, weight_norm: float) -> tuple[float | None
     return grad_norm / weight_norm, "ok"
 
 
-def magnitude(name: str, grad_norm: float | None, weight_norm: float, *, layer: str | None = None,
-              node: Any = None) -> Magnitude:
+def magnitude(
+    name: str, grad_norm: float | None, weight_norm: float, *, layer: str | None = None, node: Any = None
+) -> Magnitude:
     """A Magnitude from two norms (``grad_norm=None``: the variable got no gradient)."""
     rel, status = _relative(None if grad_norm is None else float(grad_norm), float(weight_norm))
-    return Magnitude(name, layer if layer is not None else layer_of(name),
-                     None if grad_norm is None else float(grad_norm), float(weight_norm), rel, status, node)
+    return Magnitude(
+        name,
+        layer if layer is not None else layer_of(name),
+        None if grad_norm is None else float(grad_norm),
+        float(weight_norm),
+        rel,
+        status,
+        node,
+    )
 
 
 def flow_magnitudes(flow) -> list[Magnitude]:
@@ -108,8 +116,9 @@ def _values(g):
     return g.values if isinstance(g, tf.IndexedSlices) else g
 
 
-def group_by_layer(items: Iterable[Magnitude],
-                   layer: Callable[[Magnitude], str] | Mapping[str, str] | None = None) -> list[Magnitude]:
+def group_by_layer(
+    items: Iterable[Magnitude], layer: Callable[[Magnitude], str] | Mapping[str, str] | None = None
+) -> list[Magnitude]:
     """Per-layer Magnitudes: the layer's gradient and weight norms are the norms of all its
     variables taken together (``sqrt(sum of squares)``). A layer with a NaN/Inf gradient
     stays non-finite; variables without a gradient add nothing (a layer none of whose
@@ -133,8 +142,10 @@ def group_by_layer(items: Iterable[Magnitude],
         if m.grad_norm is not None:
             s[0] += m.grad_norm**2
             s[2] = True
-    return [magnitude(name, math.sqrt(gs) if has else None, math.sqrt(ws), layer=name)
-            for name, (gs, ws, has) in sums.items()]
+    return [
+        magnitude(name, math.sqrt(gs) if has else None, math.sqrt(ws), layer=name)
+        for name, (gs, ws, has) in sums.items()
+    ]
 
 
 def relative_magnitudes(source, *, by: str = "variable", layer=None) -> dict[str, float | None]:
@@ -171,14 +182,16 @@ def magnitudes_of(source) -> list[Magnitude]:
             except (TypeError, ValueError):
                 raise TypeError(
                     f"{name!r}: expected a (grad_norm, weight_norm) pair, got {pair!r}. "
-                    "Pass {name: (grad_norm, weight_norm)}, a GradientFlow or a tv.History.") from None
+                    "Pass {name: (grad_norm, weight_norm)}, a GradientFlow or a tv.History."
+                ) from None
             out.append(magnitude(str(name), grad_norm, weight_norm))
         return out
     if isinstance(source, (list, tuple)) and all(isinstance(m, Magnitude) for m in source):
         return list(source)
     raise TypeError(
         f"relative_magnitudes needs a GradientFlow (tv.flow(tape, loss)), a tv.History, a list of Magnitude "
-        f"or {{name: (grad_norm, weight_norm)}}, got {type(source).__name__}.")
+        f"or {{name: (grad_norm, weight_norm)}}, got {type(source).__name__}."
+    )
 
 
 @dataclass(frozen=True)

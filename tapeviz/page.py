@@ -52,12 +52,20 @@ def _target_box(ex: Explored, state: ExplorerState, interval: int, made: list) -
     current = fl.check_step(state.step)
     pictures = [W.HTML(picture(ex, state.replace(step=k))) for k in range(n)]
     stack = W.Stack(pictures, selected_index=current, layout=W.Layout(overflow="auto")).add_class("tv-frames")
-    slider = W.IntSlider(value=current, min=0, max=n - 1, description=say("ui.control.step", state.lang),
-                         continuous_update=True, layout=W.Layout(width="420px")).add_class("tv-step")
+    slider = W.IntSlider(
+        value=current,
+        min=0,
+        max=n - 1,
+        description=say("ui.control.step", state.lang),
+        continuous_update=True,
+        layout=W.Layout(width="420px"),
+    ).add_class("tv-step")
     play = W.Play(value=current, min=0, max=n - 1, interval=interval, description=say("ui.control.play", state.lang))
     play.add_class("tv-play")
-    links = [W.jslink((slider, "value"), (stack, "selected_index")),
-             W.jslink((play, "value"), (stack, "selected_index"))]
+    links = [
+        W.jslink((slider, "value"), (stack, "selected_index")),
+        W.jslink((play, "value"), (stack, "selected_index")),
+    ]
     bar = W.HBox([play, slider])
     box = W.VBox([bar, stack])
     made += [box, bar, stack, *pictures, slider, play, *links]
@@ -76,9 +84,13 @@ def _panels(ex: Explored, state: ExplorerState, clip_norms, made: list) -> W.Wid
     pages = [W.HTML(panels.CSS + panel(ex, s)) for s in states]
     start = min(range(len(values)), key=lambda i: abs(values[i] - state.clip_norm))
     stack = W.Stack(pages, selected_index=start).add_class("tv-clip-panels")
-    slider = W.SelectionSlider(options=[(f"{v:g}", v) for v in values], index=start,
-                               description="clip_norm", continuous_update=True,
-                               layout=W.Layout(width="420px")).add_class("tv-clip-norm")
+    slider = W.SelectionSlider(
+        options=[(f"{v:g}", v) for v in values],
+        index=start,
+        description="clip_norm",
+        continuous_update=True,
+        layout=W.Layout(width="420px"),
+    ).add_class("tv-clip-norm")
     link = W.jslink((slider, "index"), (stack, "selected_index"))
     note = W.HTML(f"<div class='tv-note'>{_esc(say('page.clip_positions', state.lang))}</div>")
     box = W.VBox([note, slider, stack])
@@ -86,10 +98,20 @@ def _panels(ex: Explored, state: ExplorerState, clip_norms, made: list) -> W.Wid
     return box
 
 
-def write_page(ex: Explored, state: ExplorerState, path, *, targets: Sequence[str] | None = None,
-               clip_norms: Sequence[float] | None = None, title: str | None = None, embed_url: str | None = None,
-               requirejs: bool = True, requirejs_url: str | None = None, cors: bool = True,
-               interval: int = 900) -> Path:
+def write_page(
+    ex: Explored,
+    state: ExplorerState,
+    path,
+    *,
+    targets: Sequence[str] | None = None,
+    clip_norms: Sequence[float] | None = None,
+    title: str | None = None,
+    embed_url: str | None = None,
+    requirejs: bool = True,
+    requirejs_url: str | None = None,
+    cors: bool = True,
+    interval: int = 900,
+) -> Path:
     """Write a standalone .html page of the explorer in ``state``; returns the path.
 
     ``targets``: the targets whose backward pass the page holds (default: the state's
@@ -105,8 +127,10 @@ def write_page(ex: Explored, state: ExplorerState, path, *, targets: Sequence[st
 
     p = check_path(path, formats=(".html", ".htm"))
     if requirejs_url is not None and not requirejs:
-        raise ValueError("requirejs_url needs requirejs=True: with requirejs=False the page loads the "
-                         "standalone embed.js and no require.js.")
+        raise ValueError(
+            "requirejs_url needs requirejs=True: with requirejs=False the page loads the "
+            "standalone embed.js and no require.js."
+        )
     if embed_url is None:
         embed_url = embed.DEFAULT_EMBED_REQUIREJS_URL if requirejs else embed.DEFAULT_EMBED_SCRIPT_URL
     names = list(targets) if targets else [state.target]
@@ -137,8 +161,13 @@ def write_page(ex: Explored, state: ExplorerState, path, *, targets: Sequence[st
     made += [root, header]
     try:
         snippet = embed.embed_snippet(
-            [root], state=embed.dependency_state([root], drop_defaults=True), indent=None,
-            embed_url=_esc(embed_url), requirejs=requirejs and requirejs_url is None, cors=cors)
+            [root],
+            state=embed.dependency_state([root], drop_defaults=True),
+            indent=None,
+            embed_url=_esc(embed_url),
+            requirejs=requirejs and requirejs_url is None,
+            cors=cors,
+        )
     finally:
         for w in made:  # layouts and styles are widgets too: close them, or they stay registered
             for part in (getattr(w, "layout", None), getattr(w, "style", None)):

@@ -85,8 +85,9 @@ def _shown_names(rep: clipping.ClipReport) -> list[str]:
     return [n for n in names if n in keep]
 
 
-def clipping_panel(rep: clipping.ClipReport, fl: GradientFlow, variables: Mapping[str, Any],
-                   lang: str = DEFAULT) -> str:
+def clipping_panel(
+    rep: clipping.ClipReport, fl: GradientFlow, variables: Mapping[str, Any], lang: str = DEFAULT
+) -> str:
     """Raw vs clipped gradient, norms before and after with bars, the SGD preview, the
     global norm; a None gradient with its diagnosis where clipping it would raise."""
     rows = []
@@ -98,13 +99,17 @@ def clipping_panel(rep: clipping.ClipReport, fl: GradientFlow, variables: Mappin
         if raw is None:
             why = explain_flow(fl, variables[name], lang)
             detail = f" ({_esc(why.reason)}): {_esc(why)}" if why else ""
-            rows.append(f"<tr><td>{_esc(name)}</td><td colspan='5' class='tv-none'>{_esc(say('panel.none', lang))}"
-                        f"{detail} {_esc(say('panel.none_advice', lang))}</td></tr>")
+            rows.append(
+                f"<tr><td>{_esc(name)}</td><td colspan='5' class='tv-none'>{_esc(say('panel.none', lang))}"
+                f"{detail} {_esc(say('panel.none_advice', lang))}</td></tr>"
+            )
             continue
         nb, na = rep.norm_before[name], rep.norm_after[name]
         assert nb is not None and na is not None  # (a gradient has norms)
-        bars = (f"<span class='tv-bar tv-raw' style='width:{120 * nb / scale:.1f}px'></span><br>"
-                f"<span class='tv-bar tv-clip' style='width:{120 * na / scale:.1f}px'></span>")
+        bars = (
+            f"<span class='tv-bar tv-raw' style='width:{120 * nb / scale:.1f}px'></span><br>"
+            f"<span class='tv-bar tv-clip' style='width:{120 * na / scale:.1f}px'></span>"
+        )
         bad = " class='tv-bad'" if _bad(raw) else ""
         w, upd = rep.weights.get(name), rep.updated.get(name)
         rows.append(
@@ -114,8 +119,11 @@ def clipping_panel(rep: clipping.ClipReport, fl: GradientFlow, variables: Mappin
         )
     heads = ("variable", "raw", "clipped", "norms", "bars", "sgd")
     head = "<tr>" + "".join(f"<th>{_esc(say('panel.head.' + h, lang))}</th>" for h in heads) + "</tr>"
-    more = (f"<div class='tv-none'>{_esc(say('panel.more', lang, shown=len(shown), total=len(names)))}</div>"
-            if len(shown) < len(names) else "")
+    more = (
+        f"<div class='tv-none'>{_esc(say('panel.more', lang, shown=len(shown), total=len(names)))}</div>"
+        if len(shown) < len(names)
+        else ""
+    )
     if rep.global_norm_before is None or rep.global_norm_after is None:
         gn = f"<span class='tv-none'>{_esc(say('panel.global_mixed', lang))}</span>"
     else:
@@ -129,8 +137,12 @@ def inspector(graph: TapeGraph, fl: GradientFlow, node, lang: str = DEFAULT) -> 
     g = graph
     d = g.nx.nodes[node]
     info = g.output_info(node)
-    parts = [(f"<b>{_esc(d.get('name') or d['label'])}</b> <i>{_esc(d['kind'])}"
-              f"{' · ' + _esc(d['op_type']) if d['kind'] == 'op' else ''}</i>")]
+    parts = [
+        (
+            f"<b>{_esc(d.get('name') or d['label'])}</b> <i>{_esc(d['kind'])}"
+            f"{' · ' + _esc(d['op_type']) if d['kind'] == 'op' else ''}</i>"
+        )
+    ]
     if d.get("scope"):
         parts.append(f"{_esc(say('inspect.scope', lang))} {_esc(d['scope'])}")
     if info is not None:
@@ -142,8 +154,9 @@ def inspector(graph: TapeGraph, fl: GradientFlow, node, lang: str = DEFAULT) -> 
     parts.append(f"{_esc(say('inspect.grad', lang, target=target))}<pre class='{cls}'>{_esc(_arr(grad))}</pre>")
     why = explain_flow(fl, node, lang) if grad is None else None
     if why is not None:
-        parts.append(f"<span class='tv-none'>{_esc(say('inspect.no_gradient', lang, reason=why.reason))} "
-                     f"{_esc(why)}</span>")
+        parts.append(
+            f"<span class='tv-none'>{_esc(say('inspect.no_gradient', lang, reason=why.reason))} {_esc(why)}</span>"
+        )
     return "<br>".join(parts)
 
 

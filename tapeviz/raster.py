@@ -44,9 +44,16 @@ def _resvg(doc: str, fonts: tuple[tuple[str, ...], dict[str, str]]) -> bytes:
 
     files, generic = fonts
     return resvg_py.svg_to_bytes(
-        svg_string=doc, skip_system_fonts=True, font_files=list(files), font_family=generic["sans-serif"],
-        sans_serif_family=generic["sans-serif"], serif_family=generic["serif"],
-        monospace_family=generic["monospace"], cursive_family=generic["cursive"], fantasy_family=generic["fantasy"])
+        svg_string=doc,
+        skip_system_fonts=True,
+        font_files=list(files),
+        font_family=generic["sans-serif"],
+        sans_serif_family=generic["sans-serif"],
+        serif_family=generic["serif"],
+        monospace_family=generic["monospace"],
+        cursive_family=generic["cursive"],
+        fantasy_family=generic["fantasy"],
+    )
 
 
 def _rgba(png: bytes) -> np.ndarray:
@@ -68,8 +75,10 @@ def raster_scale(doc: SvgDoc, dpi: float, max_pixels: int) -> tuple[float, tuple
     native = round(doc.view_box[2] / w_in, 2)
     scale = dpi / native
     # whole pixels, rounded down (a fraction of a pixel is cut rather than the cap passed)
-    return scale, (max(1, math.floor(doc.view_box[2] * scale + 1e-6)),
-                   max(1, math.floor(doc.view_box[3] * scale + 1e-6)))
+    return scale, (
+        max(1, math.floor(doc.view_box[2] * scale + 1e-6)),
+        max(1, math.floor(doc.view_box[3] * scale + 1e-6)),
+    )
 
 
 def _whole(doc: SvgDoc, scale: float, size: tuple[int, int]) -> Box:
@@ -81,8 +90,9 @@ def _whole(doc: SvgDoc, scale: float, size: tuple[int, int]) -> Box:
     return (vx, vy, size[0] / scale, size[1] / scale)
 
 
-def png_bytes(svg: str, *, dpi: float = 100, max_pixels: int | None = None,
-              on_part: Callable[[int, int], None] | None = None) -> bytes:
+def png_bytes(
+    svg: str, *, dpi: float = 100, max_pixels: int | None = None, on_part: Callable[[int, int], None] | None = None
+) -> bytes:
     """The SVG document as PNG bytes at ``dpi``, lower if it would pass ``max_pixels``
     (default :data:`MAX_PNG_PIXELS`).
 
@@ -113,8 +123,15 @@ def png_bytes(svg: str, *, dpi: float = 100, max_pixels: int | None = None,
     return buf.getvalue()
 
 
-def text_strip(text: str, width: int, scale: float, *, height: int, size: float = 12.0,
-               background: tuple[int, int, int] = (255, 255, 255)) -> np.ndarray:
+def text_strip(
+    text: str,
+    width: int,
+    scale: float,
+    *,
+    height: int,
+    size: float = 12.0,
+    background: tuple[int, int, int] = (255, 255, 255),
+) -> np.ndarray:
     """RGBA pixels (``height`` x ``width``) of one centred line of italic text on
     ``background``, ``size`` user units tall at ``scale`` pixels per unit: the note a frame
     carries when several of the picture's steps were merged into it.  Dark amber on a light
@@ -123,10 +140,12 @@ def text_strip(text: str, width: int, scale: float, *, height: int, size: float 
     esc = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     r, g, b = (int(c) for c in background[:3])
     color = "#9a3412" if 0.299 * r + 0.587 * g + 0.114 * b >= 128 else "#fbbf24"
-    doc = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {vw!r} {vh!r}" '
-           f'preserveAspectRatio="none"><rect width="100%" height="100%" fill="#{r:02x}{g:02x}{b:02x}"/>'
-           f'<text x="{vw / 2!r}" y="{vh * 0.68!r}" font-size="{size}" text-anchor="middle" fill="{color}" '
-           f'font-style="italic">{esc}</text></svg>')
+    doc = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {vw!r} {vh!r}" '
+        f'preserveAspectRatio="none"><rect width="100%" height="100%" fill="#{r:02x}{g:02x}{b:02x}"/>'
+        f'<text x="{vw / 2!r}" y="{vh * 0.68!r}" font-size="{size}" text-anchor="middle" fill="{color}" '
+        f'font-style="italic">{esc}</text></svg>'
+    )
     return _rgba(_resvg(doc, fonts_for((), bool(CJK.search(text)))))
 
 
@@ -273,8 +292,14 @@ class FrameRenderer:
 
     def _damage(self, prev: SvgDoc, doc: SvgDoc) -> list[Rect] | None:
         """Pixel rectangles to redraw, or None when a whole redraw is needed."""
-        if (not prev.keyed or not doc.keyed or prev.globals != doc.globals or prev.inner_attrs != doc.inner_attrs
-                or prev.outer_attrs != doc.outer_attrs or prev.fonts != doc.fonts):
+        if (
+            not prev.keyed
+            or not doc.keyed
+            or prev.globals != doc.globals
+            or prev.inner_attrs != doc.inner_attrs
+            or prev.outer_attrs != doc.outer_attrs
+            or prev.fonts != doc.fonts
+        ):
             return None
         old = {u.key: u for u in prev.units}
         new = {u.key: u for u in doc.units}
@@ -309,8 +334,15 @@ class FrameRenderer:
         b = b[(b[:, 0] <= b[:, 2]) & (b[:, 1] <= b[:, 3])]
         vx, vy = doc.view_box[:2]
         s = self.scale
-        px = np.stack([np.floor((b[:, 0] - vx) * s) - 1, np.floor((b[:, 1] - vy) * s) - 1,
-                       np.ceil((b[:, 2] - vx) * s) + 1, np.ceil((b[:, 3] - vy) * s) + 1], axis=1)
+        px = np.stack(
+            [
+                np.floor((b[:, 0] - vx) * s) - 1,
+                np.floor((b[:, 1] - vy) * s) - 1,
+                np.ceil((b[:, 2] - vx) * s) + 1,
+                np.ceil((b[:, 3] - vy) * s) + 1,
+            ],
+            axis=1,
+        )
         px = np.clip(px, 0, [w, h, w, h]).astype(np.int64)
         return px[(px[:, 0] < px[:, 2]) & (px[:, 1] < px[:, 3])]
 
@@ -325,7 +357,12 @@ class FrameRenderer:
         region = (vx + x0 / s, vy + y0 / s, (x1 - x0) / s, (y1 - y0) / s)
         # elements that reach into the kept rectangle; what only touches the margin is thrown away anyway
         kx0, ky0, kx1, ky1 = vx + rect[0] / s, vy + rect[1] / s, vx + rect[2] / s, vy + rect[3] / s
-        units = [u for u in doc.units if u.parts is None or any(
-            p[0] <= kx1 and p[2] >= kx0 and p[1] <= ky1 and p[3] >= ky0 for p in u.parts)]
+        units = [
+            u
+            for u in doc.units
+            if u.parts is None or any(p[0] <= kx1 and p[2] >= kx0 and p[1] <= ky1 and p[3] >= ky0 for p in u.parts)
+        ]
         part = _rgba(_resvg(doc.document(region, (x1 - x0, y1 - y0), units), doc.fonts))
-        self.pixels[rect[1]:rect[3], rect[0]:rect[2]] = part[rect[1] - y0:rect[3] - y0, rect[0] - x0:rect[2] - x0]
+        self.pixels[rect[1] : rect[3], rect[0] : rect[2]] = part[
+            rect[1] - y0 : rect[3] - y0, rect[0] - x0 : rect[2] - x0
+        ]

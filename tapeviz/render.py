@@ -43,16 +43,30 @@ from .scene import (
 )
 from .themes import LIGHT, Theme
 
-__all__ = ["box_artist", "text_artist", "arrow_artist", "mark_artists", "chrome_artists", "Artists", "Chrome",
-           "draw_node_labels", "draw_edges", "draw_edge_labels", "draw_legend", "raster_dpi", "MAX_PNG_PIXELS"]
+__all__ = [
+    "box_artist",
+    "text_artist",
+    "arrow_artist",
+    "mark_artists",
+    "chrome_artists",
+    "Artists",
+    "Chrome",
+    "draw_node_labels",
+    "draw_edges",
+    "draw_edge_labels",
+    "draw_legend",
+    "raster_dpi",
+    "MAX_PNG_PIXELS",
+]
 
 MUTATION = 10.0  # points: arrow heads' mutation scale (times the theme's line factor), as svg.py draws them
 MARK_LENGTH = 8.0  # points: a backward marker (times the theme's line factor), as svg.py draws it
 Z_EDGE, Z_MARK, Z_BOX, Z_TEXT, Z_EDGE_LABEL = 2, 2.5, 3, 4, 5
 
 # A triangle pointing along +x, centred on the origin (a marker path: matplotlib normalises its size)
-_MARK_PATH = Path([(-0.5, 0.5), (0.5, 0.0), (-0.5, -0.5), (-0.5, 0.5)],
-                  [Path.MOVETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY])
+_MARK_PATH = Path(
+    [(-0.5, 0.5), (0.5, 0.0), (-0.5, -0.5), (-0.5, 0.5)], [Path.MOVETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY]
+)
 
 
 def raster_dpi(figure: Figure, dpi: float, max_pixels: int = MAX_PNG_PIXELS) -> float:
@@ -67,23 +81,43 @@ def raster_dpi(figure: Figure, dpi: float, max_pixels: int = MAX_PNG_PIXELS) -> 
 
 def box_artist(ax: Axes, b: Box) -> FancyBboxPatch:
     """The matplotlib patch for a Box record, added to ``ax``."""
-    box = FancyBboxPatch((b.x, b.y), b.w, b.h, boxstyle=f"round,pad=0.0,rounding_size={b.radius}", fc=b.fc, ec=b.ec,
-                         lw=b.lw, linestyle=b.linestyle, zorder=Z_BOX, visible=b.visible)
+    box = FancyBboxPatch(
+        (b.x, b.y),
+        b.w,
+        b.h,
+        boxstyle=f"round,pad=0.0,rounding_size={b.radius}",
+        fc=b.fc,
+        ec=b.ec,
+        lw=b.lw,
+        linestyle=b.linestyle,
+        zorder=Z_BOX,
+        visible=b.visible,
+    )
     box.set_gid(b.gid)
     ax.add_artist(box)  # not add_patch: limits are set once, and autoscaling costs O(n) per patch
     return box
 
 
 def _text_kw(t: Label, theme: Theme, zorder: float) -> dict[str, Any]:
-    kw: dict[str, Any] = dict(ha=t.ha, va=t.va, fontsize=t.size, zorder=zorder, color=t.color or theme.text,
-                              fontfamily=list(matplotlib_families()))
+    kw: dict[str, Any] = dict(
+        ha=t.ha,
+        va=t.va,
+        fontsize=t.size,
+        zorder=zorder,
+        color=t.color or theme.text,
+        fontfamily=list(matplotlib_families()),
+    )
     if t.weight != "normal":
         kw["fontweight"] = t.weight
     if t.style != "normal":
         kw["fontstyle"] = t.style
     if t.boxed:
-        kw["bbox"] = dict(boxstyle=f"round,pad={t.pad}", fc=to_rgba(t.fill or theme.label_fill, t.fill_alpha),
-                          ec=t.edge or "none", lw=0.6)
+        kw["bbox"] = dict(
+            boxstyle=f"round,pad={t.pad}",
+            fc=to_rgba(t.fill or theme.label_fill, t.fill_alpha),
+            ec=t.edge or "none",
+            lw=0.6,
+        )
     if not t.visible:
         kw["visible"] = False
     return kw
@@ -99,8 +133,15 @@ def text_artist(ax: Axes, t: Label, zorder: float = Z_TEXT, theme: Theme = LIGHT
 
 def arrow_artist(ax: Axes, a: Arrow, theme: Theme = LIGHT) -> FancyArrowPatch:
     """The matplotlib arrow for an Arrow record, added to ``ax``."""
-    style = dict(arrowstyle="-|>", mutation_scale=MUTATION * theme.line, lw=a.lw, color=a.color,
-                 linestyle=a.linestyle, zorder=Z_EDGE + a.lw / 100, visible=a.visible)  # thicker on top
+    style = dict(
+        arrowstyle="-|>",
+        mutation_scale=MUTATION * theme.line,
+        lw=a.lw,
+        color=a.color,
+        linestyle=a.linestyle,
+        zorder=Z_EDGE + a.lw / 100,
+        visible=a.visible,
+    )  # thicker on top
     if a.path is not None:
         arrow = FancyArrowPatch(path=Path(a.path.vertices, a.path.codes), **style)
     else:
@@ -113,16 +154,23 @@ def arrow_artist(ax: Axes, a: Arrow, theme: Theme = LIGHT) -> FancyArrowPatch:
 def mark_artists(ax: Axes, a: Arrow, scene: Scene) -> list[Line2D]:
     """The backward markers an Arrow record shows now (the step being processed)."""
 
-
     out = []
     sx, sy = scene.px_per_unit
     th = scene.theme
     for x, y, dx, dy in a.marks:
         angle = math.degrees(math.atan2(dy * sy, dx * sx))
         marker = MarkerStyle(_MARK_PATH).rotated(deg=angle)
-        line = Line2D([x], [y], marker=marker, markersize=MARK_LENGTH * th.line, linestyle="none",
-                      markerfacecolor=a.mark_color or a.color, markeredgecolor=th.background, markeredgewidth=0.8,
-                      zorder=Z_MARK)
+        line = Line2D(
+            [x],
+            [y],
+            marker=marker,
+            markersize=MARK_LENGTH * th.line,
+            linestyle="none",
+            markerfacecolor=a.mark_color or a.color,
+            markeredgecolor=th.background,
+            markeredgewidth=0.8,
+            zorder=Z_MARK,
+        )
         ax.add_artist(line)
         out.append(line)
     return out
@@ -172,22 +220,46 @@ def _swatch_artists(fig: Figure, sw: Swatch, scene: Scene) -> list:
     W, H = scene.canvas
     th = scene.theme
     if sw.kind == "box":
-        patch = FancyBboxPatch((sw.x / W, sw.y / H), sw.w / W, sw.h / H, boxstyle="round,pad=0,rounding_size=0.002",
-                               fc=sw.fc, ec=sw.ec, lw=sw.lw, linestyle=sw.linestyle, transform=fig.transFigure)
+        patch = FancyBboxPatch(
+            (sw.x / W, sw.y / H),
+            sw.w / W,
+            sw.h / H,
+            boxstyle="round,pad=0,rounding_size=0.002",
+            fc=sw.fc,
+            ec=sw.ec,
+            lw=sw.lw,
+            linestyle=sw.linestyle,
+            transform=fig.transFigure,
+        )
         fig.patches.append(patch)
         patch.set_figure(fig)
         return [patch]
     if sw.chip is not None:  # a "chip" swatch: its sample is a tag
         return [_fig_text(fig, sw.chip, scene)]
-    line = Line2D([sw.x / W, (sw.x + sw.w) / W], [sw.y / H, sw.y / H], color=sw.ec, lw=sw.lw, linestyle=sw.linestyle,
-                  transform=fig.transFigure, solid_capstyle="butt")
+    line = Line2D(
+        [sw.x / W, (sw.x + sw.w) / W],
+        [sw.y / H, sw.y / H],
+        color=sw.ec,
+        lw=sw.lw,
+        linestyle=sw.linestyle,
+        transform=fig.transFigure,
+        solid_capstyle="butt",
+    )
     fig.lines.append(line)
     line.set_figure(fig)
     out = [line]
     if sw.mark:
-        mark = Line2D([(sw.x + sw.w / 2) / W], [sw.y / H], marker=MarkerStyle(_MARK_PATH).rotated(deg=180),
-                      markersize=MARK_LENGTH * th.line, linestyle="none", markerfacecolor=sw.ec,
-                      markeredgecolor=th.background, markeredgewidth=0.8, transform=fig.transFigure)
+        mark = Line2D(
+            [(sw.x + sw.w / 2) / W],
+            [sw.y / H],
+            marker=MarkerStyle(_MARK_PATH).rotated(deg=180),
+            markersize=MARK_LENGTH * th.line,
+            linestyle="none",
+            markerfacecolor=sw.ec,
+            markeredgecolor=th.background,
+            markeredgewidth=0.8,
+            transform=fig.transFigure,
+        )
         fig.lines.append(mark)
         mark.set_figure(fig)
         out.append(mark)
@@ -234,8 +306,9 @@ def draw_edges(ax: Axes, graph: TapeGraph, pos, *, routes=None, display=None) ->
     return {e: arrow_artist(ax, a) for e, a in arrow_specs(graph, pos, routes=routes, display=display).items()}
 
 
-def draw_edge_labels(ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT, routes=None,
-                     display=None) -> dict[tuple, Text]:
+def draw_edge_labels(
+    ax: Axes, graph: TapeGraph, pos, *, fontsize: float = FONT, routes=None, display=None
+) -> dict[tuple, Text]:
     """A text on each edge for the gradient (or stop reason) it carries, on its run into its consumer."""
     specs = edge_label_specs(graph, pos, fontsize=fontsize, routes=routes, display=display)
     return {e: text_artist(ax, t, Z_EDGE_LABEL) for e, t in specs.items()}

@@ -52,9 +52,26 @@ from .messages import DEFAULT, Phrase, check_lang, localize, say
 from .shown import Shown, collapse, decide
 from .themes import LIGHT, Theme, get_theme, mix
 
-__all__ = ["Scene", "Box", "Label", "Arrow", "Route", "Swatch", "box_specs", "label_specs", "grad_specs",
-           "arrow_specs", "edge_label_specs", "figure_size", "node_title", "node_subtitle", "node_value_text",
-           "grad_text", "KIND_STYLE", "REASON_STYLE"]
+__all__ = [
+    "Scene",
+    "Box",
+    "Label",
+    "Arrow",
+    "Route",
+    "Swatch",
+    "box_specs",
+    "label_specs",
+    "grad_specs",
+    "arrow_specs",
+    "edge_label_specs",
+    "figure_size",
+    "node_title",
+    "node_subtitle",
+    "node_value_text",
+    "grad_text",
+    "KIND_STYLE",
+    "REASON_STYLE",
+]
 
 # Geometry, in data units: one layer is INCH_X inches wide, one row INCH_Y inches tall (x theme.scale).
 INCH_X, INCH_Y = 2.7, 1.15
@@ -305,8 +322,9 @@ def _extent_ys(pos, routes=None) -> list[float]:
     return ys
 
 
-def figure_size(pos: Mapping[Any, tuple[float, float]], *, max_inches: float = MAX_INCHES,
-                routes=None) -> tuple[float, float]:
+def figure_size(
+    pos: Mapping[Any, tuple[float, float]], *, max_inches: float = MAX_INCHES, routes=None
+) -> tuple[float, float]:
     """Inches the graph alone needs, so that one layer / one row keeps a constant size
     (a Scene adds its title, caption and legend: see ``Scene.size``)."""
     if not pos:
@@ -376,8 +394,9 @@ class _Plan(NamedTuple):
     room: float  # width its label may take, in data units (padding included)
 
 
-def _edge_plans(graph: TapeGraph, pos, routes=None, display: Shown | None = None, lanes=None, *,
-                label_h: float = 0.125) -> dict:
+def _edge_plans(
+    graph: TapeGraph, pos, routes=None, display: Shown | None = None, lanes=None, *, label_h: float = 0.125
+) -> dict:
     """Per edge key: its :class:`_Plan`.
 
     Every edge ends in the gap before its consumer: it turns from the height it
@@ -406,8 +425,7 @@ def _edge_plans(graph: TapeGraph, pos, routes=None, display: Shown | None = None
         if lane and (not stops or stops[-1][0] > gap_right):  # its last lane ends in this gap: leave room for the leg
             left = max(left, gap_right - GAP + 0.03 + lane[-1][1] % 4 * RETURN_STEP)
         room = (gap_right - right_room - left) / cols
-        plans[(u, v, k)] = _Plan((x0 + BOX_W / 2, y0 + off), stops, lane, port, end_y, col, cols, gap_right, off,
-                                 room)
+        plans[(u, v, k)] = _Plan((x0 + BOX_W / 2, y0 + off), stops, lane, port, end_y, col, cols, gap_right, off, room)
     return plans
 
 
@@ -486,8 +504,14 @@ def _mark_on_curve(p0, p3) -> tuple:
 # --------------------------------------------------------------------------- records of a graph
 
 
-def box_specs(graph: TapeGraph, pos, *, targets=(), display: Shown | None = None, theme: Theme = LIGHT,
-              ) -> dict[Any, Box]:
+def box_specs(
+    graph: TapeGraph,
+    pos,
+    *,
+    targets=(),
+    display: Shown | None = None,
+    theme: Theme = LIGHT,
+) -> dict[Any, Box]:
     """One rounded box per node, styled by kind; targets get the theme's target outline."""
     boxes = {}
     kinds = theme.kinds
@@ -495,8 +519,16 @@ def box_specs(graph: TapeGraph, pos, *, targets=(), display: Shown | None = None
         x, y = pos[n]
         fc, ec = kinds.get(d["kind"], kinds["op"])
         target = n in targets
-        boxes[n] = Box(x - BOX_W / 2, y - BOX_H / 2, BOX_W, BOX_H, fc, theme.target if target else ec,
-                       (LW_TARGET if target else LW_BOX) * theme.line, f"node-{n}")
+        boxes[n] = Box(
+            x - BOX_W / 2,
+            y - BOX_H / 2,
+            BOX_W,
+            BOX_H,
+            fc,
+            theme.target if target else ec,
+            (LW_TARGET if target else LW_BOX) * theme.line,
+            f"node-{n}",
+        )
     return boxes
 
 
@@ -510,9 +542,16 @@ def _box_lines(size: float, has_sub: bool, has_chips: bool) -> tuple[float, ...]
     return (title, sub, value, chips)
 
 
-def label_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, display: Shown | None = None,
-                theme: Theme = LIGHT, lang: str = DEFAULT, unit=(INCH_X * 72, INCH_Y * 72)
-                ) -> dict[Any, tuple[Label, Label, Label]]:
+def label_specs(
+    graph: TapeGraph,
+    pos,
+    *,
+    fontsize: float = FONT,
+    display: Shown | None = None,
+    theme: Theme = LIGHT,
+    lang: str = DEFAULT,
+    unit=(INCH_X * 72, INCH_Y * 72),
+) -> dict[Any, tuple[Label, Label, Label]]:
     """(title, subtitle, forward value) texts inside each box, fitted to its width and
     stacked by their font heights (leaving a row for chips where the box has some)."""
     labels = {}
@@ -535,16 +574,29 @@ def label_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, display: Shown
         value = fonts.fit(node_value_text(graph, n, display), inner, fontsize - 0.5)
         labels[n] = (
             Label(x, centres[0], title, fontsize, color=theme.text, weight="bold"),
-            Label(x, centres[1] if sub else y, fonts.fit(sub, inner, fontsize - 1, style="italic"), fontsize - 1,
-                  color=theme.muted, style="italic"),
+            Label(
+                x,
+                centres[1] if sub else y,
+                fonts.fit(sub, inner, fontsize - 1, style="italic"),
+                fontsize - 1,
+                color=theme.muted,
+                style="italic",
+            ),
             Label(x, centres[2], value, fontsize - 0.5, color=theme.value),
         )
     return labels
 
 
-def chip_specs(display: Shown, pos, *, fontsize: float = FONT, theme: Theme = LIGHT,
-               unit=(INCH_X * 72, INCH_Y * 72), rows: Mapping | None = None,
-               lang: str = DEFAULT) -> dict[Any, list[Label]]:
+def chip_specs(
+    display: Shown,
+    pos,
+    *,
+    fontsize: float = FONT,
+    theme: Theme = LIGHT,
+    unit=(INCH_X * 72, INCH_Y * 72),
+    rows: Mapping | None = None,
+    lang: str = DEFAULT,
+) -> dict[Any, list[Label]]:
     """The chips of each box (folded constants, shapes, random masks, named inputs) as a
     row of small tags at the bottom of the box: as many as fit, then "+k"."""
     out = {}
@@ -552,8 +604,10 @@ def chip_specs(display: Shown, pos, *, fontsize: float = FONT, theme: Theme = LI
     inner = BOX_W * unit[0] * 0.92
     pad = CHIP_PAD * size
     for n, d in display.nx.nodes(data=True):
-        chips = [dataclasses.replace(c, text=localize(c.text, lang)) if isinstance(c.text, Phrase) else c
-                 for c in d.get("chips") or []]
+        chips = [
+            dataclasses.replace(c, text=localize(c.text, lang)) if isinstance(c.text, Phrase) else c
+            for c in d.get("chips") or []
+        ]
         if not chips:
             continue
         x, y = pos[n]
@@ -570,8 +624,13 @@ def chip_specs(display: Shown, pos, *, fontsize: float = FONT, theme: Theme = LI
         if len(kept) < len(chips):
             rest = len(chips) - len(kept)
             if not kept:  # not even one fits whole: the first, cut to the room left
-                text = fonts.fit(chips[0].text, inner - 2 * pad - fonts.text_width(f"+{rest - 1}", size) - 2 * pad - 3,
-                                 size) if rest > 1 else fonts.fit(chips[0].text, inner - 2 * pad, size)
+                text = (
+                    fonts.fit(
+                        chips[0].text, inner - 2 * pad - fonts.text_width(f"+{rest - 1}", size) - 2 * pad - 3, size
+                    )
+                    if rest > 1
+                    else fonts.fit(chips[0].text, inner - 2 * pad, size)
+                )
                 if text:
                     kept.append((text, chips[0].kind, fonts.text_width(text, size) + 2 * pad))
                     used = kept[0][2] + 3.0
@@ -585,23 +644,53 @@ def chip_specs(display: Shown, pos, *, fontsize: float = FONT, theme: Theme = LI
         tags = []
         for text, kind, w in kept:
             fc, ec, tc = theme.chips.get(kind, theme.chips["value"])
-            tags.append(Label(left + w / 2 / unit[0], cy, text, size, color=tc, boxed=True, fill=fc, edge=ec,
-                              gid=None, pad=CHIP_PAD))
+            tags.append(
+                Label(
+                    left + w / 2 / unit[0],
+                    cy,
+                    text,
+                    size,
+                    color=tc,
+                    boxed=True,
+                    fill=fc,
+                    edge=ec,
+                    gid=None,
+                    pad=CHIP_PAD,
+                )
+            )
             left += (w + 3.0) / unit[0]
         out[n] = tags
     return out
 
 
-def grad_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, display: Shown | None = None,
-               theme: Theme = LIGHT) -> dict[Any, Label]:
+def grad_specs(
+    graph: TapeGraph, pos, *, fontsize: float = FONT, display: Shown | None = None, theme: Theme = LIGHT
+) -> dict[Any, Label]:
     """The gradient reaching each node, under its box (empty until the flow fills it)."""
-    return {n: Label(pos[n][0], pos[n][1] - BOX_H / 2 - 0.02, "", fontsize - 0.5, color=theme.grad_text, va="top",
-                     gid=f"grad-{n}")
-            for n, _ in _nodes(graph, display)}
+    return {
+        n: Label(
+            pos[n][0],
+            pos[n][1] - BOX_H / 2 - 0.02,
+            "",
+            fontsize - 0.5,
+            color=theme.grad_text,
+            va="top",
+            gid=f"grad-{n}",
+        )
+        for n, _ in _nodes(graph, display)
+    }
 
 
-def arrow_specs(graph: TapeGraph, pos, *, routes=None, display: Shown | None = None, plans=None,
-                theme: Theme = LIGHT, route: bool = True) -> dict[tuple, Arrow]:
+def arrow_specs(
+    graph: TapeGraph,
+    pos,
+    *,
+    routes=None,
+    display: Shown | None = None,
+    plans=None,
+    theme: Theme = LIGHT,
+    route: bool = True,
+) -> dict[tuple, Arrow]:
     """One arrow per edge, in the forward direction, ending at its consumer's port run
     (see :func:`_edge_plans`); routed edges follow their bends. ``route=False`` leaves the
     paths to the caller (a Scene routes each edge once it knows its label's width)."""
@@ -611,22 +700,48 @@ def arrow_specs(graph: TapeGraph, pos, *, routes=None, display: Shown | None = N
     for u, v, k, d in g.edges(keys=True, data=True):
         plan = plans[(u, v, k)]
         path, mark = _edge_route(plan)[::2] if route else (None, None)
-        arrows[(u, v, k)] = Arrow(plan.start, (plan.gap_right, plan.end_y), 0.0, path, theme.forward,
-                                  LW_EDGE * theme.line, "-", f"edge-{u}-{v}-{k}", list(d.get("members", [(u, v, k)])),
-                                  mark_at=mark)
+        arrows[(u, v, k)] = Arrow(
+            plan.start,
+            (plan.gap_right, plan.end_y),
+            0.0,
+            path,
+            theme.forward,
+            LW_EDGE * theme.line,
+            "-",
+            f"edge-{u}-{v}-{k}",
+            list(d.get("members", [(u, v, k)])),
+            mark_at=mark,
+        )
     return arrows
 
 
-def edge_label_specs(graph: TapeGraph, pos, *, fontsize: float = FONT, routes=None,
-                     display: Shown | None = None, plans=None, theme: Theme = LIGHT) -> dict[tuple, Label]:
+def edge_label_specs(
+    graph: TapeGraph,
+    pos,
+    *,
+    fontsize: float = FONT,
+    routes=None,
+    display: Shown | None = None,
+    plans=None,
+    theme: Theme = LIGHT,
+) -> dict[tuple, Label]:
     """A text on each edge for the gradient (or stop reason) it carries, right-aligned on
     its port run in the gap before its consumer."""
     plans = plans if plans is not None else _edge_plans(graph, pos, routes, display)
     out = {}
     for e, p in plans.items():
         x = p.gap_right - (CONVERGE_ROOM if abs(p.port - p.end_y) > 1e-9 else TAIL) - p.col * p.room
-        out[e] = Label(x, p.port, "", fontsize - 1, color=theme.grad_text, ha="right", boxed=True,
-                       fill=theme.label_fill, fill_alpha=theme.label_alpha)
+        out[e] = Label(
+            x,
+            p.port,
+            "",
+            fontsize - 1,
+            color=theme.grad_text,
+            ha="right",
+            boxed=True,
+            fill=theme.label_fill,
+            fill_alpha=theme.label_alpha,
+        )
     return out
 
 
@@ -648,8 +763,13 @@ def _legend_entries(scene: Scene | _LegendOnly) -> list[tuple[str, Any, str]]:
         if scene.has_bad:
             out.append(("line", (th.bad, LW_CARRIES * th.line, "-", False), say("ui.legend.bad", lang)))
     for r in scene.reasons:
-        out.append(("line", (th.stopped, LW_STOPPED * th.line * 1.3, REASON_STYLE.get(r, "--"), False),
-                    say("ui.legend.stopped", lang, reason=say(f"legend.{r}", lang))))
+        out.append(
+            (
+                "line",
+                (th.stopped, LW_STOPPED * th.line * 1.3, REASON_STYLE.get(r, "--"), False),
+                say("ui.legend.stopped", lang, reason=say(f"legend.{r}", lang)),
+            )
+        )
     for kind in scene.chip_kinds:
         out.append(("chip", kind, say(f"ui.chip.{kind}", lang)))
     scale = getattr(scene, "magnitude_scale", None)
@@ -706,17 +826,51 @@ def _legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple
                 colours, lo, hi = style
                 seg = 0.8 * sample_w
                 x_bar = x + fonts.text_width(lo, size) + sep
-                out.append(Swatch("box", x_bar, y - sample_h / 2, seg, sample_h, colours[0], colours[0], 0.0, "-",
-                                  Label(x, y, lo, size, color=th.text, ha="left")))
+                out.append(
+                    Swatch(
+                        "box",
+                        x_bar,
+                        y - sample_h / 2,
+                        seg,
+                        sample_h,
+                        colours[0],
+                        colours[0],
+                        0.0,
+                        "-",
+                        Label(x, y, lo, size, color=th.text, ha="left"),
+                    )
+                )
                 for i, colour in enumerate(colours[1:-1], start=1):
-                    out.append(Swatch("box", x_bar + i * seg, y - sample_h / 2, seg, sample_h, colour, colour, 0.0,
-                                      "-", Label(x, y, "", size, color=th.text, ha="left")))
-                sw = Swatch("box", x_bar + 9 * seg, y - sample_h / 2, seg, sample_h, colours[-1], colours[-1], 0.0,
-                            "-", label)
+                    out.append(
+                        Swatch(
+                            "box",
+                            x_bar + i * seg,
+                            y - sample_h / 2,
+                            seg,
+                            sample_h,
+                            colour,
+                            colour,
+                            0.0,
+                            "-",
+                            Label(x, y, "", size, color=th.text, ha="left"),
+                        )
+                    )
+                sw = Swatch(
+                    "box", x_bar + 9 * seg, y - sample_h / 2, seg, sample_h, colours[-1], colours[-1], 0.0, "-", label
+                )
             else:
                 fc, ec, tc = th.chips[style]
-                chip = Label(x + w_sample / 2, y, "2.0" if style == "value" else ("x" if style == "input" else "∼"),
-                             size - 1, color=tc, boxed=True, fill=fc, edge=ec, pad=CHIP_PAD)
+                chip = Label(
+                    x + w_sample / 2,
+                    y,
+                    "2.0" if style == "value" else ("x" if style == "input" else "∼"),
+                    size - 1,
+                    color=tc,
+                    boxed=True,
+                    fill=fc,
+                    edge=ec,
+                    pad=CHIP_PAD,
+                )
                 sw = Swatch("chip", x, y - sample_h / 2, w_sample, sample_h, fc, ec, 0.8, "-", label, chip=chip)
             out.append(sw)
             x += w + col_gap
@@ -777,10 +931,22 @@ class Scene:
     ``lang``: the language of every word on the picture.
     """
 
-    def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, pos=None, routes=None,
-                 title: str | None = None, caption: str | None = None, collapsed="auto", functions=(),
-                 lang: str = DEFAULT, show_all: bool = False, theme: str | Theme | None = None,
-                 magnitudes=None):
+    def __init__(
+        self,
+        graph: TapeGraph,
+        flow: GradientFlow | None = None,
+        *,
+        pos=None,
+        routes=None,
+        title: str | None = None,
+        caption: str | None = None,
+        collapsed="auto",
+        functions=(),
+        lang: str = DEFAULT,
+        show_all: bool = False,
+        theme: str | Theme | None = None,
+        magnitudes=None,
+    ):
         self.graph = graph
         self.lang = check_lang(lang)
         self.theme = th = get_theme(theme)
@@ -801,29 +967,43 @@ class Scene:
             pos, computed = layered_routes(dg)
             if routes is None:
                 n_columns = len({x for x, _ in pos.values()})
-                pos, routes, self.lanes = wrap_bands(dg, pos, computed,
-                                                     columns=band_columns(n_columns, most=BAND_MOST))
+                pos, routes, self.lanes = wrap_bands(dg, pos, computed, columns=band_columns(n_columns, most=BAND_MOST))
         self.pos = pos
         self.routes = routes or {}  # (u, v) -> bend points; edges not in it run straight to their consumer's gap
         self.font = th.font
         self.unit = (INCH_X * th.scale * 72.0, INCH_Y * th.scale * 72.0)  # points per data unit
         self.targets = {self.display.of[t] for t in flow.target_nodes} if flow is not None else set()
         self.kinds = [k for k in th.kinds if any(d["kind"] == k for _, d in dg.nodes(data=True))]
-        self.reasons = sorted({flow.edge_reason[m].reason for _, _, d in dg.edges(data=True)
-                               for m in d.get("members", ()) if m in flow.edge_reason}) if flow is not None else []
-        self.chip_kinds = [k for k in ("value", "input", "random")
-                           if any(c.kind == k for _, d in dg.nodes(data=True) for c in d.get("chips") or ())]
+        self.reasons = (
+            sorted(
+                {
+                    flow.edge_reason[m].reason
+                    for _, _, d in dg.edges(data=True)
+                    for m in d.get("members", ())
+                    if m in flow.edge_reason
+                }
+            )
+            if flow is not None
+            else []
+        )
+        self.chip_kinds = [
+            k
+            for k in ("value", "input", "random")
+            if any(c.kind == k for _, d in dg.nodes(data=True) for c in d.get("chips") or ())
+        ]
         disp = self.display
         label_h = (_label_height(self.font - 1) + 1.0) / self.unit[1]
         plans = _edge_plans(graph, pos, self.routes, disp, self.lanes, label_h=label_h)
         self._rooms = {e: p.room * self.unit[0] - 2 * LABEL_PAD * (self.font - 1) - 1.0 for e, p in plans.items()}
         self.boxes = box_specs(graph, pos, targets=self.targets, display=disp, theme=th)
-        self.labels = label_specs(graph, pos, fontsize=self.font, display=disp, theme=th, lang=self.lang,
-                                  unit=self.unit)
-        chip_rows = {n: trio[2].y - (sum(_box_lines(self.font, True, True)[2:]) / 2 + 1.0) / self.unit[1]
-                     for n, trio in self.labels.items()}
-        self.chips = chip_specs(disp, pos, fontsize=self.font, theme=th, unit=self.unit, rows=chip_rows,
-                                lang=self.lang)
+        self.labels = label_specs(
+            graph, pos, fontsize=self.font, display=disp, theme=th, lang=self.lang, unit=self.unit
+        )
+        chip_rows = {
+            n: trio[2].y - (sum(_box_lines(self.font, True, True)[2:]) / 2 + 1.0) / self.unit[1]
+            for n, trio in self.labels.items()
+        }
+        self.chips = chip_specs(disp, pos, fontsize=self.font, theme=th, unit=self.unit, rows=chip_rows, lang=self.lang)
         self.grads = grad_specs(graph, pos, fontsize=self.font, display=disp, theme=th)
         self.arrows = arrow_specs(graph, pos, display=disp, plans=plans, theme=th, route=False)
         self.edge_labels = edge_label_specs(graph, pos, fontsize=self.font, display=disp, plans=plans, theme=th)
@@ -854,7 +1034,8 @@ class Scene:
             finished = self.step == flow.last_step
             for n in changed:
                 self.grads[n].text, self.grads[n].color = self._node_grad_text(
-                    flow, n, self.display.nx.nodes[n]["kind"], self.step, finished)
+                    flow, n, self.display.nx.nodes[n]["kind"], self.step, finished
+                )
         self.set_title()
 
     def _magnitudes(self, items) -> tuple[dict, Any]:
@@ -913,7 +1094,8 @@ class Scene:
         for p in plans.values():
             x1 = p.gap_right - (CONVERGE_ROOM if abs(p.port - p.end_y) > 1e-9 else TAIL) - p.col * p.room
             rects.setdefault(round(p.gap_right + BOX_W / 2), []).append(
-                (p.port - label_h / 2, p.port + label_h / 2, x1 - p.room - pad, x1 + pad))
+                (p.port - label_h / 2, p.port + label_h / 2, x1 - p.room - pad, x1 + pad)
+            )
         starts = {}
         for col, rs in rects.items():
             rs.sort()
@@ -929,7 +1111,7 @@ class Scene:
                 rs = rects.get(col)
                 if not rs:
                     continue
-                for r0, r1, x0, x1 in rs[bisect_left(starts[col], y_low - label_h):bisect_left(starts[col], y_top)]:
+                for r0, r1, x0, x1 in rs[bisect_left(starts[col], y_low - label_h) : bisect_left(starts[col], y_top)]:
                     if r1 <= y_low or r0 >= y_top:
                         continue
                     if x1 <= x:
@@ -983,8 +1165,9 @@ class Scene:
         elif self.flow is not None:  # room for the longest of a few steps' titles (later ones are fitted to it)
             fl = self.flow
             sampled = {0, fl.last_step // 2, fl.last_step}
-            self.title_lines = max(len(fonts.wrap(self._step_title(fl, k, k == fl.last_step), inner, self.title_size))
-                                   for k in sampled)
+            self.title_lines = max(
+                len(fonts.wrap(self._step_title(fl, k, k == fl.last_step), inner, self.title_size)) for k in sampled
+            )
         else:
             self.title_lines = 1
         self.caption_size = self.font + 0.5
@@ -1009,8 +1192,9 @@ class Scene:
         self.title_label = Label(W / 2, H - margin * px, "", self.title_size, color=th.text, va="top", gid="title")
         self._title_inner = inner
         cap_y = H - (margin + self.title_lines * title_pitch + 4.0) * px
-        self.caption_label = Label(W / 2, cap_y, "\n".join(caption_lines), self.caption_size, color=th.muted,
-                                   va="top", gid="caption")
+        self.caption_label = Label(
+            W / 2, cap_y, "\n".join(caption_lines), self.caption_size, color=th.muted, va="top", gid="caption"
+        )
         self.legend = []
         for sw in legend:
             sw.x = sw.x * px + margin * px
@@ -1086,12 +1270,20 @@ class Scene:
         disp = self.display
         if disp.collapsed:
             calls = sum(1 for _, d in disp.nx.nodes(data=True) if d.get("group_kind") == "api")
-            notes.append(say("ui.note.collapsed", self.lang, layers=len(disp.collapsed) - calls, calls=calls,
-                             total=self.graph.nx.number_of_nodes()))
+            notes.append(
+                say(
+                    "ui.note.collapsed",
+                    self.lang,
+                    layers=len(disp.collapsed) - calls,
+                    calls=calls,
+                    total=self.graph.nx.number_of_nodes(),
+                )
+            )
         if disp.hidden or disp.folded:
             target = self.graph.display_name(self.flow.target_nodes[0]) if self.flow is not None else ""
-            notes.append(say("ui.note.hidden", self.lang, hidden=disp.n_hidden_ops, folded=len(disp.folded),
-                             target=target))
+            notes.append(
+                say("ui.note.hidden", self.lang, hidden=disp.n_hidden_ops, folded=len(disp.folded), target=target)
+            )
         budget = getattr(self.graph, "budget_note", None)
         if budget:
             notes.append(budget)
@@ -1121,7 +1313,7 @@ class Scene:
         text = prefix + _compact(value)
         if fonts.text_width(text, size) <= room or "|.|=" not in text:
             return fonts.fit(text, room, size)
-        return fonts.fit(prefix + text[text.index("|.|="):], room, size)  # the norm alone: the shape is on the box
+        return fonts.fit(prefix + text[text.index("|.|=") :], room, size)  # the norm alone: the shape is on the box
 
     def set_step(self, step: int | None) -> None:
         """Style every record for the flow as it stands after steps 0..`step` (None: the
@@ -1160,8 +1352,8 @@ class Scene:
         """Write ``self.title`` into the title's record: wrapped to the canvas, cut to the lines it has."""
         lines = fonts.wrap(self.title, self._title_inner, self.title_size)
         if len(lines) > self.title_lines:
-            rest = " ".join(lines[self.title_lines - 1:])
-            lines = lines[:self.title_lines - 1] + [fonts.fit(rest, self._title_inner, self.title_size)]
+            rest = " ".join(lines[self.title_lines - 1 :])
+            lines = lines[: self.title_lines - 1] + [fonts.fit(rest, self._title_inner, self.title_size)]
         self.title_label.text = "\n".join(lines)
 
     def _style_edge(self, fl: GradientFlow, e, arrow: Arrow, text: Label, k: int, active: bool) -> None:
@@ -1194,8 +1386,10 @@ class Scene:
                 cached = (self._fit_value(value, room, text.size), is_bad(value))
             elif len({self.graph.nx.edges[m]["tensor"] for m in members}) > 1:  # several tensors: no one sum
                 values = [fl.edge_grad(*m) for m in carried]
-                cached = (fonts.fit(say("ui.edge.parts", self.lang, n=len(carried)), room, text.size),
-                          any(is_bad(v) for v in values))
+                cached = (
+                    fonts.fit(say("ui.edge.parts", self.lang, n=len(carried)), room, text.size),
+                    any(is_bad(v) for v in values),
+                )
             elif len(carried) == len(members):  # every use of the tensor has sent its part: TF's sum (add_n)
                 value = fl.total_along(members)
                 values = [fl.edge_grad(*m) for m in carried]
@@ -1203,8 +1397,10 @@ class Scene:
                 cached = (self._fit_value(value, room, text.size, say("ui.edge.sum", self.lang)), bad)
             else:
                 values = [fl.edge_grad(*m) for m in carried]
-                cached = (fonts.fit(say("ui.edge.arriving", self.lang, got=len(carried), n=len(members)), room,
-                                    text.size), any(is_bad(v) for v in values))
+                cached = (
+                    fonts.fit(say("ui.edge.arriving", self.lang, got=len(carried), n=len(members)), room, text.size),
+                    any(is_bad(v) for v in values),
+                )
             self._texts[key] = cached
         text.text, bad = cached
         arrow.color = th.bad if bad else (th.active if active else th.flowing)

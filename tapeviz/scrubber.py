@@ -43,12 +43,18 @@ class TrainingExplorer(Explorer):
         if not steps:
             raise ValueError(
                 "This tv.History kept no picture to explore: record some steps with a tv.GradientTape and pass it "
-                "(hist.add(step, ..., tape=tape)), or use hist.callback(x, y) during model.fit.")
+                "(hist.add(step, ..., tape=tape)), or use hist.callback(x, y) during model.fit."
+            )
         self.history = hist
         super().__init__(explored_step(hist, steps[-1]), presenter=presenter, **settings)
         lang = self.state.lang
-        slider = W.SelectionSlider(options=steps, value=steps[-1], description=say("ui.control.train_step", lang),
-                                   continuous_update=False, layout=W.Layout(width="420px")).add_class("tv-train-step")
+        slider = W.SelectionSlider(
+            options=steps,
+            value=steps[-1],
+            description=say("ui.control.train_step", lang),
+            continuous_update=False,
+            layout=W.Layout(width="420px"),
+        ).add_class("tv-train-step")
         slider.observe(lambda ch: self.show_train_step(ch["new"]), names="value")
         self.controls["train_step"] = slider
         self.flags_view = W.HTML().add_class("tv-flags")
@@ -69,8 +75,9 @@ class TrainingExplorer(Explorer):
         """Show another training step's picture, keeping clipping, lr, language and theme."""
         explored = explored_step(self.history, step)
         last = explored.flow(TARGET).last_step
-        state: ExplorerState = self.state.replace(target=TARGET, step=last, node=None, collapsed=None,
-                                                  functions=frozenset())
+        state: ExplorerState = self.state.replace(
+            target=TARGET, step=last, node=None, collapsed=None, functions=frozenset()
+        )
         self.show_model(explored, state)
         self._show_step_info(step)
 
@@ -78,10 +85,14 @@ class TrainingExplorer(Explorer):
         lang = self.state.lang
         flags = self.history.flags(step=step)
         if flags:
-            items = "".join(f"<li class='tv-flag-{html.escape(f.kind)}'><b>{html.escape(f.kind)}</b> "
-                            f"{html.escape(f.text(lang))}</li>" for f in flags)
-            self.flags_view.value = (f"<div class='tv-bad'>{html.escape(say('ui.history.flags', lang, step=step))}"
-                                     f"</div><ul>{items}</ul>")
+            items = "".join(
+                f"<li class='tv-flag-{html.escape(f.kind)}'><b>{html.escape(f.kind)}</b> "
+                f"{html.escape(f.text(lang))}</li>"
+                for f in flags
+            )
+            self.flags_view.value = (
+                f"<div class='tv-bad'>{html.escape(say('ui.history.flags', lang, step=step))}</div><ul>{items}</ul>"
+            )
         else:
             note = html.escape(say("ui.history.no_flags", lang, step=step))
             self.flags_view.value = f"<div class='tv-note'>{note}</div>"
@@ -96,7 +107,7 @@ class TrainingExplorer(Explorer):
             buf = io.StringIO()
             fig.savefig(buf, format="svg")
             svg = buf.getvalue()
-            self._plots[step] = svg[svg.find("<svg"):]
+            self._plots[step] = svg[svg.find("<svg") :]
             if len(self._plots) > 32:
                 self._plots.pop(next(iter(self._plots)))
         return self._plots[step]

@@ -54,11 +54,38 @@ METADATA_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank", "BroadcastArgs", "B
 _SIGNIFICANT = frozenset({Reason.STOP_GRADIENT, Reason.OUTSIDE_TF, Reason.NOT_RECORDED, Reason.STATEFUL})
 # What a constant input means to the op using it: (op type, input index) -> role.
 _ROLES = {
-    **{(op, 1): "axis" for op in ("Sum", "Mean", "Max", "Min", "Prod", "All", "Any", "ArgMax", "ArgMin",
-                                  "EuclideanNorm", "Cumsum", "ExpandDims", "Squeeze", "GatherV2", "ReverseV2")},
-    ("ConcatV2", -1): "axis", ("Pack", -1): "axis", ("Reshape", 1): "shape", ("Fill", 0): "shape",
-    ("BroadcastTo", 1): "shape", ("Transpose", 1): "perm", ("Pow", 1): "exponent", ("Tile", 1): "multiples",
-    ("Pad", 1): "paddings", ("PadV2", 1): "paddings", ("MirrorPad", 1): "paddings", ("OneHot", 1): "depth",
+    **{
+        (op, 1): "axis"
+        for op in (
+            "Sum",
+            "Mean",
+            "Max",
+            "Min",
+            "Prod",
+            "All",
+            "Any",
+            "ArgMax",
+            "ArgMin",
+            "EuclideanNorm",
+            "Cumsum",
+            "ExpandDims",
+            "Squeeze",
+            "GatherV2",
+            "ReverseV2",
+        )
+    },
+    ("ConcatV2", -1): "axis",
+    ("Pack", -1): "axis",
+    ("Reshape", 1): "shape",
+    ("Fill", 0): "shape",
+    ("BroadcastTo", 1): "shape",
+    ("Transpose", 1): "perm",
+    ("Pow", 1): "exponent",
+    ("Tile", 1): "multiples",
+    ("Pad", 1): "paddings",
+    ("PadV2", 1): "paddings",
+    ("MirrorPad", 1): "paddings",
+    ("OneHot", 1): "depth",
 }
 
 
@@ -151,10 +178,22 @@ class Shown:
     nodes, are not drawn.
     """
 
-    def __init__(self, g: nx.MultiDiGraph, groups: Mapping[Node, str | None], collapsed, bodies=None, *,
-                 boxes: set | None = None, chips: Mapping[Node, list] | None = None, links=(), hidden=(),
-                 folded=(), group_kinds: Mapping[str, str] | None = None, names=(),
-                 calls: Mapping[Node, int] | None = None):
+    def __init__(
+        self,
+        g: nx.MultiDiGraph,
+        groups: Mapping[Node, str | None],
+        collapsed,
+        bodies=None,
+        *,
+        boxes: set | None = None,
+        chips: Mapping[Node, list] | None = None,
+        links=(),
+        hidden=(),
+        folded=(),
+        group_kinds: Mapping[str, str] | None = None,
+        names=(),
+        calls: Mapping[Node, int] | None = None,
+    ):
         self.source = g
         self.collapsed = {c for c in collapsed if c is not None}
         self.group_names = sorted(set(names) or {x for x in groups.values() if x is not None})
@@ -173,8 +212,15 @@ class Shown:
                 call = calls.get(n, 0) if calls else 0
                 dn = f"layer:{layer}" if call == 0 else f"layer:{layer}#{call + 1}"
                 if dn not in d:
-                    d.add_node(dn, kind="layer", layer=layer, call=call, group_kind=kinds.get(layer, "layer"),
-                               members=[], chips=[])
+                    d.add_node(
+                        dn,
+                        kind="layer",
+                        layer=layer,
+                        call=call,
+                        group_kind=kinds.get(layer, "layer"),
+                        members=[],
+                        chips=[],
+                    )
                     self.members[dn] = d.nodes[dn]["members"]
                 d.nodes[dn]["members"].append(n)
                 for c in chips.get(n, ()):  # a group box keeps what the reader must know: inputs, randomness
@@ -333,8 +379,15 @@ def collapse(g: nx.MultiDiGraph, collapsed="auto", *, threshold: int = COLLAPSE_
 # --------------------------------------------------------------------------- the decision
 
 
-def decide(graph: TapeGraph, flow=None, *, show_all: bool = False, collapsed: Collapsed = "auto", bodies=None,
-           fit: int = FIT_BOXES) -> Shown:
+def decide(
+    graph: TapeGraph,
+    flow=None,
+    *,
+    show_all: bool = False,
+    collapsed: Collapsed = "auto",
+    bodies=None,
+    fit: int = FIT_BOXES,
+) -> Shown:
     """What a picture of ``graph`` (and ``flow``'s backward pass) shows (see the module
     docstring). ``collapsed``: "auto", True, False, or the group names to collapse."""
     if show_all:
@@ -396,8 +449,11 @@ class _Decision:
             if n in reach:
                 continue
             d = G.nodes[n]
-            if (d["kind"] == "op" and d["op_type"] in STATEFUL_OPS
-                    and self.graph.capture.ops[d["op_index"]].tape_recording):
+            if (
+                d["kind"] == "op"
+                and d["op_type"] in STATEFUL_OPS
+                and self.graph.capture.ops[d["op_index"]].tape_recording
+            ):
                 # an assign the user made into what the target reads (not a variable's
                 # initializer: Keras runs those in tf.init_scope, where the tape is paused)
                 var = self.graph.assigned_variable(n)
@@ -452,8 +508,11 @@ class _Decision:
     def _chip(self, consumer, index: int, tensor: int, members: tuple) -> Chip:
         G = self.G
         g = self.graph
-        named = [G.nodes[m]["name"] for m in members if G.nodes[m]["kind"] in ("input", "constant", "variable")
-                 and G.nodes[m].get("name")]
+        named = [
+            G.nodes[m]["name"]
+            for m in members
+            if G.nodes[m]["kind"] in ("input", "constant", "variable") and G.nodes[m].get("name")
+        ]
         if any("random" in G.nodes[m].get("op_type", "").lower() for m in members):
             op = G.nodes[consumer].get("op_type", "")
             mask = op in ("Mul", "SelectV2", "Select", "RealDiv")
@@ -487,6 +546,22 @@ class _Decision:
             default |= layers
         chosen = _chosen_groups(collapsed, names, default)
         links = getattr(self.flow, "left_links", ()) if self.flow is not None else ()
-        return _acyclic(lambda ch, calls=None: Shown(
-            G, group, ch, bodies, boxes=self.boxes, chips=self.chips, links=links, hidden=self.hidden,
-            folded=self.folded, group_kinds=kinds, names=names, calls=calls), G, group, chosen)
+        return _acyclic(
+            lambda ch, calls=None: Shown(
+                G,
+                group,
+                ch,
+                bodies,
+                boxes=self.boxes,
+                chips=self.chips,
+                links=links,
+                hidden=self.hidden,
+                folded=self.folded,
+                group_kinds=kinds,
+                names=names,
+                calls=calls,
+            ),
+            G,
+            group,
+            chosen,
+        )

@@ -29,12 +29,21 @@ from .themes import get_theme, mix
 
 __all__ = ["Slope", "slope_svg", "slope_figure", "tangent_segment", "caption_lines"]
 
+
 def _colours(theme: str) -> dict:
     """The slope plot's colours, from the tapeviz theme (themes.py holds every colour): the
     curve in the theme's highlight colour, the tangent in its gradient colour."""
     th = get_theme(theme)
-    return dict(bg=th.background, fg=th.text, axis=th.muted, grid=mix(th.muted, th.background, 0.25),
-                curve=th.active, tangent=th.flowing, point=th.text, width=1.6 * th.line)
+    return dict(
+        bg=th.background,
+        fg=th.text,
+        axis=th.muted,
+        grid=mix(th.muted, th.background, 0.25),
+        curve=th.active,
+        tangent=th.flowing,
+        point=th.text,
+        width=1.6 * th.line,
+    )
 
 
 #: Half the tangent segment's length, as a fraction of the input's range.
@@ -151,41 +160,60 @@ def slope_svg(s: Slope, *, lang: str = DEFAULT, theme: str = "light", width: int
     def Y(v):
         return top + (y_hi - np.asarray(v, float)) / (y_hi - y_lo) * ph
 
-    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="tv-slope-svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="{font}">'),
-           f'<rect width="{width}" height="{height}" fill="{c["bg"]}"/>',
-           f'<clipPath id="tv-slope-clip"><rect x="{left}" y="{top}" width="{pw}" height="{ph}"/></clipPath>']
+    out = [
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="tv-slope-svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="{font}">'
+        ),
+        f'<rect width="{width}" height="{height}" fill="{c["bg"]}"/>',
+        f'<clipPath id="tv-slope-clip"><rect x="{left}" y="{top}" width="{pw}" height="{ph}"/></clipPath>',
+    ]
     for t in MaxNLocator(5).tick_values(x_lo, x_hi):
         if x_lo - 1e-9 <= t <= x_hi + 1e-9:
             x = float(X(t))
-            out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="{c["grid"]}"/>'
-                       f'<text x="{x:.1f}" y="{top + ph + font + 2}" text-anchor="middle" fill="{c["fg"]}">'
-                       f'{_esc(_num(t))}</text>')
+            out.append(
+                f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="{c["grid"]}"/>'
+                f'<text x="{x:.1f}" y="{top + ph + font + 2}" text-anchor="middle" fill="{c["fg"]}">'
+                f"{_esc(_num(t))}</text>"
+            )
     for t in MaxNLocator(5).tick_values(y_lo, y_hi):
         if y_lo <= t <= y_hi:
             y = float(Y(t))
-            out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="{c["grid"]}"/>'
-                       f'<text x="{left - 4}" y="{y + font / 3:.1f}" text-anchor="end" fill="{c["fg"]}">'
-                       f'{_esc(_num(t))}</text>')
+            out.append(
+                f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="{c["grid"]}"/>'
+                f'<text x="{left - 4}" y="{y + font / 3:.1f}" text-anchor="end" fill="{c["fg"]}">'
+                f"{_esc(_num(t))}</text>"
+            )
     out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="{c["axis"]}"/>')
-    out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 3}" text-anchor="middle" fill="{c["fg"]}">'
-               f'{_esc(s.input)}</text>')
-    out.append(f'<text transform="translate({font + 1},{top + ph / 2:.1f}) rotate(-90)" text-anchor="middle" '
-               f'fill="{c["fg"]}">{_esc(s.y_name)}</text>')
-    out.append(f'<text x="{width / 2:.1f}" y="{top - 8}" text-anchor="middle" fill="{c["fg"]}" font-weight="600">'
-               f'{_esc(_title(s, lang))}</text>')
+    out.append(
+        f'<text x="{left + pw / 2:.1f}" y="{height - 3}" text-anchor="middle" fill="{c["fg"]}">{_esc(s.input)}</text>'
+    )
+    out.append(
+        f'<text transform="translate({font + 1},{top + ph / 2:.1f}) rotate(-90)" text-anchor="middle" '
+        f'fill="{c["fg"]}">{_esc(s.y_name)}</text>'
+    )
+    out.append(
+        f'<text x="{width / 2:.1f}" y="{top - 8}" text-anchor="middle" fill="{c["fg"]}" font-weight="600">'
+        f"{_esc(_title(s, lang))}</text>"
+    )
     w = c["width"]
-    out.append(f'<g clip-path="url(#tv-slope-clip)">'
-               f'<path class="tv-slope-curve" d="{_path(X(s.xs), Y(s.ys))}" fill="none" stroke="{c["curve"]}" '
-               f'stroke-width="{w}" stroke-linejoin="round"/>')
+    out.append(
+        f'<g clip-path="url(#tv-slope-clip)">'
+        f'<path class="tv-slope-curve" d="{_path(X(s.xs), Y(s.ys))}" fill="none" stroke="{c["curve"]}" '
+        f'stroke-width="{w}" stroke-linejoin="round"/>'
+    )
     seg = tangent_segment(s)
     if seg is not None:
         (xa, xb), (ya, yb) = X(seg[0]), Y(seg[1])
-        out.append(f'<line class="tv-slope-tangent" x1="{xa:.1f}" y1="{ya:.1f}" x2="{xb:.1f}" y2="{yb:.1f}" '
-                   f'stroke="{c["tangent"]}" stroke-width="{w + 0.4}" data-slope="{s.slope!r}"/>')
+        out.append(
+            f'<line class="tv-slope-tangent" x1="{xa:.1f}" y1="{ya:.1f}" x2="{xb:.1f}" y2="{yb:.1f}" '
+            f'stroke="{c["tangent"]}" stroke-width="{w + 0.4}" data-slope="{s.slope!r}"/>'
+        )
     if np.isfinite(s.y0):
-        out.append(f'<circle class="tv-slope-point" cx="{float(X(s.x0)):.1f}" cy="{float(Y(s.y0)):.1f}" r="4" '
-                   f'fill="{c["point"]}"/>')
+        out.append(
+            f'<circle class="tv-slope-point" cx="{float(X(s.x0)):.1f}" cy="{float(Y(s.y0)):.1f}" r="4" '
+            f'fill="{c["point"]}"/>'
+        )
     out.append("</g></svg>")
     return "".join(out)
 
@@ -224,8 +252,14 @@ def slope_figure(s: Slope, *, lang: str = DEFAULT, theme: str = "light") -> Figu
     ax.plot(s.xs, s.ys, color=c["curve"], lw=c["width"], gid="curve", label=s.y_name)
     seg = tangent_segment(s)
     if seg is not None and s.slope is not None:  # (a tangent needs a slope)
-        ax.plot(seg[0], seg[1], color=c["tangent"], lw=c["width"] + 0.4, gid="tangent",
-                label=say("ui.slope.legend", lang, slope=_num(s.slope)))
+        ax.plot(
+            seg[0],
+            seg[1],
+            color=c["tangent"],
+            lw=c["width"] + 0.4,
+            gid="tangent",
+            label=say("ui.slope.legend", lang, slope=_num(s.slope)),
+        )
     if np.isfinite(s.y0):
         ax.plot([s.x0], [s.y0], "o", color=c["point"], ms=6, gid="point", zorder=5)
     ax.set_xlim(float(s.xs[0]), float(s.xs[-1]))
@@ -236,6 +270,7 @@ def slope_figure(s: Slope, *, lang: str = DEFAULT, theme: str = "light") -> Figu
     legend = ax.legend(loc="best", fontsize=8, facecolor=c["bg"], edgecolor=c["grid"])
     for text in legend.get_texts():
         text.set_color(c["fg"])
-    fig.text(0.5, 0.08 / height, "\n".join(lines), ha="center", va="bottom", fontsize=8.5, linespacing=1.3,
-             color=c["fg"])
+    fig.text(
+        0.5, 0.08 / height, "\n".join(lines), ha="center", va="bottom", fontsize=8.5, linespacing=1.3, color=c["fg"]
+    )
     return fig

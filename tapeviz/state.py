@@ -124,9 +124,16 @@ class Explored:
         key = state.structure[:1] + (self.collapsed(state),) + state.structure[2:]
         view = self._views.get(key)
         if view is None:
-            view = self._views[key] = GraphView(self.graph, self.flow(state.target), collapsed=set(key[1]),
-                                                functions=set(state.functions), show_all=state.show_all,
-                                                lang=state.lang, theme=state.theme, magnitude=state.magnitude)
+            view = self._views[key] = GraphView(
+                self.graph,
+                self.flow(state.target),
+                collapsed=set(key[1]),
+                functions=set(state.functions),
+                show_all=state.show_all,
+                lang=state.lang,
+                theme=state.theme,
+                magnitude=state.magnitude,
+            )
         view.overrides = clipped_texts(self, state)
         view.set_step(state.step)
         return view
@@ -140,9 +147,17 @@ class Explored:
             if measured is None:  # what no slider changes: raw gradients, their norms, the weights
                 weights = {name: self.graph.value_of(node) for name, node in self.variables().items()}
                 measured = self._measures[state.target] = clipping.measure(
-                    self.raw_gradients(state), {k: v for k, v in weights.items() if v is not None})
-            rep = clipping.report(measured.grads, measured.weights, mode=state.clip, clip_norm=state.clip_norm,
-                                  clip_value=state.clip_range, lr=state.lr, measured=measured)
+                    self.raw_gradients(state), {k: v for k, v in weights.items() if v is not None}
+                )
+            rep = clipping.report(
+                measured.grads,
+                measured.weights,
+                mode=state.clip,
+                clip_norm=state.clip_norm,
+                clip_value=state.clip_range,
+                lr=state.lr,
+                measured=measured,
+            )
             if len(self._reports) >= 64:
                 self._reports.pop(next(iter(self._reports)))
             self._reports[key] = rep
@@ -198,8 +213,10 @@ def clipped_texts(ex: Explored, state: ExplorerState) -> dict:
     fl = ex.flow(state.target)
     if state.clip == "none" or step_of(ex, state) < fl.last_step:
         return {}
-    return ex.cached_texts((state.target, state.clip, state.clip_norm, tuple(state.clip_value)),
-                           lambda: _clipped_texts(ex, ex.report(state)))
+    return ex.cached_texts(
+        (state.target, state.clip, state.clip_norm, tuple(state.clip_value)),
+        lambda: _clipped_texts(ex, ex.report(state)),
+    )
 
 
 def _clipped_texts(ex: Explored, rep: clipping.ClipReport) -> dict:
@@ -216,13 +233,16 @@ def picture(ex: Explored, state: ExplorerState) -> str:
     Keyed by everything it shows, so moves that change nothing drawn (the learning
     rate, clipping while an earlier step is shown) reuse the picture."""
     overrides = clipped_texts(ex, state)
-    key = (state.structure[:1] + (ex.collapsed(state),) + state.structure[2:], step_of(ex, state),
-           tuple(sorted((str(k), v) for k, v in overrides.items())))
+    key = (
+        state.structure[:1] + (ex.collapsed(state),) + state.structure[2:],
+        step_of(ex, state),
+        tuple(sorted((str(k), v) for k, v in overrides.items())),
+    )
 
     def make() -> str:
         with gc_paused():
             svg = to_svg(ex.view(state), fit=True)
-        return svg[svg.find("<svg"):]
+        return svg[svg.find("<svg") :]
 
     return ex.cached_picture(key, make)
 

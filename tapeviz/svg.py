@@ -43,8 +43,14 @@ CHEVRON = 8.0  # points: a backward marker's length (times the theme's line fact
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _TO_ESCAPE = re.compile("[&<>\"'\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _ANCHOR = {"left": "start", "center": "middle", "right": "end"}
-_DASHES = {"--": (3.7, 1.6), "dashed": (3.7, 1.6), "-.": (6.4, 1.6, 1.0, 1.6), "dashdot": (6.4, 1.6, 1.0, 1.6),
-           ":": (1.0, 1.65), "dotted": (1.0, 1.65)}  # matplotlib's default patterns, in units of the line width
+_DASHES = {
+    "--": (3.7, 1.6),
+    "dashed": (3.7, 1.6),
+    "-.": (6.4, 1.6, 1.0, 1.6),
+    "dashdot": (6.4, 1.6, 1.0, 1.6),
+    ":": (1.0, 1.65),
+    "dotted": (1.0, 1.65),
+}  # matplotlib's default patterns, in units of the line width
 FAMILY = ", ".join(f"'{f}'" if " " in f else f for f in FONT_FAMILIES)
 
 
@@ -104,8 +110,15 @@ class _Writer:
             self._colors[key] = out
         return out
 
-    def stroke(self, color: str, lw_pt: float, linestyle="-", fill: str | None = None, cap: str | None = None,
-               join: str | None = None) -> str:
+    def stroke(
+        self,
+        color: str,
+        lw_pt: float,
+        linestyle="-",
+        fill: str | None = None,
+        cap: str | None = None,
+        join: str | None = None,
+    ) -> str:
         """CSS declarations of an outline (and fill), for a `style=` attribute."""
         key = (color, lw_pt, linestyle if isinstance(linestyle, str) else repr(linestyle), fill, cap, join)
         got = self._styles.get(key)
@@ -148,8 +161,9 @@ class _Writer:
         style = self.stroke(b.ec, b.lw, b.linestyle, fill=b.fc)
         return f'<rect x="{x0:.2f}" y="{y0:.2f}" width="{x1 - x0:.2f}" height="{y1 - y0:.2f}"{radius} style="{style}"/>'
 
-    def text(self, t: Label, *, px: bool = False, gid: str | None = None, keep_empty: bool = False,
-             split: bool = False) -> str:
+    def text(
+        self, t: Label, *, px: bool = False, gid: str | None = None, keep_empty: bool = False, split: bool = False
+    ) -> str:
         """A label as <text> (one per line when ``split``), after its background box.
 
         Lines sit where matplotlib's layout puts them: the block of lines is aligned by
@@ -185,18 +199,23 @@ class _Writer:
             x0 = x - (width / 2 if anchor == "middle" else width if anchor == "end" else 0.0)
             pad = t.pad * size
             edge = self.paint("stroke", t.edge) + f' stroke-width="{0.6 * self.px:.2f}"' if t.edge else ""
-            out.append(f'<rect x="{x0 - pad:.2f}" y="{top - pad:.2f}" width="{width + 2 * pad:.2f}" '
-                       f'height="{block + 2 * pad:.2f}" rx="{pad:.2f}"'
-                       f'{self.paint("fill", t.fill or self.scene.theme.label_fill, t.fill_alpha)}{edge}/>')
+            out.append(
+                f'<rect x="{x0 - pad:.2f}" y="{top - pad:.2f}" width="{width + 2 * pad:.2f}" '
+                f'height="{block + 2 * pad:.2f}" rx="{pad:.2f}"'
+                f"{self.paint('fill', t.fill or self.scene.theme.label_fill, t.fill_alpha)}{edge}/>"
+            )
         base = top + a
         if len(lines) == 1:
             out.append(f'<text{ident} x="{x:.2f}" y="{base:.2f}"{font} text-anchor="{anchor}"{fill}>{_esc(s)}</text>')
         elif split:
-            out.extend(f'<text x="{x:.2f}" y="{base + i * pitch:.2f}"{font} text-anchor="{anchor}"{fill}>'
-                       f'{_esc(line)}</text>' for i, line in enumerate(lines))
+            out.extend(
+                f'<text x="{x:.2f}" y="{base + i * pitch:.2f}"{font} text-anchor="{anchor}"{fill}>{_esc(line)}</text>'
+                for i, line in enumerate(lines)
+            )
         else:
-            spans = "".join(f'<tspan x="{x:.2f}" y="{base + i * pitch:.2f}">{_esc(line)}</tspan>'
-                            for i, line in enumerate(lines))
+            spans = "".join(
+                f'<tspan x="{x:.2f}" y="{base + i * pitch:.2f}">{_esc(line)}</tspan>' for i, line in enumerate(lines)
+            )
             out.append(f'<text{ident}{font} text-anchor="{anchor}"{fill}>{spans}</text>')
         return "".join(out)
 
@@ -254,8 +273,11 @@ def head_and_line(pts: list, mutation: float, lw: float) -> tuple[list, list | N
     ddx, ddy = pad * dx / dist, pad * dy / dist
     dx, dy = dx / dist * head_dist, dy / dist * head_dist
     tx, ty = x1 + ddx, y1 + ddy
-    head = [(tx + cos_t * dx + sin_t * dy, ty - sin_t * dx + cos_t * dy), (tx, ty),
-            (tx + cos_t * dx - sin_t * dy, ty + sin_t * dx + cos_t * dy)]
+    head = [
+        (tx + cos_t * dx + sin_t * dy, ty - sin_t * dx + cos_t * dy),
+        (tx, ty),
+        (tx + cos_t * dx - sin_t * dy, ty + sin_t * dx + cos_t * dy),
+    ]
     line = list(pts)
     line[-1] = (x1 + ddx, y1 + ddy)
     return line, head
@@ -325,8 +347,10 @@ def to_svg(view, *, fit: bool = False) -> str:
         style += f";max-width:100%;height:auto;min-width:{shrink * W / px:.2f}pt"
     out = [
         '<?xml version="1.0" encoding="utf-8" standalone="no"?>\n',
-        (f'<svg xmlns="{SVG_NS}" version="1.1" width="{W / px:.2f}pt" height="{H / px:.2f}pt" '
-         f'viewBox="0 0 {W:.2f} {H:.2f}" font-family="{_esc(FAMILY)}" style="{style}">\n'),
+        (
+            f'<svg xmlns="{SVG_NS}" version="1.1" width="{W / px:.2f}pt" height="{H / px:.2f}pt" '
+            f'viewBox="0 0 {W:.2f} {H:.2f}" font-family="{_esc(FAMILY)}" style="{style}">\n'
+        ),
         f'<rect width="100%" height="100%"{w.paint("fill", sc.theme.background)}/>\n',
         '<g id="layer-edges">\n',
     ]
@@ -374,8 +398,10 @@ def _swatch(w: _Writer, sc: Scene, sw: Swatch) -> str:
     H = w.height
     if sw.kind == "box":
         style = w.stroke(sw.ec, sw.lw, sw.linestyle, fill=sw.fc)
-        return (f'<rect x="{sw.x:.2f}" y="{H - sw.y - sw.h:.2f}" width="{sw.w:.2f}" height="{sw.h:.2f}" '
-                f'rx="{2 * w.px:.2f}" style="{style}"/>')
+        return (
+            f'<rect x="{sw.x:.2f}" y="{H - sw.y - sw.h:.2f}" width="{sw.w:.2f}" height="{sw.h:.2f}" '
+            f'rx="{2 * w.px:.2f}" style="{style}"/>'
+        )
     if sw.chip is not None:  # a "chip" swatch: its sample is a tag
         return w.text(sw.chip, px=True)
     y = H - sw.y

@@ -41,10 +41,22 @@ _GENERIC = ("sans-serif", "serif", "monospace", "cursive", "fantasy")
 _GLOBAL = {"defs", "style", "metadata", "title", "desc"}  # drawn nowhere, needed by every part
 _GROUP_EFFECTS = ("opacity", "filter", "mask", "clip-path")  # a group drawn as one layer: its parts can't be apart
 _UNBOUNDED = ("filter", "marker-start", "marker-mid", "marker-end", "marker")  # paint beyond the geometry
-_TEXT_UNBOUNDED = ("dx", "dy", "rotate", "textLength", "letter-spacing", "word-spacing", "writing-mode",
-                   "baseline-shift", "dominant-baseline", "alignment-baseline", "font-stretch")
-CJK = re.compile("[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
-                 "\U00020000-\U0003ffff]")
+_TEXT_UNBOUNDED = (
+    "dx",
+    "dy",
+    "rotate",
+    "textLength",
+    "letter-spacing",
+    "word-spacing",
+    "writing-mode",
+    "baseline-shift",
+    "dominant-baseline",
+    "alignment-baseline",
+    "font-stretch",
+)
+CJK = re.compile(
+    "[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003ffff]"
+)
 _FAMILY = re.compile(r"font-family(?:\s*=\s*\"([^\"]*)\"|\s*=\s*'([^']*)'|\s*:\s*([^;\"]*))")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _PATH_TOKEN = re.compile(r"[MmZzLlHhVvCcSsQqTtAa]|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -86,8 +98,9 @@ def fonts_for(families: tuple[str, ...], cjk: bool) -> tuple[tuple[str, ...], di
         for weight in ("normal", "bold"):
             for style in ("normal", "italic"):
                 try:
-                    path = fm.findfont(fm.FontProperties(family=[fam], weight=weight, style=style),
-                                       fallback_to_default=False)
+                    path = fm.findfont(
+                        fm.FontProperties(family=[fam], weight=weight, style=style), fallback_to_default=False
+                    )
                 except ValueError:  # a family matplotlib does not have: resvg falls back to sans-serif
                     continue
                 if path not in files:
@@ -162,8 +175,10 @@ class SvgDoc:
         # they meant a share of the whole picture, not of the part (a nested <svg> the size
         # of the whole would keep their meaning, but costs resvg a layer: twice the time)
         body = self.body if units is None else "".join(self.globals) + "".join(u.drawn for u in units)
-        return (f'<svg{attrs} width="{w}" height="{h}" viewBox="{rx!r} {ry!r} {rw!r} {rh!r}" '
-                f'preserveAspectRatio="none">{body}</svg>')
+        return (
+            f'<svg{attrs} width="{w}" height="{h}" viewBox="{rx!r} {ry!r} {rw!r} {rh!r}" '
+            f'preserveAspectRatio="none">{body}</svg>'
+        )
 
 
 def _parse_tree(data: bytes) -> _Node:
@@ -186,7 +201,7 @@ def _parse_tree(data: bytes) -> _Node:
     def end(tag):
         node = stack.pop()
         i = parser.CurrentByteIndex
-        if events[0] == node.head_end + 1 and data[i - 2:i] == b"/>":  # <x .../>: expat is already past it
+        if events[0] == node.head_end + 1 and data[i - 2 : i] == b"/>":  # <x .../>: expat is already past it
             node.head_end = node.end = i
         else:
             node.head_end = _tag_end(data, node.start)
@@ -278,10 +293,16 @@ def parse_svg(svg: str, bounds: dict | None = None, *, elements: bool = True) ->
         w_in, h_in = (w_attr or view_box[2]) / 96, (h_attr or view_box[3]) / 96
     outer = {k: v for k, v in a.items() if k == "xmlns" or k.startswith("xmlns:")}
     outer.setdefault("xmlns", "http://www.w3.org/2000/svg")
-    inner = {k: v for k, v in a.items() if k not in outer and k not in ("width", "height", "viewBox", "version",
-                                                                        "x", "y", "preserveAspectRatio")}
-    body = data[root.head_end:root.end - len(b"</" + root.tag.encode() + b">")].decode("utf-8") \
-        if root.end != root.head_end else ""
+    inner = {
+        k: v
+        for k, v in a.items()
+        if k not in outer and k not in ("width", "height", "viewBox", "version", "x", "y", "preserveAspectRatio")
+    }
+    body = (
+        data[root.head_end : root.end - len(b"</" + root.tag.encode() + b">")].decode("utf-8")
+        if root.end != root.head_end
+        else ""
+    )
     globals_: list[str] = []
     units: list[_Unit] = []
     fonts = fonts_for(_families(svg), bool(CJK.search(svg)))
@@ -289,8 +310,18 @@ def parse_svg(svg: str, bounds: dict | None = None, *, elements: bool = True) ->
         ctx = _Context(view_box=view_box, glyphs=_glyphs(fonts[0])).inherit(a)
         _collect(data, root, [], "", ctx, globals_, units, {} if bounds is None else bounds)
     keys = [u.key for u in units]
-    return SvgDoc(svg, (w_in, h_in), view_box, outer, inner, body, tuple(globals_), units,
-                  keyed=len(set(keys)) == len(keys), fonts=fonts)
+    return SvgDoc(
+        svg,
+        (w_in, h_in),
+        view_box,
+        outer,
+        inner,
+        body,
+        tuple(globals_),
+        units,
+        keyed=len(set(keys)) == len(keys),
+        fonts=fonts,
+    )
 
 
 _PERCENT = re.compile(r"""\b(x|y|width|height|cx|cy|r|rx|ry|x1|x2|y1|y2)=(["'])\s*([-+]?(?:\d+\.?\d*|\.\d+))%\s*\2""")
@@ -318,12 +349,20 @@ def _is_container(node: _Node) -> bool:
     return all(c.local == "g" or c.local in _GLOBAL for c in node.children)
 
 
-def _collect(data: bytes, node: _Node, wrappers: list[bytes], path: str, ctx: _Context, globals_: list[str],
-             units: list[_Unit], bounds: dict) -> None:
+def _collect(
+    data: bytes,
+    node: _Node,
+    wrappers: list[bytes],
+    path: str,
+    ctx: _Context,
+    globals_: list[str],
+    units: list[_Unit],
+    bounds: dict,
+) -> None:
     ordinal: dict[str, int] = {}
     for child in node.children:
         if child.local in _GLOBAL:
-            globals_.append(data[child.start:child.end].decode("utf-8"))
+            globals_.append(data[child.start : child.end].decode("utf-8"))
             continue
         ident = child.attrs.get("id")
         if ident is None:
@@ -332,10 +371,10 @@ def _collect(data: bytes, node: _Node, wrappers: list[bytes], path: str, ctx: _C
         else:
             key = "#" + ident
         if _is_container(child):
-            head = data[child.start:child.head_end]
+            head = data[child.start : child.head_end]
             _collect(data, child, wrappers + [head], key, ctx.inherit(child.attrs), globals_, units, bounds)
             continue
-        src = (b"".join(wrappers) + data[child.start:child.end] + b"</g>" * len(wrappers)).decode("utf-8")
+        src = (b"".join(wrappers) + data[child.start : child.end] + b"</g>" * len(wrappers)).decode("utf-8")
         parts = bounds.get(src, False)
         if parts is False:
             parts = bounds[src] = _parts(child, ctx)
@@ -375,8 +414,11 @@ def _matrix(transform: str) -> np.ndarray | None:
             t = np.array([[c, -s, cx - c * cx + s * cy], [s, c, cy - s * cx - c * cy], [0, 0, 1]])
         elif name in ("skewX", "skewY") and len(v) == 1:
             k = math.tan(math.radians(v[0]))
-            t = np.array([[1, k, 0], [0, 1, 0], [0, 0, 1]]) if name == "skewX" else np.array([[1, 0, 0], [k, 1, 0],
-                                                                                            [0, 0, 1]])
+            t = (
+                np.array([[1, k, 0], [0, 1, 0], [0, 0, 1]])
+                if name == "skewX"
+                else np.array([[1, 0, 0], [k, 1, 0], [0, 0, 1]])
+            )
         else:
             return None
         m = m @ t
@@ -397,8 +439,9 @@ class _Context:
 
     def inherit(self, attrs: dict) -> _Context:
         s = _style(attrs)
-        ctx = _Context(self.view_box, self.glyphs, self.matrix, self.font_size, self.anchor, self.stroke,
-                       self.unbounded)
+        ctx = _Context(
+            self.view_box, self.glyphs, self.matrix, self.font_size, self.anchor, self.stroke, self.unbounded
+        )
         if "transform" in attrs:
             t = _matrix(attrs["transform"])
             if t is None:
@@ -527,8 +570,13 @@ class _Glyphs:
                     x0, y0, x1, y1 = g.bbox
                     found.append((g.horiAdvance / em, x0 / em, x1 / em, y0 / em, y1 / em))
             if found:
-                got = (max(f[0] for f in found), min(f[1] for f in found), max(f[2] for f in found),
-                       min(f[3] for f in found), max(f[4] for f in found))
+                got = (
+                    max(f[0] for f in found),
+                    min(f[1] for f in found),
+                    max(f[2] for f in found),
+                    min(f[3] for f in found),
+                    max(f[4] for f in found),
+                )
             else:
                 got = self.FALLBACK
             self._cache[ch] = got
@@ -593,8 +641,12 @@ def _text_boxes(node: _Node, ctx: _Context) -> list[list[tuple[float, float]]] |
         w = width * size
         start = x - w / 2 if anchor == "middle" else x - w if anchor == "end" else x
         pad = (0.25 + 0.03 * len(text)) * size + 0.5
-        boxes.append([(start + left * size - pad, y - high * size - 0.1 * size - 0.5),
-                      (start + w + right * size + pad, y - low * size + 0.1 * size + 0.5)])
+        boxes.append(
+            [
+                (start + left * size - pad, y - high * size - 0.1 * size - 0.5),
+                (start + w + right * size + pad, y - low * size + 0.1 * size + 0.5),
+            ]
+        )
     return boxes
 
 
@@ -628,17 +680,24 @@ def _parts(node: _Node, parent: _Context) -> list[Box] | None:
             groups = _path_segments(a.get("d", ""))
         elif tag in ("rect", "image"):
             full = "100%" if tag == "image" else "0"
-            xywh = _known(_length(a.get("x", "0"), vw), _length(a.get("y", "0"), vh),
-                          _length(a.get("width", full), vw), _length(a.get("height", full), vh))
+            xywh = _known(
+                _length(a.get("x", "0"), vw),
+                _length(a.get("y", "0"), vh),
+                _length(a.get("width", full), vw),
+                _length(a.get("height", full), vh),
+            )
             if xywh is None:
                 groups = None
             else:
                 x, y, w, h = xywh
                 groups = [[(x, y), (x + w, y + h)]]
         elif tag in ("circle", "ellipse"):
-            circle = _known(_length(a.get("cx", "0"), vw), _length(a.get("cy", "0"), vh),
-                            _length(a.get("r", a.get("rx", "0")), vw),
-                            _length(a.get("r", a.get("ry", a.get("rx", "0"))), vh))
+            circle = _known(
+                _length(a.get("cx", "0"), vw),
+                _length(a.get("cy", "0"), vh),
+                _length(a.get("r", a.get("rx", "0")), vw),
+                _length(a.get("r", a.get("ry", a.get("rx", "0"))), vh),
+            )
             if circle is None:
                 groups = None
             else:

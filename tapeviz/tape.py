@@ -40,8 +40,9 @@ class _GraphHolder:
         if self._tv_capture.graph_mode:
             raise GraphModeError(GRAPH_MODE_MESSAGE)
         if self._tv_graph is None:
-            self._tv_graph = TapeGraph(self._tv_capture, max_value_bytes=self._tv_max_value_bytes,
-                                       budget_bytes=self._tv_budget_bytes)
+            self._tv_graph = TapeGraph(
+                self._tv_capture, max_value_bytes=self._tv_max_value_bytes, budget_bytes=self._tv_budget_bytes
+            )
         return self._tv_graph
 
     def _tv_stop(self, recorder: Recorder, frame) -> None:
@@ -63,8 +64,14 @@ class GradientTape(tf.GradientTape, _GraphHolder):
     ``budget_bytes`` the total for the capture (bigger tensors keep a summary).
     """
 
-    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True, *,
-                 max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES, budget_bytes: int = DEFAULT_BUDGET_BYTES):
+    def __init__(
+        self,
+        persistent: bool = False,
+        watch_accessed_variables: bool = True,
+        *,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        budget_bytes: int = DEFAULT_BUDGET_BYTES,
+    ):
         super().__init__(persistent=persistent, watch_accessed_variables=watch_accessed_variables)
         self._tv_recorder: Recorder | None = None
         self._tv_max_value_bytes = max_value_bytes
@@ -82,8 +89,9 @@ class GradientTape(tf.GradientTape, _GraphHolder):
         self._tv_recorder = recorder
         return self
 
-    def __exit__(self, typ: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> bool | None:
+    def __exit__(
+        self, typ: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> bool | None:
         recorder, self._tv_recorder = self._tv_recorder, None
         try:
             if recorder is not None:
@@ -102,8 +110,13 @@ class GradientTape(tf.GradientTape, _GraphHolder):
 class Recording(_GraphHolder):
     """Attach to a plain ``tf.GradientTape`` inside its block: ``with tv.record(tape) as rec``."""
 
-    def __init__(self, tape: tf.GradientTape, *, max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
-                 budget_bytes: int = DEFAULT_BUDGET_BYTES):
+    def __init__(
+        self,
+        tape: tf.GradientTape,
+        *,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        budget_bytes: int = DEFAULT_BUDGET_BYTES,
+    ):
         if not isinstance(tape, tf.GradientTape):
             raise TypeError(
                 f"tv.record() needs a tf.GradientTape, got {type(tape).__name__}. "
@@ -133,8 +146,9 @@ class Recording(_GraphHolder):
         tape.watch = watch  # instance attribute, removed on exit
         return self
 
-    def __exit__(self, typ: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> Literal[False]:
+    def __exit__(
+        self, typ: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> Literal[False]:
         recorder, self._recorder = self._recorder, None
         try:
             self.tape.__dict__.pop("watch", None)

@@ -25,8 +25,9 @@ _TAGS = (("grad", "grad_norm"), ("clipped", "clipped_norm"), ("relative", "relat
 
 
 def _metadata(plugin: str, data_class) -> summary_pb2.SummaryMetadata:
-    return summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name=plugin),
-                                       data_class=data_class)
+    return summary_pb2.SummaryMetadata(
+        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name=plugin), data_class=data_class
+    )
 
 
 SCALAR = _metadata("scalars", summary_pb2.DATA_CLASS_SCALAR)
@@ -37,6 +38,7 @@ def _write_scalars():
     """A tf.function writing every (tag, step, value) in one graph run: thousands of
     scalars would cost ~0.5 ms each as eager ops. Made per call, so it is traced with the
     writer that is the default now."""
+
     @tf.function
     def write(tags, steps, values):
         for i in tf.range(tf.size(steps)):
@@ -50,8 +52,10 @@ def write_history(hist, logdir) -> str:
     key = os.path.abspath(logdir)
     parent = os.path.dirname(key)
     if not os.path.isdir(parent):
-        raise FileNotFoundError(f"Cannot write TensorBoard logs into {logdir}: the folder {parent} does not exist; "
-                                "create it first (os.makedirs).")
+        raise FileNotFoundError(
+            f"Cannot write TensorBoard logs into {logdir}: the folder {parent} does not exist; "
+            "create it first (os.makedirs)."
+        )
     steps = hist.steps()
     since = hist._tb_written.get(key)
     new = steps > since if since is not None else np.ones(len(steps), bool)
@@ -76,8 +80,11 @@ def write_history(hist, logdir) -> str:
                 at.append(steps[ok])
                 vals.append(values[ok])
             if tags:
-                _write_scalars()(tf.constant(tags), tf.constant(np.concatenate(at), tf.int64),
-                                 tf.constant(np.concatenate(vals), tf.float32))
+                _write_scalars()(
+                    tf.constant(tags),
+                    tf.constant(np.concatenate(at), tf.int64),
+                    tf.constant(np.concatenate(vals), tf.float32),
+                )
             for s, fs in by_step.items():
                 text = "\n".join(f"- **{f.kind}** `{f.name}`: {f.message}" for f in fs)
                 tf.summary.write("flags", tf.constant(text), step=s, metadata=TEXT)

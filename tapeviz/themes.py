@@ -26,8 +26,14 @@ __all__ = ["Theme", "THEMES", "DEFAULT_THEME", "get_theme", "ROLES", "FONT_FAMIL
 
 #: Font families, in the order a viewer should try them: matplotlib's default Latin font,
 #: then fonts with Chinese glyphs on Linux (Noto / Source Han), Windows and macOS.
-FONT_FAMILIES = ("DejaVu Sans", "Noto Sans CJK SC", "Source Han Sans SC", "Microsoft YaHei", "PingFang SC",
-                 "sans-serif")
+FONT_FAMILIES = (
+    "DejaVu Sans",
+    "Noto Sans CJK SC",
+    "Source Han Sans SC",
+    "Microsoft YaHei",
+    "PingFang SC",
+    "sans-serif",
+)
 
 #: The colour roles that carry meaning and must stay distinguishable for colour-blind readers.
 ROLES = ("flowing", "stopped", "bad", "active", "target")
@@ -94,9 +100,11 @@ LIGHT = Theme(
     stop_text="#6e6e6e",
     label_fill="#ffffff",
     label_alpha=0.9,
-    chips={"value": ("#f1f3f5", "#c3c9cf", "#4a5560"),
-           "input": ("#e3f0fa", "#9cc3e0", "#1f4e73"),
-           "random": ("#fbefe0", "#e3be8c", "#7a4a00")},
+    chips={
+        "value": ("#f1f3f5", "#c3c9cf", "#4a5560"),
+        "input": ("#e3f0fa", "#9cc3e0", "#1f4e73"),
+        "random": ("#fbefe0", "#e3be8c", "#7a4a00"),
+    },
 )
 
 DARK = Theme(
@@ -124,14 +132,24 @@ DARK = Theme(
     stop_text="#a0a0a0",
     label_fill="#111111",
     label_alpha=0.9,
-    chips={"value": ("#2a2a2a", "#555555", "#cfcfcf"),
-           "input": ("#10283a", "#3d7aa6", "#bfe0f5"),
-           "random": ("#33250f", "#8c6a2e", "#f2cf8f")},
+    chips={
+        "value": ("#2a2a2a", "#555555", "#cfcfcf"),
+        "input": ("#10283a", "#3d7aa6", "#bfe0f5"),
+        "random": ("#33250f", "#8c6a2e", "#f2cf8f"),
+    },
 )
 
 PROJECTOR = Theme(
-    **{**LIGHT.__dict__, "name": "projector", "font": 12.0, "line": 2.0, "scale": 1.5,
-       "forward": "#4f5a66", "grad_text": "#7a3e00", "muted": "#46515c"},
+    **{
+        **LIGHT.__dict__,
+        "name": "projector",
+        "font": 12.0,
+        "line": 2.0,
+        "scale": 1.5,
+        "forward": "#4f5a66",
+        "grad_text": "#7a3e00",
+        "muted": "#46515c",
+    },
 )
 
 THEMES: dict[str, Theme] = {t.name: t for t in (LIGHT, DARK, PROJECTOR)}
@@ -157,7 +175,7 @@ def rgba(color: str) -> tuple[float, float, float, float]:
         c = "".join(ch * 2 for ch in c)
     if len(c) not in (6, 8) or color[:1] != "#":
         raise ValueError(f"Not a hex colour: {color!r}")
-    vals = [int(c[i:i + 2], 16) / 255 for i in range(0, len(c), 2)]
+    vals = [int(c[i : i + 2], 16) / 255 for i in range(0, len(c), 2)]
     return (vals[0], vals[1], vals[2], vals[3] if len(vals) == 4 else 1.0)
 
 

@@ -52,7 +52,7 @@ class TapeFigure(Figure):
         if view is None:
             return None
         svg = to_svg(view)
-        return svg[svg.find("<svg"):]
+        return svg[svg.find("<svg") :]
 
     def _repr_png_(self) -> bytes | None:
         if self._view_owning_all() is not None:
@@ -98,20 +98,43 @@ class GraphView:
     are made on first use (``figure``, ``ax``, ``artists``, ``png``).
     """
 
-    def __init__(self, graph: TapeGraph, flow: GradientFlow | None = None, *, ax: Axes | None = None,
-                 pos: Mapping[Any, tuple[float, float]] | None = None, title: str | None = None,
-                 caption: str | None = None, routes: Mapping[tuple[Any, Any], list] | None = None,
-                 collapsed: Collapsed = "auto", functions: Iterable[str] = (), show_all: bool = False,
-                 theme: str | Theme | None = None, lang: str = DEFAULT, magnitude: bool = False):
+    def __init__(
+        self,
+        graph: TapeGraph,
+        flow: GradientFlow | None = None,
+        *,
+        ax: Axes | None = None,
+        pos: Mapping[Any, tuple[float, float]] | None = None,
+        title: str | None = None,
+        caption: str | None = None,
+        routes: Mapping[tuple[Any, Any], list] | None = None,
+        collapsed: Collapsed = "auto",
+        functions: Iterable[str] = (),
+        show_all: bool = False,
+        theme: str | Theme | None = None,
+        lang: str = DEFAULT,
+        magnitude: bool = False,
+    ):
         magnitudes = None
         if magnitude and flow is not None:
             from .magnitude import flow_magnitudes  # the norms, computed by TF
 
             magnitudes = flow_magnitudes(flow)
         self.magnitude = magnitude
-        self.scene = Scene(graph, flow, pos=pos, routes=routes, title=title, caption=caption,
-                           collapsed=collapsed, functions=functions, show_all=show_all, theme=theme, lang=lang,
-                           magnitudes=magnitudes)
+        self.scene = Scene(
+            graph,
+            flow,
+            pos=pos,
+            routes=routes,
+            title=title,
+            caption=caption,
+            collapsed=collapsed,
+            functions=functions,
+            show_all=show_all,
+            theme=theme,
+            lang=lang,
+            magnitudes=magnitudes,
+        )
         self._user_ax = ax
         self._drawing: _Drawing | None = None
         if ax is not None:
@@ -230,16 +253,34 @@ class GraphView:
 
         sc = self.scene
         title = ax.set_title(sc.title_label.text, fontsize=sc.title_label.size)
-        caption = ax.text(0.5, -0.02, sc.caption_label.text, transform=ax.transAxes, ha="center", va="top",
-                          fontsize=sc.caption_label.size, color=sc.caption_label.color)
+        caption = ax.text(
+            0.5,
+            -0.02,
+            sc.caption_label.text,
+            transform=ax.transAxes,
+            ha="center",
+            va="top",
+            fontsize=sc.caption_label.size,
+            color=sc.caption_label.color,
+        )
         handles: list[Artist] = []
         for sw in sc.legend:
             if sw.kind == "box":
                 handles.append(Patch(fc=sw.fc, ec=sw.ec, label=sw.label.text))
             elif sw.kind == "line":
                 handles.append(Line2D([], [], color=sw.ec, lw=sw.lw, ls=sw.linestyle, label=sw.label.text))
-        legend = ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3,
-                           fontsize=sc.font - 0.5, frameon=False) if handles else None
+        legend = (
+            ax.legend(
+                handles=handles,
+                loc="upper center",
+                bbox_to_anchor=(0.5, -0.08),
+                ncol=3,
+                fontsize=sc.font - 0.5,
+                frameon=False,
+            )
+            if handles
+            else None
+        )
         return Chrome(_root_figure(ax), title, caption, legend)
 
     def draws_whole_figure(self) -> bool:
@@ -341,8 +382,17 @@ class GraphView:
 
     def _like(self, collapsed, functions) -> GraphView:
         sc = self.scene
-        view = GraphView(self.graph, self.flow, collapsed=collapsed, title=sc.custom_title, functions=functions,
-                         show_all=sc.show_all, theme=sc.theme, lang=sc.lang, magnitude=self.magnitude)
+        view = GraphView(
+            self.graph,
+            self.flow,
+            collapsed=collapsed,
+            title=sc.custom_title,
+            functions=functions,
+            show_all=sc.show_all,
+            theme=sc.theme,
+            lang=sc.lang,
+            magnitude=self.magnitude,
+        )
         view.overrides = self.overrides
         view.set_step(self.step)
         return view
@@ -371,7 +421,7 @@ class GraphView:
         is made, so even a 1,000-op graph appears in a fraction of a second, and it stays
         sharp when zoomed. (``tv.draw`` returns a matplotlib Figure.)"""
         svg = to_svg(self)
-        return svg[svg.find("<svg"):]
+        return svg[svg.find("<svg") :]
 
     def png(self, dpi: int = 100) -> bytes:
         """The picture as PNG bytes: its SVG's pixels (tapeviz.raster), or matplotlib's
@@ -381,8 +431,7 @@ class GraphView:
 
             return png_bytes(to_svg(self), dpi=dpi)
         buf = io.BytesIO()
-        self.figure.savefig(buf, format="png", dpi=raster_dpi(self.figure, dpi),
-                            facecolor=self.scene.theme.background)
+        self.figure.savefig(buf, format="png", dpi=raster_dpi(self.figure, dpi), facecolor=self.scene.theme.background)
         return buf.getvalue()
 
 

@@ -51,14 +51,42 @@ from .tape import GradientTape, graph_of
 from .themes import THEMES
 from .widget import Explorer
 
-__all__ = ["InputRange", "parse_range", "Runner", "Run", "InteractError", "CallFailed", "ReturnTypeError",
-           "carry_state", "shape_of", "shape_change", "Interact", "interact", "SAMPLES"]
+__all__ = [
+    "InputRange",
+    "parse_range",
+    "Runner",
+    "Run",
+    "InteractError",
+    "CallFailed",
+    "ReturnTypeError",
+    "carry_state",
+    "shape_of",
+    "shape_change",
+    "Interact",
+    "interact",
+    "SAMPLES",
+]
 
 #: Points at which the slope plot's curve is evaluated (one call of the function each).
 SAMPLES = 61
 #: Control names the explorer already uses: an input cannot take one of them.
-RESERVED = frozenset({"step", "play", "prev", "next", "target", "clip", "clip_norm", "clip_value", "lr", "node",
-                      "show_all", "layers", "slope"})
+RESERVED = frozenset(
+    {
+        "step",
+        "play",
+        "prev",
+        "next",
+        "target",
+        "clip",
+        "clip_norm",
+        "clip_value",
+        "lr",
+        "node",
+        "show_all",
+        "layers",
+        "slope",
+    }
+)
 
 
 def _num(v: float) -> str:
@@ -108,16 +136,19 @@ def parse_range(name: str, spec: Any) -> InputRange:
         nums.append(float(v))
     lo, hi = nums[0], nums[1]
     if lo >= hi:
-        raise ValueError(f"{name}=({_num(lo)}, {_num(hi)}, ...): the range is empty, min must be below max; "
-                         f"e.g. {name}=({_num(min(lo, hi))}, {_num(max(lo, hi) if lo != hi else lo + 1)}).")
+        raise ValueError(
+            f"{name}=({_num(lo)}, {_num(hi)}, ...): the range is empty, min must be below max; "
+            f"e.g. {name}=({_num(min(lo, hi))}, {_num(max(lo, hi) if lo != hi else lo + 1)})."
+        )
     start = nums[2] if len(nums) > 2 else (lo + hi) / 2
     if not lo <= start <= hi:
-        raise ValueError(f"{name}: start {_num(start)} is outside its range [{_num(lo)}, {_num(hi)}]; "
-                         "pick a start between min and max.")
+        raise ValueError(
+            f"{name}: start {_num(start)} is outside its range [{_num(lo)}, {_num(hi)}]; "
+            "pick a start between min and max."
+        )
     step = nums[3] if len(nums) > 3 else nice_step(lo, hi)
     if not 0 < step <= hi - lo:
-        raise ValueError(f"{name}: step {_num(step)} must be positive and at most the range's width "
-                         f"({_num(hi - lo)}).")
+        raise ValueError(f"{name}: step {_num(step)} must be positive and at most the range's width ({_num(hi - lo)}).")
     return InputRange(name, lo, hi, start, step)
 
 
@@ -220,8 +251,9 @@ class Runner:
         self.target_names: list[str] | None = None  # fixed by the first call that works
 
     def _bindable(self, name: str) -> bool:
-        return name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_") \
-            and name not in self.ranges
+        return (
+            name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_") and name not in self.ranges
+        )
 
     def call_text(self, values: Mapping[str, float]) -> str:
         """``f(x=2, w=1.5)``: how messages name one call."""
@@ -238,8 +270,13 @@ class Runner:
             self.variables[n].assign(v)
         call = self.call_text(values)
         tape = GradientTape()
-        ns: dict[str, Any] = {"_tape": tape, "_fn": self.fn, "_args": dict(self.variables),
-                              "_check": partial(self._check, call), **self.variables}
+        ns: dict[str, Any] = {
+            "_tape": tape,
+            "_fn": self.fn,
+            "_args": dict(self.variables),
+            "_check": partial(self._check, call),
+            **self.variables,
+        }
         ns["_ns"] = ns
         try:
             exec(_BLOCK, ns)
@@ -266,8 +303,9 @@ class Runner:
             named = {}
             for k, v in out.items():
                 if not isinstance(v, tf.Tensor):
-                    raise ReturnTypeError("ui.interact.returned", call=call,
-                                          got=f"a dict whose {k!r} is {_describe(v)}")
+                    raise ReturnTypeError(
+                        "ui.interact.returned", call=call, got=f"a dict whose {k!r} is {_describe(v)}"
+                    )
                 named[str(k)] = v
         elif isinstance(out, tf.Tensor):
             named = {self.single: out}
@@ -281,8 +319,14 @@ class Runner:
         return named
 
     # -- no tape: the slope plot's samples ------------------------------------------------
-    def sample(self, name: str, target: str, values: Mapping[str, float], at: tuple[float, float] | None = None,
-               n: int = SAMPLES):
+    def sample(
+        self,
+        name: str,
+        target: str,
+        values: Mapping[str, float],
+        at: tuple[float, float] | None = None,
+        n: int = SAMPLES,
+    ):
         """(xs, ys, failed): the target (summed if not a scalar) at ``n`` points over input
         ``name``'s range, the other inputs at ``values``, with variables of its own (the
         explorer's stay as they are).
@@ -313,8 +357,15 @@ class Runner:
                 failed += 1
         return xs, ys, failed
 
-    def _sample_traced(self, traced: dict, probes: dict[str, tf.Variable], name: str, target: str, xs: np.ndarray,
-                       at: tuple[float, float]) -> np.ndarray | None:
+    def _sample_traced(
+        self,
+        traced: dict,
+        probes: dict[str, tf.Variable],
+        name: str,
+        target: str,
+        xs: np.ndarray,
+        at: tuple[float, float],
+    ) -> np.ndarray | None:
         """The curve from one call of a tf.function that loops over the points in the graph,
         or None (and never again for this runner) when fn cannot be traced or the traced
         function disagrees with the eager run at the current point."""
@@ -371,24 +422,36 @@ def shape_of(graph: TapeGraph, flow: GradientFlow) -> tuple:
     gradient stops. Values are left out: moving an input changes them and nothing else."""
     g = graph.nx
     index = {n: i for i, n in enumerate(g.nodes)}
-    nodes = tuple((d["kind"], d.get("op_type"), d.get("name") if d["kind"] == "variable" else None,
-                   d.get("scope"), d.get("recorded")) for _, d in g.nodes(data=True))
+    nodes = tuple(
+        (
+            d["kind"],
+            d.get("op_type"),
+            d.get("name") if d["kind"] == "variable" else None,
+            d.get("scope"),
+            d.get("recorded"),
+        )
+        for _, d in g.nodes(data=True)
+    )
     edges = tuple((index[u], index[v], k, d["kind"]) for u, v, k, d in g.edges(keys=True, data=True))
-    stops = (tuple(sorted((index[u], index[v], k, r.reason.value) for (u, v, k), r in flow.edge_reason.items())),
-             tuple(sorted((index[n], r.reason.value) for n, r in flow.node_reason.items())),
-             tuple(index[n] for n in flow.target_nodes))
+    stops = (
+        tuple(sorted((index[u], index[v], k, r.reason.value) for (u, v, k), r in flow.edge_reason.items())),
+        tuple(sorted((index[n], r.reason.value) for n, r in flow.node_reason.items())),
+        tuple(index[n] for n in flow.target_nodes),
+    )
     return nodes, edges, stops
 
 
 def shape_change(old: Run, new: Run, target: str, lang: str = DEFAULT) -> str:
     """What differs between two shapes, in words: ops added and gone, else rewiring, else
     where the gradient stops."""
+
     def ops(run: Run) -> Counter:
         return Counter(d["op_type"] for _, d in run.graph.nx.nodes(data=True) if d["kind"] == "op")
 
     before, after = ops(old), ops(new)
     added, removed = after - before, before - after
     if added or removed:
+
         def names(c: Counter) -> str:
             return ", ".join(f"{op} ×{k}" if k > 1 else op for op, k in sorted(c.items()))
 
@@ -408,8 +471,9 @@ def carry_state(state: ExplorerState, old: Run, new: Run) -> ExplorerState:
     step = fl_new.last_step if step >= fl_old.last_step else min(step, fl_new.last_step)
     if new.shape(state.target) == old.shape(state.target):
         same = dict(zip(old.nodes, new.nodes, strict=True))
-        return state.replace(step=step, node=same.get(state.node),
-                             functions=frozenset(same[f] for f in state.functions if f in same))
+        return state.replace(
+            step=step, node=same.get(state.node), functions=frozenset(same[f] for f in state.functions if f in same)
+        )
     return state.replace(step=step, node=None, collapsed=None, functions=frozenset())
 
 
@@ -442,9 +506,16 @@ class Interact(Explorer):
         c = self.controls
         sliders = []
         for name, r in runner.ranges.items():
-            s = W.FloatSlider(value=r.start, min=r.min, max=r.max, step=r.step, description=name,
-                              continuous_update=True, readout_format=f".{r.decimals}f",
-                              layout=W.Layout(width="360px"))
+            s = W.FloatSlider(
+                value=r.start,
+                min=r.min,
+                max=r.max,
+                step=r.step,
+                description=name,
+                continuous_update=True,
+                readout_format=f".{r.decimals}f",
+                layout=W.Layout(width="360px"),
+            )
             s.add_class("tv-input").add_class(f"tv-input-{name}")
             s.observe(partial(self._on_input, name), names="value")
             s.observe(partial(self._on_range, name), names=["min", "max"])
@@ -455,15 +526,20 @@ class Interact(Explorer):
         self.slope_view = W.HTML().add_class("tv-slope")
         inputs = [*sliders, self.status]
         if len(runner.ranges) > 1:
-            c["slope"] = W.Dropdown(options=list(runner.ranges), value=next(iter(runner.ranges)),
-                                    description=say("ui.control.slope", lang),
-                                    layout=W.Layout(width="240px")).add_class("tv-slope-input")
+            c["slope"] = W.Dropdown(
+                options=list(runner.ranges),
+                value=next(iter(runner.ranges)),
+                description=say("ui.control.slope", lang),
+                layout=W.Layout(width="240px"),
+            ).add_class("tv-slope-input")
             c["slope"].observe(lambda _: self._show_slope(), names="value")
             inputs.append(c["slope"])
         # Sliders and the slope plot side by side above the picture (the plot wraps under the
         # sliders in a narrow cell); the picture keeps the full width below, as in tv.explore.
-        top = W.HBox([W.VBox(inputs, layout=W.Layout(margin="0 16px 0 0")), self.slope_view],
-                     layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
+        top = W.HBox(
+            [W.VBox(inputs, layout=W.Layout(margin="0 16px 0 0")), self.slope_view],
+            layout=W.Layout(flex_flow="row wrap", align_items="flex-start"),
+        )
         kids = list(self.children)
         kids[1:1] = [W.HTML(_CSS), top, self.notice]
         self.children = kids
@@ -520,9 +596,19 @@ class Interact(Explorer):
         if g is None:
             why = fl.why_none(var)
             reason = why.reason.value if why is not None else "None"
-        return Slope(input=name, target=target, xs=xs, ys=ys, x0=run.values[name], y0=total(t),
-                     slope=None if g is None else float(np.asarray(g)), reason=reason, shape=tuple(t.shape),
-                     fixed=fixed, failed=failed)
+        return Slope(
+            input=name,
+            target=target,
+            xs=xs,
+            ys=ys,
+            x0=run.values[name],
+            y0=total(t),
+            slope=None if g is None else float(np.asarray(g)),
+            reason=reason,
+            shape=tuple(t.shape),
+            fixed=fixed,
+            failed=failed,
+        )
 
     def slope_figure(self, name: str | None = None):
         """A matplotlib Figure of the current target against input ``name`` (default: the
@@ -584,8 +670,13 @@ class Interact(Explorer):
         notice = ""
         if run.shape(state.target) != old.shape(state.target):
             where = f"{moved} = {_num(run.values[moved])}"
-            notice = say("ui.interact.changed", state.lang, where=where,
-                         what=shape_change(old, run, state.target, state.lang), fn=self.runner.fn_name)
+            notice = say(
+                "ui.interact.changed",
+                state.lang,
+                where=where,
+                what=shape_change(old, run, state.target, state.lang),
+                fn=self.runner.fn_name,
+            )
         self.run = run
         self.show_model(run.explored, state)  # the picture first, then the panel and the controls
         self.notice.value = f"<span class='tv-info'>{html.escape(notice)}</span>" if notice else ""
@@ -602,8 +693,15 @@ class Interact(Explorer):
         try:  # computed now (a move computes only the shown target's backward pass)
             self.run.flow(target)
         except Exception as e:  # noqa: BLE001 - said in the explorer, the menu goes back
-            self._fail(say("ui.interact.raised", self.state.lang, call=self.runner.call_text(self.run.values),
-                           error=_error_text(e), fn=self.runner.fn_name))
+            self._fail(
+                say(
+                    "ui.interact.raised",
+                    self.state.lang,
+                    call=self.runner.call_text(self.run.values),
+                    error=_error_text(e),
+                    fn=self.runner.fn_name,
+                )
+            )
             with self._quiet():
                 self.controls["target"].value = self.state.target
             return
@@ -619,8 +717,10 @@ class Interact(Explorer):
     def _show_inputs(self) -> None:
         run, target = self.run, self.state.target
         value = format_value(run.targets[target].numpy())
-        self.status.value = (f"<code>{html.escape(self.runner.call_text(run.values))}</code> → "
-                             f"{html.escape(target)} = <b>{html.escape(value)}</b>")
+        self.status.value = (
+            f"<code>{html.escape(self.runner.call_text(run.values))}</code> → "
+            f"{html.escape(target)} = <b>{html.escape(value)}</b>"
+        )
 
     def _show_slope(self) -> None:
         s = self.slope(self._slope_input())
@@ -635,28 +735,41 @@ class Interact(Explorer):
 # --------------------------------------------------------------------------- entry point
 
 
-def interact(fn: Callable, ranges: Mapping[str, Any], *, lang: str = DEFAULT, theme: str = "auto",
-             show_all: bool = False, presenter: bool = False) -> Interact:
+def interact(
+    fn: Callable,
+    ranges: Mapping[str, Any],
+    *,
+    lang: str = DEFAULT,
+    theme: str = "auto",
+    show_all: bool = False,
+    presenter: bool = False,
+) -> Interact:
     """Build the Interact explorer (see tv.interact); errors before the first picture raise."""
     if not callable(fn):
-        raise TypeError(f"tv.interact needs a function first, got {type(fn).__name__}: "
-                        "tv.interact(f, x=(-3.0, 3.0, 1.0)).")
+        raise TypeError(
+            f"tv.interact needs a function first, got {type(fn).__name__}: tv.interact(f, x=(-3.0, 3.0, 1.0))."
+        )
     if not ranges:
-        raise ValueError("tv.interact needs at least one input with its range, "
-                         "e.g. tv.interact(f, x=(-3.0, 3.0, 1.0)).")
+        raise ValueError(
+            "tv.interact needs at least one input with its range, e.g. tv.interact(f, x=(-3.0, 3.0, 1.0))."
+        )
     if theme != "auto" and theme not in THEMES:
         raise ValueError(f"Unknown theme {theme!r}; use one of 'auto', {', '.join(repr(t) for t in THEMES)}.")
     taken = sorted(set(ranges) & RESERVED)
     if taken:
-        raise ValueError(f"An input cannot be called {taken[0]!r}: ex.controls[{taken[0]!r}] is one of the explorer's "
-                         f"own controls ({', '.join(sorted(RESERVED))}). Rename that parameter of your function.")
+        raise ValueError(
+            f"An input cannot be called {taken[0]!r}: ex.controls[{taken[0]!r}] is one of the explorer's "
+            f"own controls ({', '.join(sorted(RESERVED))}). Rename that parameter of your function."
+        )
     parsed = {name: parse_range(name, spec) for name, spec in ranges.items()}
     try:
         inspect.signature(fn).bind(**{name: None for name in parsed})
     except TypeError as e:
         name = getattr(fn, "__name__", "fn")
-        raise TypeError(f"{name} cannot be called with the inputs {', '.join(parsed)}: {e}. Give one range per "
-                        f"parameter of {name}, named like the parameter.") from None
+        raise TypeError(
+            f"{name} cannot be called with the inputs {', '.join(parsed)}: {e}. Give one range per "
+            f"parameter of {name}, named like the parameter."
+        ) from None
     except ValueError:  # no signature to check (some builtins): the first call will tell
         pass
     runner = Runner(fn, parsed)

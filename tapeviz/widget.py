@@ -47,35 +47,71 @@ class Explorer(W.VBox):
         lang = self.state.lang
         c: dict[str, W.Widget] = {}
         last = explored.flow(self.state.target).last_step
-        c["step"] = W.IntSlider(value=last, min=0, max=last, description=say("ui.control.step", lang),
-                                continuous_update=True, layout=W.Layout(width="420px")).add_class("tv-step")
-        c["play"] = W.Play(value=last, min=0, max=last, interval=900,
-                           description=say("ui.control.play", lang)).add_class("tv-play")
+        c["step"] = W.IntSlider(
+            value=last,
+            min=0,
+            max=last,
+            description=say("ui.control.step", lang),
+            continuous_update=True,
+            layout=W.Layout(width="420px"),
+        ).add_class("tv-step")
+        c["play"] = W.Play(
+            value=last, min=0, max=last, interval=900, description=say("ui.control.play", lang)
+        ).add_class("tv-play")
         self._link = W.jslink((c["play"], "value"), (c["step"], "value"))
-        c["prev"] = W.Button(description="◀", layout=W.Layout(width="40px"),
-                             tooltip=say("ui.control.prev", lang)).add_class("tv-prev")
-        c["next"] = W.Button(description="▶", layout=W.Layout(width="40px"),
-                             tooltip=say("ui.control.next", lang)).add_class("tv-next")
+        c["prev"] = W.Button(
+            description="◀", layout=W.Layout(width="40px"), tooltip=say("ui.control.prev", lang)
+        ).add_class("tv-prev")
+        c["next"] = W.Button(
+            description="▶", layout=W.Layout(width="40px"), tooltip=say("ui.control.next", lang)
+        ).add_class("tv-next")
         names = list(explored.targets)
         if len(names) > 1:
-            c["target"] = W.Dropdown(options=names, value=names[0],
-                                     description=say("ui.control.target", lang)).add_class("tv-target")
-        c["clip"] = W.Dropdown(options=[(panels.mode_label(m, lang), m) for m in clipping.MODES], value=self.state.clip,
-                               description=say("ui.control.clip", lang)).add_class("tv-clip-mode")
-        c["clip_norm"] = W.FloatSlider(value=self.state.clip_norm, min=0.01, max=10.0, step=0.01,
-                                       description=say("ui.control.clip_norm", lang),
-                                       continuous_update=True).add_class("tv-clip-norm")
-        c["clip_value"] = W.FloatRangeSlider(value=self.state.clip_value, min=-10.0, max=10.0, step=0.05,
-                                             description=say("ui.control.clip_value", lang),
-                                             continuous_update=True).add_class("tv-clip-value")
-        c["lr"] = W.FloatSlider(value=self.state.lr, min=0.0, max=1.0, step=0.001, readout_format=".3f",
-                                description=say("ui.control.lr", lang), continuous_update=True).add_class("tv-lr")
-        c["node"] = W.Dropdown(options=self._node_options(), value=None,
-                               description=say("ui.control.node", lang)).add_class("tv-node")
-        c["show_all"] = W.Checkbox(value=self.state.show_all, description=say("ui.control.show_all", lang),
-                                   tooltip=say("ui.control.show_all_tip", lang), indent=False).add_class("tv-show-all")
-        c["layers"] = W.SelectMultiple(options=[], description=say("ui.control.layers", lang),
-                                       rows=4).add_class("tv-layers")
+            c["target"] = W.Dropdown(
+                options=names, value=names[0], description=say("ui.control.target", lang)
+            ).add_class("tv-target")
+        c["clip"] = W.Dropdown(
+            options=[(panels.mode_label(m, lang), m) for m in clipping.MODES],
+            value=self.state.clip,
+            description=say("ui.control.clip", lang),
+        ).add_class("tv-clip-mode")
+        c["clip_norm"] = W.FloatSlider(
+            value=self.state.clip_norm,
+            min=0.01,
+            max=10.0,
+            step=0.01,
+            description=say("ui.control.clip_norm", lang),
+            continuous_update=True,
+        ).add_class("tv-clip-norm")
+        c["clip_value"] = W.FloatRangeSlider(
+            value=self.state.clip_value,
+            min=-10.0,
+            max=10.0,
+            step=0.05,
+            description=say("ui.control.clip_value", lang),
+            continuous_update=True,
+        ).add_class("tv-clip-value")
+        c["lr"] = W.FloatSlider(
+            value=self.state.lr,
+            min=0.0,
+            max=1.0,
+            step=0.001,
+            readout_format=".3f",
+            description=say("ui.control.lr", lang),
+            continuous_update=True,
+        ).add_class("tv-lr")
+        c["node"] = W.Dropdown(
+            options=self._node_options(), value=None, description=say("ui.control.node", lang)
+        ).add_class("tv-node")
+        c["show_all"] = W.Checkbox(
+            value=self.state.show_all,
+            description=say("ui.control.show_all", lang),
+            tooltip=say("ui.control.show_all_tip", lang),
+            indent=False,
+        ).add_class("tv-show-all")
+        c["layers"] = W.SelectMultiple(options=[], description=say("ui.control.layers", lang), rows=4).add_class(
+            "tv-layers"
+        )
         self.controls = c
 
         self.canvas = W.HTML(layout=W.Layout(overflow="auto")).add_class("tv-canvas")
@@ -104,8 +140,15 @@ class Explorer(W.VBox):
         else:
             top = [c[k] for k in ("target",) if k in c] + [c["clip"], c["clip_norm"], c["clip_value"], c["lr"]]
             side = W.VBox([c["node"], c["show_all"], c["layers"], self.inspector])
-            self.children = [W.HTML(panels.CSS), steps, self.canvas, W.HBox(top[:3]), W.HBox(top[3:]), self.message,
-                             W.HBox([self.panel, side]).add_class("tv-lower")]
+            self.children = [
+                W.HTML(panels.CSS),
+                steps,
+                self.canvas,
+                W.HBox(top[:3]),
+                W.HBox(top[3:]),
+                self.message,
+                W.HBox([self.panel, side]).add_class("tv-lower"),
+            ]
         # Keyboard stepping (keys.py): ← / → / space while focus is in this box. Called after
         # self.children is set: it appends its (hint) widget to the box's children.
         self.key_stepper = attach_keys(self, c["step"], c["play"], lang=lang)
@@ -221,8 +264,9 @@ class Explorer(W.VBox):
         w = self.controls["layers"]
         with self._quiet():
             w.options = [(x, ("layer", x)) for x in groups] + functions
-            w.value = tuple([("layer", x) for x in groups if x not in collapsed]
-                            + [("function", f) for f in self.state.functions])
+            w.value = tuple(
+                [("layer", x) for x in groups if x not in collapsed] + [("function", f) for f in self.state.functions]
+            )
             w.rows = max(1, min(6, len(w.options)))
         w.layout.display = None if w.options else "none"
 
@@ -280,9 +324,18 @@ class Explorer(W.VBox):
             raise ValueError("Explorer.save writes the current view: use .png or .svg (tv.save makes GIFs).")
         return save_view(self.view, p)
 
-    def export_html(self, path, *, title: str | None = None, embed_url: str | None = None, requirejs: bool = True,
-                    requirejs_url: str | None = None, cors: bool = True, all_targets: bool = False,
-                    clip_norms=None) -> Any:
+    def export_html(
+        self,
+        path,
+        *,
+        title: str | None = None,
+        embed_url: str | None = None,
+        requirejs: bool = True,
+        requirejs_url: str | None = None,
+        cors: bool = True,
+        all_targets: bool = False,
+        clip_norms=None,
+    ) -> Any:
         """Write a standalone .html page of what is on screen: one picture per backward step
         (current target, groups and clipping, drawn exactly as the canvas draws them), a step
         slider and a play button that pick a picture in the browser with no kernel, and the
@@ -293,9 +346,19 @@ class Explorer(W.VBox):
         from .page import write_page
 
         targets = list(self.model.targets) if all_targets else None
-        return write_page(self.model, self.state, path, targets=targets, clip_norms=clip_norms, title=title,
-                          embed_url=embed_url, requirejs=requirejs, requirejs_url=requirejs_url, cors=cors,
-                          interval=self.controls["play"].interval)
+        return write_page(
+            self.model,
+            self.state,
+            path,
+            targets=targets,
+            clip_norms=clip_norms,
+            title=title,
+            embed_url=embed_url,
+            requirejs=requirejs,
+            requirejs_url=requirejs_url,
+            cors=cors,
+            interval=self.controls["play"].interval,
+        )
 
     def close(self) -> None:
         """Close every widget this explorer made and drop its pictures (ipywidgets keeps
@@ -305,8 +368,16 @@ class Explorer(W.VBox):
             return
         if self.page_theme is not None:
             self.page_theme.close()
-        for w in [self._link, *self.controls.values(), self.canvas, self.panel, self.inspector, self.message,
-                  *self._boxes(), self]:
+        for w in [
+            self._link,
+            *self.controls.values(),
+            self.canvas,
+            self.panel,
+            self.inspector,
+            self.message,
+            *self._boxes(),
+            self,
+        ]:
             for part in (getattr(w, "layout", None), getattr(w, "style", None)):
                 if isinstance(part, W.Widget):  # Layout and Style are widgets of their own
                     part.close()

@@ -29,6 +29,7 @@ Facts this relies on (measured, see shared/ARCHITECTURE.md "Browser tests"):
   a page error of its own ("reading 'schema'"), with or without widgets.
 - Voilà stops at the first cell that raises and shows its traceback.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -89,6 +90,7 @@ SEL_VOILA_ROOT = "body[data-voila]"
 
 # --------------------------------------------------------------------------- checks
 
+
 def is_ci() -> bool:
     """True when the CI environment variable is set to something truthy."""
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
@@ -125,6 +127,7 @@ def _missing_requirements() -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------- server
 
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -154,9 +157,15 @@ class FrontEnd:
         c = self.config_class
         identity = "IdentityProvider.token" if c == "ServerApp" else f"{c}.token"
         return [
-            python, "-m", self.module, "--no-browser",
-            f"--port={port}", f"--{c}.port_retries=0", f"--{c}.ip=127.0.0.1",
-            f"--{identity}={token}", f"--{c}.root_dir={root}",
+            python,
+            "-m",
+            self.module,
+            "--no-browser",
+            f"--port={port}",
+            f"--{c}.port_retries=0",
+            f"--{c}.ip=127.0.0.1",
+            f"--{identity}={token}",
+            f"--{c}.root_dir={root}",
             *self.server_flags,
         ]
 
@@ -167,21 +176,37 @@ class FrontEnd:
 _SERVER_APP_FLAGS = ("--ServerApp.allow_root=True", "--ServerApp.terminals_enabled=False")
 
 LAB = FrontEnd(
-    name="lab", module="jupyterlab", page="lab/tree/{}", config_class="ServerApp",
-    server_flags=(*_SERVER_APP_FLAGS, "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-                  "--LabApp.news_url=None"),
-    interactive=True, rest_api=True,
+    name="lab",
+    module="jupyterlab",
+    page="lab/tree/{}",
+    config_class="ServerApp",
+    server_flags=(
+        *_SERVER_APP_FLAGS,
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.news_url=None",
+    ),
+    interactive=True,
+    rest_api=True,
 )
 NOTEBOOK7 = FrontEnd(
-    name="notebook", module="notebook", page="notebooks/{}", config_class="ServerApp",
-    server_flags=_SERVER_APP_FLAGS, interactive=True, rest_api=True,
+    name="notebook",
+    module="notebook",
+    page="notebooks/{}",
+    config_class="ServerApp",
+    server_flags=_SERVER_APP_FLAGS,
+    interactive=True,
+    rest_api=True,
 )
 # Voilà runs the notebook itself when the page is requested and shows only its outputs.
 # Tracebacks are shown so a failing cell explains itself in the test's failure message.
 VOILA = FrontEnd(
-    name="voila", module="voila", page="voila/render/{}", config_class="Voila",
+    name="voila",
+    module="voila",
+    page="voila/render/{}",
+    config_class="Voila",
     server_flags=("--VoilaConfiguration.show_tracebacks=True",),
-    interactive=False, rest_api=False,
+    interactive=False,
+    rest_api=False,
 )
 FRONT_ENDS = {f.name: f for f in (LAB, NOTEBOOK7, VOILA)}
 
@@ -394,11 +419,17 @@ def start_server(
         t0 = time.monotonic()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                cmd, cwd=root, env=env, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                cmd,
+                cwd=root,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
-        server = JupyterServer(root=root, token=token, port=port, proc=proc,
-                               state_dir=state, log_path=log_path, frontend=frontend)
+        server = JupyterServer(
+            root=root, token=token, port=port, proc=proc, state_dir=state, log_path=log_path, frontend=frontend
+        )
         try:
             _wait_ready(server, timeout)
         except (RuntimeError, TimeoutError) as exc:  # the server exited, or never answered
@@ -444,8 +475,9 @@ def _check_kernelspec(server: JupyterServer) -> None:
 
 
 @contextlib.contextmanager
-def running_server(frontend: FrontEnd | str, workdir: Path, source: Path | None = NOTEBOOKS_DIR,
-                   **kw) -> Iterator[JupyterServer]:
+def running_server(
+    frontend: FrontEnd | str, workdir: Path, source: Path | None = NOTEBOOKS_DIR, **kw
+) -> Iterator[JupyterServer]:
     """Context manager around :func:`start_server` that always stops the server."""
     server = start_server(frontend, workdir, source, **kw)
     try:
@@ -461,11 +493,10 @@ def running_jupyterlab(workdir: Path, source: Path | None = NOTEBOOKS_DIR, **kw)
 
 # --------------------------------------------------------------------------- browser
 
+
 def launch_chromium(playwright, headless: bool = True, **kw):
     """Launch Debian's Chromium through Playwright (a fresh temp profile each launch)."""
-    return playwright.chromium.launch(
-        executable_path=CHROMIUM, headless=headless, args=list(CHROMIUM_ARGS), **kw
-    )
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=headless, args=list(CHROMIUM_ARGS), **kw)
 
 
 def new_page(browser, timeout_ms: int = DEFAULT_TIMEOUT_MS):
@@ -572,8 +603,9 @@ _VOILA_DONE_JS = """
 """
 
 
-def open_voila(page, server: JupyterServer, name: str, timeout_ms: int = RUN_ALL_TIMEOUT_MS,
-               raise_on_error: bool = True) -> float:
+def open_voila(
+    page, server: JupyterServer, name: str, timeout_ms: int = RUN_ALL_TIMEOUT_MS, raise_on_error: bool = True
+) -> float:
     """Open ``name`` as a Voilà app and wait until every cell has run; returns the seconds
     it took. With ``raise_on_error`` a cell's traceback raises ``AssertionError``.
 
@@ -657,8 +689,10 @@ def run_all(page, timeout_ms: int = RUN_ALL_TIMEOUT_MS, raise_on_error: bool = T
     page.locator(SEL_RUN_ALL).click()
     if nonempty:
         page.wait_for_function(
-            _RUN_DONE_JS, arg=[SEL_PANEL, SEL_EXEC_INDICATOR, SEL_PROMPT],
-            timeout=timeout_ms, polling=100,
+            _RUN_DONE_JS,
+            arg=[SEL_PANEL, SEL_EXEC_INDICATOR, SEL_PROMPT],
+            timeout=timeout_ms,
+            polling=100,
         )
     elapsed = time.monotonic() - t0
     page.evaluate("() => window.__tvRunObserver && window.__tvRunObserver.disconnect()")
@@ -766,6 +800,7 @@ def wait_title_changed(page, canvas: str, old: str | None) -> str:
 
 
 # --------------------------------------------------------------------------- small utils
+
 
 def _is_timeout(exc: Exception) -> bool:
     return type(exc).__name__ == "TimeoutError"

@@ -13,8 +13,15 @@ import browser as _browser  # tests/browser.py
 
 _LABS = {}  # (front end, source dir) -> server started in this process
 
-_BROWSER_FIXTURES = {"jupyterlab", "jupyterlab_factory", "server_factory", "notebook7", "voila",
-                     "chromium_browser", "page"}
+_BROWSER_FIXTURES = {
+    "jupyterlab",
+    "jupyterlab_factory",
+    "server_factory",
+    "notebook7",
+    "voila",
+    "chromium_browser",
+    "page",
+}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -53,6 +60,7 @@ def server_factory(tmp_path_factory):
     """Start a front end serving a temp copy of a directory: ``factory(frontend, source=None)``
     with ``frontend`` one of "lab", "notebook", "voila" (``None`` source = the repo's
     notebooks/). One server per front end and source per session; all stop at the end."""
+
     def start(frontend, source=None):
         missing = _browser.missing_requirements(frontend)
         if missing:

@@ -33,7 +33,8 @@ with strategy.scope():
 xs = np.random.default_rng(0).normal(size=(4, 3)).astype("float32")
 # Each replica gets its own half of the batch, so their gradients differ.
 per_replica = strategy.experimental_distribute_values_from_function(
-    lambda ctx: tf.constant(xs[2 * ctx.replica_id_in_sync_group: 2 * ctx.replica_id_in_sync_group + 2]))
+    lambda ctx: tf.constant(xs[2 * ctx.replica_id_in_sync_group : 2 * ctx.replica_id_in_sync_group + 2])
+)
 
 plain: dict = {}
 seen: dict = {}
@@ -93,11 +94,15 @@ strategy.run(plain_step, args=(per_replica,))
 strategy.run(tapeviz_step, args=(per_replica,))
 strategy.run(all_reduce_step, args=(per_replica, tf.GradientTape))
 strategy.run(all_reduce_step, args=(per_replica, tv.GradientTape))
-print(json.dumps({
-    "replicas": strategy.num_replicas_in_sync,
-    "plain": plain,
-    "tapeviz": seen,
-    "all_reduce": reduced,
-    "hooks_left": capture.hooks_installed(),
-    "callbacks_left": len(context.context().op_callbacks),
-}))
+print(
+    json.dumps(
+        {
+            "replicas": strategy.num_replicas_in_sync,
+            "plain": plain,
+            "tapeviz": seen,
+            "all_reduce": reduced,
+            "hooks_left": capture.hooks_installed(),
+            "callbacks_left": len(context.context().op_callbacks),
+        }
+    )
+)

@@ -17,8 +17,19 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "tapeviz"
 # Stages in pipeline order (README "Layout of the code"). A module may import from its own
 # stage or an earlier one, never from a later one.
 STAGES = [
-    {"messages", "messages.en", "messages.zh", "reasons", "gcpause", "themes", "buckets", "gif", "svgparts",
-     "keys", "pagetheme"},
+    {
+        "messages",
+        "messages.en",
+        "messages.zh",
+        "reasons",
+        "gcpause",
+        "themes",
+        "buckets",
+        "gif",
+        "svgparts",
+        "keys",
+        "pagetheme",
+    },
     {"capture"},
     {"graph"},
     {"flow", "diagnose", "clipping", "magnitude"},
@@ -33,8 +44,26 @@ STAGES = [
 ]
 RANK = {module: rank for rank, stage in enumerate(STAGES) for module in stage}
 # Modules that draw or show: they read a computed flow, they never record or compute one.
-DRAWING = {"shown", "layout", "bands", "fonts", "scene", "raster", "svg", "render", "view", "svgparts", "gif",
-           "panels", "state", "page", "widget", "keys", "pagetheme", "slope"}
+DRAWING = {
+    "shown",
+    "layout",
+    "bands",
+    "fonts",
+    "scene",
+    "raster",
+    "svg",
+    "render",
+    "view",
+    "svgparts",
+    "gif",
+    "panels",
+    "state",
+    "page",
+    "widget",
+    "keys",
+    "pagetheme",
+    "slope",
+}
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -79,8 +108,7 @@ def import_graph(sources) -> nx.DiGraph:
     graph.add_nodes_from(sources)
     for module, (ours, _) in sources.items():
         # "from . import x" names a module when x is one; otherwise the package itself.
-        graph.add_edges_from((module, target if target in sources else target.rpartition(".")[0])
-                             for target in ours)
+        graph.add_edges_from((module, target if target in sources else target.rpartition(".")[0]) for target in ours)
     graph.remove_edges_from(nx.selfloop_edges(graph))
     return graph
 
@@ -101,8 +129,10 @@ def test_imports_only_go_back_along_the_pipeline(import_graph):
 
 def test_only_capture_touches_tensorflow_private_apis(sources):
     # tensorflow.core holds protobuf message definitions (a wire format, not hooks): allowed.
-    private = {module: sorted(m for m in absolute if m.startswith(("tensorflow.python", "keras.src")))
-               for module, (_, absolute) in sources.items()}
+    private = {
+        module: sorted(m for m in absolute if m.startswith(("tensorflow.python", "keras.src")))
+        for module, (_, absolute) in sources.items()
+    }
     assert {module: names for module, names in private.items() if names} == {"capture": private["capture"]}
     # Reaching in through attributes (tf.python..., tf._...) is the same thing by another road.
     for path in PACKAGE.rglob("*.py"):

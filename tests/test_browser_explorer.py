@@ -4,6 +4,7 @@ TensorFlow computes in this test process (tf.clip_by_norm on the same gradients)
 
 Waits use Playwright's retrying expectations; nothing here asserts how long anything took.
 """
+
 from __future__ import annotations
 
 import functools
@@ -28,6 +29,7 @@ pytestmark = pytest.mark.browser
 EXPLORER = f"{SEL_PANEL} .tv-explorer"
 CANVAS = f"{EXPLORER} .tv-canvas"
 PANEL = f"{EXPLORER} .tv-panel"
+
 
 def _svg(page) -> str:
     return canvas_svg(page, CANVAS)
@@ -138,7 +140,8 @@ def test_clip_norm_slider_and_step_slider(jupyterlab, page):
     page.wait_for_function(
         """([sel, v]) => Array.from(document.querySelectorAll(sel + ' svg text'))
              .some(t => { const s = t.textContent.split('→'); return s.length === 2 && s[1].includes(v); })""",
-        arg=[CANVAS, f"{clip_norm:g}"], polling=50,
+        arg=[CANVAS, f"{clip_norm:g}"],
+        polling=50,
     )
     svg2 = _svg(page)
     screenshot(page, "explorer_08_clip_norm_moved")
@@ -228,7 +231,7 @@ def test_chinese_projector_explorer(jupyterlab, page):
     # The same explorer built here: the page must show its words, text for text.
     x = tf.Variable([3.0, 4.0])
     with tv.GradientTape() as tape:
-        y = tf.reduce_sum(x ** 2)
+        y = tf.reduce_sum(x**2)
     here = tv.explore(tape, y, lang="zh", theme="projector")
     here.controls["clip"].value = "by_norm"
     expected = _texts_of(here.canvas.value)

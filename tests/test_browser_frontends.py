@@ -13,6 +13,7 @@ Each test checks what the picture shows after the move against the step it was m
 (the title "Step k/n", the amber highlight of the active step). Servers are shared per
 front end for the session; screenshots go to tests/artifacts/.
 """
+
 from __future__ import annotations
 
 import re
@@ -40,13 +41,7 @@ TEACHING_NOTEBOOK = "05_stop_gradient.ipynb"
 KEYS_NOTEBOOK = "keys.ipynb"
 KEYS_CELLS = [
     "import ipywidgets as W\nimport tensorflow as tf\nimport tapeviz as tv",
-    (
-        "x = tf.Variable(3.0)\n"
-        "with tv.GradientTape() as tape:\n"
-        "    y = x * x + 2.0 * x\n"
-        "ex = tv.explore(tape, y)\n"
-        "ex"
-    ),
+    ("x = tf.Variable(3.0)\nwith tv.GradientTape() as tape:\n    y = x * x + 2.0 * x\nex = tv.explore(tape, y)\nex"),
     "notes = W.Text(placeholder='notes')\nnotes.add_class('tv-test-notes')\nnotes",
 ]
 
@@ -220,7 +215,8 @@ def test_keyboard_steps_and_plays_when_the_explorer_has_focus(frontend, server_f
     page.wait_for_function(
         "([sel]) => { const h = document.querySelector(sel);"
         " return h && Number(h.getAttribute('aria-valuetext')) >= 2; }",
-        arg=[f"{ex.root} .tv-step .noUi-handle"], polling=50,
+        arg=[f"{ex.root} .tv-step .noUi-handle"],
+        polling=50,
     )
     wait_svg_changed(page, ex.canvas, svg)
     # ... and space again pauses where it is.

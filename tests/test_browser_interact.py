@@ -4,6 +4,7 @@ computes here, in the test process, with a plain tf.GradientTape at the same val
 
 Waits use Playwright's retrying expectations; nothing here asserts how long anything took.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -12,7 +13,8 @@ from browser import SEL_PANEL, canvas_svg, run_notebook, screenshot, wait_svg_ch
 pytestmark = pytest.mark.browser
 
 NOTEBOOK = "interact_seed.ipynb"
-CELLS = ["""\
+CELLS = [
+    """\
 import tensorflow as tf
 import tapeviz as tv
 
@@ -20,7 +22,8 @@ def f(x, w):
     return x**2 * w
 
 ex = tv.interact(f, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))
-ex"""]
+ex"""
+]
 
 EXPLORER = f"{SEL_PANEL} .tv-explorer"
 CANVAS = f"{EXPLORER} .tv-canvas"

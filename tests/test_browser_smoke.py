@@ -3,6 +3,7 @@
 A slider linked to a label through a kernel-side observer: pressing ArrowRight on the
 slider handle must round-trip through the kernel and update the label.
 """
+
 import json
 import sys
 import time

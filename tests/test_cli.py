@@ -1,4 +1,5 @@
 """The `tapeviz` command line: examples, export, demo --export, and demo (JupyterLab)."""
+
 from __future__ import annotations
 
 import os
@@ -111,17 +112,32 @@ def test_demo_starts_jupyterlab_and_prints_a_working_url(tmp_path):
     for var in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):
         env.pop(var, None)
     state = tmp_path / "jupyter"
-    env.update(JUPYTER_CONFIG_DIR=str(state / "config"), JUPYTER_RUNTIME_DIR=str(state / "runtime"),
-               JUPYTER_DATA_DIR=str(state / "data"), JUPYTERLAB_SETTINGS_DIR=str(state / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(state / "workspaces"), PYTHONUNBUFFERED="1")
+    env.update(
+        JUPYTER_CONFIG_DIR=str(state / "config"),
+        JUPYTER_RUNTIME_DIR=str(state / "runtime"),
+        JUPYTER_DATA_DIR=str(state / "data"),
+        JUPYTERLAB_SETTINGS_DIR=str(state / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(state / "workspaces"),
+        PYTHONUNBUFFERED="1",
+    )
     workdir = tmp_path / "served"
     cmd = [*_tapeviz_cmd(), "demo", "--workdir", str(workdir), "--port", str(_free_port())]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     out: list[str] = []
     err: list[str] = []
-    readers = [threading.Thread(target=_read_lines, args=(proc.stdout, out), daemon=True),
-               threading.Thread(target=_read_lines, args=(proc.stderr, err), daemon=True)]
+    readers = [
+        threading.Thread(target=_read_lines, args=(proc.stdout, out), daemon=True),
+        threading.Thread(target=_read_lines, args=(proc.stderr, err), daemon=True),
+    ]
     for t in readers:
         t.start()
     url = None

@@ -4,6 +4,7 @@
 The wheel itself is built, installed into a fresh venv and served from there in
 tests_dist/test_wheel.py; these tests pin the lookup order with folders made here.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -23,8 +23,9 @@ def _grads(seed: int, dtype=np.float32) -> dict:
     grads["nan"] = tf.constant(np.array([1.0, np.nan, 2.0], dtype))
     grads["nan2"] = tf.constant(np.array([np.inf, 1.0, 2.0], dtype))
     grads["none"] = None
-    grads["rows"] = tf.IndexedSlices(tf.constant(rng.normal(size=(3, 4)).astype(dtype)), tf.constant([0, 2, 0]),
-                                     tf.constant([5, 4]))
+    grads["rows"] = tf.IndexedSlices(
+        tf.constant(rng.normal(size=(3, 4)).astype(dtype)), tf.constant([0, 2, 0]), tf.constant([5, 4])
+    )
     return grads
 
 
@@ -32,8 +33,11 @@ def _same(a, b) -> bool:
     if a is None or b is None:
         return a is None and b is None
     if isinstance(a, tf.IndexedSlices):
-        return (isinstance(b, tf.IndexedSlices) and np.array_equal(a.values.numpy(), b.values.numpy(), equal_nan=True)
-                and np.array_equal(a.indices.numpy(), b.indices.numpy()))
+        return (
+            isinstance(b, tf.IndexedSlices)
+            and np.array_equal(a.values.numpy(), b.values.numpy(), equal_nan=True)
+            and np.array_equal(a.indices.numpy(), b.indices.numpy())
+        )
     return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a.numpy(), b.numpy(), equal_nan=True)
 
 

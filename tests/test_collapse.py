@@ -57,8 +57,11 @@ def test_expanding_a_layer_shows_its_ops_and_keeps_totals(big):
     w5 = tape.graph.node_of(ws[5])
     assert w5 in opened.display.nx and "layer:block5" not in opened.display.nx
     assert opened.artists.grads[w5].get_text() == tv.scene.grad_text(tape.gradient(loss, ws[5]).numpy())
-    op_types = {tape.graph.nx.nodes[n]["op_type"] for n in opened.display.members if n in tape.graph.nx
-                and tape.graph.nx.nodes[n]["kind"] == "op" and tape.graph.nx.nodes[n]["scope"] == "block5"}
+    op_types = {
+        tape.graph.nx.nodes[n]["op_type"]
+        for n in opened.display.members
+        if n in tape.graph.nx and tape.graph.nx.nodes[n]["kind"] == "op" and tape.graph.nx.nodes[n]["scope"] == "block5"
+    }
     assert {"MatMul", "AddV2", "Tanh"} <= op_types
     # the same flow, so the other layers' totals are unchanged
     assert opened.artists.grads["layer:block6"].get_text() == view.artists.grads["layer:block6"].get_text()

@@ -24,7 +24,7 @@ def test_edges_of_the_step_carry_markers_pointing_to_the_producer():
                 assert not arrow.marks, (k, e)
                 continue
             assert arrow.marks and arrow.mark_color == s.theme.active and arrow.color == s.theme.active
-            (mx, my, dx, dy), = arrow.marks
+            ((mx, my, dx, dy),) = arrow.marks
             producer_x, consumer_x = s.pos[e[0]][0], s.pos[e[1]][0]
             assert producer_x < mx < consumer_x  # on the edge, between its boxes
             assert dx < 0  # pointing back, towards the producer
@@ -52,8 +52,11 @@ def test_merged_edges_show_tfs_sum_once_every_part_arrived():
     np.testing.assert_array_equal(total, want)
     text = s.edge_labels[e].text
     assert text.startswith("Σ ") and "gradients" not in text
-    assert text in ("Σ " + format_value(want), "Σ " + format_value(want, max_items=1),
-                    "Σ " + format_value(want, max_items=1)[format_value(want, max_items=1).index("|.|="):])
+    assert text in (
+        "Σ " + format_value(want),
+        "Σ " + format_value(want, max_items=1),
+        "Σ " + format_value(want, max_items=1)[format_value(want, max_items=1).index("|.|=") :],
+    )
     first = min(k for k in range(fl.last_step + 1) if any(fl.arrived(m, k) for m in arrow.members))
     if not all(fl.arrived(m, first) for m in arrow.members):
         s.set_step(first)

@@ -17,10 +17,14 @@ HERE = Path(__file__).resolve().parent
 
 @functools.lru_cache(maxsize=1)
 def _run() -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")])),
-               TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run([sys.executable, str(HERE / "distribute_replicas.py")], capture_output=True, text=True,
-                          env=env, timeout=300)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")])),
+        TF_CPP_MIN_LOG_LEVEL="2",
+    )
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "distribute_replicas.py")], capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -85,8 +85,9 @@ def test_watching_non_float_tensors_logs_what_tf_logs(monkeypatch):
     messages = {}
     for T in (tf.GradientTape, tv.GradientTape):
         seen = []
-        monkeypatch.setattr(backprop.logging, "log_first_n",
-                            lambda level, msg, n, *args, _seen=seen: _seen.append(msg % args))
+        monkeypatch.setattr(
+            backprop.logging, "log_first_n", lambda level, msg, n, *args, _seen=seen: _seen.append(msg % args)
+        )
         with T() as tape:
             tape.watch(tf.constant(3))
             tape.watch(tf.constant([True, False]))

@@ -5,6 +5,7 @@ The browser test serves the page and local copies of the widget scripts (fetched
 the npm registry with `npm pack`, cached in tests/.cache/) from a local http server, and
 blocks every other address: what it checks runs on the exported page alone.
 """
+
 from __future__ import annotations
 
 import functools
@@ -63,6 +64,7 @@ def ref(mid: str) -> str:
 
 # --------------------------------------------------------------------------- no browser
 
+
 def test_page_holds_one_frame_per_step_linked_to_slider_and_play(tmp_path):
     tape, x, y, z = stop_gradient_example()
     ex = tv.explore(tape, z)
@@ -92,8 +94,12 @@ def test_page_holds_one_frame_per_step_linked_to_slider_and_play(tmp_path):
     ((play_id, play),) = models(state, "PlayModel")
     assert slider["max"] == play["max"] == n - 1 and slider["value"] == play["value"] == n - 1
     links = sorted((s["source"], s["target"]) for _, s in models(state, "LinkModel"))
-    assert links == sorted([([ref(slider_id), "value"], [ref(stack_id), "selected_index"]),
-                            ([ref(play_id), "value"], [ref(stack_id), "selected_index"])])
+    assert links == sorted(
+        [
+            ([ref(slider_id), "value"], [ref(stack_id), "selected_index"]),
+            ([ref(play_id), "value"], [ref(stack_id), "selected_index"]),
+        ]
+    )
     # Only the page's own widgets: nothing of the live explorer (its canvas, controls) rides along.
     live = [ex, ex.canvas, ex.panel, *ex.controls.values()]
     assert set(state).isdisjoint(w.model_id for w in live)
@@ -134,10 +140,12 @@ def test_options_and_errors(tmp_path):
     page = export_html(tape, {"loss": z}, tmp_path / "a.html", requirejs=False).read_text(encoding="utf-8")
     assert f'<script src="{html.escape(embed.DEFAULT_EMBED_SCRIPT_URL)}"' in page
     assert "require.js" not in page and "var require" not in page and "tapeviz: backward pass of loss" in page
-    page = export_html(tape, z, tmp_path / "b.html", embed_url="/js/embed-amd.js?a=1&b=2",
-                       requirejs_url="/js/require.js", cors=False).read_text(encoding="utf-8")
-    assert re.search(r'<script src="/js/require.js"></script>\s*<script src="/js/embed-amd.js\?a=1&amp;b=2"></script>',
-                     page), "require.js first, then the manager; URLs escaped for the attribute"
+    page = export_html(
+        tape, z, tmp_path / "b.html", embed_url="/js/embed-amd.js?a=1&b=2", requirejs_url="/js/require.js", cors=False
+    ).read_text(encoding="utf-8")
+    assert re.search(
+        r'<script src="/js/require.js"></script>\s*<script src="/js/embed-amd.js\?a=1&amp;b=2"></script>', page
+    ), "require.js first, then the manager; URLs escaped for the attribute"
     config = re.search(r"<script>var require = (.*?);</script>", page).group(1)
     assert json.loads(config)["paths"]["@jupyter-widgets/html-manager/dist"] == "/js"  # fonts next to the script
     assert "cdn" not in page.lower()
@@ -160,6 +168,7 @@ def test_options_and_errors(tmp_path):
 
 
 # --------------------------------------------------------------------------- local scripts
+
 
 def _unavailable(reason: str):
     if is_ci():
@@ -193,8 +202,13 @@ def _local_widget_scripts() -> Path:
     with tempfile.TemporaryDirectory(dir=CACHE_DIR) as tmp:
         tmp = Path(tmp)
         t0 = time.monotonic()
-        proc = subprocess.run([npm, "pack", "--json", "--pack-destination", str(tmp), HTML_MANAGER, REQUIREJS],
-                              capture_output=True, text=True, timeout=300, cwd=tmp)
+        proc = subprocess.run(
+            [npm, "pack", "--json", "--pack-destination", str(tmp), HTML_MANAGER, REQUIREJS],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp,
+        )
         if proc.returncode != 0:
             _unavailable(f"npm pack {HTML_MANAGER} {REQUIREJS} failed:\n{proc.stderr[-2000:]}")
         packed = {p["name"]: tmp / p["filename"] for p in json.loads(proc.stdout)}

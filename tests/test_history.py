@@ -54,15 +54,16 @@ def train(model, hist, x, y, steps, *, lr=0.01, clip=None, tape_every=None, loss
     seen = []
     for step in range(steps):
         pic = tape_every is not None and step % tape_every == 0
-        with (tv.GradientTape() if pic else tf.GradientTape()) as tape:
+        with tv.GradientTape() if pic else tf.GradientTape() as tape:
             loss = loss_fn()
         variables = model.trainable_variables
         grads = tape.gradient(loss, variables)
         clipped, gnorm = tf.clip_by_global_norm(grads, clip) if clip else (None, tf.linalg.global_norm(grads))
         weights = [tf.norm(v).numpy() for v in variables]
         hist.add(step, loss=loss, grads=grads, variables=variables, clipped=clipped, tape=tape if pic else None)
-        seen.append({"loss": float(loss), "grads": grads, "clipped": clipped, "weights": weights,
-                     "global": float(gnorm)})
+        seen.append(
+            {"loss": float(loss), "grads": grads, "clipped": clipped, "weights": weights, "global": float(gnorm)}
+        )
         opt.apply_gradients(zip(clipped if clip else grads, variables, strict=True))
     return seen
 
@@ -73,8 +74,9 @@ def train_sigmoid_net(hist, steps, tape_every=None):
     x, y = batch(64, 16, seed=1)
     y = tf.cast(y > 0, tf.float32)
     bce = keras.losses.BinaryCrossentropy(from_logits=True)
-    return train(model, hist, x, y, steps, lr=0.1, tape_every=tape_every,
-                 loss_fn=lambda: bce(y, model(x, training=True)))
+    return train(
+        model, hist, x, y, steps, lr=0.1, tape_every=tape_every, loss_fn=lambda: bce(y, model(x, training=True))
+    )
 
 
 # ---------------------------------------------------------------- norms are TensorFlow's
@@ -84,8 +86,11 @@ def test_norms_equal_tf_norm_of_the_gradients_tf_computed():
     hist = tv.History(flush_every=4)  # several flushes, one partial
     seen = train(model, hist, x, y, 10)
     names = [v.path for v in model.trainable_variables]
-    assert hist.variables() == names == ["mlp/h0/kernel", "mlp/h0/bias", "mlp/h1/kernel", "mlp/h1/bias",
-                                         "mlp/out/kernel", "mlp/out/bias"]
+    assert (
+        hist.variables()
+        == names
+        == ["mlp/h0/kernel", "mlp/h0/bias", "mlp/h1/kernel", "mlp/h1/bias", "mlp/out/kernel", "mlp/out/bias"]
+    )
     assert hist.layers() == ["mlp/h0", "mlp/h1", "mlp/out"]
     np.testing.assert_array_equal(hist.steps(), np.arange(10))
     for i, name in enumerate(names):
@@ -110,10 +115,12 @@ def test_clipped_norms_equal_clip_by_global_norms():
     hist = tv.History()
     seen = train(model, hist, x, y, 12, lr=0.05, clip=2.0)  # global norm falls from ~4.7 to ~1.1
     for i, v in enumerate(model.trainable_variables):
-        np.testing.assert_allclose(hist.norms(v.path, "clipped"), [tf.norm(s["clipped"][i]).numpy() for s in seen],
-                                   rtol=1e-6)
-    np.testing.assert_allclose(hist.norms(None, "clipped"), [tf.linalg.global_norm(s["clipped"]).numpy() for s in seen],
-                               rtol=1e-6)
+        np.testing.assert_allclose(
+            hist.norms(v.path, "clipped"), [tf.norm(s["clipped"][i]).numpy() for s in seen], rtol=1e-6
+        )
+    np.testing.assert_allclose(
+        hist.norms(None, "clipped"), [tf.linalg.global_norm(s["clipped"]).numpy() for s in seen], rtol=1e-6
+    )
     engaged = [s["global"] > 2.0 for s in seen]
     g = hist.clipping(by="global")["global"]
     assert (g.steps, g.engaged) == (12, sum(engaged))
@@ -435,7 +442,7 @@ def test_buckets_stay_bounded_and_keep_spikes_over_100k_steps():
     at = 0
     while at < n:  # blocks of varying size, as flushes deliver them
         k = int(rng.integers(1, 200))
-        b.append(steps[at:at + k], values[at:at + k])
+        b.append(steps[at : at + k], values[at : at + k])
         at += k
         assert b.n <= 128
     assert b.n <= 128 and b.nbytes == Buckets(128).nbytes + 3 * 128 * 3 * 4
@@ -545,9 +552,16 @@ def test_plot_of_merged_points_draws_min_max_bands():
 # ---------------------------------------------------------------- Keras model.fit
 def _fit_model(seed=0):
     keras.utils.set_random_seed(seed)
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu", name="h"),
-                              keras.layers.Dropout(0.3), keras.layers.BatchNormalization(name="bn"),
-                              keras.layers.Dense(1, name="out")], name="fitted")
+    model = keras.Sequential(
+        [
+            keras.Input((8,)),
+            keras.layers.Dense(16, activation="relu", name="h"),
+            keras.layers.Dropout(0.3),
+            keras.layers.BatchNormalization(name="bn"),
+            keras.layers.Dense(1, name="out"),
+        ],
+        name="fitted",
+    )
     model.compile(optimizer=keras.optimizers.SGD(0.05, global_clipnorm=0.5), loss="mse")
     return model
 
@@ -618,11 +632,22 @@ def test_tensorboard_event_files_hold_norms_and_flags(tmp_path):
     for step, tag, plugin, value in events:
         if plugin == "scalars":
             scalars.setdefault(tag, {})[step] = float(value)
-    assert {"loss", "grad_norm/global", "clipped_norm/global", "grad_norm/m/h0/kernel", "grad_norm/m/h0",
-            "relative/m/out", "clip_scale/global"} <= set(scalars)
+    assert {
+        "loss",
+        "grad_norm/global",
+        "clipped_norm/global",
+        "grad_norm/m/h0/kernel",
+        "grad_norm/m/h0",
+        "relative/m/out",
+        "clip_scale/global",
+    } <= set(scalars)
     steps = hist.steps()
-    for tag, series in (("loss", hist.losses()), ("grad_norm/m/h0/kernel", hist.norms("m/h0/kernel")),
-                        ("grad_norm/m/h0", hist.norms("m/h0")), ("relative/m/out", hist.norms("m/out", "relative"))):
+    for tag, series in (
+        ("loss", hist.losses()),
+        ("grad_norm/m/h0/kernel", hist.norms("m/h0/kernel")),
+        ("grad_norm/m/h0", hist.norms("m/h0")),
+        ("relative/m/out", hist.norms("m/out", "relative")),
+    ):
         want = {int(s): float(np.float32(v)) for s, v in zip(steps, series, strict=True) if np.isfinite(v)}
         assert scalars[tag] == pytest.approx(want, rel=1e-6), tag
     texts = {step: value.item().decode() for step, tag, plugin, value in events if plugin == "text"}
@@ -706,8 +731,9 @@ def test_mirrored_strategy_sums_the_replicas(tmp_path):
     script = tmp_path / "distributed.py"
     script.write_text(DISTRIBUTED)
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env,
-                          cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     import json
 

@@ -94,12 +94,15 @@ def test_seed_example():
     assert ex.key_stepper is not None and ex.key_stepper in ex.children, "keyboard stepping is kept"
 
 
-@pytest.mark.parametrize("fn, ranges, moves", [
-    (seed, dict(x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5)), [("x", 2.0), ("w", 0.25), ("x", -2.5), ("w", 2.0)]),
-    (z, dict(x=(-2.0, 2.0, 2.0), y=(0.0, 5.0, 3.0)), [("y", 4.5), ("x", -1.0), ("y", 0.0)]),
-    (wave, dict(a=(-1.0, 1.0, 0.3), b=(0.5, 2.0, 1.0)), [("a", -0.7), ("b", 1.75), ("a", 0.9)]),
-    (branch, dict(x=(-2.0, 2.0, 1.0)), [("x", 1.5), ("x", -1.0), ("x", 0.5)]),
-])
+@pytest.mark.parametrize(
+    "fn, ranges, moves",
+    [
+        (seed, dict(x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5)), [("x", 2.0), ("w", 0.25), ("x", -2.5), ("w", 2.0)]),
+        (z, dict(x=(-2.0, 2.0, 2.0), y=(0.0, 5.0, 3.0)), [("y", 4.5), ("x", -1.0), ("y", 0.0)]),
+        (wave, dict(a=(-1.0, 1.0, 0.3), b=(0.5, 2.0, 1.0)), [("a", -0.7), ("b", 1.75), ("a", 0.9)]),
+        (branch, dict(x=(-2.0, 2.0, 1.0)), [("x", 1.5), ("x", -1.0), ("x", 0.5)]),
+    ],
+)
 def test_gradients_equal_a_plain_tape_after_every_move(fn, ranges, moves):
     ex = tv.interact(fn, **ranges)
     for name, value in moves:
@@ -291,9 +294,11 @@ def test_boxes_keep_their_places_while_the_shape_stays():
 def test_layout_is_deterministic_for_the_same_structure():
     """Two separate captures of one program lay out identically (the property the stable
     boxes rest on), while its values differ."""
+
     def picture(a):
-        run = whatif.Runner(wave, {"a": whatif.parse_range("a", (-1.0, 1.0, a)),
-                                   "b": whatif.parse_range("b", (0.5, 2.0, 1.0))}).run({"a": a, "b": 1.0})
+        run = whatif.Runner(
+            wave, {"a": whatif.parse_range("a", (-1.0, 1.0, a)), "b": whatif.parse_range("b", (0.5, 2.0, 1.0))}
+        ).run({"a": a, "b": 1.0})
         state = run.explored.initial()
         return run, run.explored.view(state).scene
 
@@ -301,11 +306,16 @@ def test_layout_is_deterministic_for_the_same_structure():
     r2, s2 = picture(-0.9)
     assert r1.shape("wave") == r2.shape("wave")
     assert [(b.x, b.y) for b in s1.boxes.values()] == [(b.x, b.y) for b in s2.boxes.values()]
+
     # every edge leaves and enters its boxes at the same points (where it turns between them
     # follows its label's width, which follows the numbers)
     def ends(scene):
-        return [(tuple(np.asarray(a.path.vertices)[0]), tuple(np.asarray(a.path.vertices)[-1])) if a.path is not None
-                else (a.start, a.end) for a in scene.arrows.values()]
+        return [
+            (tuple(np.asarray(a.path.vertices)[0]), tuple(np.asarray(a.path.vertices)[-1]))
+            if a.path is not None
+            else (a.start, a.end)
+            for a in scene.arrows.values()
+        ]
 
     assert ends(s1) == ends(s2)
 
@@ -417,34 +427,43 @@ def test_an_empty_range_keeps_the_picture_and_says_why():
     assert (s.xs[0], s.xs[-1]) == (-1.0, 0.5)
 
 
-@pytest.mark.parametrize("ranges, error, match", [
-    (dict(x=(1.0, 1.0)), ValueError, r"x=\(1, 1, ...\): the range is empty, min must be below max"),
-    (dict(x=(3.0, -3.0)), ValueError, "min must be below max"),
-    (dict(x=3.0), TypeError, r"give the input's range as \(min, max\[, start\[, step\]\]\)"),
-    (dict(x=("a", 1.0)), TypeError, "min must be a number, got str"),
-    (dict(x=(0.0, 1.0, 2.0)), ValueError, "start 2 is outside its range"),
-    (dict(x=(0.0, 1.0, 0.5, -0.1)), ValueError, "step -0.1 must be positive"),
-    (dict(x=(0.0, float("nan"))), ValueError, "finite"),
-    (dict(x=(0.0, 1.0), lr=(0.0, 1.0)), ValueError, "An input cannot be called 'lr'"),
-    (dict(q=(0.0, 1.0)), TypeError, "cannot be called with the inputs q"),
-    ({}, ValueError, "needs at least one input"),
-])
+@pytest.mark.parametrize(
+    "ranges, error, match",
+    [
+        (dict(x=(1.0, 1.0)), ValueError, r"x=\(1, 1, ...\): the range is empty, min must be below max"),
+        (dict(x=(3.0, -3.0)), ValueError, "min must be below max"),
+        (dict(x=3.0), TypeError, r"give the input's range as \(min, max\[, start\[, step\]\]\)"),
+        (dict(x=("a", 1.0)), TypeError, "min must be a number, got str"),
+        (dict(x=(0.0, 1.0, 2.0)), ValueError, "start 2 is outside its range"),
+        (dict(x=(0.0, 1.0, 0.5, -0.1)), ValueError, "step -0.1 must be positive"),
+        (dict(x=(0.0, float("nan"))), ValueError, "finite"),
+        (dict(x=(0.0, 1.0), lr=(0.0, 1.0)), ValueError, "An input cannot be called 'lr'"),
+        (dict(q=(0.0, 1.0)), TypeError, "cannot be called with the inputs q"),
+        ({}, ValueError, "needs at least one input"),
+    ],
+)
 def test_bad_ranges_raise_at_construction(ranges, error, match):
     with pytest.raises(error, match=match):
         tv.interact(lambda x: x * 2.0, **ranges)
 
 
-@pytest.mark.parametrize("fn, error, match", [
-    (lambda x: x / 0 if False else 1 / 0, ValueError, r"fn\(x=0.5\) raised ZeroDivisionError"),
-    (lambda x: None, TypeError, r"returned None \(is a `return` missing\?\)"),
-    # NumPy 1.x (with TF 2.16) promotes float32 * 2 to float64, NumPy 2 keeps float32.
-    (lambda x: x.numpy() * 2, TypeError,
-     rf"returned a numpy.{type(np.float32(0.5) * 2).__name__} \(1.0\), computed outside TensorFlow"),
-    (lambda x: x, TypeError, "the tf.Variable x itself"),
-    (lambda x: {}, TypeError, "an empty dict"),
-    (lambda x: {"a": x * 2.0, "b": 3}, TypeError, "a dict whose 'b' is an int"),
-    (lambda x: tf.constant(1.0), ValueError, "raised"),
-])
+@pytest.mark.parametrize(
+    "fn, error, match",
+    [
+        (lambda x: x / 0 if False else 1 / 0, ValueError, r"fn\(x=0.5\) raised ZeroDivisionError"),
+        (lambda x: None, TypeError, r"returned None \(is a `return` missing\?\)"),
+        # NumPy 1.x (with TF 2.16) promotes float32 * 2 to float64, NumPy 2 keeps float32.
+        (
+            lambda x: x.numpy() * 2,
+            TypeError,
+            rf"returned a numpy.{type(np.float32(0.5) * 2).__name__} \(1.0\), computed outside TensorFlow",
+        ),
+        (lambda x: x, TypeError, "the tf.Variable x itself"),
+        (lambda x: {}, TypeError, "an empty dict"),
+        (lambda x: {"a": x * 2.0, "b": 3}, TypeError, "a dict whose 'b' is an int"),
+        (lambda x: tf.constant(1.0), ValueError, "raised"),
+    ],
+)
 def test_a_first_call_that_fails_raises(fn, error, match):
     with pytest.raises(error, match=match):
         tv.interact(fn, x=(0.0, 1.0))
@@ -468,8 +487,9 @@ def test_targets_must_keep_their_names():
 
     ex = tv.interact(renamed, x=(0.0, 1.0, 0.0))
     ex.controls["x"].value = 0.9
-    assert ("renamed(x=0.9) returned the targets ['b'], but its first call returned ['a']: return the same "
-            "names every time") in html.unescape(ex.notice.value)
+    assert (
+        "renamed(x=0.9) returned the targets ['b'], but its first call returned ['a']: return the same names every time"
+    ) in html.unescape(ex.notice.value)
     assert ex.values == {"x": 0.0}
 
 

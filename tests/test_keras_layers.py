@@ -74,10 +74,27 @@ def _case(name: str):
 
 
 LAYERS = [
-    "Dense", "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "SeparableConv2D", "DepthwiseConv2D",
-    "SimpleRNN", "LSTM", "GRU", "Bidirectional", "ConvLSTM2D", "LSTM->GRU",
-    "LayerNormalization", "BatchNormalization", "GroupNormalization",
-    "MultiHeadAttention", "PReLU", "Embedding", "EinsumDense", "TimeDistributed",
+    "Dense",
+    "Conv1D",
+    "Conv2D",
+    "Conv3D",
+    "Conv2DTranspose",
+    "SeparableConv2D",
+    "DepthwiseConv2D",
+    "SimpleRNN",
+    "LSTM",
+    "GRU",
+    "Bidirectional",
+    "ConvLSTM2D",
+    "LSTM->GRU",
+    "LayerNormalization",
+    "BatchNormalization",
+    "GroupNormalization",
+    "MultiHeadAttention",
+    "PReLU",
+    "Embedding",
+    "EinsumDense",
+    "TimeDistributed",
 ]
 
 
@@ -190,8 +207,11 @@ def test_layers_built_by_their_first_call_inside_the_tape():
         assert np.array_equal(fl.grad(v), want), v.path
         assert np.array_equal(fl.grad(v.value.handle), want), v.path  # the handle is the variable
         # The initial value is written into it (stateful), its reads carry the gradient.
-        inits = [(u, w, k) for u, w, k in g.nx.out_edges(node, keys=True)
-                 if g.nx.nodes[w].get("op_type") == "AssignVariableOp"]
+        inits = [
+            (u, w, k)
+            for u, w, k in g.nx.out_edges(node, keys=True)
+            if g.nx.nodes[w].get("op_type") == "AssignVariableOp"
+        ]
         assert inits and all(fl.edge_reason[e].reason == "stateful" for e in inits), v.path
         parts = [c for _, c in fl.contributions(v)]
         np.testing.assert_allclose(np.sum(parts, axis=0), want, rtol=1e-5, atol=1e-6, err_msg=v.path)

@@ -25,8 +25,9 @@ def test_attach_keys_links_step_range_and_play_in_the_browser():
     assert box.children[-1] is keys and SCOPE_CLASS in box._dom_classes
     # Starts where the slider is, so nothing jumps before the browser links take over.
     assert (keys.step, keys.min, keys.max, keys.playing) == (3, 0, 5, False)
-    pairs = {(type(link).__name__, link.source[0], link.source[1], link.target[0], link.target[1])
-             for link in keys.links}
+    pairs = {
+        (type(link).__name__, link.source[0], link.source[1], link.target[0], link.target[1]) for link in keys.links
+    }
     assert pairs == {
         ("Link", step, "value", keys, "step"),  # the slider is the source: on load it sets the stepper
         ("DirectionalLink", step, "min", keys, "min"),
@@ -45,8 +46,12 @@ def test_explorer_has_keys_linked_to_its_own_step_and_play():
     keys = ex.key_stepper
     assert keys in ex.children and "tv-explorer" in ex._dom_classes
     linked = {(link.source[0], link.source[1]) for link in keys.links}
-    assert linked == {(ex.controls["step"], "value"), (ex.controls["step"], "min"),
-                      (ex.controls["step"], "max"), (ex.controls["play"], "playing")}
+    assert linked == {
+        (ex.controls["step"], "value"),
+        (ex.controls["step"], "min"),
+        (ex.controls["step"], "max"),
+        (ex.controls["play"], "playing"),
+    }
     # The range the keys clamp to is the slider's, in the kernel too (the explorer sets max
     # once it knows the number of steps); the step itself is linked in the browser only.
     assert (keys.min, keys.max) == (0, len(ex.flow.steps) - 1) == (ex.controls["step"].min, ex.controls["step"].max)
@@ -64,11 +69,14 @@ def test_closing_the_explorer_closes_the_key_widget_and_its_links():
     assert set(widget_module._instances) <= before, "the explorer left widgets registered"
 
 
-@pytest.mark.parametrize("which, bad, message", [
-    ("box", W.HTML("x"), "explorer_box must be an ipywidgets Box"),
-    ("step", W.FloatSlider(), "step_slider must be an ipywidgets IntSlider"),
-    ("play", W.IntSlider(), "play must be an ipywidgets Play"),
-])
+@pytest.mark.parametrize(
+    "which, bad, message",
+    [
+        ("box", W.HTML("x"), "explorer_box must be an ipywidgets Box"),
+        ("step", W.FloatSlider(), "step_slider must be an ipywidgets IntSlider"),
+        ("play", W.IntSlider(), "play must be an ipywidgets Play"),
+    ],
+)
 def test_wrong_widgets_are_named(which, bad, message):
     box, step, play = _controls()
     args = {"box": box, "step": step, "play": play}

@@ -565,9 +565,7 @@ def test_grouped_inversions_matches_brute_force():
         bound = int(rng.integers(1, 20))
         group = np.sort(rng.integers(0, 4, n))
         values = rng.integers(0, bound, n)
-        expected = sum(
-            1 for i in range(n) for j in range(i + 1, n) if group[i] == group[j] and values[i] > values[j]
-        )
+        expected = sum(1 for i in range(n) for j in range(i + 1, n) if group[i] == group[j] and values[i] > values[j])
         assert layout_mod._grouped_inversions(group, values, bound) == expected
         capped = layout_mod._grouped_inversions(group, values, bound, stop_at=3)
         assert capped == expected if expected < 3 else capped >= 3

@@ -298,7 +298,8 @@ def test_batchnorm_moving_stat_updates_are_stateful_edges(make):
     g = rec.graph
     fl = tv.flow(rec, loss)
     assigns = [
-        n for n, d in g.nx.nodes(data=True)
+        n
+        for n, d in g.nx.nodes(data=True)
         if d.get("op_type") == "AssignVariableOp" and d["scope"] == f"{model.name}/{bn.name}"
     ]
     assert len(assigns) == 2  # moving_mean and moving_variance
@@ -326,8 +327,9 @@ def test_large_activations_stay_within_the_value_budget():
     import tracemalloc
 
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((128, 128, 3)), L.Conv2D(8, 3, activation="relu"), L.MaxPooling2D(4),
-                              L.Flatten(), L.Dense(2)])
+    model = keras.Sequential(
+        [keras.Input((128, 128, 3)), L.Conv2D(8, 3, activation="relu"), L.MaxPooling2D(4), L.Flatten(), L.Dense(2)]
+    )
     x = tf.random.normal((8, 128, 128, 3))  # conv output: 8x126x126x8 floats, about 4 MiB
     y = tf.constant([0, 1] * 4)
     model(x)

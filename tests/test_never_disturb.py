@@ -69,8 +69,13 @@ def same(a, b, what):
         np.testing.assert_array_equal(x, y, err_msg=what)  # bit-identical, not close
 
 
-@settings(max_examples=25, deadline=None, database=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=25,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(programs())
 def test_results_and_errors_identical_with_or_without_tapeviz(prog):
     plain = run(prog, "tf")
@@ -100,8 +105,9 @@ def _py_function_run(cls, flow_at=None, want=None):
     return seen
 
 
-@pytest.mark.parametrize("flow_at", [None, 0, 1],
-                         ids=["no flow", "flow before gradient", "flow between two gradient calls"])
+@pytest.mark.parametrize(
+    "flow_at", [None, 0, 1], ids=["no flow", "flow before gradient", "flow between two gradient calls"]
+)
 def test_py_function_gradient_calls_behave_as_without_tapeviz(flow_at):
     plain = _py_function_run(tf.GradientTape)
     assert isinstance(plain[1], tuple)  # TF's own limit: the second call fails

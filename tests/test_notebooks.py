@@ -3,6 +3,7 @@ end with a live Explorer, and are committed without outputs.
 
 Each notebook is executed with nbclient in a temp copy (the repo's files are never written).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -68,11 +69,16 @@ PRINTED = {
     ],
 }
 
+
 def _repo_notebooks() -> list[Path]:
     """Every .ipynb the repository holds or would take in: git's tracked and untracked
     files minus the ignored ones (the venv, the docs build's executed copies, caches)."""
-    git = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.ipynb"],
-                         cwd=REPO, capture_output=True, text=True)
+    git = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.ipynb"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     if git.returncode != 0:  # not a checkout (an unpacked sdist): its notebooks folder is all there is
         return sorted(NOTEBOOKS.glob("*.ipynb"))
     return sorted(REPO / p for p in git.stdout.split() if (REPO / p).exists())
@@ -81,8 +87,10 @@ def _repo_notebooks() -> list[Path]:
 def _stream_text(nb) -> str:
     return "".join(
         o.get("text", "")
-        for c in nb.cells if c.cell_type == "code"
-        for o in c.get("outputs", []) if o.output_type == "stream" and o.get("name") == "stdout"
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+        if o.output_type == "stream" and o.get("name") == "stdout"
     )
 
 
@@ -95,8 +103,11 @@ def test_every_tutorial_section_has_a_notebook():
 def test_committed_without_outputs(path):
     nb = nbformat.read(str(path), as_version=4)
     nbformat.validate(nb)
-    dirty = [i for i, c in enumerate(nb.cells)
-             if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)]
+    dirty = [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
+    ]
     assert not dirty, f"{path.name}: cells {dirty} have outputs or execution counts; clear them before committing"
     assert "widgets" not in nb.metadata, f"{path.name}: saved widget state in the metadata"
     assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
@@ -122,8 +133,9 @@ def test_notebook_runs(name, tmp_path):
     shutil.copy(src, work)
     nb = nbformat.read(str(work), as_version=4)
     t0 = time.monotonic()
-    client = NotebookClient(nb, timeout=120, kernel_name="python3", store_widget_state=True,
-                            resources={"metadata": {"path": str(tmp_path)}})
+    client = NotebookClient(
+        nb, timeout=120, kernel_name="python3", store_widget_state=True, resources={"metadata": {"path": str(tmp_path)}}
+    )
     client.execute()  # raises CellExecutionError on the first failing cell
     elapsed = time.monotonic() - t0
 

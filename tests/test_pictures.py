@@ -162,7 +162,7 @@ def test_fifty_op_graph_is_legible():
     assert len([n for n, d in tape.graph.nx.nodes(data=True) if d["kind"] == "op"]) >= 50
     pos = list(view.pos.values())
     for i, (x0, y0) in enumerate(pos):
-        for x1, y1 in pos[i + 1:]:
+        for x1, y1 in pos[i + 1 :]:
             assert abs(x0 - x1) >= BOX_W or abs(y0 - y1) >= BOX_H, "node boxes overlap"
     fw, fh = view.figure.get_size_inches()
     assert fw <= 60 and fh <= 60
@@ -193,6 +193,7 @@ def test_tf_function_and_custom_gradient_are_one_named_node_each():
     def clip_grad(v):
         def grad(dy):
             return tf.clip_by_value(dy, -0.1, 0.1)
+
         return tf.identity(v), grad
 
     with tv.GradientTape(persistent=True) as tape:

@@ -45,7 +45,7 @@ def problems(scene: Scene) -> dict[str, list]:
     order = sorted(range(len(texts)), key=lambda i: texts[i][2][0])
     for a, i in enumerate(order):  # sweep along x: only neighbours that start before i ends can overlap it
         ri = texts[i][2]
-        for j in order[a + 1:]:
+        for j in order[a + 1 :]:
             rj = texts[j][2]
             if rj[0] >= ri[2] - EPS:
                 break
@@ -68,7 +68,7 @@ def problems(scene: Scene) -> dict[str, list]:
         if not _inside(b, canvas):
             out["outside"].append(f"box {n}")
     for e, a in scene.arrows.items():
-        for x, y in (a.path.vertices if a.path is not None else (a.start, a.end)):
+        for x, y in a.path.vertices if a.path is not None else (a.start, a.end):
             px, py = scene.data_to_px(x, y)
             if not (-EPS <= px <= W + EPS and -EPS <= py <= H + EPS):
                 out["outside"].append(f"edge {e}")
@@ -85,7 +85,10 @@ def check(scene: Scene, what: str) -> None:
         found = problems(scene)
         counts = {kind: len(v) for kind, v in found.items()}
         assert counts == {"label/label": 0, "label/box": 0, "outside": 0}, (
-            what, k, {kind: v[:4] for kind, v in found.items()})
+            what,
+            k,
+            {kind: v[:4] for kind, v in found.items()},
+        )
 
 
 VIEWS = [dict(), dict(show_all=True), dict(collapsed=True), dict(collapsed=False)]
@@ -142,8 +145,10 @@ def test_generated_programs():
             shape = props.SHAPES[int(rng.integers(len(props.SHAPES)))]
             value = rng.normal(size=shape).astype("float32")
             leaves.append(tf.Variable(value) if rng.random() < 0.7 else tf.constant(value))
-        steps = [(props.OPS[int(rng.integers(len(props.OPS)))], int(rng.integers(99)), int(rng.integers(99)))
-                 for _ in range(int(rng.integers(3, 12)))]
+        steps = [
+            (props.OPS[int(rng.integers(len(props.OPS)))], int(rng.integers(99)), int(rng.integers(99)))
+            for _ in range(int(rng.integers(3, 12)))
+        ]
         steps = [s for s in steps if s[0] not in ("reset", "watch", "paused")]
         with tv.GradientTape(persistent=True) as tape:
             target = props.build(tape, [("variable", v) for v in leaves], steps, [int(rng.integers(99))])

@@ -20,10 +20,34 @@ import tapeviz as tv
 
 SHAPES = [(), (2,), (3,), (2, 2), (2, 3), (3, 2)]
 
-UNARY = ["square", "pow2", "pow3", "tanh", "sigmoid", "reduce_sum", "reduce_mean", "reduce_sum_last",
-         "stop_gradient", "int_cast", "clip_by_value", "clip_by_norm", "self_mul", "neg_exp_tanh",
-         "relu", "abs", "reduce_max", "transpose", "reshape", "softmax", "gather", "safe_div", "paused",
-         "concat_self", "watch", "reset"]
+UNARY = [
+    "square",
+    "pow2",
+    "pow3",
+    "tanh",
+    "sigmoid",
+    "reduce_sum",
+    "reduce_mean",
+    "reduce_sum_last",
+    "stop_gradient",
+    "int_cast",
+    "clip_by_value",
+    "clip_by_norm",
+    "self_mul",
+    "neg_exp_tanh",
+    "relu",
+    "abs",
+    "reduce_max",
+    "transpose",
+    "reshape",
+    "softmax",
+    "gather",
+    "safe_div",
+    "paused",
+    "concat_self",
+    "watch",
+    "reset",
+]
 BINARY = ["add", "sub", "mul", "matmul", "maximum", "where"]
 # Ops with several outputs; "_one" uses one of them, so the others get no gradient.
 MULTI_OUTPUT = ["unstack_one", "unstack_all", "split_one", "split_all", "top_k"]
@@ -182,11 +206,18 @@ def _multi_output(op, a, j):
 def _cell_steps(op, a, j):
     """A Keras recurrent cell, built inside the tape, stepped twice over `a` as a batch."""
     x = a if len(a.shape) == 2 else tf.reshape(a, [1, -1])
-    cls = {"lstm_cell": keras.layers.LSTMCell, "gru_cell": keras.layers.GRUCell,
-           "rnn_cell": keras.layers.SimpleRNNCell}[op]
+    cls = {
+        "lstm_cell": keras.layers.LSTMCell,
+        "gru_cell": keras.layers.GRUCell,
+        "rnn_cell": keras.layers.SimpleRNNCell,
+    }[op]
     # Seeded initializers: every run of a program gets the same weights.
-    cell = cls(2, kernel_initializer=keras.initializers.GlorotUniform(seed=j),
-               recurrent_initializer=keras.initializers.Orthogonal(seed=j + 1), seed=j)
+    cell = cls(
+        2,
+        kernel_initializer=keras.initializers.GlorotUniform(seed=j),
+        recurrent_initializer=keras.initializers.Orthogonal(seed=j + 1),
+        seed=j,
+    )
     states = cell.get_initial_state(batch_size=int(x.shape[0]))
     h = None
     for t in range(2):
@@ -220,8 +251,12 @@ def _same_none(got, want, what):
     assert (got is None) == (want is None), f"{what}: tapeviz {got!r} vs TF {want!r}"
 
 
-SETTINGS = dict(deadline=None, database=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = dict(
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @settings(max_examples=40, **SETTINGS)
@@ -231,8 +266,11 @@ def test_flow_equals_tape_gradient_and_contributions_add_up(prog):
 
 
 @settings(max_examples=40, **SETTINGS)
-@given(programs(ops=["add", "mul", "matmul", "tanh", "reduce_sum", "stop_gradient", "gather"] + NEW_FAMILIES,
-                must=NEW_FAMILIES))
+@given(
+    programs(
+        ops=["add", "mul", "matmul", "tanh", "reduce_sum", "stop_gradient", "gather"] + NEW_FAMILIES, must=NEW_FAMILIES
+    )
+)
 def test_multi_output_ops_control_flow_and_recurrent_cells(prog):
     """Every program has at least one step of the families that broke on real models."""
     check_program(prog)
@@ -268,7 +306,8 @@ def check_program(prog):
 
     # Every float tensor an op produced in the block (recorded or not).
     inter = [
-        info for info in g.tensors.values()
+        info
+        for info in g.tensors.values()
         if info.trainable and info.dtype not in ("resource", "variant") and g.nx.nodes[info.node]["kind"] == "op"
     ]
     assert target._id in g.tensors
@@ -343,8 +382,11 @@ def test_programs_with_py_function(order, prog):
         with tf.GradientTape() as tape, tv.record(tape) as rec:
             target = build(tape, leaves_, steps, extra_targets)
     g = rec.graph
-    inter = [info.ref for info in g.tensors.values()
-             if info.trainable and info.dtype not in ("resource", "variant") and g.nx.nodes[info.node]["kind"] == "op"]
+    inter = [
+        info.ref
+        for info in g.tensors.values()
+        if info.trainable and info.dtype not in ("resource", "variant") and g.nx.nodes[info.node]["kind"] == "op"
+    ]
     if order == "flow first":
         fl = tv.flow(rec, target)
         got = tape.gradient(target, leaf_objs + inter)
@@ -352,7 +394,7 @@ def test_programs_with_py_function(order, prog):
         got = tape.gradient(target, leaf_objs + inter)
         fl = tv.flow(rec, target)
     got = [_np(x) for x in got]
-    for k, (lo, user, want) in enumerate(zip(leaf_objs, got[:len(leaf_objs)], want_leaves, strict=True)):
+    for k, (lo, user, want) in enumerate(zip(leaf_objs, got[: len(leaf_objs)], want_leaves, strict=True)):
         _same_none(user, want, f"user's gradient, leaf {k}")
         if want is not None:
             np.testing.assert_array_equal(user, want, err_msg=f"leaf {k}")  # undisturbed
@@ -360,7 +402,7 @@ def test_programs_with_py_function(order, prog):
         _same_none(flowed, user, f"leaf {k}")
         if user is not None:
             np.testing.assert_array_equal(flowed, user, err_msg=f"leaf {k}")
-    for t, user in zip(inter, got[len(leaf_objs):], strict=True):
+    for t, user in zip(inter, got[len(leaf_objs) :], strict=True):
         flowed = fl.grad(t)
         _same_none(flowed, user, "intermediate")
         if user is not None:

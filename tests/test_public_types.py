@@ -31,8 +31,11 @@ def _public_callables():
 
 def _missing_hints(fn) -> list[str]:
     sig = inspect.signature(fn)
-    missing = [p for p, param in sig.parameters.items()
-               if p not in ("self", "cls") and param.annotation is inspect.Parameter.empty]
+    missing = [
+        p
+        for p, param in sig.parameters.items()
+        if p not in ("self", "cls") and param.annotation is inspect.Parameter.empty
+    ]
     if sig.return_annotation is inspect.Signature.empty and fn.__name__ != "__init__":
         missing.append("return")
     return missing
@@ -42,8 +45,16 @@ PUBLIC = dict(_public_callables())
 
 
 def test_the_walk_finds_the_public_surface():
-    assert {"flow", "view", "GradientFlow.grad", "GraphView.figure", "History.add", "TapeGraph.node_of",
-            "GradientTape.watch", "Recording.__exit__"} <= set(PUBLIC)
+    assert {
+        "flow",
+        "view",
+        "GradientFlow.grad",
+        "GraphView.figure",
+        "History.add",
+        "TapeGraph.node_of",
+        "GradientTape.watch",
+        "Recording.__exit__",
+    } <= set(PUBLIC)
 
 
 def test_every_public_callable_is_fully_annotated():

@@ -24,7 +24,7 @@ SVG_NS = "{http://www.w3.org/2000/svg}"
 
 
 def rgb(hex_color: str) -> np.ndarray:
-    return np.array([int(hex_color[i:i + 2], 16) for i in (1, 3, 5)])
+    return np.array([int(hex_color[i : i + 2], 16) for i in (1, 3, 5)])
 
 
 def gif_frames(path) -> list[np.ndarray]:
@@ -52,8 +52,13 @@ def stop_view(stop_run):
 def keras_tape():
     """A small Keras model: its layers collapse into boxes whose ops are one step each."""
     tf.keras.utils.set_random_seed(0)
-    model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(4, activation="relu", name="hidden"),
-                                 tf.keras.layers.Dense(2, name="out")])
+    model = tf.keras.Sequential(
+        [
+            tf.keras.Input((3,)),
+            tf.keras.layers.Dense(4, activation="relu", name="hidden"),
+            tf.keras.layers.Dense(2, name="out"),
+        ]
+    )
     x = tf.constant(np.random.default_rng(0).normal(size=(5, 3)).astype("float32"))
     with tv.GradientTape() as tape:
         loss = tf.reduce_mean(tf.square(model(x)))
@@ -81,13 +86,13 @@ def test_png_shows_what_the_svg_draws_where_it_draws_it(stop_view, tmp_path):
     for head in heads:
         pts = np.array([float(v) for v in re.findall(r"-?\d+\.?\d*", head.get("d"))]).reshape(-1, 2)
         cx, cy = (pts.mean(axis=0) * scale).astype(int)
-        near = pixels[cy - 1:cy + 2, cx - 1:cx + 2].reshape(-1, 3)  # a small head: its centre pixel or a neighbour
+        near = pixels[cy - 1 : cy + 2, cx - 1 : cx + 2].reshape(-1, 3)  # a small head: its centre pixel or a neighbour
         assert np.abs(near - rgb(C_GRAD)).max(axis=1).min() < 40, (cx, cy, near)
 
     # the title's text is drawn where its <text> sits, and the area far above it is blank
     title = root.find(f".//{SVG_NS}g[@id='title']/{SVG_NS}text")
     x, y, size = (float(title.get(k)) * scale for k in ("x", "y", "font-size"))
-    band = pixels[int(y - size): int(y + 0.3 * size), int(x - 5 * size): int(x + 5 * size)]
+    band = pixels[int(y - size) : int(y + 0.3 * size), int(x - 5 * size) : int(x + 5 * size)]
     assert (band.sum(axis=2) < 200).sum() > 20  # dark glyph pixels
     assert (pixels[: max(1, int(y - 1.5 * size))] == 255).all()
 
@@ -131,9 +136,11 @@ def test_drawn_views_keep_matplotlibs_png(tmp_path, monkeypatch):
 def test_chinese_text_is_drawn_with_a_cjk_font():
     if not cjk_font_files():
         pytest.skip("no CJK font installed (Debian: fonts-noto-cjk)")
-    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40" viewBox="0 0 200 40">'
-           '<rect width="100%" height="100%" fill="#ffffff"/>'
-           '<text x="10" y="28" font-size="20" font-family="DejaVu Sans">梯度 grad</text></svg>')
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40" viewBox="0 0 200 40">'
+        '<rect width="100%" height="100%" fill="#ffffff"/>'
+        '<text x="10" y="28" font-size="20" font-family="DejaVu Sans">梯度 grad</text></svg>'
+    )
     doc = parse_svg(svg)
     assert any("CJK" in str(f) for f in doc.fonts[0])
     pixels = np.asarray(Image.open(io.BytesIO(png_bytes(svg))).convert("L")).astype(int)
@@ -167,10 +174,12 @@ def test_frames_redrawn_in_parts_equal_whole_redraws(keras_tape, dpi):
 
 def test_an_element_it_cannot_bound_forces_a_whole_redraw():
     def doc(color):
-        return ('<svg xmlns="http://www.w3.org/2000/svg" width="100" height="50" viewBox="0 0 100 50">'
-                '<rect width="100%" height="100%" fill="#ffffff"/>'
-                f'<g id="blur" filter="url(#f)"><rect x="10" y="10" width="20" height="20" fill="{color}"/></g>'
-                '<g id="box"><rect x="60" y="10" width="20" height="20" fill="#000000"/></g></svg>')
+        return (
+            '<svg xmlns="http://www.w3.org/2000/svg" width="100" height="50" viewBox="0 0 100 50">'
+            '<rect width="100%" height="100%" fill="#ffffff"/>'
+            f'<g id="blur" filter="url(#f)"><rect x="10" y="10" width="20" height="20" fill="{color}"/></g>'
+            '<g id="box"><rect x="60" y="10" width="20" height="20" fill="#000000"/></g></svg>'
+        )
 
     r = FrameRenderer(dpi=72)
     r.render(doc("#ff0000"))
@@ -181,14 +190,18 @@ def test_an_element_it_cannot_bound_forces_a_whole_redraw():
 
 
 def test_bounds_follow_transforms_and_path_segments():
-    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="200" height="200" viewBox="0 0 200 200">'
-           '<g id="moved" transform="translate(100 50)"><path d="M0 0 L10 0 l0 40" style="stroke-width:2"/></g>'
-           '<g id="turned" transform="rotate(90)"><rect x="10" y="-30" width="50" height="20"/></g>'
-           '</svg>')
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="200" viewBox="0 0 200 200">'
+        '<g id="moved" transform="translate(100 50)"><path d="M0 0 L10 0 l0 40" style="stroke-width:2"/></g>'
+        '<g id="turned" transform="rotate(90)"><rect x="10" y="-30" width="50" height="20"/></g>'
+        "</svg>"
+    )
     moved, turned = parse_svg(svg).units
     pad = 2 * 2 + 1  # a mitred corner reaches twice the half width; and a unit for rounding
-    assert moved.parts[1:] == [(100 - pad, 50 - pad, 110 + pad, 50 + pad),  # one box per segment after the move
-                               (110 - pad, 50 - pad, 110 + pad, 90 + pad)]
+    assert moved.parts[1:] == [
+        (100 - pad, 50 - pad, 110 + pad, 50 + pad),  # one box per segment after the move
+        (110 - pad, 50 - pad, 110 + pad, 90 + pad),
+    ]
     ((x0, y0, x1, y1),) = turned.parts
     assert (x0, y0, x1, y1) == pytest.approx((10 - 3, 10 - 3, 30 + 3, 60 + 3))
 

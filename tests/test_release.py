@@ -1,5 +1,6 @@
 """Release hygiene: one version, a changelog, and the stated TensorFlow range, tested
 versions and docs instructions kept true to the build files."""
+
 from __future__ import annotations
 
 import re

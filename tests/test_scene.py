@@ -27,8 +27,11 @@ def chain():
 def test_scene_numbers_are_tensorflows_and_no_figure_is_made(chain, monkeypatch):
     tape, w, loss = chain
     made = []
-    monkeypatch.setattr(matplotlib.figure.Figure, "__init__",
-                        lambda self, *a, **k: made.append(1) or pytest.fail("a scene made a Figure"))
+    monkeypatch.setattr(
+        matplotlib.figure.Figure,
+        "__init__",
+        lambda self, *a, **k: made.append(1) or pytest.fail("a scene made a Figure"),
+    )
     s = sc.Scene(tape.graph, tv.flow(tape, loss))
     w_node = tape.graph.node_of(w)
     assert s.grads[w_node].text == sc.grad_text(tape.gradient(loss, w).numpy())
@@ -108,8 +111,7 @@ def test_views_draw_on_first_use(chain):
     assert view.drawn and title == view.scene.title and title.startswith("Step 1/")
     view.set_step(None)
     n = tape.graph.node_of(w)
-    assert view.artists.grads[n].get_text() == view.scene.grads[n].text == sc.grad_text(
-        tape.gradient(loss, w).numpy())
+    assert view.artists.grads[n].get_text() == view.scene.grads[n].text == sc.grad_text(tape.gradient(loss, w).numpy())
 
 
 def test_views_show_in_notebooks_as_svg_without_drawing(chain):

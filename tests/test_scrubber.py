@@ -15,10 +15,14 @@ def vanishing():
     trained a few steps with a tv.GradientTape recorded into a History."""
     keras.utils.set_random_seed(0)
     init = keras.initializers.RandomNormal(stddev=0.05)
-    model = keras.Sequential([keras.Input((4,)),
-                              *[keras.layers.Dense(8, activation="sigmoid", kernel_initializer=init, name=f"d{i}")
-                                for i in range(8)],
-                              keras.layers.Dense(1, name="out")], name="deep")
+    model = keras.Sequential(
+        [
+            keras.Input((4,)),
+            *[keras.layers.Dense(8, activation="sigmoid", kernel_initializer=init, name=f"d{i}") for i in range(8)],
+            keras.layers.Dense(1, name="out"),
+        ],
+        name="deep",
+    )
     opt = keras.optimizers.SGD(0.1)
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(16, 4)).astype("float32"))
@@ -45,10 +49,14 @@ def test_collapsed_layers_are_coloured_from_vanishing_to_healthy(vanishing):
     assert scale(boxes[last].relative) > 0.85, "the last layer at the high end"
     # the layer's ratio is its variables' norms taken together, as TF computed them
     kernel, bias = model.get_layer("d0").trainable_variables
-    g = [tape_grad for v, tape_grad in zip(model.trainable_variables, grads, strict=True)
-         if v.path in (kernel.path, bias.path)]
+    g = [
+        tape_grad
+        for v, tape_grad in zip(model.trainable_variables, grads, strict=True)
+        if v.path in (kernel.path, bias.path)
+    ]
     want = np.sqrt(sum(float(tf.norm(t)) ** 2 for t in g)) / np.sqrt(
-        sum(float(tf.norm(v)) ** 2 for v in (kernel, bias)))
+        sum(float(tf.norm(v)) ** 2 for v in (kernel, bias))
+    )
     assert boxes[first].relative == pytest.approx(want, rel=1e-5)
     # the fill is the scale's colour (lightened), and a colour bar explains it
     assert sc.boxes[first].fc == sc.magnitude_fill(first) != sc.boxes[last].fc
@@ -69,7 +77,7 @@ def test_expanded_variable_boxes_are_coloured_once_their_gradient_arrives(vanish
 
 def test_scale_is_log_and_colour_blind_safe_ends_differ():
     scale = MagnitudeScale(1e-8, 1e1)
-    assert scale(1e-8) == 0.0 and scale(1e1) == 1.0 and scale(10 ** -3.5) == pytest.approx(0.5)
+    assert scale(1e-8) == 0.0 and scale(1e1) == 1.0 and scale(10**-3.5) == pytest.approx(0.5)
     assert scale.color(1e-8) != scale.color(1e1)
 
 

@@ -241,8 +241,12 @@ def test_clip_by_value_partly_inside_range():
 def _seed_model():
     keras.utils.set_random_seed(0)
     model = keras.Sequential(
-        [keras.Input((3,)), keras.layers.Dense(5, activation="relu"), keras.layers.Dense(4, activation="tanh"),
-         keras.layers.Dense(1)]
+        [
+            keras.Input((3,)),
+            keras.layers.Dense(5, activation="relu"),
+            keras.layers.Dense(4, activation="tanh"),
+            keras.layers.Dense(1),
+        ]
     )
     xb = tf.random.stateless_normal([16, 3], seed=[1, 2])
     yb = tf.random.stateless_normal([16, 1], seed=[3, 4])

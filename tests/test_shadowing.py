@@ -23,9 +23,11 @@ def test_a_clone_next_to_python_does_not_shadow_the_package(tmp_path):
     (clone / "pyproject.toml").write_text("[project]\nname = 'tapeviz'\n")
     (clone / "tapeviz" / "notes.txt").write_text("a clone's package folder, without __init__.py yet\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    code = ("import tapeviz, pathlib; print(pathlib.Path(tapeviz.__file__).resolve().parent); "
-            "print(tapeviz.GradientTape)")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)
+    code = (
+        "import tapeviz, pathlib; print(pathlib.Path(tapeviz.__file__).resolve().parent); print(tapeviz.GradientTape)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines()[0] == str(PACKAGE)

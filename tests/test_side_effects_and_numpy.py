@@ -100,8 +100,7 @@ def test_buffer_protocol_conversions_are_outside_tf(how):
     x = tf.Variable([1.0, 2.0])
     with tv.GradientTape() as tape:
         h = x * 3.0
-        arr = {"asarray": lambda: np.asarray(h) + 1.0, "array": lambda: np.array(h),
-               "ufunc": lambda: np.exp(h)}[how]()
+        arr = {"asarray": lambda: np.asarray(h) + 1.0, "array": lambda: np.array(h), "ufunc": lambda: np.exp(h)}[how]()
         y = tf.reduce_sum(arr)
     assert tape.gradient(y, x) is None
     d = tv.explain(tape, y, x)
@@ -249,8 +248,12 @@ def test_out_of_range_steps_are_refused_with_the_range(bad):
 
 @pytest.mark.parametrize("bad", ["99", "-1"])
 def test_cli_refuses_out_of_range_steps(tmp_path, bad):
-    proc = subprocess.run([sys.executable, "-m", "tapeviz.cli", "export", "basic", "-o", str(tmp_path / "b.png"),
-                           "--step", bad], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tapeviz.cli", "export", "basic", "-o", str(tmp_path / "b.png"), "--step", bad],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert f"step {bad} is out of range" in proc.stderr and "steps 0 to 2" in proc.stderr
     assert not (tmp_path / "b.png").exists()

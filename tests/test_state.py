@@ -40,7 +40,7 @@ def test_picture_of_a_state_is_the_views_svg_at_that_step(persistent):
     svg = st.picture(ex, s)
     view = tv.view(tape, targets["f2"], step=0)
     expected = to_svg(view)
-    assert svg == expected[expected.find("<svg"):]
+    assert svg == expected[expected.find("<svg") :]
     assert st.picture(ex, s) is svg, "a state seen before is not drawn again"
 
 

@@ -298,8 +298,14 @@ def test_unconnected_never_used_variable():
 
 def test_every_reason_code_is_covered_by_this_module():
     covered = {
-        "stop_gradient", "not_recorded", "not_watched", "integer_dtype", "no_gradient",
-        "stateful", "outside_tf", "unconnected",
+        "stop_gradient",
+        "not_recorded",
+        "not_watched",
+        "integer_dtype",
+        "no_gradient",
+        "stateful",
+        "outside_tf",
+        "unconnected",
     }
     assert covered == set(REASONS)
 

@@ -140,8 +140,7 @@ def test_edge_colours_and_dashes_are_the_arrows():
             assert "stroke-dasharray" not in st
     assert stopped >= 2 and flowing >= 2
     y_node = env["tape"].graph.node_of(env["y"])
-    assert any(style(ids[f"edge-{u}-{v}-{k}"][0])["stroke"] == C_STOP
-               for u, v, k in view.artists.arrows if u == y_node)
+    assert any(style(ids[f"edge-{u}-{v}-{k}"][0])["stroke"] == C_STOP for u, v, k in view.artists.arrows if u == y_node)
 
 
 def test_boxes_are_where_matplotlib_draws_them_in_their_colours():
@@ -197,8 +196,9 @@ def test_arrow_heads_are_matplotlibs():
         pts = [tuple(p) for p in view.ax.transData.transform(np.asarray(rec.path.vertices, float))]
         line, head = head_and_line(pts, arrow.get_mutation_scale() * px, arrow.get_linewidth() * px)
         theirs, fills = arrow._get_path_in_displaycoord()
-        generic, _ = arrow.get_arrowstyle()(MplPath(pts, rec.path.codes), arrow.get_mutation_scale() * px,
-                                            arrow.get_linewidth() * px)
+        generic, _ = arrow.get_arrowstyle()(
+            MplPath(pts, rec.path.codes), arrow.get_mutation_scale() * px, arrow.get_linewidth() * px
+        )
         assert list(fills) == [False, True]
         for reference in (theirs, generic):
             np.testing.assert_allclose(np.asarray(line), reference[0].vertices, atol=1e-6)

@@ -18,10 +18,12 @@ from tapeviz.themes import LIGHT, ROLES, THEMES, get_theme, rgba
 # Machado, Oliveira & Fernandes (2009), "A Physiologically-based Model for Simulation of
 # Color Vision Deficiency", severity 1.0; applied to linear RGB.
 MACHADO = {
-    "deuteranopia": np.array([[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
-                              [-0.011820, 0.042940, 0.968881]]),
-    "protanopia": np.array([[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
-                            [-0.003882, -0.048116, 1.051998]]),
+    "deuteranopia": np.array(
+        [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]]
+    ),
+    "protanopia": np.array(
+        [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]]
+    ),
     "normal vision": np.eye(3),
 }
 MIN_DELTA_E = 20.0  # CIEDE2000; ~2.3 is a just-noticeable difference, 20 reads as another colour at a glance
@@ -34,8 +36,9 @@ def linear_rgb(color: str) -> np.ndarray:
 
 def lab(lin: np.ndarray) -> np.ndarray:
     """CIELAB (D65) of a linear-RGB colour."""
-    m = np.array([[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750],
-                  [0.0193339, 0.1191920, 0.9503041]])
+    m = np.array(
+        [[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750], [0.0193339, 0.1191920, 0.9503041]]
+    )
     t = m @ np.clip(lin, 0.0, 1.0) / np.array([0.95047, 1.0, 1.08883])
     f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
     return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
@@ -60,8 +63,13 @@ def ciede2000(lab1, lab2) -> float:
         hp = (h1p + h2p) / 2
     else:
         hp = (h1p + h2p + 360) / 2 if h1p + h2p < 360 else (h1p + h2p - 360) / 2
-    t = (1 - 0.17 * np.cos(np.radians(hp - 30)) + 0.24 * np.cos(np.radians(2 * hp))
-         + 0.32 * np.cos(np.radians(3 * hp + 6)) - 0.20 * np.cos(np.radians(4 * hp - 63)))
+    t = (
+        1
+        - 0.17 * np.cos(np.radians(hp - 30))
+        + 0.24 * np.cos(np.radians(2 * hp))
+        + 0.32 * np.cos(np.radians(3 * hp + 6))
+        - 0.20 * np.cos(np.radians(4 * hp - 63))
+    )
     d_theta = 30 * np.exp(-(((hp - 275) / 25) ** 2))
     rc = 2 * np.sqrt(Cp**7 / (Cp**7 + 25.0**7))
     sl = 1 + 0.015 * (Lp - 50) ** 2 / np.sqrt(20 + (Lp - 50) ** 2)

@@ -28,7 +28,11 @@ def test_controls_contract(persistent_explorer):
     # The menu names the TF function each choice calls; its values are the modes.
     assert [v for _, v in c["clip"].options] == ["none", "by_norm", "by_value", "by_global_norm"]
     assert [label for label, _ in c["clip"].options] == [
-        "no clipping", "tf.clip_by_norm", "tf.clip_by_value", "tf.clip_by_global_norm"]
+        "no clipping",
+        "tf.clip_by_norm",
+        "tf.clip_by_value",
+        "tf.clip_by_global_norm",
+    ]
     assert isinstance(c["clip_norm"], W.FloatSlider)
     assert isinstance(c["clip_value"], W.FloatRangeSlider)
     assert isinstance(c["lr"], W.FloatSlider)

@@ -7,6 +7,7 @@ the outputs of its run, every built-in example in the gallery, every public func
 the API reference, and, in headless Chromium, a notebook's explorer drawn from scripts
 the site serves itself.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,8 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "docs" / "_build" / "html"
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
 # A resource the browser would fetch from another host: script/img/link/iframe/source URLs and CSS url().
-EXTERNAL = re.compile(r"""<(?:script|img|iframe|source|link)\b[^>]*?\b(?:src|href)\s*=\s*["']?(?:https?:)?//"""
-                      r"""|url\(\s*["']?(?:https?:)?//""", re.I)
+EXTERNAL = re.compile(
+    r"""<(?:script|img|iframe|source|link)\b[^>]*?\b(?:src|href)\s*=\s*["']?(?:https?:)?//"""
+    r"""|url\(\s*["']?(?:https?:)?//""",
+    re.I,
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -85,8 +89,14 @@ def test_api_reference_documents_every_public_name():
     markup = page("api.html")
     for name in tapeviz.__all__:
         assert f'id="tapeviz.{name}"' in markup, f"tapeviz.{name} is not in the API reference"
-    for extra in ("tapeviz.widget.Explorer", "tapeviz.diagnose.Diagnosis", "tapeviz.flow.Step",
-                  "tapeviz.whatif.Interact", "tapeviz.History.norms", "tapeviz.history.ClipStats"):
+    for extra in (
+        "tapeviz.widget.Explorer",
+        "tapeviz.diagnose.Diagnosis",
+        "tapeviz.flow.Step",
+        "tapeviz.whatif.Interact",
+        "tapeviz.History.norms",
+        "tapeviz.history.ClipStats",
+    ):
         assert f'id="{extra}"' in markup, extra
     assert "Write a standalone .html page" in markup  # a docstring's own text, not just a name
 
@@ -121,9 +131,19 @@ def test_notebook_page_shows_the_explorer_offline():
     elsewhere, failed, errors = [], [], []
     try:
         with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+            browser = p.chromium.launch(
+                executable_path="/usr/bin/chromium",
+                args=[
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-dev-shm-usage",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                ],
+            )
             try:
                 pg = browser.new_page(viewport={"width": 1280, "height": 900})
 

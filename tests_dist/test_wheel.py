@@ -7,6 +7,7 @@ The fresh venv gets the same versions as the venv running this test (a constrain
 made from it), so TensorFlow and the rest come from pip's cache instead of the network.
 Run with `make test-wheel`.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,17 +32,27 @@ import tapeviz
 from tapeviz.examples import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted(p.relative_to(ROOT / "notebooks").as_posix() for p in (ROOT / "notebooks").rglob("*")
-                   if p.is_file() and ".ipynb_checkpoints" not in p.parts)
+NOTEBOOKS = sorted(
+    p.relative_to(ROOT / "notebooks").as_posix()
+    for p in (ROOT / "notebooks").rglob("*")
+    if p.is_file() and ".ipynb_checkpoints" not in p.parts
+)
 # What a rebuild from the sdist needs, whatever else it carries.
-SDIST_NEEDS = ["pyproject.toml", "README.md", "CHANGELOG.md", "tapeviz/__init__.py", "tapeviz/cli.py",
-               *(f"notebooks/{n}" for n in NOTEBOOKS)]
+SDIST_NEEDS = [
+    "pyproject.toml",
+    "README.md",
+    "CHANGELOG.md",
+    "tapeviz/__init__.py",
+    "tapeviz/cli.py",
+    *(f"notebooks/{n}" for n in NOTEBOOKS),
+]
 
 
 def run(cmd: list, *, timeout: float = 900, **kwargs) -> subprocess.CompletedProcess:
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kwargs)
-    assert proc.returncode == 0, (f"{' '.join(map(str, cmd))} exited {proc.returncode}\n"
-                                  f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    assert proc.returncode == 0, (
+        f"{' '.join(map(str, cmd))} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    )
     return proc
 
 
@@ -100,8 +111,18 @@ def test_sdist_has_what_a_rebuild_needs(dist):
         wanted = [f for f in tracked if f.split("/")[0] in ("tapeviz", "notebooks", "tests", "tests_dist", "docs")]
         assert not [f for f in wanted if f not in names], "tracked files missing from the sdist"
     # Nothing generated: hatchling applies the root .gitignore only (not nested ones).
-    generated = (".ipynb_checkpoints/", "__pycache__/", "docs/_build/", "docs/_generated/", "docs/notebooks/",
-                 "tests/.cache/", "tests/artifacts/", ".venv", ".ruff_cache/", ".mypy_cache/")
+    generated = (
+        ".ipynb_checkpoints/",
+        "__pycache__/",
+        "docs/_build/",
+        "docs/_generated/",
+        "docs/notebooks/",
+        "tests/.cache/",
+        "tests/artifacts/",
+        ".venv",
+        ".ruff_cache/",
+        ".mypy_cache/",
+    )
     assert not [n for n in names if any(g in n for g in generated)]
 
 
@@ -141,25 +162,49 @@ def installed(dist, tmp_path_factory) -> Venv:
     python = root / "bin" / "python"
     # The same versions as this venv: pip takes them from its cache (TF is ~600 MB unpacked,
     # a download of ~250 MB otherwise) and the run tests what `make test` tested.
-    pins = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()
-                   if d.metadata["Name"] and d.metadata["Name"].lower() not in ("tapeviz", "pip", "setuptools")})
+    pins = sorted(
+        {
+            f"{d.metadata['Name']}=={d.version}"
+            for d in metadata.distributions()
+            if d.metadata["Name"] and d.metadata["Name"].lower() not in ("tapeviz", "pip", "setuptools")
+        }
+    )
     constraints = root / "constraints.txt"
     constraints.write_text("\n".join(pins) + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     work = tmp_path_factory.mktemp("wheel-work")  # cwd: nothing of the checkout importable
     state = work / ".jupyter"
-    env.update(JUPYTER_CONFIG_DIR=str(state / "config"), JUPYTER_RUNTIME_DIR=str(state / "runtime"),
-               JUPYTER_DATA_DIR=str(state / "data"), JUPYTERLAB_SETTINGS_DIR=str(state / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(state / "workspaces"), PYTHONUNBUFFERED="1")
+    env.update(
+        JUPYTER_CONFIG_DIR=str(state / "config"),
+        JUPYTER_RUNTIME_DIR=str(state / "runtime"),
+        JUPYTER_DATA_DIR=str(state / "data"),
+        JUPYTERLAB_SETTINGS_DIR=str(state / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(state / "workspaces"),
+        PYTHONUNBUFFERED="1",
+    )
     for var in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):
         env.pop(var, None)
     t0 = time.monotonic()
     # The cleaned environment for pip too: with this checkout on PYTHONPATH, pip would take
     # tapeviz for installed already.
     # --no-compile: no .pyc for all of TF up front (imports compile what they use).
-    run([python, "-m", "pip", "install", "--disable-pip-version-check", "--no-compile", "-c", constraints,
-         f"{dist.wheel}[cpu,notebook]", "nbclient"], cwd=work, env=env)
+    run(
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-compile",
+            "-c",
+            constraints,
+            f"{dist.wheel}[cpu,notebook]",
+            "nbclient",
+        ],
+        cwd=work,
+        env=env,
+    )
     print(f"\nwheel venv installed in {time.monotonic() - t0:.1f} s")
     return Venv(root, python, root / "bin" / "tapeviz", env, work)
 
@@ -169,10 +214,14 @@ def in_venv(v: Venv, *args, timeout: float = 600) -> subprocess.CompletedProcess
 
 
 def test_import_comes_from_the_wheel(installed):
-    out = in_venv(installed, installed.python, "-c",
-                  "import json, tapeviz, tensorflow as tf; from tapeviz import cli; "
-                  "print(json.dumps([tapeviz.__version__, tapeviz.__file__, str(cli.find_notebooks()), "
-                  "tf.__version__]))")
+    out = in_venv(
+        installed,
+        installed.python,
+        "-c",
+        "import json, tapeviz, tensorflow as tf; from tapeviz import cli; "
+        "print(json.dumps([tapeviz.__version__, tapeviz.__file__, str(cli.find_notebooks()), "
+        "tf.__version__]))",
+    )
     version, path, notebooks, tf_version = json.loads(out.stdout.strip().splitlines()[-1])
     assert version == tapeviz.__version__
     site = Path(path).resolve().parent
@@ -236,9 +285,15 @@ def test_demo_serves_the_shipped_notebooks(installed):
     served = installed.work / "served"
     log = installed.work / "demo.log"
     with open(log, "w") as sink:
-        proc = subprocess.Popen([str(installed.tapeviz), "demo", "--no-browser", "--port", str(_free_port()),
-                                 "--workdir", str(served)], cwd=installed.work, env=installed.env,
-                                stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [str(installed.tapeviz), "demo", "--no-browser", "--port", str(_free_port()), "--workdir", str(served)],
+            cwd=installed.work,
+            env=installed.env,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         url = None
         deadline = time.monotonic() + 240

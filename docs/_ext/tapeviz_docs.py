@@ -9,6 +9,7 @@
   (`npm pack`, cached in docs/_build/) and are served from the site itself: no page of the
   site loads anything from a CDN.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -47,8 +48,11 @@ README_LINKS = {"CHANGELOG.md": "changelog.md", "docs/": "index.md"}
 def sync_notebooks(src: Path = NOTEBOOKS_SRC, dst: Path = NOTEBOOKS_DOCS) -> list[Path]:
     """Mirror src into dst (notebooks and their images), keeping modification times so an
     incremental build re-executes only changed notebooks. Files gone from src are removed."""
-    wanted = {p.relative_to(src) for p in src.rglob("*")
-              if p.is_file() and not any(part.startswith(".") for part in p.relative_to(src).parts)}
+    wanted = {
+        p.relative_to(src)
+        for p in src.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(src).parts)
+    }
     if not any(p.suffix == ".ipynb" for p in wanted):
         raise ExtensionError(f"no notebooks in {src}")
     dst.mkdir(parents=True, exist_ok=True)
@@ -121,11 +125,17 @@ def widget_scripts(dest: Path = WIDGET_DIR, cache: Path = NPM_CACHE) -> Path:
         if npm is None:
             raise ExtensionError(
                 "the docs serve the ipywidgets scripts themselves (no CDN), and fetch them with npm: "
-                "install Node.js and npm (Debian: apt-get install nodejs npm), then build again")
+                "install Node.js and npm (Debian: apt-get install nodejs npm), then build again"
+            )
         cache.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=cache) as tmp:
-            proc = subprocess.run([npm, "pack", "--json", "--pack-destination", tmp, spec],
-                                  capture_output=True, text=True, timeout=300, cwd=tmp)
+            proc = subprocess.run(
+                [npm, "pack", "--json", "--pack-destination", tmp, spec],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                cwd=tmp,
+            )
             if proc.returncode != 0:
                 raise ExtensionError(f"npm pack {spec} failed:\n{proc.stderr[-2000:]}")
             tgz = Path(tmp) / json.loads(proc.stdout)[0]["filename"]

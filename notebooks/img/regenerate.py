@@ -19,16 +19,19 @@ HERE = Path(__file__).resolve().parent
 def small_cnn_model():
     """The README's small CNN and a batch for it: (model, (x,), labels)."""
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([
-        keras.Input((8, 8, 1)),
-        keras.layers.Conv2D(4, 3, activation="relu"),
-        keras.layers.BatchNormalization(),
-        keras.layers.MaxPooling2D(),
-        keras.layers.Conv2D(4, 3, activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dropout(0.2),
-        keras.layers.Dense(3),
-    ], name="cnn")
+    model = keras.Sequential(
+        [
+            keras.Input((8, 8, 1)),
+            keras.layers.Conv2D(4, 3, activation="relu"),
+            keras.layers.BatchNormalization(),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Conv2D(4, 3, activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dropout(0.2),
+            keras.layers.Dense(3),
+        ],
+        name="cnn",
+    )
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(4, 8, 8, 1)).astype("float32"))
     return model, (x,), tf.constant([0, 1, 2, 1])
