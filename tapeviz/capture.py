@@ -36,7 +36,7 @@ import types
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import tensorflow as tf
@@ -500,9 +500,8 @@ def _api_call(rec: Recorder) -> tuple[str, int] | None:
     if outer is not rec._api_frame:
         rec._api_frame = outer
         rec._api_seq += 1
-    name = _code_api[id(outer.f_code)][1]
-    assert name, "the walk returns only frames of named public functions"
-    return name, rec._api_seq
+    # the walk returns only frames of named public functions (no assert: this runs in the op hook)
+    return cast(str, _code_api[id(outer.f_code)][1]), rec._api_seq
 
 
 def _passed_by_user(value, frame) -> bool:
