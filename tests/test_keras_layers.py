@@ -330,3 +330,27 @@ def test_readme_coverage_table_lists_exactly_the_layers_tested_here():
     table = {cells[0].strip(): cells[1].strip() for cells in rows[1:]}
     assert list(table) == LAYERS
     assert set(table.values()) == {"works"}
+
+
+def _readme_row(name: str) -> list[str]:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("### Keras layer coverage", 1)[1].split("Also checked", 1)[0]
+    return next(
+        [c.strip() for c in line.split("|")[1:-1]] for line in section.splitlines() if line.startswith(f"| {name} |")
+    )
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_readme_coverage_row_counts_are_measured(name):
+    """The table's Ops and Boxes columns are what this model records and draws by default
+    (on the TensorFlow the table names: other versions' Keras runs other ops)."""
+    if not tf.__version__.startswith("2.21."):
+        pytest.skip(f"the README's counts are TF 2.21's; this is TF {tf.__version__}")
+    model, x = build(name)
+    with tv.GradientTape() as tape:
+        loss = loss_of(model, x)
+    display = tv.view(tape, loss).display
+    row = _readme_row(name)
+    assert (int(row[2]), int(row[3])) == (len(tape.graph.capture.ops), display.nx.number_of_nodes()), row
