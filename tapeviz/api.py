@@ -70,6 +70,7 @@ def view(
     theme: str | Theme | None = None,
     lang: str = DEFAULT,
     magnitude: bool = False,
+    wrap: int | None = None,
 ) -> GraphView:
     """A GraphView of what ``tape`` recorded; with a target, its backward pass at ``step``
     (0 seeds the target; None, the default, is the last step: the finished pass).
@@ -81,7 +82,9 @@ def view(
     ``theme``: "light" (default), "dark" (JupyterLab's dark theme) or "projector" (large
     text, thick lines); ``lang``: the language of the picture's words (tapeviz.messages.LANGUAGES);
     ``magnitude=True`` colours each variable's box (a collapsed layer's, its variables together)
-    by ``‖g‖/‖w‖`` on a log scale, with a colour bar: vanishing and exploding layers stand out."""
+    by ``‖g‖/‖w‖`` on a log scale, with a colour bar: vanishing and exploding layers stand out.
+    ``wrap=k`` folds the picture into rows of at most k boxes (for a page, a slide or a
+    README); by default only pictures wider than a screen (16 columns) wrap."""
     graph = graph_of(tape)
     with gc_paused():
         fl = flow(tape, target, output_gradients=output_gradients) if target is not None else None
@@ -96,6 +99,7 @@ def view(
             theme=theme,
             lang=lang,
             magnitude=magnitude,
+            wrap=wrap,
         )
         if step is not None:
             v.set_step(step)
@@ -116,6 +120,7 @@ def draw(
     theme: str | Theme | None = None,
     lang: str = DEFAULT,
     magnitude: bool = False,
+    wrap: int | None = None,
 ) -> Figure:
     """A matplotlib Figure of the recorded graph and, given a target, its gradient flow.
 
@@ -135,6 +140,7 @@ def draw(
         theme=theme,
         lang=lang,
         magnitude=magnitude,
+        wrap=wrap,
     ).figure
 
 
@@ -153,13 +159,15 @@ def save(
     theme: str | Theme | None = None,
     lang: str = DEFAULT,
     magnitude: bool = False,
+    wrap: int | None = None,
     every_step: bool = False,
     progress: bool = True,
 ) -> Path:
     """Write a .png / .svg picture, or a .gif of the backward pass: one frame per step as the
     picture shows it (a collapsed layer's ops are one step), at most ~150 frames unless
     ``every_step``. A save that takes more than ~2 s shows a progress bar (``progress=False``:
-    never); Ctrl+C leaves no partly written file. Returns the path."""
+    never); Ctrl+C leaves no partly written file. ``wrap=k``: rows of at most k boxes (see
+    :func:`view`). Returns the path."""
     check_path(path)  # fail before any work on a bad path
     v = view(
         tape,
@@ -172,6 +180,7 @@ def save(
         theme=theme,
         lang=lang,
         magnitude=magnitude,
+        wrap=wrap,
     )
     with gc_paused():
         return save_view(v, path, dpi=dpi, fps=fps, every_step=every_step, progress=progress)

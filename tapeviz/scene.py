@@ -946,7 +946,14 @@ class Scene:
         show_all: bool = False,
         theme: str | Theme | None = None,
         magnitudes=None,
+        wrap: int | None = None,
     ):
+        if wrap is not None and (isinstance(wrap, bool) or not isinstance(wrap, int) or wrap < 2):
+            raise ValueError(
+                f"wrap={wrap!r}: give the most boxes a row may hold (an int of at least 2), "
+                "or None to wrap only pictures wider than a screen"
+            )
+        self.wrap = wrap
         self.graph = graph
         self.lang = check_lang(lang)
         self.theme = th = get_theme(theme)
@@ -967,7 +974,8 @@ class Scene:
             pos, computed = layered_routes(dg)
             if routes is None:
                 n_columns = len({x for x, _ in pos.values()})
-                pos, routes, self.lanes = wrap_bands(dg, pos, computed, columns=band_columns(n_columns, most=BAND_MOST))
+                columns = wrap if wrap is not None else band_columns(n_columns, most=BAND_MOST)
+                pos, routes, self.lanes = wrap_bands(dg, pos, computed, columns=columns)
         self.pos = pos
         self.routes = routes or {}  # (u, v) -> bend points; edges not in it run straight to their consumer's gap
         self.font = th.font

@@ -114,6 +114,7 @@ class GraphView:
         theme: str | Theme | None = None,
         lang: str = DEFAULT,
         magnitude: bool = False,
+        wrap: int | None = None,
     ):
         magnitudes = None
         if magnitude and flow is not None:
@@ -134,6 +135,7 @@ class GraphView:
             theme=theme,
             lang=lang,
             magnitudes=magnitudes,
+            wrap=wrap,
         )
         self._user_ax = ax
         self._drawing: _Drawing | None = None
@@ -392,6 +394,7 @@ class GraphView:
             theme=sc.theme,
             lang=sc.lang,
             magnitude=self.magnitude,
+            wrap=sc.wrap,
         )
         view.overrides = self.overrides
         view.set_step(self.step)

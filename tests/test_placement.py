@@ -197,3 +197,42 @@ def test_the_counter_sees_overlaps_and_escapes():
     assert found["label/box"] and found["label/label"]  # on the box and on the box's own texts
     s.grads[n].x = -50.0
     assert problems(s)["outside"]
+
+
+def _cnn_tape():
+    keras.utils.set_random_seed(0)
+    model, args, y = small_cnn()
+    model(*args)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with tv.GradientTape() as tape:
+        loss = loss_fn(y, model(*args, training=True))
+    return tape, loss
+
+
+@pytest.mark.parametrize("wrap", [2, 3, 4, 7])
+def test_wrap_folds_a_picture_into_rows_of_at_most_k_boxes(wrap, tmp_path):
+    """The README's CNN pictures use wrap=4 so that a page column shows them readably."""
+    tape, loss = _cnn_tape()
+    wide, wrapped = tv.view(tape, loss), tv.view(tape, loss, wrap=wrap)
+    assert len({x for x, _ in wide.pos.values()}) > wrap  # the test needs a picture that wraps
+    columns_per_row: dict[float, set] = {}
+    for x, y in wrapped.pos.values():
+        columns_per_row.setdefault(y, set()).add(x)
+    rows = sorted(columns_per_row)
+    assert len({x for x, _ in wrapped.pos.values()}) <= wrap
+    assert wrapped.scene.lanes and len(rows) > len({y for _, y in wide.pos.values()})
+    assert wrapped.scene.canvas[0] < wide.scene.canvas[0]
+    check(wrapped.scene, ("cnn", "wrap", wrap))
+    # the same boxes and the same numbers, only placed differently
+    assert set(wrapped.pos) == set(wide.pos)
+    assert {n: g.text for n, g in wrapped.scene.grads.items()} == {n: g.text for n, g in wide.scene.grads.items()}
+    # kept by the views made from it, and by tv.save
+    assert wrapped.expanded(wrapped.layers[0]).scene.wrap == wrap
+    assert tv.save(tape, tmp_path / "cnn.svg", target=loss, wrap=wrap).exists()
+
+
+@pytest.mark.parametrize("wrap", [0, 1, True, 2.5, "4"])
+def test_wrap_refuses_what_is_not_a_row_length(wrap):
+    tape, loss = _cnn_tape()
+    with pytest.raises(ValueError, match=r"wrap=.*the most boxes a row may hold"):
+        tv.view(tape, loss, wrap=wrap)

@@ -14,6 +14,9 @@ import tapeviz as tv
 from tapeviz import cli, examples
 
 HERE = Path(__file__).resolve().parent
+# "after" pictures in rows of at most 4 boxes: ~1,100 px wide, so a README column (~880 px)
+# shows their text at a readable size ("before" pictures stay as wide as they are).
+README_ROW = 4
 
 
 def small_cnn_model():
@@ -53,7 +56,8 @@ def export_both(name: str, stem: str) -> None:
     run = ex.run()
     caption = f"{ex.title}\n{cli._printed(run.printed)}"
     for show_all, when in ((True, "before"), (False, "after")):
-        tv.save(run.tape, HERE / f"{stem}_{when}.png", target=run.target, caption=caption, show_all=show_all)
+        wrap = None if show_all else README_ROW
+        tv.save(run.tape, HERE / f"{stem}_{when}.png", target=run.target, caption=caption, show_all=show_all, wrap=wrap)
 
 
 def main() -> None:
@@ -63,7 +67,8 @@ def main() -> None:
     tape, loss = small_cnn()
     caption = "a small CNN: Conv2D, BatchNormalization, MaxPooling2D, Conv2D, GlobalAveragePooling2D, Dropout, Dense"
     for show_all, when in ((True, "before"), (False, "after")):
-        tv.save(tape, HERE / f"cnn_{when}.png", target=loss, caption=caption, show_all=show_all)
+        wrap = None if show_all else README_ROW
+        tv.save(tape, HERE / f"cnn_{when}.png", target=loss, caption=caption, show_all=show_all, wrap=wrap)
 
 
 if __name__ == "__main__":
