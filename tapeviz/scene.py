@@ -1477,6 +1477,11 @@ class Scene:
             grad = format_value(st.grad if not isinstance(st.grad, list) else st.grad[0])
             to = sorted({localize(g.display_name(u), self.lang) for u, _, _ in st.edges})
             node = localize(g.display_name(st.node), self.lang)
+            box = self.display.of.get(st.node, st.node)
+            if box != st.node and self.display.nx.nodes[box].get("kind") == "layer":
+                # an op inside a collapsed box: say which box the reader sees it in
+                group = node_title(g, box, self.display, self.lang)
+                node = say("ui.step.in_group", self.lang, node=node, group=group)
             reads = g.nx.nodes[st.node].get("reads") or []
             if to:
                 title = say("ui.step.passes", self.lang, k=k, n=n, node=node, value=grad, to=", ".join(to))

@@ -120,3 +120,21 @@ def test_views_show_in_notebooks_as_svg_without_drawing(chain):
     svg = view._repr_svg_()
     assert svg.startswith("<svg") and "backward pass of loss done" in svg and not view.drawn
     assert sc.grad_text(tape.gradient(loss, w).numpy()) in svg
+
+
+def test_a_step_inside_a_collapsed_box_names_the_box_it_is_drawn_in():
+    """tf.clip_by_norm's ops collapse into one box: a step title naming one of them (the
+    Mul) says it is in that box, since the reader sees no Mul."""
+    x = tf.Variable([10.0, 20.0, 30.0])
+    with tv.GradientTape() as tape:
+        y = tf.reduce_sum(tf.clip_by_norm(x, 5.0) * [1.0, 2.0, 3.0])
+    fl = tv.flow(tape, y)
+    view = tv.view(tape, y)
+    inside = [s.index for s in fl.steps[1:] if view.display.of[s.node] != s.node]
+    assert inside, "the test needs a step whose op is inside the collapsed box"
+    for lang, words in (("en", "(in clip_by_norm)"), ("zh", "（在 clip_by_norm 中）")):
+        for k in inside:
+            assert words in tv.view(tape, y, step=k, lang=lang).scene.title
+    drawn = [s.index for s in fl.steps[1:] if view.display.of[s.node] == s.node]
+    assert drawn and all("(in " not in tv.view(tape, y, step=k).scene.title for k in drawn)
+    assert "(in " not in tv.view(tape, y, show_all=True).scene.title

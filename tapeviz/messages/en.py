@@ -159,6 +159,7 @@ MESSAGES = {
     "ui.step.passes": "Step {k}/{n}: {node} got {value} and passes gradient back to {to}",
     "ui.step.received": "Step {k}/{n}: {node} has received its gradient {value}",
     "ui.step.part": "Step {k}/{n}: {node} receives {value} through one of its {reads} reads",
+    "ui.step.in_group": "{node} (in {group})",
     "ui.step.done": " (backward pass of {target} done)",
     "ui.note.collapsed": lambda layers, calls, total, **_: " and ".join(
         [f"{layers} {_plural(layers, 'layer')}"] * bool(layers) + [f"{calls} TF API {_plural(calls, 'call')}"] * bool(calls))

@@ -155,6 +155,7 @@ MESSAGES = {
     "ui.step.passes": "第 {k}/{n} 步：{node} 收到 {value}，并把梯度传回给 {to}",
     "ui.step.received": "第 {k}/{n} 步：{node} 收到了它的梯度 {value}",
     "ui.step.part": "第 {k}/{n} 步：{node} 通过它的 {reads} 次读取之一收到 {value}",
+    "ui.step.in_group": "{node}（在 {group} 中）",
     "ui.step.done": "（{target} 的反向传播完成）",
     "ui.note.collapsed": _collapsed_note,
     "ui.note.hidden": _hidden_note,
