@@ -122,14 +122,20 @@ def _keras_models():
     return [small_cnn, lstm, *models.MODELS]
 
 
-@pytest.mark.parametrize("make", _keras_models(), ids=lambda m: m.__name__)
-def test_keras_models_collapsed_and_expanded(make):
+def training_step_tape(make):
+    """One training step of the model `make` builds, on a tapeviz tape: (tape, loss)."""
     keras.utils.set_random_seed(0)
     model, args, y = make()
     model(*args)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     with tv.GradientTape() as tape:
         loss = loss_fn(y, model(*args, training=True))
+    return tape, loss
+
+
+@pytest.mark.parametrize("make", _keras_models(), ids=lambda m: m.__name__)
+def test_keras_models_collapsed_and_expanded(make):
+    tape, loss = training_step_tape(make)
     fl = tv.flow(tape, loss)
     for kw in VIEWS:
         check(Scene(tape.graph, fl, **kw), (make.__name__, kw))
@@ -199,20 +205,10 @@ def test_the_counter_sees_overlaps_and_escapes():
     assert problems(s)["outside"]
 
 
-def _cnn_tape():
-    keras.utils.set_random_seed(0)
-    model, args, y = small_cnn()
-    model(*args)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    with tv.GradientTape() as tape:
-        loss = loss_fn(y, model(*args, training=True))
-    return tape, loss
-
-
 @pytest.mark.parametrize("wrap", [2, 3, 4, 7])
 def test_wrap_folds_a_picture_into_rows_of_at_most_k_boxes(wrap, tmp_path):
     """The README's CNN pictures use wrap=4 so that a page column shows them readably."""
-    tape, loss = _cnn_tape()
+    tape, loss = training_step_tape(small_cnn)
     wide, wrapped = tv.view(tape, loss), tv.view(tape, loss, wrap=wrap)
     assert len({x for x, _ in wide.pos.values()}) > wrap  # the test needs a picture that wraps
     columns_per_row: dict[float, set] = {}
@@ -233,6 +229,6 @@ def test_wrap_folds_a_picture_into_rows_of_at_most_k_boxes(wrap, tmp_path):
 
 @pytest.mark.parametrize("wrap", [0, 1, True, 2.5, "4"])
 def test_wrap_refuses_what_is_not_a_row_length(wrap):
-    tape, loss = _cnn_tape()
+    tape, loss = training_step_tape(small_cnn)
     with pytest.raises(ValueError, match=r"wrap=.*the most boxes a row may hold"):
         tv.view(tape, loss, wrap=wrap)
