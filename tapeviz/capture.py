@@ -51,6 +51,8 @@ from tensorflow.python.framework import ops as _ops
 from tensorflow.python.ops import resource_variable_ops as _rvo
 from tensorflow.python.ops import script_ops as _script_ops
 
+from .blockvars import named_in_block
+
 _REQUIRED = (
     (pywrap_tfe, "TFE_Py_FastPathExecute"),
     (pywrap_tfe, "TFE_Py_TapeSetIsStopped"),
@@ -63,6 +65,7 @@ _REQUIRED = (
     (_tape_lib, "pop_tape"),
     (_tape_lib, "watch"),
     (_backprop, "_gradient_function"),
+    (_ops, "_gradient_registry"),
     (_rvo, "variable_accessed"),
     (_rvo, "BaseResourceVariable"),
     (_ops._EagerTensorBase, "numpy"),
@@ -855,8 +858,10 @@ class Capture:
         frame: FrameInfo | None,
         side_state: dict,
         graph_mode: bool,
+        unread: dict,
     ):
         self._raw = raw
+        self._unread = unread  # handle id -> a variable the block names but never read
         self._seen = seen  # tensor id -> EagerTensor (every tensor the records name)
         self._variables = variables  # handle id -> tf.Variable
         self._access_paths = access_paths  # handle id -> Keras path, learned while it was read
@@ -881,6 +886,8 @@ class Capture:
         self._keras_paths: dict | None = None
         self._facts: dict[int, TensorFacts] = {}
         self.variables: dict[int, VariableRecord] = {}
+        #: variables the block's code names that the tape never saw read (an untaken branch)
+        self.unread: dict[int, VariableRecord] = {}
         self.watched_variable_ids: set[int] = set()
         self.watch_joined: dict[int, int] = {}
         self.tape_watched: set[int] = set()
@@ -1007,8 +1014,8 @@ class Capture:
             name = self._frame.variable_names.get(var.handle._id)
         return name or var.name.split(":")[0]
 
-    def _variable_record(self, hid: int) -> VariableRecord:
-        var = self._variables[hid]
+    def _variable_record(self, hid: int, var=None) -> VariableRecord:
+        var = self._variables[hid] if var is None else var
         return VariableRecord(hid, self._variable_name(var), self.keras_path(var), bool(var.trainable), var)
 
     def variable_reads(self, op: OpRecord) -> int | None:
@@ -1067,8 +1074,21 @@ class Capture:
         self.watch_joined = joined
         self.tape_watched = {tid for tid in self._watched if tid in joined}
         self.variables = {hid: self._variable_record(hid) for hid in self._variables}
+        for hid, var in self._unread.items():
+            if hid not in self._variables:
+                self.note_unread(var)
         self.settled = True
         return self
+
+    def note_unread(self, var) -> VariableRecord:
+        """A tf.Variable the tape never saw read, named by the block or asked about as a
+        target (``tape.gradient(v, [v, w])`` is valid TF): it gets a record of its own."""
+        hid = var.handle._id
+        record = self.variables.get(hid) or self.unread.get(hid)
+        if record is None:
+            record = self.unread[hid] = self._variable_record(hid, var)
+            self._seen[hid] = var.handle  # the replay may be asked d v / d v
+        return record
 
     def _trainable_id(self, tid: int) -> bool:
         return is_trainable(self.facts(tid).dtype)
@@ -1165,11 +1185,14 @@ class Recorder:
         self.capture: Capture | None = None
 
     # -- lifecycle -----------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, frame=None) -> None:
+        """Install the hooks. ``frame``: the user's frame entering the block (its code and
+        offset let the end of the block find the variables the block names)."""
         if self._started:
             raise RuntimeError("This tapeviz recorder is already recording; use a new one.")
         self._thread_id = _get_ident()
         self._started = True
+        self._enter = (frame.f_code, frame.f_lasti) if frame is not None else None
         # Inside a tf.function the block is traced, not executed: there is nothing to
         # record, so no hook is installed and flow() explains why.
         self._graph_mode = not _context.executing_eagerly()
@@ -1314,6 +1337,7 @@ class Recorder:
     def _empty_capture(self) -> Capture:
         tape = self.tape
         return Capture(
+            unread={},
             raw=[],
             seen={},
             variables={},
@@ -1350,7 +1374,9 @@ class Recorder:
             )
         watched_vars = final_tape.watched_variables() if final_tape is not None else tape._watched_variables
         info = _scan_frame(frame) if frame is not None else None
+        unread = {v.handle._id: v for v in named_in_block(frame, self._enter).values()}
         return Capture(
+            unread={h: v for h, v in unread.items() if h not in self._variables},
             raw=self._raw,
             seen=self._seen,
             variables=self._variables,
@@ -1474,6 +1500,7 @@ class BackwardCall:
     op: OpRecord
     out_grads: list  # TF values arriving at the op's outputs
     in_grads: list  # TF values (or None) it returned per input
+    missing: LookupError | None = None  # TF's own error: the op has no registered gradient
 
 
 def replay_backward(
@@ -1549,8 +1576,13 @@ def _backward_fn(cap: Capture, op: OpRecord, calls: list) -> Callable:
         )
 
     def backward(*out_grads):
+        missing = None
         if custom is not None:  # the Python function TF's tape was given
             grads = custom(*out_grads)
+        elif (missing := _unregistered(op.op_type)) is not None:
+            # tape.gradient raises here; the replay notes TF's error and goes on with
+            # nothing for the op's inputs, so the rest of the pass can still be shown.
+            grads = [None] * len(op.inputs)
         else:
             with _restored(side, op):
                 grads = _backprop._gradient_function(
@@ -1564,10 +1596,21 @@ def _backward_fn(cap: Capture, op: OpRecord, calls: list) -> Callable:
                     op.scope,
                 )
         grads = list(grads) if isinstance(grads, (list, tuple)) else [grads]
-        calls.append(BackwardCall(op, list(out_grads), grads))
+        calls.append(BackwardCall(op, list(out_grads), grads, missing))
         return grads
 
     return backward
+
+
+def _unregistered(op_type: str) -> LookupError | None:
+    """TF's own LookupError when no gradient is registered for ``op_type`` (what
+    tape.gradient raises: "gradient registry has no entry for: AdjustContrastv2"), else
+    None. An op registered as not differentiable (``tf.no_gradient``) has an entry: None."""
+    try:
+        _ops._gradient_registry.lookup(op_type)
+    except LookupError as e:
+        return e
+    return None
 
 
 class ReplayError(RuntimeError):

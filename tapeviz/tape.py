@@ -82,7 +82,7 @@ class GradientTape(tf.GradientTape, _GraphHolder):
         self._tv_capture = self._tv_graph = self._tv_error = None
         recorder = Recorder(self)
         try:
-            recorder.start()
+            recorder.start(sys._getframe(1))
         except BaseException:
             super().__exit__(*sys.exc_info())
             raise
@@ -135,7 +135,7 @@ class Recording(_GraphHolder):
                 "with tf.GradientTape() as tape, tv.record(tape) as rec: ..."
             )
         recorder = Recorder(tape)
-        recorder.start()
+        recorder.start(sys._getframe(1))
         self._recorder = recorder
         plain_watch = tape.watch
 
