@@ -17,6 +17,7 @@ from .graph import TapeGraph
 from .history import Flag, History
 from .messages import DEFAULT, check_lang
 from .shown import Collapsed
+from .step import RecordedStep, record_step
 from .tape import GradientTape, Recording, graph_of, record
 from .themes import Theme
 from .view import GraphView
@@ -34,6 +35,8 @@ __all__ = [
     "GradientTape",
     "record",
     "Recording",
+    "record_step",
+    "RecordedStep",
     "flow",
     "view",
     "draw",
