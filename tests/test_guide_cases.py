@@ -202,7 +202,12 @@ def _same(before, after) -> bool:
 def _mlp(seed: int = 1, dropout: float = 0.25):
     keras.utils.set_random_seed(seed)
     return keras.Sequential(
-        [keras.Input((3,)), keras.layers.Dense(4, activation="tanh"), keras.layers.Dropout(dropout), keras.layers.Dense(1)]
+        [
+            keras.Input((3,)),
+            keras.layers.Dense(4, activation="tanh"),
+            keras.layers.Dropout(dropout),
+            keras.layers.Dense(1),
+        ]
     )
 
 
@@ -222,7 +227,7 @@ def test_record_step_of_a_tf_function_custom_loop():
         with tf.GradientTape() as tape:
             loss = loss_fn(y, model(x, training=training))
         grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
+        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         metric.update_state(loss)
         return loss
 
@@ -281,8 +286,12 @@ def test_record_step_of_a_gan_step_with_two_tapes():
             real_out, fake_out = disc(real, training=True), disc(fake, training=True)
             g_loss = bce(tf.ones_like(fake_out), fake_out)
             d_loss = bce(tf.ones_like(real_out), real_out) + bce(tf.zeros_like(fake_out), fake_out)
-        g_opt.apply_gradients(zip(g_tape.gradient(g_loss, gen.trainable_variables), gen.trainable_variables))
-        d_opt.apply_gradients(zip(d_tape.gradient(d_loss, disc.trainable_variables), disc.trainable_variables))
+        g_opt.apply_gradients(
+            zip(g_tape.gradient(g_loss, gen.trainable_variables), gen.trainable_variables, strict=True)
+        )
+        d_opt.apply_gradients(
+            zip(d_tape.gradient(d_loss, disc.trainable_variables), disc.trainable_variables, strict=True)
+        )
         return g_loss, d_loss
 
     gan_step(real, noise)

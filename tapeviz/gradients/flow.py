@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import networkx as nx
 import numpy as np
@@ -102,7 +102,7 @@ class GradientFlow:
                 # A variable as the target is valid TF (tape.gradient(v, [v, w]) = [ones, None]):
                 # the target is then a source itself, whether or not the tape saw it read.
                 g.variable_node(t)
-                out.append(g.key_of(t))
+                out.append(cast(int, g.key_of(t)))  # a variable's handle id: never None
                 continue
             key = g.key_of(t) if isinstance(t, tf.Tensor) else None
             if key is None:
@@ -595,10 +595,8 @@ class GradientFlow:
         off = self._off.get(u)
         if off is not None:
             return off.moved(e)
-        if v in self.unregistered:
-            return StopReason(
-                e, Reason.NO_GRADIENT, Cause.NOT_REGISTERED, self._facts(subject=uname, op=op.op_type), v
-            )
+        if op is not None and v in self.unregistered:
+            return StopReason(e, Reason.NO_GRADIENT, Cause.NOT_REGISTERED, self._facts(subject=uname, op=op.op_type), v)
         if op is not None and consumer_called:
             return StopReason(
                 e, Reason.NO_GRADIENT, Cause.NOT_DIFFERENTIABLE, self._facts(subject=uname, op=op.op_type), e

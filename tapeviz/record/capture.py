@@ -1790,14 +1790,13 @@ class WriteGuard:
 
         return callback
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         if self._hook is not None:
             try:
                 _op_callbacks.remove_op_callback(self._hook)
             except (KeyError, ValueError):
                 pass
             self._hook = None
-        return False
 
     def restore(self) -> list:
         """Put back every variable the call may have written (after __exit__); returns them."""

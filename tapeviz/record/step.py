@@ -89,6 +89,7 @@ class _TapeHook:
         def entered(tape):
             out = enter(tape)
             if hook.mine(tape):
+                rec: GradientTape | Recording
                 if isinstance(tape, GradientTape):
                     rec = tape
                 else:
@@ -123,10 +124,9 @@ class _TapeHook:
     def mine(self, tape) -> bool:
         return _get_ident() == self._thread
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         for name, original in self._saved.items():
             setattr(tf.GradientTape, name, original)
-        return False
 
 
 def record_step(fn: Any, /, *args: Any, **kwargs: Any) -> RecordedStep:
