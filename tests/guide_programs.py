@@ -227,37 +227,43 @@ def zeros_not_none(T):
 # --------------------------------------------------------------------------- advanced autodiff
 
 
+def _x_and_y() -> tuple[tf.Variable, tf.Variable]:
+    return tf.Variable(2.0, name="x"), tf.Variable(3.0, name="y")
+
+
+def _y_stopped(t, z, x, y, code: str) -> Run:
+    """d z / d {x, y} as a dict, as the advanced guide asks it; y's path is cut (``code``)."""
+    g = t.gradient(z, {"x": x, "y": y})
+    return Run([g["x"], g["y"]], t, z, [(x, g["x"]), (y, g["y"])], [(y, code)])
+
+
 @program("advanced: stop recording")
 def paused(T):
-    x, y = tf.Variable(2.0, name="x"), tf.Variable(3.0, name="y")
+    x, y = _x_and_y()
     with T() as t:
         x_sq = x * x
         with t.stop_recording():
             y_sq = y * y
         z = x_sq + y_sq
-    g = t.gradient(z, {"x": x, "y": y})
-    return Run([g["x"], g["y"]], t, z, [(x, g["x"]), (y, g["y"])], [(y, "not_recorded")])
+    return _y_stopped(t, z, x, y, "not_recorded")
 
 
 @program("advanced: reset")
 def reset(T):
-    x, y = tf.Variable(2.0, name="x"), tf.Variable(3.0, name="y")
+    x, y = _x_and_y()
     with T() as t:
         y_sq = y * y
         t.reset()
         z = x * x + y_sq
-    g = t.gradient(z, {"x": x, "y": y})
-    return Run([g["x"], g["y"]], t, z, [(x, g["x"]), (y, g["y"])], [(y, "not_recorded")])
+    return _y_stopped(t, z, x, y, "not_recorded")
 
 
 @program("advanced: stop gradient")
 def stopped(T):
-    x, y = tf.Variable(2.0, name="x"), tf.Variable(3.0, name="y")
+    x, y = _x_and_y()
     with T() as t:
-        y_sq = y**2
-        z = x**2 + tf.stop_gradient(y_sq)
-    g = t.gradient(z, {"x": x, "y": y})
-    return Run([g["x"], g["y"]], t, z, [(x, g["x"]), (y, g["y"])], [(y, "stop_gradient")])
+        z = x**2 + tf.stop_gradient(y**2)
+    return _y_stopped(t, z, x, y, "stop_gradient")
 
 
 @tf.custom_gradient

@@ -8,11 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorflow as tf
+from guide_programs import PROGRAMS, Run
 
 import tapeviz as tv
 from tapeviz.record import capture
-
-from guide_programs import PROGRAMS, Run
 
 
 def _numbers(x):
