@@ -59,7 +59,8 @@ def _plural(n: int, word: str) -> str:
 def _hidden_note(hidden, folded, target, **_):
     parts = []
     if hidden:
-        what = f"carry nothing to {target}" if target else "lead to no output"
+        verb = ("carries", "leads") if hidden == 1 else ("carry", "lead")  # "1 op that carries", "2 ops that carry"
+        what = f"{verb[0]} nothing to {target}" if target else f"{verb[1]} to no output"
         parts.append(f"{hidden} {_plural(hidden, 'op')} that {what} hidden")
     if folded:
         parts.append(f"{folded} {_plural(folded, 'constant')} and shape {_plural(folded, 'op')} folded into the ops "
