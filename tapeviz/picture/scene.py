@@ -2,14 +2,18 @@
 
 A Scene holds one record per box, text, tag and arrow, plus the figure's chrome (title,
 caption, legend), each with its position, text, colour, line width and dash, and
-restyles those records when the backward step or the shown gradients change. Two
-writers read it and decide nothing: ``svg.py`` writes it as an SVG document (files,
-the explorer's canvas, Jupyter) and ``output/artists.py`` turns it into matplotlib artists
-(PNG, GIF, ``tv.draw``'s Figure). The raster writer rasterises the SVG.
+restyles those records when the backward step or the shown gradients change. Drawing
+goes one way, scene -> writers: two painters (output/painter.py) read it and decide
+nothing: ``svg.py`` writes it as an SVG document (files, the explorer's canvas, Jupyter;
+PNG and GIF are that SVG's pixels) and ``output/artists.py`` turns it into matplotlib
+artists (``tv.draw``'s Figure).
 
-Placement happens here, with the text metrics of :mod:`tapeviz.picture.fonts` (the ones the
-SVG writer uses too), so that no label overlaps another label or covers a box and
-nothing leaves the canvas:
+The Scene puts together the jobs of its sibling modules: what is shown (visibility.py),
+where (layout.py, rows.py), the records of boxes and texts (placement.py), edge routes
+(routing.py), wording (wording.py), the legend (legend.py), with the style constants of
+style.py and the text metrics of :mod:`tapeviz.picture.fonts` (the ones the SVG writer
+uses too), so that no label overlaps another label or covers a box and nothing leaves
+the canvas:
 
 * every edge is labelled in the gap just before its consumer, on a horizontal run at
   one of the consumer's *ports* (its in-edges spread over the box's height, ordered as
