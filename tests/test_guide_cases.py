@@ -11,7 +11,7 @@ import tensorflow as tf
 
 import tapeviz as tv
 from tapeviz.gradients.stop_reasons import Cause, Reason
-from tapeviz.record import capture
+from tapeviz.record import hooks, records
 
 PICTURES = (".svg", ".png", ".gif")
 
@@ -182,7 +182,7 @@ def test_a_missing_gradient_leaves_the_users_tape_as_tf_made_it():
             tape.gradient(y, image)
         if order == "tf first":
             assert tv.flow(tape, y).unregistered
-    assert not capture.hooks_installed()
+    assert not hooks.hooks_installed()
 
 
 # --------------------------------------------------------------------------- 4. tv.record_step
@@ -321,7 +321,7 @@ def test_record_step_puts_variables_back_when_the_step_raises():
 
     with pytest.raises(ValueError, match="the step failed"):
         tv.record_step(broken)
-    assert w.numpy() == 1.0 and not capture.hooks_installed()
+    assert w.numpy() == 1.0 and not hooks.hooks_installed()
 
 
 def test_record_step_refuses_what_it_cannot_call():
@@ -330,5 +330,5 @@ def test_record_step_refuses_what_it_cannot_call():
 
 
 def test_the_graph_mode_error_names_record_step_first():
-    msg = capture.GRAPH_MODE_MESSAGE
+    msg = records.GRAPH_MODE_MESSAGE
     assert msg.index("tv.record_step") < msg.index("run_eagerly")

@@ -11,7 +11,7 @@ import tensorflow as tf
 from guide_programs import PROGRAMS, Run
 
 import tapeviz as tv
-from tapeviz.record import capture
+from tapeviz.record import hooks
 
 
 def _numbers(x):
@@ -91,7 +91,7 @@ def test_guide_section_runs_the_same_and_is_drawn_and_explained(section, tmp_pat
     ref = PROGRAMS[section](tf.GradientTape)
     run = PROGRAMS[section](tv.GradientTape)
     _assert_same(ref.results, run.results)
-    assert not capture.hooks_installed()
+    assert not hooks.hooks_installed()
     if run.compiled is not None:
         _compiled(run, tmp_path)
         return

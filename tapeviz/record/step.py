@@ -5,7 +5,7 @@ under ``model.fit``: a tape there runs in graph mode and holds no values to show
 same Python runs eagerly when called as ``fn.python_function`` (or ``model.train_step``
 outside ``fit``). This module makes that one call with every ``tf.GradientTape`` it
 opens recorded (as ``tv.record`` would), notes what each tape's gradient was asked for,
-and then puts back every variable the call wrote (capture.WriteGuard), so the user's
+and then puts back every variable the call wrote (write_guard.WriteGuard), so the user's
 run goes on as if the call had never happened.
 """
 
@@ -14,12 +14,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from threading import get_ident as _get_ident
 from typing import Any
 
 import tensorflow as tf
 
-from .capture import WriteGuard, _get_ident
 from .tape import GradientTape, Recording
+from .write_guard import WriteGuard
 
 __all__ = ["record_step", "RecordedStep"]
 
