@@ -196,14 +196,18 @@ def explore(
     show_all: bool = False,
     presenter: bool = False,
     magnitude: bool | None = None,
+    quiz: bool = False,
 ) -> Explorer:
     """A live Explorer widget: ``targets`` is one tensor or {name: tensor} (persistent tapes).
 
     ``lang``: "en" or "zh"; ``theme``: "auto" (the page's: dark in JupyterLab's dark theme,
     else light), "light", "dark" or "projector"; ``show_all``: every
     recorded op; ``presenter``: only the picture and the step buttons, full width;
-    ``magnitude``: boxes coloured by ``‖g‖/‖w‖``. Given a :class:`tv.History`, the explorer
-    scrubs its training steps (``controls["train_step"]``) instead."""
+    ``magnitude``: boxes coloured by ``‖g‖/‖w‖``; ``quiz``: predict, then reveal: each step's
+    number is shown as "?" until the student types a prediction (judged against TensorFlow's
+    number within 1 %) or presses reveal, and a per-step score is kept (``controls["reset"]``
+    clears it). Given a :class:`tv.History`, the explorer scrubs its training steps
+    (``controls["train_step"]``) instead."""
     from .widget import Explorer
 
     if isinstance(tape, History):
@@ -220,7 +224,15 @@ def explore(
     if targets is None:
         raise TypeError("explore() needs the target: tv.explore(tape, loss) or tv.explore(tape, {'f1': f1, 'f2': f2}).")
     explored = _explored(tape, targets, output_gradients)
-    return Explorer(explored, presenter=presenter, lang=lang, theme=theme, show_all=show_all, magnitude=bool(magnitude))
+    return Explorer(
+        explored,
+        presenter=presenter,
+        lang=lang,
+        theme=theme,
+        show_all=show_all,
+        magnitude=bool(magnitude),
+        quiz=quiz,
+    )
 
 
 def interact(

@@ -188,6 +188,15 @@ class Arrow:
     mark_at: tuple | None = None  # where its chevron goes while its step is processed
 
 
+class Hidden(NamedTuple):
+    """Numbers a picture shows as "?" (a quiz: predict, then reveal): the gradients on these
+    recorded edges and nodes, wherever the picture draws them, and a title saying so."""
+
+    edges: frozenset  # recorded edges (u, v, key)
+    nodes: frozenset  # recorded nodes
+    title: str
+
+
 @dataclass(slots=True)
 class Swatch:
     """A legend entry's sample: a box, a line or a tag, and its text (canvas pixels)."""
@@ -1019,6 +1028,7 @@ class Scene:
         self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
         self._grad_rooms = self._grad_allowance(plans, label_h)
         self.overrides: dict[Any, str] = {}
+        self.hidden: Hidden | None = None  # numbers shown as "?" (set_step applies it)
         # route each edge: it turns towards its port where its widest label begins
         for e, arrow in self.arrows.items():
             label = self.edge_labels[e]
@@ -1353,8 +1363,21 @@ class Scene:
             else:
                 box.ec, box.lw = th.kinds.get(kind, th.kinds["op"])[1], LW_BOX * th.line
         self.title = self.custom_title or self._step_title(fl, k, finished)
+        if self.hidden is not None:
+            self._hide(self.hidden)
         if self._laid_out:  # (the title's record is made when the canvas is laid out)
             self.set_title()
+
+    def _hide(self, hidden: Hidden) -> None:
+        """Write "?" where the hidden gradients would show, and the hidden title."""
+        disp = self.display
+        for e in disp.display_edges_of(hidden.edges):
+            if e in self.edge_labels:
+                self.edge_labels[e].text = "?"
+        for n in {disp.of.get(n) for n in hidden.nodes} - {None}:
+            if n in self.grads:
+                self.grads[n].text = "∂ ?"
+        self.title = hidden.title
 
     def set_title(self) -> None:
         """Write ``self.title`` into the title's record: wrapped to the canvas, cut to the lines it has."""

@@ -25,7 +25,7 @@ from .flow import GradientFlow
 from .graph import TapeGraph
 from .messages import DEFAULT
 from .render import Z_EDGE, Artists, Chrome, chrome_artists, draw_scene, mark_artists, raster_dpi
-from .scene import DPI, Label, Scene
+from .scene import DPI, Hidden, Label, Scene
 from .shown import Collapsed, Shown
 from .svg import to_svg
 from .themes import Theme
@@ -211,6 +211,15 @@ class GraphView:
         self.scene.overrides = dict(texts)  # shown at the next set_step, as set_grad_overrides shows at once
 
     # -- the matplotlib side, made on first use --------------------------------------
+
+    @property
+    def hidden(self) -> Hidden | None:
+        """Gradients shown as "?" until a quiz reveals them (:class:`tapeviz.scene.Hidden`)."""
+        return self.scene.hidden
+
+    @hidden.setter
+    def hidden(self, hidden: Hidden | None) -> None:
+        self.scene.hidden = hidden  # shown at the next set_step, like overrides
 
     @property
     def drawn(self) -> bool:

@@ -38,7 +38,7 @@ STAGES = [
     {"fonts", "scene"},
     {"raster", "svg", "render", "view"},
     {"tape", "flags", "pictures", "history_plot", "tensorboard"},
-    {"panels", "state", "export", "page", "widget", "slope"},
+    {"panels", "quiz", "state", "export", "page", "widget", "slope"},
     {"keras_callback", "history", "scrubber", "whatif"},
     {"api", "examples", "cli", ""},
 ]
@@ -57,6 +57,7 @@ DRAWING = {
     "svgparts",
     "gif",
     "panels",
+    "quiz",
     "state",
     "page",
     "widget",
