@@ -298,6 +298,7 @@ def export_html(
     clip_norms: Sequence[float] | None = None,
     lang: str = "en",
     theme: str = "light",
+    quiz: bool = False,
 ) -> Path:
     """Write a standalone .html page that steps through the backward pass of ``target`` with
     no Python kernel (a slider and a play button over pictures rendered now).
@@ -307,13 +308,16 @@ def export_html(
     the clipping the panel shows; ``clip_norms=[...]``: the panel for each of those
     positions, picked by a slider in the page. The page loads its widget scripts from
     public CDNs unless ``embed_url`` / ``requirejs_url`` point at local copies: see
-    :func:`tapeviz.page.write_page`. Returns the path.
+    :func:`tapeviz.page.write_page`. ``quiz=True``: predict, then reveal, in the page
+    itself: each step's numbers are hidden until the reader types a prediction (checked by
+    the page's own script against TensorFlow's numbers, within 1 %) or presses reveal; a
+    per-step score with a reset button. Returns the path.
     """
     from .page import write_page
 
     check_path(path, formats=(".html", ".htm"))  # fail before any drawing work
     explored = _explored(tape, target, output_gradients)
-    state = explored.initial(lang=lang, theme=theme, clip=clip, clip_norm=clip_norm)
+    state = explored.initial(lang=lang, theme=theme, clip=clip, clip_norm=clip_norm, quiz=quiz)
     try:
         return write_page(
             explored,

@@ -164,6 +164,8 @@ def question_text(fl: GradientFlow, q: Question, lang: str = DEFAULT) -> str:
         text = say("quiz.q.edge", lang, node=node, value=format_value(q.received), to=_name(fl, q.to, lang))
     else:
         text = say("quiz.q.node", lang, target=target, node=node)
+    if text.startswith("the "):  # "The Pow op received ...", never "X received" for a variable x
+        text = "The" + text[3:]
     size = int(np.size(q.value))
     if q.by_norm:
         hint = say("quiz.hint.norm", lang, shape="x".join(map(str, np.shape(q.value))))

@@ -63,7 +63,7 @@ def _hidden_note(hidden, folded, target, **_):
 
 
 def _collapsed_note(layers, calls, total, **_):
-    parts = [f"{layers} 个层"] * bool(layers) + [f"{calls} 个 TF API 调用"] * bool(calls)
+    parts = [f"{layers} 个层"] * bool(layers) + [f"{calls} 个 tf 函数调用"] * bool(calls)
     return "和".join(parts) + f"已折叠（共 {total} 个节点）；展开即可看到其中的运算"
 
 
@@ -168,7 +168,7 @@ MESSAGES = {
     "ui.kind.layer": "层（已折叠）",
     "ui.kind.inner": "tf.function 内部的运算",
     "ui.group.layer": "层 · {n} 个运算",
-    "ui.group.api": "TF API · {n} 个运算",
+    "ui.group.api": "tf 函数 · {n} 个运算",
     "ui.group.inner": "在 tf.function {function} 中",
     "ui.legend.forward": "→ 前向计算",
     "ui.legend.flowing": "已经传回的梯度",
@@ -183,12 +183,12 @@ MESSAGES = {
     "ui.chip.random_mask": "随机掩码",
     "ui.chip.random_value": "随机",
     "ui.chip.role.exponent": "指数 {value}",
-    "ui.chip.role.axis": "axis {value}",
-    "ui.chip.role.shape": "shape {value}",
-    "ui.chip.role.perm": "perm {value}",
-    "ui.chip.role.multiples": "multiples {value}",
-    "ui.chip.role.paddings": "paddings {value}",
-    "ui.chip.role.depth": "depth {value}",
+    "ui.chip.role.axis": "轴 {value}",
+    "ui.chip.role.shape": "形状 {value}",
+    "ui.chip.role.perm": "维度顺序 {value}",
+    "ui.chip.role.multiples": "重复次数 {value}",
+    "ui.chip.role.paddings": "填充 {value}",
+    "ui.chip.role.depth": "深度 {value}",
     "ui.edge.stop_gradient": "stop_gradient",
     "ui.edge.not_recorded": "未记录",
     "ui.edge.not_watched": "未监视",
