@@ -20,9 +20,9 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz import quiz
-from tapeviz import state as st
-from tapeviz.page import _quiz_frame, _quiz_script
+from tapeviz.explorer import quiz
+from tapeviz.explorer import state as st
+from tapeviz.explorer.html_page import _quiz_frame, _quiz_script
 
 TEXT = re.compile(r"<text[^>]*>(.*?)</text>", re.S)
 

@@ -186,8 +186,8 @@ def lesson_explorer(path: Path):
 def quiz_questions(ex) -> list[dict]:
     """Every question an explorer's quiz asks: target, step, the question in en and zh, and
     TensorFlow's answer as the quiz reveals it."""
-    from tapeviz import quiz
-    from tapeviz.graph import format_value
+    from tapeviz.explorer import quiz
+    from tapeviz.record.graph import format_value
 
     rows = []
     for target in ex.model.targets:
