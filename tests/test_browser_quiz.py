@@ -54,40 +54,42 @@ def test_voila_quiz_hides_checks_reveals_and_scores(server_factory, page):
     reveal = page.locator(f"{ROOT} .tv-quiz-reveal")
     step = page.locator(f"{ROOT} .tv-step .noUi-handle")
 
-    # The finished pass (step 2/2), hidden: x's total is "∂ ?" and 6 is nowhere.
-    expect(quiz).to_contain_text("y 对 x 的梯度是多少？")
+    # A quiz opens at the seed (step 0/2), every number hidden: y's ∂ and x's are "∂ ?".
+    expect(quiz).to_contain_text("dy/dy 是多少？")
     expect(quiz).to_contain_text("得分：答对 0，答错 0，揭晓 0（共 3 步）")
     shown = texts()
-    assert "∂ ?" in shown and not [t for t in shown if "6.0" in t], shown
-    assert any(t.startswith("第 2/2 步") and "先预测" in t for t in shown), shown
+    assert shown.count("∂ ?") == 2 and not [t for t in shown if "1.0" in t or "6.0" in t], shown
+    assert any(t.startswith("第 0/2 步") and "先预测" in t for t in shown), shown
     screenshot(page, "voila_quiz_zh_hidden")
 
-    # A wrong prediction: said so, then revealed (TensorFlow's 6.0 on the picture).
+    # Step 0: reveal without predicting (TensorFlow's seed, 1.0, appears on the picture).
+    reveal.click()
+    expect(quiz.locator(".tv-quiz-revealed")).to_have_text("已揭晓：TensorFlow 算出的是 1.0。")
+    page.wait_for_function(f"() => ({_TEXTS_JS})('{CANVAS}').includes('∂ 1.0')")
+    expect(check).to_be_disabled()
+
+    # Step 1: Pow's edge to x is "?"; a wrong prediction is said so, then revealed.
+    step.press("ArrowRight")
+    expect(quiz).to_contain_text("它传回给 x 的梯度是多少？")
+    page.wait_for_function(f"() => ({_TEXTS_JS})('{CANVAS}').includes('?')")
     svg = canvas_svg(page, CANVAS)
     typed.fill("5")
     check.click()
     expect(quiz.locator(".tv-quiz-wrong")).to_have_text("不对：你输入的是 5，TensorFlow 算出的是 6.0。")
     wait_svg_changed(page, CANVAS, svg)
-    assert "∂ 6.0" in texts()
-    expect(check).to_be_disabled()
+    assert "6.0" in texts()
 
-    # Step 1: Pow's edge to x is "?"; a right prediction.
-    step.press("ArrowLeft")
-    expect(quiz).to_contain_text("它传回给 x 的梯度是多少？")
-    page.wait_for_function(f"() => ({_TEXTS_JS})('{CANVAS}').includes('?')")
+    # Step 2: x's total; a right prediction.
+    step.press("ArrowRight")
+    expect(quiz).to_contain_text("y 对 x 的梯度是多少？")
+    page.wait_for_function(f"() => ({_TEXTS_JS})('{CANVAS}').includes('∂ ?')")
     typed.fill("6")
     check.click()
     expect(quiz.locator(".tv-quiz-right")).to_contain_text("答对了！")
-    page.wait_for_function(f"() => ({_TEXTS_JS})('{CANVAS}').includes('6.0')")
-
-    # Step 0: reveal without predicting.
-    step.press("ArrowLeft")
-    expect(quiz).to_contain_text("dy/dy 是多少？")
-    reveal.click()
-    expect(quiz.locator(".tv-quiz-revealed")).to_have_text("已揭晓：TensorFlow 算出的是 1.0。")
+    page.wait_for_function(f"() => ({_TEXTS_JS})('{CANVAS}').includes('∂ 6.0')")
     expect(quiz).to_contain_text("得分：答对 1，答错 1，揭晓 1（共 3 步）")
     marks = quiz.locator(".tv-quiz-cell").all_inner_texts()
-    assert [re.sub(r"\s+", " ", m) for m in marks] == ["0 👁", "1 ✓", "2 ✗"], marks
+    assert [re.sub(r"\s+", " ", m) for m in marks] == ["0 ◎", "1 ✗", "2 ✓"], marks
     screenshot(page, "voila_quiz_zh_scored")
 
     # The teacher's reset: the score is zero and the step is hidden again.

@@ -156,6 +156,10 @@ def test_the_page_script_judges_as_python_does(square):
 def test_quiz_hides_the_steps_numbers_until_answered(square):
     tape, x, y = square
     ex = tv.explore(tape, y, quiz=True, lang="en")
+    assert ex.controls["step"].value == 0, "a quiz starts at the seed"
+    assert "∂ ?" in texts(ex.canvas.value) and "What is dy/dy?" in ex.quiz.value
+    ex.controls["step"].value = 2  # jumping ahead gives nothing away: step 1's 6.0 stays hidden too
+    assert not [t for t in texts(ex.canvas.value) if "6.0" in t] and "?" in texts(ex.canvas.value)
     ex.controls["step"].value = 1
     shown = texts(ex.canvas.value)
     assert "?" in shown, "the edge Pow -> x shows ?"
@@ -188,7 +192,7 @@ def test_quiz_hides_the_steps_numbers_until_answered(square):
     ex.controls["reveal"].click()
     assert "Revealed: TensorFlow computed 1.0." in ex.quiz.value
     assert "Score: 1 right, 1 wrong, 1 revealed (3 steps)" in ex.quiz.value
-    assert ["0 👁", "1 ✗", "2 ✓"] == re.findall(r"data-step='\d'>([^<]*)<", ex.quiz.value)
+    assert ["0 ◎", "1 ✗", "2 ✓"] == re.findall(r"data-step='\d'>([^<]*)<", ex.quiz.value)
     # the teacher resets the score: every step hidden again
     ex.controls["reset"].click()
     assert "Score: 0 right, 0 wrong, 0 revealed" in ex.quiz.value

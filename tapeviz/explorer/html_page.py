@@ -117,7 +117,7 @@ function tvQuizScore() {
     for (let k = 0; k < n; k++) {
       const outcome = tvQuizAnswers[target + "\u0000" + k];
       if (outcome) counts[outcome] += 1;
-      cells.push(k + " " + ({ right: "\u2713", wrong: "\u2717", revealed: "\ud83d\udc41" }[outcome] || "\u00b7"));
+      cells.push(k + " " + ({ right: "\u2713", wrong: "\u2717", revealed: "\u25ce" }[outcome] || "\u00b7"));
     }
   }
   const steps = Object.values(TV_QUIZ.steps).reduce((a, b) => a + b, 0);

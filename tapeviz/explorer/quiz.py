@@ -140,14 +140,20 @@ def score(answers: Iterable[Answer]) -> dict[str, int]:
     return out
 
 
-def hidden(fl: GradientFlow, q: Question, lang: str = DEFAULT) -> Hidden:
-    """What the picture of a step hides until it is answered: the edge being processed and
-    every node whose gradient is complete at this step or later (still to be reached)."""
-    edges = frozenset(tuple(e) for e in fl.steps[q.step].edges)
-    later = q.step + 1 if q.to is not None else q.step  # an op's own gradient (what it received) stays
+def hidden(fl: GradientFlow, step: int, answered: Iterable[int], lang: str = DEFAULT) -> Hidden | None:
+    """What the picture of ``step`` hides: every number a step not answered yet computes (the
+    edge being processed, the nodes still to be reached, and what a skipped step sent), so a
+    picture never gives away a question still open. None when nothing is hidden."""
+    k = fl.check_step(step)
+    still_open = set(range(fl.last_step + 1)) - set(answered)
+    edges = frozenset(e for e, s in fl.edge_step.items() if s in still_open)
     done = {n: fl.step_of(n) for n in fl.graph.nx.nodes}
-    nodes = frozenset(n for n, s in done.items() if s is not None and s >= later)
-    title = say("quiz.title", lang, k=q.step, n=fl.last_step, node=_name(fl, q.node, lang))
+    nodes = frozenset(n for n, s in done.items() if s in still_open)
+    title = None
+    if k in still_open:
+        title = say("quiz.title", lang, k=k, n=fl.last_step, node=_name(fl, fl.steps[k].node, lang))
+    if title is None and not edges and not nodes:
+        return None
     return Hidden(edges, nodes, title)
 
 
@@ -202,17 +208,17 @@ def score_text(answers: Iterable[Answer], steps: int, lang: str = DEFAULT) -> st
     return say("quiz.score", lang, right=s["right"], wrong=s["wrong"], revealed=s["revealed"], steps=steps)
 
 
-_MARKS = {"right": "✓", "wrong": "✗", "revealed": "👁"}
+_MARKS = {"right": "✓", "wrong": "✗", "revealed": "◎"}
 
 
 def steps_strip(answers: Iterable[Answer], steps: int) -> str:
-    """One cell per step: ✓ right, ✗ wrong, 👁 revealed, · not yet (the per-step score)."""
+    """One cell per step: ✓ right, ✗ wrong, ◎ revealed, · not yet (the per-step score)."""
     by_step = {a.step: a.outcome for a in answers}
     cells = []
     for k in range(steps):
         outcome = by_step.get(k)
         mark = _MARKS.get(outcome, "·") if outcome else "·"
-        cells.append(f"<span class='tv-quiz-cell tv-quiz-{outcome or 'open'}' data-step='{k}'>{k} {mark}</span>")
+        cells.append(f"<span class='tv-quiz-cell tv-quiz-cell-{outcome or 'open'}' data-step='{k}'>{k} {mark}</span>")
     return " ".join(cells)
 
 

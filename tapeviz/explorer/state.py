@@ -44,6 +44,7 @@ __all__ = [
     "gradients",
     "clipped_texts",
     "quiz_hidden",
+    "quiz_open",
     "quiz_panel",
     "answer",
     "reveal",
@@ -120,10 +121,11 @@ class Explored:
         return self._flows[target]
 
     def initial(self, **settings) -> ExplorerState:
-        """The state an explorer opens in: the first target, its finished pass."""
+        """The state an explorer opens in: the first target, its finished pass (a quiz: its
+        first step, the seed, with every number still to predict)."""
         state = ExplorerState(target=next(iter(self.targets)), **settings)
         check_lang(state.lang)
-        return state.replace(step=self.flow(state.target).last_step)
+        return state.replace(step=0 if state.quiz else self.flow(state.target).last_step)
 
     def default_shown(self, state: ExplorerState) -> Shown:
         """The picture's own decision of what is shown for this target (no groups chosen)."""
@@ -308,14 +310,16 @@ def _quiz_pending(ex: Explored, state: ExplorerState) -> bool:
 
 
 def quiz_hidden(ex: Explored, state: ExplorerState) -> Hidden | None:
-    """What this state's picture hides: the step's numbers, until the step is answered."""
+    """What this state's picture hides: the numbers of every step not answered yet."""
     if not state.quiz:
         return None
-    fl = ex.flow(state.target)
-    k = step_of(ex, state)
-    if quiz.answered(state.answers, k, state.target) is not None:
-        return None
-    return quiz.hidden(fl, quiz.question(fl, k), state.lang)
+    answered = [a.step for a in state.my_answers]
+    return quiz.hidden(ex.flow(state.target), step_of(ex, state), answered, state.lang)
+
+
+def quiz_open(ex: Explored, state: ExplorerState) -> bool:
+    """Whether this state's step still waits for an answer."""
+    return state.quiz and quiz.answered(state.answers, step_of(ex, state), state.target) is None
 
 
 def quiz_panel(ex: Explored, state: ExplorerState) -> str:

@@ -48,8 +48,9 @@ class Explorer(W.VBox):
         lang = self.state.lang
         c: dict[str, W.Widget] = {}
         last = explored.flow(self.state.target).last_step
+        first = explored.flow(self.state.target).check_step(self.state.step)
         c["step"] = W.IntSlider(
-            value=last,
+            value=first,
             min=0,
             max=last,
             description=say("ui.control.step", lang),
@@ -57,7 +58,7 @@ class Explorer(W.VBox):
             layout=W.Layout(width="420px"),
         ).add_class("tv-step")
         c["play"] = W.Play(
-            value=last, min=0, max=last, interval=900, description=say("ui.control.play", lang)
+            value=first, min=0, max=last, interval=900, description=say("ui.control.play", lang)
         ).add_class("tv-play")
         self._link = W.jslink((c["play"], "value"), (c["step"], "value"))
         c["prev"] = W.Button(
@@ -257,12 +258,13 @@ class Explorer(W.VBox):
 
     def _on_target(self, target: str) -> None:
         last = self.model.flow(target).last_step
+        start = 0 if self.state.quiz else last  # a quiz starts at the seed, else the finished pass
         with self._quiet():
             for k in ("step", "play"):
                 w = self.controls[k]
                 w.max = last  # the last step shows the finished pass
-                w.value = last
-        self.state = self.state.replace(target=target, step=last, collapsed=None, node=None)
+                w.value = start
+        self.state = self.state.replace(target=target, step=start, collapsed=None, node=None)
         with self._quiet():
             self.controls["node"].value = None
         self._sync_groups()
@@ -340,7 +342,7 @@ class Explorer(W.VBox):
         self.inspector.value = st.inspector(self.model, self.state)
         if self.state.quiz:
             self.quiz.value = st.quiz_panel(self.model, self.state)
-            open_step = st.quiz_hidden(self.model, self.state) is not None
+            open_step = st.quiz_open(self.model, self.state)
             for k in ("answer", "check", "reveal"):
                 c[k].disabled = not open_step
 

@@ -194,7 +194,7 @@ class Hidden(NamedTuple):
 
     edges: frozenset  # recorded edges (u, v, key)
     nodes: frozenset  # recorded nodes
-    title: str
+    title: str | None  # None: the step's own title
 
 
 @dataclass(slots=True)
@@ -1377,7 +1377,8 @@ class Scene:
         for n in {disp.of.get(n) for n in hidden.nodes} - {None}:
             if n in self.grads:
                 self.grads[n].text = "∂ ?"
-        self.title = hidden.title
+        if hidden.title is not None:
+            self.title = hidden.title
 
     def set_title(self) -> None:
         """Write ``self.title`` into the title's record: wrapped to the canvas, cut to the lines it has."""
