@@ -296,7 +296,7 @@ def test_last_cell_displays_the_explorer_once(name, lang):
 def test_the_picture_check_catches_english():
     nb = _read("zh", "01_basics")
     allowed, lesson = allowed_words(nb), names_of_lesson(nb)
-    shown = "<svg><text>第 1/2 步：Pow 运算 x show_all=True dy/dx AddV2 seque…tial</text></svg>"
+    shown = "<svg><text>第 1/2 步：Pow 运算 x show_all=True dy/dx AddV2 seque…tial 2x2 dense_1</text></svg>"
     assert english_words(shown, allowed, lesson) == set()
     wrong = "<svg><text>Step 1/2: Pow passes gradient</text><text>exponent 2.0</text></svg>"
     found = english_words(wrong, allowed, lesson)
@@ -346,11 +346,13 @@ def pictures(nb) -> list[str]:
 
 
 def picture_words(svg: str) -> set[str]:
-    """The Latin words of a picture's texts, whole identifiers (show_all, AddV2, sig/d0's d0)."""
+    """The Latin words of a picture's texts, whole identifiers (show_all, AddV2, sig/d0's d0);
+    shapes (2x2, 8x1) are numbers."""
     texts = re.findall(r"<text[^>]*>(.*?)</text>", svg, flags=re.S)
     words = set()
     for t in texts:
-        words |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", re.sub(r"<[^>]+>", "", t)))
+        plain = re.sub(r"\d+(?:x\d+)+", " ", re.sub(r"<[^>]+>", "", t))
+        words |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", plain))
     return {w for w in words if len(w.strip("_")) >= 2}
 
 
@@ -373,6 +375,9 @@ def code_names(nb) -> set[str]:
             elif t.type == tokenize.STRING and not t.string.startswith(("f", '"""')):
                 names |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", t.string.strip("\"'")))
             previous = t.string
+        # what the lesson calls from TensorFlow (tf.stop_gradient, tf.nn.sigmoid_cross_entropy_with_logits)
+        for chain in re.findall(r"\btf(?:\.\w+)+", source):
+            names |= set(chain.split(".")[1:])
     return names
 
 
@@ -405,6 +410,8 @@ def english_words(svg: str, allowed: set[str], lesson: set[str] = frozenset()) -
     out = set()
     for w in picture_words(svg) - allowed:
         if w.startswith("d") and w[1:] in allowed:
+            continue
+        if re.sub(r"_?\d+$", "", w) in allowed | {"d"}:  # numbered names: dense_1, sig/d3 (f"d{i}")
             continue
         if len(w) >= 3 and any(w in name for name in lesson):
             continue

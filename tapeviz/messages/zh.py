@@ -179,7 +179,7 @@ MESSAGES = {
     "ui.chip.value": "折叠的常量 / 形状",
     "ui.chip.input": "有名字的输入",
     "ui.chip.random": "随机值",
-    # 折叠输入的标签：TF 的参数名（与用户代码里写的一致，不翻译），“指数”除外（tf.pow 的参数叫 y）。
+    # 折叠输入的标签：TF 参数的中文名（中文图片里除了运算名和变量名不出现英文单词）。
     "ui.chip.random_mask": "随机掩码",
     "ui.chip.random_value": "随机",
     "ui.chip.role.exponent": "指数 {value}",
@@ -195,7 +195,7 @@ MESSAGES = {
     "ui.edge.integer_dtype": "整数类型",
     "ui.edge.no_gradient": "无梯度",
     "ui.edge.stateful": "写入变量",
-    "ui.edge.outside_tf": "离开 TF",
+    "ui.edge.outside_tf": "离开 TensorFlow",
     "ui.edge.unconnected": "未连通",
     "ui.edge.stopped_n": "{code}（{n}）",
     "ui.edge.parts": "{n} 个梯度",
@@ -277,7 +277,7 @@ MESSAGES = {
     "ui.slope.title": "{y} 随 {x} 的变化",
     "ui.slope.tangent": "{x} = {x0} 处的切线：斜率 d{y}/d{x} = {slope}（TensorFlow 算出的梯度）",
     "ui.slope.none": "d{y}/d{x} 为 None（{reason}）：没有切线，即使曲线在变化",
-    "ui.slope.sum": "{y} 的形状是 {shape}：曲线画的是它的和（TF 对非标量目标求的梯度就是其和的梯度）",
+    "ui.slope.sum": "{y} 的形状是 {shape}：曲线画的是它的和（TensorFlow 对非标量目标求的梯度就是其和的梯度）",
     "ui.slope.failed": "函数在 {total} 个采样点中的 {n} 个上失败（曲线上的空缺）",
     "ui.slope.legend": "切线，斜率 {slope}",
     # ---- 测验：先预测，再揭晓 ------------------------------------------------------------
