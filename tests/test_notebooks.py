@@ -395,6 +395,7 @@ def allowed_words(nb) -> set[str]:
         | {
             "TensorFlow",
             "show_all",
+            "sum",  # sum(clipped): a non-scalar target's slope is its sum's (the Sum op), written as code
         }
     )
 
