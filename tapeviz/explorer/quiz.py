@@ -20,7 +20,7 @@ import numpy as np
 
 from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, localize, say
-from ..picture.scene import Hidden
+from ..picture.marks import Hidden
 from ..record.graph import format_value
 
 __all__ = [

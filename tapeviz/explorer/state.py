@@ -29,7 +29,7 @@ from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, check_lang, say
 from ..output.svg import to_svg
 from ..output.view import GraphView
-from ..picture.scene import Hidden
+from ..picture.marks import Hidden
 from ..picture.visibility import Shown, decide
 from ..record.graph import TapeGraph, format_value
 from . import panels, quiz
