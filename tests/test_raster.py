@@ -133,9 +133,8 @@ def test_drawn_views_keep_matplotlibs_png(tmp_path, monkeypatch):
     assert (np.abs(pixels - rgb("#00ff00")).max(axis=2) < 10).sum() > 100  # the restyled box shows
 
 
-def test_chinese_text_is_drawn_with_a_cjk_font():
-    if not cjk_font_files():
-        pytest.skip("no CJK font installed (Debian: fonts-noto-cjk)")
+def test_chinese_text_is_drawn_with_a_cjk_font(cjk_font):
+    assert cjk_font_files()
     svg = (
         '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40" viewBox="0 0 200 40">'
         '<rect width="100%" height="100%" fill="#ffffff"/>'
