@@ -1,5 +1,7 @@
 """tapeviz: see what tf.GradientTape recorded and how the gradient flows back."""
 
+from typing import Any
+
 from .api import (
     Flag,
     GradientFlow,
@@ -18,6 +20,10 @@ from .api import (
     save,
     view,
 )
+from .flags import Thresholds
+from .magnitude import MagnitudeScale, relative_magnitudes
+from .raster import png_bytes
+from .svg import to_svg
 
 __all__ = [
     "GradientTape",
@@ -36,5 +42,26 @@ __all__ = [
     "GraphView",
     "History",
     "Flag",
+    "Thresholds",
+    "MagnitudeScale",
+    "relative_magnitudes",
+    "to_svg",
+    "png_bytes",
+    "fixed",
+    "attach_keys",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """The names that need ipywidgets, imported on first use (``import tapeviz`` stays free
+    of widget code: a script that only saves pictures never loads it)."""
+    if name == "fixed":
+        from ipywidgets import fixed
+
+        return fixed
+    if name == "attach_keys":
+        from .keys import attach_keys
+
+        return attach_keys
+    raise AttributeError(f"module 'tapeviz' has no attribute {name!r}")

@@ -231,13 +231,17 @@ def interact(
     theme: str = "auto",
     show_all: bool = False,
     presenter: bool = False,
-    **ranges: Sequence[float],
+    **inputs: Any,
 ) -> Interact:
     """What-if: an explorer of ``fn``'s backward pass with one slider per input.
 
-    ``tv.interact(f, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))``: each keyword is an input given
-    as ``(min, max[, start[, step]])`` (start: the middle; step: about 1/100 of the range).
-    ``fn`` is called with one ``tf.Variable`` per keyword, named after it and holding that
+    The inputs follow ``ipywidgets.interact``: ``tv.interact(f, x=(-3.0, 3.0), w=(0.0, 2.0,
+    0.5))`` gives ``x`` a FloatSlider over (min, max) and ``w`` one with step 0.5 (all ints:
+    an IntSlider); each starts at ``f``'s default for that parameter (``def f(x=1.0, w=1.5)``),
+    else at the middle. A ready widget is used as it is (``w=FloatSlider(value=1.5, min=0,
+    max=2)``), ``fixed(value)`` passes a constant that is not differentiated, and a
+    parameter with a number as its default becomes a slider even when not named.
+    ``fn`` is called with one ``tf.Variable`` per input, named after it and holding that
     slider's value, under a tv.GradientTape, and returns the target tensor or a dict of
     targets (then a target menu appears). Every slider move calls ``fn`` again through
     TensorFlow (forward and backward) and repaints, keeping the explorer's state; a slope
@@ -246,12 +250,12 @@ def interact(
 
     When ``fn`` raises or returns no tensor at some values, the explorer says why and keeps
     the last picture that worked. At construction there is none yet: a bad range raises
-    ValueError (TypeError for a non-number), a failing first call ValueError, a wrong return
-    type TypeError. ``lang``, ``theme``, ``show_all``, ``presenter``: as for tv.explore
-    (so no input can take those names)."""
+    ValueError (TypeError for a non-number or a widget that is not a number slider), a
+    failing first call ValueError, a wrong return type TypeError. ``lang``, ``theme``,
+    ``show_all``, ``presenter``: as for tv.explore (so no input can take those names)."""
     from .whatif import interact as build
 
-    return build(fn, ranges, lang=check_lang(lang), theme=theme, show_all=show_all, presenter=presenter)
+    return build(fn, inputs, lang=check_lang(lang), theme=theme, show_all=show_all, presenter=presenter)
 
 
 def _explored(tape: Any, targets: Any, output_gradients: Any) -> Explored:
