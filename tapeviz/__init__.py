@@ -20,10 +20,10 @@ from .api import (
     save,
     view,
 )
-from .flags import Thresholds
-from .magnitude import MagnitudeScale, relative_magnitudes
-from .raster import png_bytes
-from .svg import to_svg
+from .gradients.magnitude import MagnitudeScale, relative_magnitudes
+from .output.raster import png_bytes
+from .output.svg import to_svg
+from .training.step_warnings import Thresholds
 
 __all__ = [
     "GradientTape",
@@ -61,7 +61,7 @@ def __getattr__(name: str) -> Any:
 
         return fixed
     if name == "attach_keys":
-        from .keys import attach_keys
+        from .explorer.keyboard import attach_keys
 
         return attach_keys
     raise AttributeError(f"module 'tapeviz' has no attribute {name!r}")

@@ -112,7 +112,7 @@ def voila(server_factory):
 def cjk_font():
     """The path of an installed CJK font. Without one the test is skipped with the reason
     (`make test` installs fonts-noto-cjk when run as root); under CI it fails instead."""
-    from tapeviz import fonts
+    from tapeviz.picture import fonts
 
     path = fonts.cjk_font_path()
     if path is None:

@@ -12,8 +12,8 @@ import tensorflow as tf
 from matplotlib.figure import Figure
 
 import tapeviz as tv
-from tapeviz import whatif
-from tapeviz.slope import slope_svg, tangent_segment
+from tapeviz.explorer import whatif
+from tapeviz.explorer.slope_plot import slope_svg, tangent_segment
 
 # --------------------------------------------------------------------------- functions
 
@@ -593,7 +593,7 @@ def test_defaults_language_and_theme():
     assert ex.controls["x"].value == 0.0 and ex.controls["x"].step == 0.1  # the middle; FloatSlider's own step
     assert ex.controls["y"].value == 2.5 and ex.controls["y"].step == 0.5
     assert ex.state.lang == "zh" and ex.state.theme == "dark"
-    from tapeviz.themes import DARK
+    from tapeviz.picture.themes import DARK
 
     assert "切线" in ex.slope_view.value and DARK.background in ex.slope_view.value  # the slope plot is themed too
     assert ex.controls["slope"].description == "斜率图" and ex.controls["step"].description == "步骤"
