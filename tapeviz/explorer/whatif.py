@@ -47,6 +47,7 @@ import tensorflow as tf
 
 from ..gradients.flow import GradientFlow, flow_over
 from ..messages import DEFAULT, say
+from ..picture.options import Options
 from ..picture.themes import THEMES
 from ..record.graph import TapeGraph, format_value
 from ..record.tape import GradientTape, graph_of
@@ -771,22 +772,12 @@ class Interact(Explorer):
 # --------------------------------------------------------------------------- entry point
 
 
-def interact(
-    fn: Callable,
-    inputs: Mapping[str, Any],
-    *,
-    lang: str = DEFAULT,
-    theme: str = "auto",
-    show_all: bool = False,
-    presenter: bool = False,
-) -> Interact:
+def interact(fn: Callable, inputs: Mapping[str, Any], options: Options, *, presenter: bool = False) -> Interact:
     """Build the Interact explorer (see tv.interact); errors before the first picture raise."""
     if not callable(fn):
         raise TypeError(
             f"tv.interact needs a function first, got {type(fn).__name__}: tv.interact(f, x=(-3.0, 3.0, 0.1))."
         )
-    if theme != "auto" and theme not in THEMES:
-        raise ValueError(f"Unknown theme {theme!r}; use one of 'auto', {', '.join(repr(t) for t in THEMES)}.")
     try:
         params: Mapping[str, inspect.Parameter] = inspect.signature(fn).parameters
     except (TypeError, ValueError):  # no signature to read (some builtins): the first call will tell
@@ -827,4 +818,4 @@ def interact(
                 w.readout_format = f".{range_of(n, w).decimals}f"
     runner = Runner(fn, {n: range_of(n, w) for n, w in widgets.items()}, constants)
     first = runner.run({n: w.value for n, w in widgets.items()})
-    return Interact(runner, first, widgets, presenter=presenter, lang=lang, theme=theme, show_all=show_all)
+    return Interact(runner, first, widgets, presenter=presenter, **options.keywords())
