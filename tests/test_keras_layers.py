@@ -153,6 +153,7 @@ def test_flow_equals_tape_gradient_on_a_persistent_tape(name):
     assert not capture.hooks_installed()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", ["flow first", "gradient first"])
 @pytest.mark.parametrize("name", LAYERS)
 def test_non_persistent_tape_gives_the_plain_tapes_gradients(name, order):
@@ -172,6 +173,7 @@ def test_non_persistent_tape_gives_the_plain_tapes_gradients(name, order):
     assert not capture.hooks_installed()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LAYERS)
 def test_pictures_export(name, tmp_path):
     model, x = build(name)
