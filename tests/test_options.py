@@ -102,32 +102,24 @@ def test_keywords_and_the_options_object_agree_and_keywords_win():
     assert tv.interact(_f, x=(0.0, 2.0), options=dark).state.lang == "zh"
 
 
+# what an explorer's state holds for GIVEN (collapsed=False: no group collapsed)
+HELD = ("projector", "zh", True, frozenset(), True, 2)
+
+
+def _held(state) -> tuple:
+    return (state.theme, state.lang, state.show_all, state.collapsed, state.magnitude, state.wrap)
+
+
 def test_every_option_reaches_the_explorer_and_the_exported_page(monkeypatch, tmp_path):
     tape, y = _tape()
     given = dict(theme="projector", lang="zh", show_all=True, collapsed=False, magnitude=True, wrap=2)
     ex = tv.explore(tape, y, **given)
-    s = ex.state
-    assert (s.theme, s.lang, s.show_all, s.collapsed, s.magnitude, s.wrap) == (
-        "projector",
-        "zh",
-        True,
-        frozenset(),
-        True,
-        2,
-    )
+    assert _held(ex.state) == HELD
     assert ex.view.scene.wrap == 2
     states = []
     monkeypatch.setattr(html_page, "write_page", lambda ex, state, path, **kw: states.append(state) or path)
     tv.export_html(tape, y, tmp_path / "p.html", **given)
-    s = states[-1]
-    assert (s.theme, s.lang, s.show_all, s.collapsed, s.magnitude, s.wrap) == (
-        "projector",
-        "zh",
-        True,
-        frozenset(),
-        True,
-        2,
-    )
+    assert _held(states[-1]) == HELD
 
 
 def test_magnitude_auto_is_on_only_in_a_training_runs_explorer():
