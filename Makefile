@@ -72,7 +72,9 @@ test: venv lint system-parts
 	$(VPY) -m pytest -q -n 2 --dist loadgroup -rs $(PYTEST_ARGS) tests/
 
 # The quick check while you work: lint, then the suite without the browser tests and without
-# the tests marked slow (about 3 minutes on 2 cores, measured in the commit adding it).
+# the tests marked slow (each took 5 s or more). Its tests' durations, measured one at a time
+# on a shared 2-core machine at load 7-9, sum to ~265 s: about 2 min 50 s on 2 workers with
+# collection (~35 s), less on a quiet machine. The whole non-browser suite summed to 1,190 s.
 test-fast: venv lint
 	$(VPY) -m pytest -q -n 2 -m "not browser and not slow" $(PYTEST_ARGS) tests/
 

@@ -132,6 +132,7 @@ def assert_flow_matches(fl, model, grads) -> None:
         assert np.array_equal(got, want), v.path  # bit for bit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LAYERS)
 def test_flow_equals_tape_gradient_on_a_persistent_tape(name):
     model, x = build(name)
@@ -322,30 +323,26 @@ def test_loop_in_a_tf_function_called_inside_the_tape(tmp_path):
     tv.save(tape, tmp_path / "x.png", target=loss)
 
 
-def test_readme_coverage_table_lists_exactly_the_layers_tested_here():
-    """docs/models.md's "Keras layer coverage" table is written from these tests' results."""
+def _coverage_rows() -> dict[str, list[str]]:
+    """docs/models.md's "Keras layer coverage" table: layer -> its cells."""
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "models.md").read_text()
     section = text.split("## Keras layer coverage", 1)[1].split("Also checked", 1)[0]
     rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| ") and "---" not in line]
-    table = {cells[0].strip(): cells[1].strip() for cells in rows[1:]}
+    return {cells[0].strip(): [c.strip() for c in cells] for cells in rows[1:]}
+
+
+def test_coverage_table_lists_exactly_the_layers_tested_here():
+    """docs/models.md's "Keras layer coverage" table is written from these tests' results."""
+    table = _coverage_rows()
     assert list(table) == LAYERS
-    assert set(table.values()) == {"works"}
+    assert {cells[1] for cells in table.values()} == {"works"}
 
 
-def _coverage_row(name: str) -> list[str]:
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parents[1] / "docs" / "models.md").read_text()
-    section = text.split("## Keras layer coverage", 1)[1].split("Also checked", 1)[0]
-    return next(
-        [c.strip() for c in line.split("|")[1:-1]] for line in section.splitlines() if line.startswith(f"| {name} |")
-    )
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LAYERS)
-def test_readme_coverage_row_counts_are_measured(name):
+def test_coverage_row_counts_are_measured(name):
     """The table's Ops and Boxes columns are what this model records and draws by default
     (on the TensorFlow the table names: other versions' Keras runs other ops)."""
     if not tf.__version__.startswith("2.21."):
@@ -354,5 +351,5 @@ def test_readme_coverage_row_counts_are_measured(name):
     with tv.GradientTape() as tape:
         loss = loss_of(model, x)
     display = tv.view(tape, loss).display
-    row = _coverage_row(name)
+    row = _coverage_rows()[name]
     assert (int(row[2]), int(row[3])) == (len(tape.graph.capture.ops), display.nx.number_of_nodes()), row
