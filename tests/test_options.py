@@ -122,6 +122,14 @@ def test_every_option_reaches_the_explorer_and_the_exported_page(monkeypatch, tm
     assert _held(states[-1]) == HELD
 
 
+def test_none_still_means_auto_where_it_was_the_default():
+    """theme=None (view / draw / save) and magnitude=None (explore) were defaults before
+    tv.Options: a call that passes them keeps working, as auto."""
+    assert Options(theme=None, magnitude=None) == Options()
+    tape, y = _tape()
+    assert tv.view(tape, y, theme=None).scene.theme is LIGHT
+
+
 def test_magnitude_auto_is_on_only_in_a_training_runs_explorer():
     assert Options().in_file().magnitude is False
     assert Options().in_explorer().magnitude is False

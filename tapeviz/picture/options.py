@@ -78,6 +78,9 @@ class Options:
     )
 
     def __post_init__(self) -> None:
+        for name in ("theme", "magnitude"):  # None was their default before tv.Options: it still means auto
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, AUTO)
         if not isinstance(self.theme, Theme) and self.theme != AUTO and self.theme not in THEMES:
             raise ValueError(f"Unknown theme {self.theme!r}; use one of 'auto', {', '.join(map(repr, THEMES))}.")
         check_lang(self.lang)
