@@ -17,6 +17,7 @@ from .output.export import check_path, save_view
 from .output.view import GraphView
 from .picture.options import Options, option_names
 from .record.graph import TapeGraph
+from .record.step import RecordedStep, record_step
 from .record.tape import GradientTape, Recording, graph_of, record
 from .training.history import Flag, History
 
@@ -33,6 +34,8 @@ __all__ = [
     "GradientTape",
     "record",
     "Recording",
+    "record_step",
+    "RecordedStep",
     "flow",
     "view",
     "draw",
