@@ -233,8 +233,8 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         dd = display.nx.nodes[node]
         if dd.get("group_kind") == "api":
-            return dd["layer"].removeprefix("tf.")
-        name = dd["layer"].split("/")[-1]
+            return dd["name"].removeprefix("tf.")
+        name = dd["name"]
         return f"{name} (call {dd['call'] + 1})" if dd.get("call") else name
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         return display.nx.nodes[node]["op_type"]
@@ -256,8 +256,7 @@ def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: st
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         members = display.members[node]
         ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
-        key = "ui.group.api" if display.nx.nodes[node].get("group_kind") == "api" else "ui.group.layer"
-        return say(key, lang, n=ops)
+        return say(f"ui.group.{display.nx.nodes[node].get('group_kind', 'layer')}", lang, n=ops)
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         fn = display.nx.nodes[node]["function"]
         return say("ui.group.inner", lang, function=graph.nx.nodes[fn].get("function", ""))
