@@ -946,6 +946,8 @@ class Scene:
         theme: str | Theme | None = None,
         magnitudes=None,
         wrap: int | None = None,
+        depth: int | None = None,
+        expand=(),
     ):
         if wrap is not None and (isinstance(wrap, bool) or not isinstance(wrap, int) or wrap < 2):
             raise ValueError(
@@ -964,7 +966,9 @@ class Scene:
             raise ValueError(f"{sorted(unknown)} are not tf.function calls; those are: {graph.functions()}")
         bodies = {f: graph.function_body(f) for f in self.functions}
         if pos is None:
-            self.display = decide(graph, flow, show_all=show_all, collapsed=collapsed, bodies=bodies)
+            self.display = decide(
+                graph, flow, show_all=show_all, collapsed=collapsed, bodies=bodies, depth=depth, expand=expand
+            )
         else:  # the caller's positions name every node
             self.display = collapse(graph.nx, False, bodies=bodies)
         dg = self.display.nx
