@@ -211,7 +211,7 @@ def build_tree(
         (where[first] if first is not None else root).items.append(n)
     if prefixes:
         _add_prefix_groups(root)
-    _dissolve_singletons(root)
+    _dissolve_singletons(root, set(joiners))
     return _freeze(root)
 
 
@@ -275,21 +275,24 @@ def _all(root: _Raw) -> list[_Raw]:
     return out
 
 
-def _dissolve_singletons(root: _Raw) -> None:
-    """Replace every group holding a single member by that member (children first)."""
+def _dissolve_singletons(root: _Raw, joiners: set) -> None:
+    """Replace every group holding a single member by what it holds (children first).
+    Variables and constants that joined a group are not members: a layer of one op and
+    its kernel is that op (with its kernel beside it)."""
     for raw in reversed(_all(root)):  # children before parents
-        raw.items = [_only(it) for it in raw.items]
-        if raw.kind == "layer" and any(isinstance(it, _Raw) for it in raw.items):
+        items: list = []
+        for it in raw.items:
+            if isinstance(it, _Raw) and sum(1 for x in it.items if x not in joiners) == 1:
+                if it.kind == "loss":  # compile_loss holding only mse: mse is the loss
+                    for x in it.items:
+                        if isinstance(x, _Raw) and x.kind != "api":
+                            x.kind = "loss"
+                items.extend(it.items)
+            else:
+                items.append(it)
+        raw.items = items
+        if raw.kind == "layer" and any(isinstance(it, _Raw) for it in items):
             raw.kind = "block"
-
-
-def _only(item):
-    while isinstance(item, _Raw) and len(item.items) == 1:
-        inner = item.items[0]
-        if isinstance(inner, _Raw) and item.kind == "loss" and inner.kind != "api":
-            inner.kind = "loss"
-        item = inner
-    return item
 
 
 def _freeze(root: _Raw) -> GroupTree:
