@@ -26,7 +26,7 @@ import numpy as np
 from . import clipping, panels
 from .flow import GradientFlow
 from .gcpause import gc_paused
-from .graph import TapeGraph, format_value
+from .graph import GRAD_NORM, TapeGraph, format_value
 from .messages import DEFAULT, check_lang
 from .shown import Shown, decide
 from .svg import to_svg
@@ -223,7 +223,11 @@ def _clipped_texts(ex: Explored, rep: clipping.ClipReport) -> dict:
     out = {}
     for name, node in ex.variables().items():
         g = rep.clipped.get(name)
-        out[node] = f"∂ {format_value(rep.raw.get(name))} → {format_value(g)}" if g is not None else "∂ None"
+        out[node] = (
+            f"∂ {format_value(rep.raw.get(name), norm=GRAD_NORM)} → {format_value(g, norm=GRAD_NORM)}"
+            if g is not None
+            else "∂ None"
+        )
     return out
 
 
