@@ -36,7 +36,7 @@ os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 sys.path.insert(0, {tests!r})
 import gallery_models
 import tapeviz as tv
-from tapeviz.svg import to_svg
+from tapeviz.output.svg import to_svg
 
 step = gallery_models.GALLERY[{model!r}]()
 t0 = time.perf_counter()

@@ -23,10 +23,10 @@ from gallery_models import GALLERY
 from test_placement import check
 
 import tapeviz as tv
-from tapeviz.bands import MAX_RATIO, PAGE_WIDTH
-from tapeviz.names import short_names
-from tapeviz.scene import Scene, box_names
-from tapeviz.svg import to_svg
+from tapeviz.output.svg import to_svg
+from tapeviz.picture.names import short_names
+from tapeviz.picture.rows import MAX_RATIO, PAGE_WIDTH
+from tapeviz.picture.scene import Scene, box_names
 
 MOST_BOXES = 30
 ELLIPSIS = "…"
