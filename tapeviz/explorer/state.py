@@ -30,7 +30,7 @@ from ..messages import DEFAULT, check_lang
 from ..output.svg import to_svg
 from ..output.view import GraphView
 from ..picture.visibility import Shown, decide
-from ..record.graph import TapeGraph, format_value
+from ..record.graph import GRAD_NORM, TapeGraph, format_value
 from . import panels
 
 __all__ = ["ExplorerState", "Explored", "picture", "panel", "inspector", "gradients", "clipped_texts"]
@@ -233,7 +233,11 @@ def _clipped_texts(ex: Explored, rep: clipping.ClipReport) -> dict:
     out = {}
     for name, node in ex.variables().items():
         g = rep.clipped.get(name)
-        out[node] = f"∂ {format_value(rep.raw.get(name))} → {format_value(g)}" if g is not None else "∂ None"
+        out[node] = (
+            f"∂ {format_value(rep.raw.get(name), norm=GRAD_NORM)} → {format_value(g, norm=GRAD_NORM)}"
+            if g is not None
+            else "∂ None"
+        )
     return out
 
 

@@ -234,12 +234,16 @@ MESSAGES = {
     "ui.group.loss": lambda n, **_: f"loss · {n} {_plural(n, 'op')}",
     "ui.group.api": lambda n, **_: f"tf API · {n} {_plural(n, 'op')}",
     "ui.group.inner": "in tf.function {function}",
+    # A collapsed group's variables, too many to list under its box: their gradient's norm taken together.
+    "ui.group.grad_total": "‖g‖ {norm} over {n} variables",
     "ui.legend.forward": "→ forward computation",
     "ui.legend.flowing": "gradient that has flowed back",
     "ui.legend.active": "‹ this step: the gradient moves backward",
     "ui.legend.bad": "NaN / Inf gradient",
     "ui.legend.magnitude": "‖g‖/‖w‖ (log scale)",
     "ui.legend.stopped": "no gradient: {reason}",
+    # The notation of big tensors, shown once: a sample ("4×3 ‖g‖ 0.884"), then this.
+    "ui.legend.notation": "= a 4×3 gradient, norm 0.884 (‖·‖: a value's norm)",
     "ui.chip.value": "folded constant / shape",
     "ui.chip.input": "named input",
     "ui.chip.random": "random values",
