@@ -170,6 +170,7 @@ def build_tree(
     losses = set(loss_scopes)
     root = _Raw("", "block")
     by_key: dict[tuple, _Raw] = {}
+    by_scope: dict[str, _Raw] = {}
     where: dict[Node, _Raw] = {}
     joiners = []
     for n in order:
@@ -187,14 +188,7 @@ def build_tree(
             continue
         scope = d.get("scope") or ""
         if scope:
-            parent, key = root, ()
-            for part in scope.split("/"):
-                key = key + (part,)
-                raw = by_key.get(key)
-                if raw is None:
-                    raw = by_key[key] = _Raw(part, "loss" if "/".join(key) in losses else "layer")
-                    parent.items.append(raw)
-                parent = raw
+            parent = _scope_group(scope, by_scope, root, losses)
         elif n in apis:
             name, call, kind = apis[n]
             key = ("\0api", name, call)
@@ -213,6 +207,27 @@ def build_tree(
         _add_prefix_groups(root)
     _dissolve_singletons(root, set(joiners))
     return _freeze(root)
+
+
+def _scope_group(scope: str, by_scope: dict[str, _Raw], root: _Raw, losses: set) -> _Raw:
+    """The group of name scope ``scope``, made with any missing outer scopes (each scope
+    string is split once: linear in the scopes' lengths, however deep they nest)."""
+    raw = by_scope.get(scope)
+    if raw is not None:
+        return raw
+    missing = [scope]
+    parent = root
+    while "/" in missing[-1]:
+        outer = missing[-1].rsplit("/", 1)[0]
+        if outer in by_scope:
+            parent = by_scope[outer]
+            break
+        missing.append(outer)
+    for s in reversed(missing):
+        raw = by_scope[s] = _Raw(s.rsplit("/", 1)[-1], "loss" if s in losses else "layer")
+        parent.items.append(raw)
+        parent = raw
+    return parent
 
 
 def _tokens(item) -> list[str] | None:
