@@ -1533,8 +1533,9 @@ class Scene:
                 value = fl.grad(m)
                 bad = bad or is_bad(value)
                 parts.append(f"{name} {_norm_text(value)}")
-                if value is not None:
-                    squares += float(np.sum(np.square(np.asarray(value, np.float64))))
+                if value is not None:  # summed in float64 by buffered casts: no float64 copy of a big kernel
+                    flat = np.asarray(value).reshape(-1)
+                    squares += float(np.einsum("i,i->", flat, flat, dtype=np.float64))
             text = (GRAD_NORM + " " + " · ".join(parts)) if parts else ""
             if len(parts) > 1 and not clipped and fonts.text_width(text, size) > room:
                 # too many to list: their norm taken together (a group's variables as one vector)
