@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -1368,14 +1369,16 @@ class Scene:
     def _caption(self, caption: str | None) -> str:
         notes = [caption] if caption else []
         disp = self.display
-        if disp.collapsed:
-            calls = sum(1 for _, d in disp.nx.nodes(data=True) if d.get("group_kind") == "api")
+        kinds = Counter(d.get("group_kind") for _, d in disp.nx.nodes(data=True) if d.get("kind") == "layer")
+        if kinds:  # the group boxes drawn (not the closed groups inside them)
             notes.append(
                 say(
                     "ui.note.collapsed",
                     self.lang,
-                    layers=len(disp.collapsed) - calls,
-                    calls=calls,
+                    blocks=kinds["block"],
+                    layers=kinds["layer"],
+                    losses=kinds["loss"],
+                    calls=kinds["api"],
                     total=self.graph.nx.number_of_nodes(),
                 )
             )
