@@ -18,7 +18,9 @@ import networkx as nx
 import numpy as np
 
 from ..messages import Phrase
-from .capture import Capture, Export, OpRecord, function_body, is_trainable
+from .capture import Capture, function_body
+from .numpy_exports import Export
+from .records import OpRecord, is_trainable
 
 _Flow = TypeVar("_Flow")  # what flow_of keeps: a GradientFlow (flow.py comes later in the pipeline)
 #: Tensors up to this many bytes keep their full value; larger ones keep a summary.
