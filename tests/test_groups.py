@@ -15,7 +15,7 @@ import networkx as nx
 import numpy as np
 import pytest
 import tensorflow as tf
-from gallery_models import GALLERY
+from test_gallery import recorded  # noqa: F401 - the gallery's models, recorded once
 
 import tapeviz as tv
 from tapeviz.picture.groups import build_tree
@@ -24,18 +24,10 @@ from tapeviz.picture.wording import node_title
 MOST_BOXES = 30
 
 
-@pytest.fixture(scope="module")
-def made():
-    """name -> (Step, GradientFlow), recorded once per module on demand."""
-    cache: dict = {}
-
-    def get(name: str):
-        if name not in cache:
-            step = GALLERY[name]()
-            cache[name] = (step, tv.flow(step.tape, step.loss))
-        return cache[name]
-
-    return get
+@pytest.fixture
+def made(recorded):  # noqa: F811 - the imported fixture
+    """name -> (Step, GradientFlow), each recorded once per module (test_gallery's fixture)."""
+    return lambda name: recorded(name)[:2]
 
 
 def boxes(view) -> dict:
