@@ -175,6 +175,7 @@ MESSAGES = {
     "ui.group.layer": "层 · {n} 个运算",
     "ui.group.block": "模块 · {n} 个运算",
     "ui.group.loss": "损失 · {n} 个运算",
+    "ui.group.alike": "{name}（{n} 个相同）",
     "ui.group.api": "TF API · {n} 个运算",
     "ui.group.inner": "在 tf.function {function} 中",
     "ui.group.grad_total": "‖g‖ {norm}（{n} 个变量合计）",
