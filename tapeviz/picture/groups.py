@@ -241,7 +241,7 @@ def _tokens(item) -> list[str] | None:
     EfficientNet's block2a and block2b share the stage block2."""
     if not (isinstance(item, _Raw) and item.kind == "layer" or _is_block(item)):
         return None
-    out = []
+    out: list[str] = []
     for word in item.name.split("_"):
         m = _STAGE_BLOCK.fullmatch(word)
         out.extend(m.groups() if m else (word,))
