@@ -172,12 +172,14 @@ _TF_INNER = ""
 
 def _public_api_names() -> dict:
     """{code object: "tf.clip_by_norm"} for the public functions of tf and its main
-    namespaces (decorators unwrapped; the shortest public name wins). Built once."""
-    if _memo.api_names is not None:
+    namespaces (decorators unwrapped; the shortest public name wins), and, once Keras is
+    imported, {code: "keras.losses.binary_crossentropy"} for Keras's loss and metric
+    functions. Built once (the Keras part when Keras first appears)."""
+    if _memo.api_names is not None and (_memo.keras_api_dirs or "keras.losses" not in sys.modules):
         return _memo.api_names
     import inspect
 
-    names: dict = {}
+    names: dict = dict(_memo.api_names or {})
 
     def scan(mod, prefix: str, depth: int) -> None:
         for attr in dir(mod):
@@ -201,18 +203,32 @@ def _public_api_names() -> dict:
             if code is not None and (code not in names or len(full) < len(names[code])):
                 names[code] = full
 
-    scan(tf, "tf.", 0)
+    if _memo.api_names is None:
+        scan(tf, "tf.", 0)
+    keras_losses = sys.modules.get("keras.losses")
+    if keras_losses is not None:
+        # named by the function's own name: keras.losses.mse is mean_squared_error
+        for mod in (keras_losses, sys.modules.get("keras.metrics")):
+            for attr in dir(mod) if mod is not None else ():
+                obj = getattr(mod, attr, None)
+                if isinstance(obj, types.FunctionType):
+                    names.setdefault(getattr(inspect.unwrap(obj), "__code__", None), f"keras.losses.{obj.__name__}")
+        names.pop(None, None)
+        package = os.path.dirname(sys.modules["keras"].__file__ or keras_losses.__file__ or "")
+        _memo.keras_api_dirs = tuple({package + os.sep, os.path.realpath(package) + os.sep})
+        _memo.code_api.clear()  # Keras code walked before this was "the user's": look again
     _memo.api_names = names
     return names
 
 
 def _code_role(code):
     """What a frame's code is to an API-call walk (see memo.code_api), computed once per code."""
-    names = _memo.api_names if _memo.api_names is not None else _public_api_names()
+    names = _public_api_names()
     role = names.get(code)
     if role is None:
         file = code.co_filename
-        role = _TF_INNER if file in _OWN_FILES or file.startswith(_TF_DIRS) else None
+        keras = bool(_memo.keras_api_dirs) and file.startswith(_memo.keras_api_dirs)
+        role = _TF_INNER if keras or file in _OWN_FILES or file.startswith(_TF_DIRS) else None
     _memo.code_api[id(code)] = (code, role)
     return role
 
@@ -260,6 +276,48 @@ class ApiCalls:
     def forget_frame(self) -> None:
         """Drop the last call's frame (a frame keeps its locals alive)."""
         self.frame = None
+
+
+_loss_codes: frozenset | None = None  # code objects of Keras's Loss.__call__ (and overrides)
+
+
+def _keras_loss_codes() -> frozenset:
+    """The code objects of ``keras.losses.Loss.__call__`` and its subclasses' overrides
+    (CompileLoss): a loss object opens its name scope there. Empty until Keras is imported."""
+    global _loss_codes
+    if _loss_codes is not None:
+        return _loss_codes
+    base = getattr(sys.modules.get("keras.src.losses.loss"), "Loss", None)
+    if not isinstance(base, type):
+        return frozenset()
+    codes, classes, seen = set(), [base], set()
+    while classes:
+        cls = classes.pop()
+        if cls not in seen:
+            seen.add(cls)
+            classes.extend(cls.__subclasses__())
+            code = getattr(vars(cls).get("__call__"), "__code__", None)
+            if code is not None:
+                codes.add(code)
+    _loss_codes = frozenset(codes)
+    return _loss_codes
+
+
+def loss_scopes_at(scope: str, f) -> list[str]:
+    """The parts of name scope ``scope`` that Keras loss objects running at frame ``f``
+    opened (``compile_loss``, ``compile_loss/mse``): a call-site fact, read once per scope."""
+    codes = _keras_loss_codes()
+    names = set()
+    for _ in range(2 * _API_DEPTH):
+        if f is None or not codes:
+            break
+        if f.f_code in codes:
+            name = getattr(f.f_locals.get("self"), "name", None)
+            if isinstance(name, str):
+                names.add(name)
+        f = f.f_back
+    parts = scope.rstrip("/").split("/")
+    return ["/".join(parts[: i + 1]) for i, part in enumerate(parts) if part in names]
 
 
 def passed_by_user(value, frame) -> bool:

@@ -54,7 +54,7 @@ class CallSiteMemo:
     objects stay, handle ids are never reused, a Keras path never changes). One object
     holds it all, so a test can start from nothing by replacing a field."""
 
-    __slots__ = ("paths", "keras_codes", "keras_dirs", "code_kinds", "api_names", "code_api")
+    __slots__ = ("paths", "keras_codes", "keras_dirs", "code_kinds", "api_names", "code_api", "keras_api_dirs")
 
     def __init__(self) -> None:
         #: resource handle id -> its Keras path (str), or how often its reads showed none (int)
@@ -71,6 +71,9 @@ class CallSiteMemo:
         self.api_names: dict | None = None
         #: id(code) -> (code, what it is to the API-call walk), keyed by id as code_kinds
         self.code_api: dict[int, tuple[types.CodeType, str | None]] = {}
+        #: Keras's folders once keras.losses is imported: its code lies between the user and TF
+        #: in an API-call walk (empty until then)
+        self.keras_api_dirs: tuple[str, ...] = ()
 
 
 call_site_memo = CallSiteMemo()
