@@ -15,6 +15,7 @@ from .flow import GradientFlow, flow_over
 from .gcpause import gc_paused
 from .graph import TapeGraph
 from .history import Flag, History
+from .jacobian import Jacobian
 from .messages import DEFAULT, check_lang
 from .shown import Collapsed
 from .tape import GradientTape, Recording, graph_of, record
@@ -23,6 +24,7 @@ from .view import GraphView
 
 if TYPE_CHECKING:  # made on first use: a widget imports ipywidgets
     from .diagnose import Diagnosis
+    from .jacobian_explorer import JacobianExplorer
     from .state import Explored
     from .whatif import Interact
     from .widget import Explorer
@@ -35,6 +37,9 @@ __all__ = [
     "record",
     "Recording",
     "flow",
+    "jacobian",
+    "batch_jacobian",
+    "Jacobian",
     "view",
     "draw",
     "save",
@@ -54,6 +59,22 @@ def flow(tape: Any, target: Any, *, sources: Any = None, output_gradients: Any =
     """The backward pass of ``target`` over what ``tape`` recorded (see GradientFlow),
     computed once per target and kept with the recording."""
     return flow_over(graph_of(tape), target, sources=sources, output_gradients=output_gradients)
+
+
+def jacobian(tape: Any, target: Any, source: Any) -> Jacobian:
+    """d target / d source of what ``tape`` recorded, one backward pass per row: a
+    :class:`Jacobian` whose ``.matrix`` is what ``tape.jacobian(target, source)`` returns,
+    ``.flow(i)`` the backward pass of target element i (its ``.grad(source)`` is row i) and
+    ``.figure()`` a labelled heatmap; ``tv.explore(jac)`` steps through any row's pass.
+    The user's tape is not used: ``tape.jacobian`` stays available and unchanged."""
+    return Jacobian(graph_of(tape), target, source)
+
+
+def batch_jacobian(tape: Any, target: Any, source: Any) -> Jacobian:
+    """As :func:`jacobian`, for ``tape.batch_jacobian``: target and source share their first
+    (batch) dimension, examples are independent; row i is element i of every example, and
+    ``.matrix`` has batch_jacobian's shape ``[B] + target.shape[1:] + source.shape[1:]``."""
+    return Jacobian(graph_of(tape), target, source, batch=True)
 
 
 def view(
@@ -196,16 +217,22 @@ def explore(
     show_all: bool = False,
     presenter: bool = False,
     magnitude: bool | None = None,
-) -> Explorer:
+) -> Explorer | JacobianExplorer:
     """A live Explorer widget: ``targets`` is one tensor or {name: tensor} (persistent tapes).
 
     ``lang``: "en" or "zh"; ``theme``: "auto" (the page's: dark in JupyterLab's dark theme,
     else light), "light", "dark" or "projector"; ``show_all``: every
     recorded op; ``presenter``: only the picture and the step buttons, full width;
     ``magnitude``: boxes coloured by ``‖g‖/‖w‖``. Given a :class:`tv.History`, the explorer
-    scrubs its training steps (``controls["train_step"]``) instead."""
+    scrubs its training steps (``controls["train_step"]``) instead; given a :class:`tv.Jacobian`
+    (tv.jacobian), a heatmap of the Jacobian beside the backward pass of the row picked by
+    clicking a cell or with ``controls["row"]``."""
     from .widget import Explorer
 
+    if isinstance(tape, Jacobian):
+        from .jacobian_explorer import JacobianExplorer
+
+        return JacobianExplorer(tape, presenter=presenter, lang=lang, theme=theme, show_all=show_all)
     if isinstance(tape, History):
         from .scrubber import TrainingExplorer
 

@@ -37,9 +37,9 @@ STAGES = [
     {"layout", "bands"},
     {"fonts", "scene"},
     {"raster", "svg", "render", "view"},
-    {"tape", "flags", "pictures", "history_plot", "tensorboard"},
+    {"tape", "flags", "pictures", "history_plot", "tensorboard", "jacobian", "jacobian_plot"},
     {"panels", "state", "export", "page", "widget", "slope"},
-    {"keras_callback", "history", "scrubber", "whatif"},
+    {"keras_callback", "history", "scrubber", "whatif", "jacobian_explorer"},
     {"api", "examples", "cli", ""},
 ]
 RANK = {module: rank for rank, stage in enumerate(STAGES) for module in stage}
