@@ -29,6 +29,8 @@ what TF's registered gradient functions returned.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import sys
 import threading
@@ -51,6 +53,9 @@ from tensorflow.python.framework import ops as _ops
 from tensorflow.python.ops import resource_variable_ops as _rvo
 from tensorflow.python.ops import script_ops as _script_ops
 
+from .derivatives import METHODS as _DERIVATIVE_METHODS
+from .derivatives import DerivativeRecord, call_site
+
 _REQUIRED = (
     (pywrap_tfe, "TFE_Py_FastPathExecute"),
     (pywrap_tfe, "TFE_Py_TapeSetIsStopped"),
@@ -69,6 +74,7 @@ _REQUIRED = (
     (_constant_op, "convert_to_eager_tensor"),
     (_script_ops, "tape_cache"),
     (_script_ops, "backprop"),
+    *((_backprop.GradientTape, m) for m in _DERIVATIVE_METHODS),
 )
 _missing = [f"{getattr(m, '__name__', m)}.{a}" for m, a in _REQUIRED if not hasattr(m, a)]
 if _missing:  # pragma: no cover - depends on the installed TF
@@ -140,6 +146,7 @@ class _Patches:
                     "record_bp": _record.record_operation_backprop_only,
                     "convert": _constant_op.convert_to_eager_tensor,
                     "script_backprop": _script_ops.backprop,
+                    **{f"tape.{m}": _backprop.GradientTape.__dict__[m] for m in _DERIVATIVE_METHODS},
                 }
                 # A wrapper fetched by another thread just before a release still calls
                 # through these globals after it, so they are only ever set, never cleared.
@@ -152,6 +159,8 @@ class _Patches:
                 _rvo.variable_accessed = _variable_accessed
                 _constant_op.convert_to_eager_tensor = _convert_to_eager_tensor
                 _script_ops.backprop = _ScriptBackprop(o["script_backprop"])
+                for m in _DERIVATIVE_METHODS:
+                    setattr(_backprop.GradientTape, m, _differentiating(m, o[f"tape.{m}"]))
                 base.numpy = _numpy
                 base.__float__ = _float
                 base.__array__ = _array
@@ -169,6 +178,8 @@ class _Patches:
                 _rvo.variable_accessed = o["accessed"]
                 _constant_op.convert_to_eager_tensor = o["convert"]
                 _script_ops.backprop = o["script_backprop"]
+                for m in _DERIVATIVE_METHODS:
+                    setattr(_backprop.GradientTape, m, o[f"tape.{m}"])
                 base.numpy = o["numpy"]
                 base.__float__ = o["float"]
                 base.__array__ = o["array"]
@@ -204,6 +215,60 @@ class _ScriptBackprop:
         if getattr(_local, "recorders", None):
             kwargs["persistent"] = True
         return self._module.GradientTape(*args, **kwargs)
+
+
+def _differentiating(method: str, original: Callable) -> Callable:
+    """``tf.GradientTape.<method>`` as recording threads see it: the same call, with the
+    range of ops it runs marked as one derivative group in every recorder on the thread.
+    Nothing else changes: same arguments, same result, same exceptions."""
+
+    @functools.wraps(original)
+    def differentiate(self, *args, **kwargs):
+        recs = getattr(_local, "recorders", None)
+        if not recs or not _context.executing_eagerly():
+            return original(self, *args, **kwargs)
+        opened = _open_derivatives(recs, method, sys._getframe(1), args, kwargs)
+        result = _ABSENT
+        try:
+            result = original(self, *args, **kwargs)
+        finally:
+            _close_derivatives(opened, result)
+        return result
+
+    return differentiate
+
+
+def _open_derivatives(recs, method: str, frame, args, kwargs) -> list:
+    try:
+        site = call_site(frame.f_code.co_filename, frame.f_lineno, method, frame.f_globals)
+        target = args[0] if args else kwargs.get("target")
+        sources = args[1] if len(args) > 1 else kwargs.get("sources", kwargs.get("source"))
+        return [(r, r._open_derivative(method, site, target, sources)) for r in recs if r._thread_id == _get_ident()]
+    except Exception:  # noqa: BLE001 - naming a group must never break the user's call
+        return []
+
+
+def _close_derivatives(opened: list, result) -> None:
+    for r, record in opened:
+        try:
+            r._close_derivative(record, None if result is _ABSENT else result)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _ids_of(x) -> tuple:
+    """Tensor ids in a nest (a variable: its handle's), for derivative records."""
+    out = []
+    for t in tf.nest.flatten(x, expand_composites=True):
+        if isinstance(t, _ops.EagerTensor):
+            out.append(t._id)
+        elif isinstance(t, _rvo.BaseResourceVariable) and type(t.handle) is _ops.EagerTensor:
+            out.append(t.handle._id)
+        else:
+            inner = getattr(t, "value", None)  # a Keras variable wraps a tf.Variable
+            if isinstance(inner, _rvo.BaseResourceVariable) and type(inner.handle) is _ops.EagerTensor:
+                out.append(inner.handle._id)
+    return tuple(out)
 
 
 def _fast_path_execute(*args):
@@ -737,6 +802,9 @@ class OpRecord:
     # this op ("tf.clip_by_norm") and which call of it (ops of one call share it).
     api: str | None = None
     api_call: int = 0
+    # The innermost derivative group (an inner tape.gradient / jacobian call, see
+    # derivatives.py) that ran this op: an index into Capture.derivatives, or None.
+    derivative: int | None = None
 
 
 @dataclass(frozen=True)
@@ -855,8 +923,11 @@ class Capture:
         frame: FrameInfo | None,
         side_state: dict,
         graph_mode: bool,
+        derivatives: list | None = None,
     ):
         self._raw = raw
+        #: inner gradient / jacobian calls this recording saw, in call order (derivatives.py)
+        self.derivatives: list[DerivativeRecord] = list(derivatives or ())
         self._seen = seen  # tensor id -> EagerTensor (every tensor the records name)
         self._variables = variables  # handle id -> tf.Variable
         self._access_paths = access_paths  # handle id -> Keras path, learned while it was read
@@ -933,6 +1004,9 @@ class Capture:
                     api_call=api[1] if api else 0,
                 )
             )
+        for d in self.derivatives:  # in call order: an inner call's range overrides its parent's
+            for op in ops[d.start : d.end]:
+                op.derivative = d.index
         return ops
 
     # -- tensors ---------------------------------------------------------------------
@@ -1162,6 +1236,8 @@ class Recorder:
         self._graph_mode = False
         self._api_frame = None  # the frame of the TF API call the last unscoped op ran in
         self._api_seq = 0
+        self._derivatives: list[DerivativeRecord] = []
+        self._open: list[DerivativeRecord] = []  # derivative calls running now, outermost first
         self.capture: Capture | None = None
 
     # -- lifecycle -----------------------------------------------------------------
@@ -1310,6 +1386,32 @@ class Recorder:
                 return
         raw.append((op_type, inputs, (), outputs, self._tld.scope_name, recording, gen, backward, None))
 
+    # -- derivative groups -------------------------------------------------------------
+    def _open_derivative(self, method: str, site, target, sources) -> DerivativeRecord:
+        """An inner gradient / jacobian call starts: its ops are those logged from now on."""
+        parent = self._open[-1] if self._open else None
+        record = DerivativeRecord(
+            len(self._derivatives),
+            method,
+            site,
+            len(self._raw),
+            target_ids=_ids_of(target),
+            source_ids=_ids_of(sources),
+            parent=parent.index if parent is not None else None,
+        )
+        if parent is not None:
+            parent.children.append(record.index)
+        self._derivatives.append(record)
+        self._open.append(record)
+        return record
+
+    def _close_derivative(self, record: DerivativeRecord, result) -> None:
+        record.end = len(self._raw)
+        record.output_ids = _ids_of(result) if result is not None else ()
+        if record in self._open:
+            self._open.remove(record)
+        _name_order(record, self._derivatives, self._raw)
+
     # -- after the block -------------------------------------------------------------
     def _empty_capture(self) -> Capture:
         tape = self.tape
@@ -1371,7 +1473,46 @@ class Recorder:
             frame=info,
             side_state={i: s for i, s in self._side_state.items() if s is not None},
             graph_mode=False,
+            # a call still open here (the block ended inside it: an exception) ran to the end
+            derivatives=[d if d.end >= 0 else dataclasses.replace(d, end=len(self._raw)) for d in self._derivatives],
         )
+
+
+# Ops that pass a value on unchanged or as a part (a slice of a gradient is still "the
+# gradient" when it is differentiated again: u_x = du[:, 0:1]).
+_VIEW_OPS = frozenset(
+    {"StridedSlice", "Slice", "Reshape", "Identity", "Squeeze", "ExpandDims", "GatherV2", "Unpack", "Split"}
+)
+
+
+def _name_order(record: DerivativeRecord, records: list, raw: list) -> None:
+    """A call that differentiates (a view of) an earlier call's result by the same sources
+    is a higher derivative: ∂²u/∂x² rather than ∂u_x/∂x. Found by walking back from the
+    target through view ops in the op log (a few steps; names only, never an error)."""
+    if not record.target_ids or not record.source_ids:
+        return
+    produced: dict[int, int] = {}
+    for i in range(record.start - 1, max(record.start - 400, -1), -1):
+        outs = raw[i][_R_OUT] or ()
+        for o in outs:
+            if o is not None:
+                produced.setdefault(o._id, i)
+    tid = record.target_ids[0]
+    for _ in range(4):
+        earlier = next((d for d in records if d is not record and tid in d.output_ids), None)
+        if earlier is not None:
+            if set(earlier.source_ids) == set(record.source_ids):
+                record.order = earlier.order + 1
+                record.of_target = earlier.of_target or earlier.site.target
+            return
+        at = produced.get(tid)
+        if at is None:
+            return
+        i = at
+        op_type = raw[i][_R_TYPE].decode() if type(raw[i][_R_TYPE]) is bytes else raw[i][_R_TYPE]
+        if op_type not in _VIEW_OPS or not raw[i][_R_IN]:
+            return
+        tid = raw[i][_R_IN][0]._id
 
 
 _UNSET = object()

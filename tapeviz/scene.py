@@ -234,6 +234,8 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
         dd = display.nx.nodes[node]
         if dd.get("group_kind") == "api":
             return dd["layer"].removeprefix("tf.")
+        if dd.get("group_kind") == "derivative":
+            return dd["layer"]  # "du = ∂u/∂pts": the whole name, its "/" is a fraction bar
         name = dd["layer"].split("/")[-1]
         return f"{name} (call {dd['call'] + 1})" if dd.get("call") else name
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
@@ -256,7 +258,10 @@ def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: st
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         members = display.members[node]
         ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
-        key = "ui.group.api" if display.nx.nodes[node].get("group_kind") == "api" else "ui.group.layer"
+        kind = display.nx.nodes[node].get("group_kind")
+        if kind == "derivative":
+            return say("ui.group.derivative", lang, n=ops, call=display.nx.nodes[node].get("note") or "")
+        key = "ui.group.api" if kind == "api" else "ui.group.layer"
         return say(key, lang, n=ops)
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         fn = display.nx.nodes[node]["function"]
@@ -1278,12 +1283,14 @@ class Scene:
         disp = self.display
         if disp.collapsed:
             calls = sum(1 for _, d in disp.nx.nodes(data=True) if d.get("group_kind") == "api")
+            derived = sum(1 for _, d in disp.nx.nodes(data=True) if d.get("group_kind") == "derivative")
             notes.append(
                 say(
                     "ui.note.collapsed",
                     self.lang,
-                    layers=len(disp.collapsed) - calls,
+                    layers=len(disp.collapsed) - calls - derived,
                     calls=calls,
+                    derivatives=derived,
                     total=self.graph.nx.number_of_nodes(),
                 )
             )

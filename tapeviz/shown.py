@@ -163,6 +163,40 @@ def _api_groups(graph: TapeGraph, boxes: set, group: dict) -> dict[Node, str]:
     return out
 
 
+def derivative_groups(graph: TapeGraph, boxes: set) -> tuple[dict[Node, str], dict[str, str]]:
+    """Ops an inner ``tape.gradient`` / ``jacobian`` call ran (capture's derivative
+    records), grouped by the outermost such call and named as the user wrote it
+    ("du = ∂u/∂pts"); a second call named alike gets "#2". Returns (node -> group,
+    group -> the call, "t1.gradient")."""
+    records = graph.capture.derivatives
+    if not records:
+        return {}, {}
+    ops = graph.capture.ops
+    names: dict[int, str] = {}
+    notes: dict[str, str] = {}
+    out: dict[Node, str] = {}
+    for n in boxes:
+        d = graph.nx.nodes[n]
+        if d["kind"] != "op":
+            continue
+        k = ops[d["op_index"]].derivative
+        if k is None:
+            continue
+        while records[k].parent is not None:  # the outermost call: one box (the tree nests them)
+            k = records[k].parent
+        if k not in names:
+            title = records[k].title
+            taken = set(names.values())
+            name, i = title, 1
+            while name in taken:
+                i += 1
+                name = f"{title} #{i}"
+            names[k] = name
+            notes[name] = records[k].call
+        out[n] = names[k]
+    return out, notes
+
+
 # --------------------------------------------------------------------------- the display graph
 
 
@@ -171,7 +205,8 @@ class Shown:
 
     ``nx`` has the original nodes that stay boxes plus one node per collapsed group
     (id ``"layer:<name>"``, attributes ``kind="layer"``, ``layer``, ``group_kind``
-    ("layer" or "api") and ``members``); every node carries its ``chips``. Edges between
+    ("layer", "api" or "derivative"; a derivative's ``note`` is its call, "t1.gradient") and
+    ``members``); every node carries its ``chips``. Edges between
     two visible original nodes keep their keys; edges into or out of a collapsed group
     are merged into one edge per pair of display nodes whose ``members`` lists the
     original edges it stands for. Edges inside a group, and edges to hidden or folded
@@ -193,6 +228,7 @@ class Shown:
         group_kinds: Mapping[str, str] | None = None,
         names=(),
         calls: Mapping[Node, int] | None = None,
+        group_notes: Mapping[str, str] | None = None,
     ):
         self.source = g
         self.collapsed = {c for c in collapsed if c is not None}
@@ -218,6 +254,7 @@ class Shown:
                         layer=layer,
                         call=call,
                         group_kind=kinds.get(layer, "layer"),
+                        note=(group_notes or {}).get(layer),
                         members=[],
                         chips=[],
                     )
@@ -532,13 +569,15 @@ class _Decision:
         scoped = layer_groups(G)
         targets = set(self.flow.target_nodes) if self.flow is not None else set()
         group = {n: (scoped.get(n) if n in self.boxes and n not in targets else None) for n in G}
+        derived, notes = derivative_groups(self.graph, self.boxes - targets)
+        group.update(derived)  # an inner gradient call is one thing, whatever scopes its ops ran in
         api = _api_groups(self.graph, self.boxes - targets, group)
         group.update(api)
         for n in list(group):  # a variable or constant joins its first consumer's group
             if n in self.boxes and G.nodes[n]["kind"] in ("variable", "constant"):
                 first = next((v for _, v in G.out_edges(n) if v in self.boxes and group.get(v)), None)
                 group[n] = group.get(first) if first is not None else None
-        kinds = {name: "api" for name in api.values()}
+        kinds = {name: "api" for name in api.values()} | {name: "derivative" for name in notes}
         names = {x for n, x in group.items() if x is not None and n in self.boxes}
         layers = names - set(kinds)
         default = set(kinds) & names
@@ -560,6 +599,7 @@ class _Decision:
                 group_kinds=kinds,
                 names=names,
                 calls=calls,
+                group_notes=notes,
             ),
             G,
             group,

@@ -30,7 +30,7 @@ STAGES = [
         "keys",
         "pagetheme",
     },
-    {"capture"},
+    {"derivatives", "capture"},
     {"graph"},
     {"flow", "diagnose", "clipping", "magnitude"},
     {"shown"},

@@ -161,8 +161,9 @@ MESSAGES = {
     "ui.step.part": "Step {k}/{n}: {node} receives {value} through one of its {reads} reads",
     "ui.step.in_group": "{node} (in {group})",
     "ui.step.done": " (backward pass of {target} done)",
-    "ui.note.collapsed": lambda layers, calls, total, **_: " and ".join(
-        [f"{layers} {_plural(layers, 'layer')}"] * bool(layers) + [f"{calls} TF API {_plural(calls, 'call')}"] * bool(calls))
+    "ui.note.collapsed": lambda layers, calls, total, derivatives=0, **_: " and ".join(
+        [f"{layers} {_plural(layers, 'layer')}"] * bool(layers) + [f"{calls} TF API {_plural(calls, 'call')}"] * bool(calls)
+        + [f"{derivatives} inner {_plural(derivatives, 'gradient')}"] * bool(derivatives))
         + f" collapsed ({total} nodes in all); expand them to see their ops",
     "ui.note.hidden": _hidden_note,
     # ---- the explorer ------------------------------------------------------------------
@@ -231,6 +232,7 @@ MESSAGES = {
     "ui.kind.inner": "op inside a tf.function",
     "ui.group.layer": lambda n, **_: f"layer · {n} {_plural(n, 'op')}",
     "ui.group.api": lambda n, **_: f"tf API · {n} {_plural(n, 'op')}",
+    "ui.group.derivative": lambda n, call, **_: f"{call} · {n} {_plural(n, 'op')}",
     "ui.group.inner": "in tf.function {function}",
     "ui.legend.forward": "→ forward computation",
     "ui.legend.flowing": "gradient that has flowed back",

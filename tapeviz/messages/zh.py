@@ -62,8 +62,9 @@ def _hidden_note(hidden, folded, target, **_):
     return "；".join(parts) + "（show_all=True 可全部显示）"
 
 
-def _collapsed_note(layers, calls, total, **_):
+def _collapsed_note(layers, calls, total, derivatives=0, **_):
     parts = [f"{layers} 个层"] * bool(layers) + [f"{calls} 个 TF API 调用"] * bool(calls)
+    parts += [f"{derivatives} 个内层求导"] * bool(derivatives)
     return "和".join(parts) + f"已折叠（共 {total} 个节点）；展开即可看到其中的运算"
 
 
@@ -169,6 +170,7 @@ MESSAGES = {
     "ui.kind.inner": "tf.function 内部的运算",
     "ui.group.layer": "层 · {n} 个运算",
     "ui.group.api": "TF API · {n} 个运算",
+    "ui.group.derivative": "{call} · {n} 个运算",
     "ui.group.inner": "在 tf.function {function} 中",
     "ui.legend.forward": "→ 前向计算",
     "ui.legend.flowing": "已经传回的梯度",
