@@ -576,7 +576,9 @@ class _Decision:
         for n in list(group):  # a variable or constant joins its first consumer's group
             if n in self.boxes and G.nodes[n]["kind"] in ("variable", "constant"):
                 first = next((v for _, v in G.out_edges(n) if v in self.boxes and group.get(v)), None)
-                group[n] = group.get(first) if first is not None else None
+                joined = group.get(first) if first is not None else None
+                # ...but not a derivative's: what an inner gradient differentiates by is its input
+                group[n] = None if joined in notes and G.nodes[n]["kind"] == "variable" else joined
         kinds = {name: "api" for name in api.values()} | {name: "derivative" for name in notes}
         names = {x for n, x in group.items() if x is not None and n in self.boxes}
         layers = names - set(kinds)

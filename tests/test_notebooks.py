@@ -30,6 +30,7 @@ EXPECTED = [
     "09_why_is_my_gradient_none",
     "10_what_if",
     "11_watching_training",
+    "12_higher_order",
 ]
 
 # What the tutorial's own print statements must show (computed by TensorFlow in the kernel).
@@ -66,6 +67,15 @@ PRINTED = {
         "so the update stayed bounded",
         "vanishing flags with ReLU + He initialisation: 0",
         "steps with a picture: [0, 10, 20]",
+    ],
+    "12_higher_order": [
+        "一阶导数 dy/dx: 6.0",
+        "二阶导数 d2y/dx2: 2.0",
+        "tapeviz d(dy_dx)/dx: 2.0",
+        "tapeviz == tape.gradient, bit for bit: True",
+        "inner gradients: ['du = ∂u/∂pts', 'u_xx = ∂²u/∂pts²']",
+        "row 0 = flow(0).grad(v): [2. 1.]",
+        "equal to outer_h.jacobian: True",
     ],
 }
 
@@ -149,7 +159,7 @@ def test_notebook_runs(name, tmp_path):
     state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
     assert model_id in state, "the explorer's widget state was not stored"
     classes = state[model_id]["state"].get("_dom_classes", [])
-    assert "tv-explorer" in classes
+    assert {"tv-explorer", "tv-jacobian"} & set(classes)  # an explorer, or tv.explore(jacobian)
 
     text = _stream_text(nb)
     for expected in PRINTED[name]:
