@@ -9,9 +9,9 @@ import tensorflow as tf
 from higher_order_models import pinn, wgan_gp
 
 import tapeviz as tv
-from tapeviz import capture
-from tapeviz.shown import decide
-from tapeviz.svg import to_svg
+from tapeviz.output.svg import to_svg
+from tapeviz.picture.visibility import decide
+from tapeviz.record import capture
 
 BACKWARD_ONLY = {"TanhGrad", "ReluGrad", "AddN", "BroadcastGradientArgs", "SigmoidGrad"}
 
