@@ -30,7 +30,7 @@ from ..messages import DEFAULT, check_lang
 from ..output.svg import to_svg
 from ..output.view import GraphView
 from ..picture.visibility import Shown, decide
-from ..record.graph import TapeGraph, format_value
+from ..record.graph import GRAD_NORM, TapeGraph, format_value
 from . import panels
 
 __all__ = ["ExplorerState", "Explored", "picture", "panel", "inspector", "gradients", "clipped_texts"]
@@ -49,6 +49,8 @@ class ExplorerState:
     clip_value: tuple[float, float] = (-1.0, 1.0)
     lr: float = 0.01  # learning rate of the SGD preview w - lr * g
     collapsed: frozenset | None = None  # groups drawn as one box; None: the picture's default
+    depth: int | None = None  # how many levels of groups the default opens (None: fit 30 boxes)
+    expand: tuple = ()  # groups the default opens, with the groups holding them
     functions: frozenset = frozenset()  # tf.function calls opened into their bodies
     show_all: bool = False  # every recorded op, nothing hidden or folded
     node: Any = None  # the node shown in the inspector
@@ -104,10 +106,17 @@ class Explored:
 
     def default_shown(self, state: ExplorerState) -> Shown:
         """The picture's own decision of what is shown for this target (no groups chosen)."""
-        key = (state.target, state.show_all, state.functions)
+        key = (state.target, state.show_all, state.functions, state.depth, state.expand)
         if key not in self._shown:
             bodies = {f: self.graph.function_body(f) for f in state.functions}
-            self._shown[key] = decide(self.graph, self.flow(state.target), show_all=state.show_all, bodies=bodies)
+            self._shown[key] = decide(
+                self.graph,
+                self.flow(state.target),
+                show_all=state.show_all,
+                bodies=bodies,
+                depth=state.depth,
+                expand=state.expand,
+            )
         return self._shown[key]
 
     def collapsed(self, state: ExplorerState) -> frozenset:
@@ -224,7 +233,11 @@ def _clipped_texts(ex: Explored, rep: clipping.ClipReport) -> dict:
     out = {}
     for name, node in ex.variables().items():
         g = rep.clipped.get(name)
-        out[node] = f"∂ {format_value(rep.raw.get(name))} → {format_value(g)}" if g is not None else "∂ None"
+        out[node] = (
+            f"∂ {format_value(rep.raw.get(name), norm=GRAD_NORM)} → {format_value(g, norm=GRAD_NORM)}"
+            if g is not None
+            else "∂ None"
+        )
     return out
 
 

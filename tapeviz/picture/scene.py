@@ -45,10 +45,11 @@ import numpy as np
 
 from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, Phrase, check_lang, localize, say
-from ..record.graph import TapeGraph, format_value
+from ..record.graph import GRAD_NORM, TIMES, VALUE_NORM, TapeGraph, format_value
 from . import fonts
 from .layout import layered_routes
-from .rows import band_columns, wrap_bands
+from .names import name_lines, short_names
+from .rows import MAX_RATIO, NARROW_PAGE, PAGE_FIT_MOST, PAGE_WIDTH, band_columns, row_lengths, wrap_bands
 from .themes import LIGHT, Theme, get_theme, mix
 from .visibility import Shown, collapse, decide
 
@@ -66,6 +67,7 @@ __all__ = [
     "edge_label_specs",
     "figure_size",
     "node_title",
+    "box_names",
     "node_subtitle",
     "node_value_text",
     "grad_text",
@@ -114,6 +116,7 @@ MOVETO, LINETO, CURVE4 = 1, 2, 4
 LABEL_PAD = 0.15  # a boxed label's padding, in units of its font size (matplotlib's "round,pad=0.15")
 CHIP_PAD = 0.25
 MARK_SIZE = 8.0  # points: a backward marker's length and width (times the theme's line factor)
+NOTATION_SAMPLE = f"4{TIMES}3 {GRAD_NORM} 0.884"  # the legend's sample of how big tensors are written
 
 
 # --------------------------------------------------------------------------- records
@@ -134,6 +137,7 @@ class Box:
     linestyle: Any = "-"
     visible: bool = True
     radius: float = 0.08  # corner rounding, in data units
+    tip: str = ""  # what hovering shows: the full name the title shortens
 
 
 @dataclass(slots=True)
@@ -233,10 +237,8 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         dd = display.nx.nodes[node]
         if dd.get("group_kind") == "api":
-            return dd["layer"].removeprefix("tf.")
-        if dd.get("group_kind") == "derivative":
-            return dd["layer"]  # "du = ∂u/∂pts": the whole name, its "/" is a fraction bar
-        name = dd["layer"].split("/")[-1]
+            return dd["name"].removeprefix("tf.")
+        name = dd["name"]  # a derivative's whole "du = ∂u/∂pts": its "/" is a fraction bar
         return f"{name} (call {dd['call'] + 1})" if dd.get("call") else name
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         return display.nx.nodes[node]["op_type"]
@@ -246,6 +248,37 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
     if d["kind"] == "op":
         return d.get("function") or d["op_type"]
     return say("ui.kind.constant", lang) if d["kind"] == "constant" else d["label"]
+
+
+def _path(graph: TapeGraph, node, display: Shown | None) -> str:
+    """A box's full name when it has one: a layer's Keras path, a variable's or a tensor's
+    name (``generator/dense/kernel``, ``loss``); '' for ops and constants named by type."""
+    if display is not None:
+        dd = display.nx.nodes[node]
+        if dd.get("kind") == "layer":
+            # an API call and a derivative ("du = ∂u/∂pts": its "/" is a fraction bar) are their name
+            return "" if dd.get("group_kind") in ("api", "derivative") else dd["layer"]
+        if dd.get("kind") == "inner":
+            return ""
+    return graph.nx.nodes[node].get("name") or ""
+
+
+def box_names(graph: TapeGraph, display: Shown | None = None, lang: str = DEFAULT) -> dict[Any, tuple[str, str]]:
+    """(title, full name) of every box. A named box's title is the shortest end of its path
+    that no other box's path ends with (see :func:`tapeviz.names.short_names`): the model's
+    prefix and the parts every box shares drop away, the full name stays as the tooltip."""
+    paths = {n: p for n, _ in _nodes(graph, display) if (p := _path(graph, n, display))}
+    short = short_names(paths)
+    out = {}
+    for n, _ in _nodes(graph, display):
+        if n not in paths:
+            title = node_title(graph, n, display, lang)
+            out[n] = (title, title)
+            continue
+        call = display.nx.nodes[n].get("call") if display is not None else None
+        more = f" (call {call + 1})" if call else ""
+        out[n] = (short[n] + more, paths[n] + more)
+    return out
 
 
 def _op_label(d) -> str:
@@ -258,11 +291,8 @@ def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: st
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         members = display.members[node]
         ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
-        kind = display.nx.nodes[node].get("group_kind")
-        if kind == "derivative":
-            return say("ui.group.derivative", lang, n=ops, call=display.nx.nodes[node].get("note") or "")
-        key = "ui.group.api" if kind == "api" else "ui.group.layer"
-        return say(key, lang, n=ops)
+        dd = display.nx.nodes[node]
+        return say(f"ui.group.{dd.get('group_kind', 'layer')}", lang, n=ops, call=dd.get("note") or "")
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         fn = display.nx.nodes[node]["function"]
         return say("ui.group.inner", lang, function=graph.nx.nodes[fn].get("function", ""))
@@ -294,15 +324,15 @@ def node_value_text(graph: TapeGraph, node, display: Shown | None = None) -> str
 
 def grad_text(value) -> str:
     """What a box shows under it for the gradient that reached it."""
-    return "∂ " + ("None" if value is None else format_value(np.asarray(value)))
+    return "∂ " + ("None" if value is None else format_value(np.asarray(value), norm=GRAD_NORM))
 
 
 def _compact(value) -> str:
-    """A shorter rendering of a value: its shape and norm (a scalar stays itself)."""
+    """A shorter rendering of a gradient: its shape and norm (a scalar stays itself)."""
     a = np.asarray(value)
     if a.size <= 1:
         return format_value(a)
-    return format_value(a, max_items=1)
+    return format_value(a, max_items=1, norm=GRAD_NORM)
 
 
 def _norm_text(value) -> str:
@@ -516,8 +546,10 @@ def box_specs(
     targets=(),
     display: Shown | None = None,
     theme: Theme = LIGHT,
+    names: Mapping[Any, tuple[str, str]] | None = None,
 ) -> dict[Any, Box]:
-    """One rounded box per node, styled by kind; targets get the theme's target outline."""
+    """One rounded box per node, styled by kind; targets get the theme's target outline;
+    ``names`` (from :func:`box_names`) give each its tooltip."""
     boxes = {}
     kinds = theme.kinds
     for n, d in _nodes(graph, display):
@@ -533,6 +565,7 @@ def box_specs(
             theme.target if target else ec,
             (LW_TARGET if target else LW_BOX) * theme.line,
             f"node-{n}",
+            tip=names[n][1] if names else "",
         )
     return boxes
 
@@ -556,17 +589,24 @@ def label_specs(
     theme: Theme = LIGHT,
     lang: str = DEFAULT,
     unit=(INCH_X * 72, INCH_Y * 72),
+    names: Mapping[Any, tuple[str, str]] | None = None,
 ) -> dict[Any, tuple[Label, Label, Label]]:
     """(title, subtitle, forward value) texts inside each box, fitted to its width and
-    stacked by their font heights (leaving a row for chips where the box has some)."""
+    stacked by their font heights (leaving a row for chips where the box has some). A
+    title too long for one line takes two (:func:`tapeviz.names.name_lines`), never "…"."""
     labels = {}
     inner = BOX_W * unit[0] * 0.92  # points of text a box holds
     ppu_y = unit[1]
+    names = names if names is not None else box_names(graph, display, lang)
+    title_pitch = sum(fonts.line_box(fontsize, "bold"))
     for n, d in _nodes(graph, display):
         x, y = pos[n]
         sub = node_subtitle(graph, n, display, lang)
         chips = bool(d.get("chips"))
-        heights = _box_lines(fontsize, bool(sub), chips)
+        title_lines = name_lines(names[n][0], inner, fontsize, "bold")
+        heights = list(_box_lines(fontsize, bool(sub), chips))
+        if len(title_lines) > 1:
+            heights[0] = len(title_lines) * title_pitch
         gap = 2.0
         total = sum(heights) + gap * (sum(1 for h in heights if h) - 1)
         top = y + total / 2 / ppu_y
@@ -575,7 +615,7 @@ def label_specs(
             centres.append(top - h / 2 / ppu_y)
             if h:
                 top -= (h + gap) / ppu_y
-        title = fonts.fit(node_title(graph, n, display, lang), inner, fontsize, "bold", keep_tail=True)
+        title = "\n".join(title_lines)
         value = fonts.fit(node_value_text(graph, n, display), inner, fontsize - 0.5)
         labels[n] = (
             Label(x, centres[0], title, fontsize, color=theme.text, weight="bold"),
@@ -777,6 +817,8 @@ def _legend_entries(scene: Scene | _LegendOnly) -> list[tuple[str, Any, str]]:
         )
     for kind in scene.chip_kinds:
         out.append(("chip", kind, say(f"ui.chip.{kind}", lang)))
+    if getattr(scene, "notation", False):
+        out.append(("note", NOTATION_SAMPLE, say("ui.legend.notation", lang)))
     scale = getattr(scene, "magnitude_scale", None)
     if scale is not None:
         colours = [mix(scale.color(scale.lo * (scale.hi / scale.lo) ** (i / 9)), th.background, 0.6) for i in range(10)]
@@ -794,6 +836,8 @@ def _legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple
     for kind, style, text in entries:
         if kind == "chip":
             w_sample = fonts.text_width("2.0", size - 1) + 2 * CHIP_PAD * (size - 1)
+        elif kind == "note":  # a sample text in the gradients' colour
+            w_sample = fonts.text_width(style, size)
         elif kind == "scale":  # the low end's label and ten colour steps; the high end's label leads the text
             colours, lo, hi = style
             w_sample = fonts.text_width(lo, size) + sep + 10 * 0.8 * sample_w
@@ -862,6 +906,11 @@ def _legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple
                     )
                 sw = Swatch(
                     "box", x_bar + 9 * seg, y - sample_h / 2, seg, sample_h, colours[-1], colours[-1], 0.0, "-", label
+                )
+            elif kind == "note":
+                chip = Label(x + w_sample / 2, y, style, size, color=th.grad_text)
+                sw = Swatch(
+                    "chip", x, y - sample_h / 2, w_sample, sample_h, None, th.grad_text, 0.0, "-", label, chip=chip
                 )
             else:
                 fc, ec, tc = th.chips[style]
@@ -952,6 +1001,8 @@ class Scene:
         theme: str | Theme | None = None,
         magnitudes=None,
         wrap: int | None = None,
+        depth: int | None = None,
+        expand=(),
     ):
         if wrap is not None and (isinstance(wrap, bool) or not isinstance(wrap, int) or wrap < 2):
             raise ValueError(
@@ -970,19 +1021,12 @@ class Scene:
             raise ValueError(f"{sorted(unknown)} are not tf.function calls; those are: {graph.functions()}")
         bodies = {f: graph.function_body(f) for f in self.functions}
         if pos is None:
-            self.display = decide(graph, flow, show_all=show_all, collapsed=collapsed, bodies=bodies)
+            self.display = decide(
+                graph, flow, show_all=show_all, collapsed=collapsed, bodies=bodies, depth=depth, expand=expand
+            )
         else:  # the caller's positions name every node
             self.display = collapse(graph.nx, False, bodies=bodies)
         dg = self.display.nx
-        self.lanes: dict = {}  # (u, v) -> lanes back to the next band, where the layout wraps
-        if pos is None:
-            pos, computed = layered_routes(dg)
-            if routes is None:
-                n_columns = len({x for x, _ in pos.values()})
-                columns = wrap if wrap is not None else band_columns(n_columns, most=BAND_MOST)
-                pos, routes, self.lanes = wrap_bands(dg, pos, computed, columns=columns)
-        self.pos = pos
-        self.routes = routes or {}  # (u, v) -> bend points; edges not in it run straight to their consumer's gap
         self.font = th.font
         self.unit = (INCH_X * th.scale * 72.0, INCH_Y * th.scale * 72.0)  # points per data unit
         self.targets = {self.display.of[t] for t in flow.target_nodes} if flow is not None else set()
@@ -1004,13 +1048,53 @@ class Scene:
             for k in ("value", "input", "random")
             if any(c.kind == k for _, d in dg.nodes(data=True) for c in d.get("chips") or ())
         ]
+        self.custom_title = title
+        self.title = title or ""
+        self.caption = self._caption(caption)
+        names = box_names(graph, self.display, self.lang)
+        if pos is not None:
+            self._place(pos, routes or {}, {}, names, magnitudes)
+            return
+        pos, computed = layered_routes(dg)
+        if routes is not None:
+            self._place(pos, routes, {}, names, magnitudes)
+            return
+        n_columns = len({x for x, _ in pos.values()})
+        if wrap is not None:
+            choices = [wrap]
+        elif n_columns <= PAGE_FIT_MOST:
+            choices = row_lengths(n_columns)
+        else:  # too long for a page at full size: bands as wide as a screen can show
+            choices = [band_columns(n_columns, most=BAND_MOST)]
+        # The fewest rows that fit the page (and are not a strip); else the best miss.
+        column_px = INCH_X * th.scale * DPI
+        best = None
+        for i, columns in enumerate(choices):
+            if i < len(choices) - 1 and min(columns, n_columns) * column_px > PAGE_WIDTH:
+                continue  # its boxes alone are wider than the page
+            self._place(*wrap_bands(dg, pos, computed, columns=columns), names, magnitudes)
+            width, height = self.canvas
+            miss = (width > PAGE_WIDTH, NARROW_PAGE < width > MAX_RATIO * height, width)
+            if not (miss[0] or miss[1]):
+                return
+            if best is None or miss < best[0]:
+                best = (miss, columns)
+        if best is not None and best[1] != columns:
+            self._place(*wrap_bands(dg, pos, computed, columns=best[1]), names, magnitudes)
+
+    def _place(self, pos, routes, lanes, names, magnitudes) -> None:
+        """Place every record for these positions, routes and lanes, then the canvas around them."""
+        graph, flow, th = self.graph, self.flow, self.theme
+        self.pos = pos
+        self.routes = routes  # (u, v) -> bend points; edges not in it run straight to their consumer's gap
+        self.lanes = lanes  # (u, v) -> lanes back to the next band, where the layout wraps
         disp = self.display
         label_h = (_label_height(self.font - 1) + 1.0) / self.unit[1]
         plans = _edge_plans(graph, pos, self.routes, disp, self.lanes, label_h=label_h)
         self._rooms = {e: p.room * self.unit[0] - 2 * LABEL_PAD * (self.font - 1) - 1.0 for e, p in plans.items()}
-        self.boxes = box_specs(graph, pos, targets=self.targets, display=disp, theme=th)
+        self.boxes = box_specs(graph, pos, targets=self.targets, display=disp, theme=th, names=names)
         self.labels = label_specs(
-            graph, pos, fontsize=self.font, display=disp, theme=th, lang=self.lang, unit=self.unit
+            graph, pos, fontsize=self.font, display=disp, theme=th, lang=self.lang, unit=self.unit, names=names
         )
         chip_rows = {
             n: trio[2].y - (sum(_box_lines(self.font, True, True)[2:]) / 2 + 1.0) / self.unit[1]
@@ -1033,13 +1117,18 @@ class Scene:
                 widest = fonts.text_width(label.text, label.size, style=label.style)
             width = (widest + 2 * LABEL_PAD * label.size + 2.0) / self.unit[0]
             arrow.path, _, arrow.mark_at = _edge_route(plans[e], width)
-        self.custom_title = title
-        self.title = title or ""
-        self.caption = self._caption(caption)
         self.step: int = 0
         self._laid_out = False  # the title's record is made with the canvas
         self.set_step(None)  # the finished pass: the texts the canvas must hold
         self.has_bad = any(v[1] for k, v in self._texts.items() if k[0] == "edge")
+        self.notation = any(  # a shape and a norm written somewhere: the legend says how to read them
+            VALUE_NORM in t.text or GRAD_NORM in t.text
+            for t in (
+                *(t for trio in self.labels.values() for t in trio),
+                *self.grads.values(),
+                *self.edge_labels.values(),
+            )
+        )
         self._layout_canvas()
         self._laid_out = True
         changed = self._clamp_grad_rooms()
@@ -1322,13 +1411,13 @@ class Scene:
     def _fit_value(self, value, room: float, size: float, prefix: str = "") -> str:
         """``prefix + value`` in ``room`` points: the value as written, else its shape and
         norm, else cut with an ellipsis."""
-        text = prefix + format_value(value)
+        text = prefix + format_value(value, norm=GRAD_NORM)
         if fonts.text_width(text, size) <= room:
             return text
         text = prefix + _compact(value)
-        if fonts.text_width(text, size) <= room or "|.|=" not in text:
+        if fonts.text_width(text, size) <= room or GRAD_NORM not in text:
             return fonts.fit(text, room, size)
-        return fonts.fit(prefix + text[text.index("|.|=") :], room, size)  # the norm alone: the shape is on the box
+        return fonts.fit(prefix + text[text.index(GRAD_NORM) :], room, size)  # the norm alone: the shape is on the box
 
     def set_step(self, step: int | None) -> None:
         """Style every record for the flow as it stands after steps 0..`step` (None: the
@@ -1433,13 +1522,14 @@ class Scene:
         if kind == "inner":
             return "", th.grad_text
         if kind == "layer":
-            parts, bad = [], False
+            parts, bad, squares, clipped = [], False, 0.0, False
             for m in self.display.members[n]:
                 if g.nx.nodes[m]["kind"] != "variable":
                     continue
                 name = g.nx.nodes[m]["name"].split("/")[-1]
                 if m in self.overrides:
                     parts.append(f"{name} {self.overrides[m].removeprefix('∂ ')}")
+                    clipped = True
                     continue
                 s = fl.step_of(m)
                 if s is None or s > k:
@@ -1447,7 +1537,12 @@ class Scene:
                 value = fl.grad(m)
                 bad = bad or is_bad(value)
                 parts.append(f"{name} {_norm_text(value)}")
-            text = ("∂‖·‖ " + " · ".join(parts)) if parts else ""
+                if value is not None:
+                    squares += float(np.sum(np.square(np.asarray(value, np.float64))))
+            text = (GRAD_NORM + " " + " · ".join(parts)) if parts else ""
+            if len(parts) > 1 and not clipped and fonts.text_width(text, size) > room:
+                # too many to list: their norm taken together (a group's variables as one vector)
+                text = say("ui.group.grad_total", self.lang, norm=f"{math.sqrt(squares):.3g}", n=len(parts))
             return fonts.fit(text, room, size), (th.bad if bad else th.grad_text)
         if n in self.overrides:
             return fonts.fit(self.overrides[n], room, size), th.grad_text
@@ -1479,9 +1574,11 @@ class Scene:
         st = fl.steps[k]
         n = fl.last_step
         if k == 0:
-            title = say("ui.step.start", self.lang, k=k, n=n, target=target, value=format_value(st.grad))
+            title = say(
+                "ui.step.start", self.lang, k=k, n=n, target=target, value=format_value(st.grad, norm=GRAD_NORM)
+            )
         else:
-            grad = format_value(st.grad if not isinstance(st.grad, list) else st.grad[0])
+            grad = format_value(st.grad if not isinstance(st.grad, list) else st.grad[0], norm=GRAD_NORM)
             to = sorted({localize(g.display_name(u), self.lang) for u, _, _ in st.edges})
             node = localize(g.display_name(st.node), self.lang)
             box = self.display.of.get(st.node, st.node)
@@ -1497,6 +1594,6 @@ class Scene:
                 title = say("ui.step.part", self.lang, k=k, n=n, node=node, value=grad, reads=len(reads))
             else:
                 if len(reads) > 1:  # the last part: the total, as TF added it up
-                    grad = format_value(fl.grad(st.node))
+                    grad = format_value(fl.grad(st.node), norm=GRAD_NORM)
                 title = say("ui.step.received", self.lang, k=k, n=n, node=node, value=grad)
         return title + say("ui.step.done", self.lang, target=target) if finished else title
