@@ -197,13 +197,7 @@ def build_tree(
             continue
         scope = d.get("scope") or ""
         if n in derivatives:
-            parent = root
-            for k, title, call in derivatives[n]:
-                raw = by_key.get(("\0derivative", k))
-                if raw is None:
-                    raw = by_key[("\0derivative", k)] = _Raw(title, "derivative", call)
-                    parent.items.append(raw)
-                parent = raw
+            parent = _derivative_group(root, by_key, derivatives[n])
         elif scope:
             parent, key = root, ()
             for part in scope.split("/"):
@@ -234,6 +228,18 @@ def build_tree(
         _add_prefix_groups(root)
     _dissolve_singletons(root, set(joiners))
     return _freeze(root)
+
+
+def _derivative_group(root: _Raw, by_key: dict, calls: tuple[tuple[int, str, str], ...]) -> _Raw:
+    """The group of the innermost of ``calls`` (outermost first), made with its parents."""
+    parent = root
+    for index, title, call in calls:
+        made = by_key.get(("\0derivative", index))
+        if made is None:
+            made = by_key[("\0derivative", index)] = _Raw(title, "derivative", call)
+            parent.items.append(made)
+        parent = made
+    return parent
 
 
 def _tokens(item) -> list[str] | None:

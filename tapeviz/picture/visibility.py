@@ -331,9 +331,9 @@ def differentiated_groups(g: nx.MultiDiGraph, tree: GroupTree) -> set[str]:
     out: set[str] = set()
     for n, gid in inside.items():
         for p in g.predecessors(n):
-            path = tree.paths.get(p)
-            if path and inside.get(p) != gid and tree.groups[path[0]].kind != "derivative":
-                out.add(path[0])
+            feeding = tree.paths.get(p)
+            if feeding and inside.get(p) != gid and tree.groups[feeding[0]].kind != "derivative":
+                out.add(feeding[0])
     return out
 
 
