@@ -180,6 +180,7 @@ def build_tree(
     losses = set(loss_scopes)
     root = _Raw("", "block")
     by_key: dict[tuple, _Raw] = {}
+    by_scope: dict[str, _Raw] = {}
     where: dict[Node, _Raw] = {}
     joiners = []
     for n in order:
@@ -199,14 +200,7 @@ def build_tree(
         if n in derivatives:
             parent = _derivative_group(root, by_key, derivatives[n])
         elif scope:
-            parent, key = root, ()
-            for part in scope.split("/"):
-                key = key + (part,)
-                raw = by_key.get(key)
-                if raw is None:
-                    raw = by_key[key] = _Raw(part, "loss" if "/".join(key) in losses else "layer")
-                    parent.items.append(raw)
-                parent = raw
+            parent = _scope_group(scope, by_scope, root, losses)
         elif n in apis:
             name, call, kind = apis[n]
             key = ("\0api", name, call)
@@ -239,6 +233,27 @@ def _derivative_group(root: _Raw, by_key: dict, calls: tuple[tuple[int, str, str
             made = by_key[("\0derivative", index)] = _Raw(title, "derivative", call)
             parent.items.append(made)
         parent = made
+    return parent
+
+
+def _scope_group(scope: str, by_scope: dict[str, _Raw], root: _Raw, losses: set) -> _Raw:
+    """The group of name scope ``scope``, made with any missing outer scopes (each scope
+    string is split once: linear in the scopes' lengths, however deep they nest)."""
+    raw = by_scope.get(scope)
+    if raw is not None:
+        return raw
+    missing = [scope]
+    parent = root
+    while "/" in missing[-1]:
+        outer = missing[-1].rsplit("/", 1)[0]
+        if outer in by_scope:
+            parent = by_scope[outer]
+            break
+        missing.append(outer)
+    for s in reversed(missing):
+        raw = by_scope[s] = _Raw(s.rsplit("/", 1)[-1], "loss" if s in losses else "layer")
+        parent.items.append(raw)
+        parent = raw
     return parent
 
 
