@@ -317,12 +317,24 @@ class Shown:
         return sum(1 for n in self.hidden if self.source.nodes[n]["kind"] == "op")
 
 
-def differentiated_groups(g: nx.MultiDiGraph, tree: GroupTree) -> set[str]:
+def derivative_sources(graph: TapeGraph) -> set[Node]:
+    """The nodes of what inner gradient calls differentiated by (their ``sources``)."""
+    out = set()
+    for record in graph.capture.derivatives:
+        for key in record.source_ids:
+            node = f"var{key}" if f"var{key}" in graph.nx else getattr(graph.tensors.get(key), "node", None)
+            if node is not None:
+                out.add(node)
+    return out
+
+
+def differentiated_groups(g: nx.MultiDiGraph, tree: GroupTree, sources: Iterable[Node] = ()) -> set[str]:
     """The outermost groups an inner gradient differentiates through: those whose ops feed
     a derivative group (its backward ops read their activations). They are closed by
     default, whatever the picture's size: the inner gradient treats them as one function
     (u = pinn(pts)), and drawn open they would send an edge from every internal
-    activation into the derivative's box."""
+    activation into the derivative's box. A group holding one of the ``sources`` an inner
+    gradient differentiates by stays as the picture has it: the source must be seen."""
     inside: dict[Node, str] = {}  # node -> the outermost derivative group holding it
     for n, path in tree.paths.items():
         kinds = [tree.groups[gid].kind for gid in path]
@@ -334,7 +346,7 @@ def differentiated_groups(g: nx.MultiDiGraph, tree: GroupTree) -> set[str]:
             feeding = tree.paths.get(p)
             if feeding and inside.get(p) != gid and tree.groups[feeding[0]].kind != "derivative":
                 out.add(feeding[0])
-    return out
+    return out - {path[0] for n in sources if (path := tree.paths.get(n))}
 
 
 def choose_closed(
@@ -631,7 +643,7 @@ class _Decision:
 
         fitted: list[int] = []
 
-        differentiated = differentiated_groups(G, tree)
+        differentiated = differentiated_groups(G, tree, derivative_sources(self.graph))
 
         def default() -> set:
             fitted.append(fitting_level(tree, self.boxes, fit))
