@@ -101,3 +101,14 @@ def wgan_gp(inner_tape_type=tf.GradientTape) -> Program:
     plain = plain_tape.gradient(plain_loss, critic.trainable_variables)
     tape, loss = wgan_gp_loss(critic, generator, real, z, eps, tv.GradientTape, inner_tape_type)
     return Program(tape, loss, list(critic.trainable_variables), plain)
+
+
+def hessian_program():
+    """h(w) = Σ w³ + w0·w1·w2 with its gradient g recorded by a persistent outer tv tape:
+    (outer, w, g, tv.jacobian(outer, g, w)), the Hessian as the Jacobian of the gradient."""
+    w = tf.Variable([0.5, -1.0, 2.0])
+    with tv.GradientTape(persistent=True) as outer:
+        with tf.GradientTape() as inner:
+            h = tf.reduce_sum(w**3) + w[0] * w[1] * w[2]
+        g = inner.gradient(h, w)
+    return outer, w, g, tv.jacobian(outer, g, w)

@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 import tensorflow as tf
-from higher_order_models import pinn, wgan_gp
+from higher_order_models import hessian_program, pinn, wgan_gp
 
 import tapeviz as tv
 from tapeviz.output.svg import to_svg
@@ -168,41 +168,35 @@ def test_derivative_box_in_the_picture_and_the_explorer():
     assert re.search(r"t1.gradient · \d+ 个运算", to_svg(tv.view(p.tape, p.loss, lang="zh")))
 
 
-def test_nested_derivative_boxes_open_one_level_at_a_time():
+def _jacobian_through(outer_type):
+    """An outer tape over t.jacobian's loop of t.gradient calls: (outer, x, sum(jac²))."""
     x = tf.constant([1.0, 2.0])
-    with tv.GradientTape() as outer:
+    with outer_type() as outer:
         outer.watch(x)
         with tf.GradientTape(persistent=True) as t:
             t.watch(x)
             y = tf.sin(x) * x
         jac = t.jacobian(y, x, experimental_use_pfor=False)  # one t.gradient per element inside
         total = tf.reduce_sum(jac * jac)
+    return outer, x, total
+
+
+def test_nested_derivative_boxes_open_one_level_at_a_time():
+    outer, x, total = _jacobian_through(tv.GradientTape)
     _, closed = _boxes(outer, total)
     assert set(_derivative_boxes(closed)) == {"jac = ∂y/∂x"}
     _, opened = _boxes(outer, total, expand=["jac = ∂y/∂x"])
     inner = _derivative_boxes(opened)
     assert len(inner) == 2 and {d["name"] for d in inner.values()} == {"∂y/∂x (t.gradient)", "∂y/∂x (t.gradient) #2"}
     assert all(d["level"] == 2 for d in inner.values())
-    plain = tf.constant([1.0, 2.0])
-    with tf.GradientTape() as o2:
-        o2.watch(plain)
-        with tf.GradientTape(persistent=True) as t2:
-            t2.watch(plain)
-            y2 = tf.sin(plain) * plain
-        j2 = t2.jacobian(y2, plain, experimental_use_pfor=False)
-        s2 = tf.reduce_sum(j2 * j2)
-    np.testing.assert_array_equal(tv.flow(outer, total).grad(x), o2.gradient(s2, plain).numpy())
+    plain, px, ptotal = _jacobian_through(tf.GradientTape)
+    np.testing.assert_array_equal(tv.flow(outer, total).grad(x), plain.gradient(ptotal, px).numpy())
 
 
 def test_what_an_inner_gradient_differentiates_by_stays_visible():
     """A Hessian: w is the inner gradient's source; it stays a box of its own, not inside
     the group of the slices that read it (which the derivative's default would close)."""
-    w = tf.Variable([0.5, -1.0, 2.0])
-    with tv.GradientTape(persistent=True) as outer:
-        with tf.GradientTape() as inner:
-            h = tf.reduce_sum(w**3) + w[0] * w[1] * w[2]
-        g = inner.gradient(h, w)
-    hessian = tv.jacobian(outer, g, w)
+    outer, w, g, hessian = hessian_program()
     shown = decide(outer.graph, hessian.flow(1))
     node = outer.graph.node_of(w)
     assert shown.of[node] == node and set(_derivative_boxes(shown.nx.nodes(data=True))) == {"g = ∂h/∂w"}

@@ -65,16 +65,11 @@ def higher_order() -> None:
     """docs/higher-order.md's pictures: the PINN and WGAN-GP default pictures (the test
     programs of tests/higher_order_models.py) and a Hessian's heatmap."""
     sys.path.insert(0, str(HERE.parents[1] / "tests"))
-    from higher_order_models import pinn, wgan_gp
+    from higher_order_models import hessian_program, pinn, wgan_gp
 
     for stem, program in (("pinn", pinn()), ("wgan_gp", wgan_gp())):
         tv.save(program.tape, HERE / f"{stem}_default.png", target=program.loss)
-    w = tf.Variable([0.5, -1.0, 2.0])
-    with tv.GradientTape(persistent=True) as outer:
-        with tf.GradientTape() as inner:
-            h = tf.reduce_sum(w**3) + w[0] * w[1] * w[2]
-        g = inner.gradient(h, w)
-    hessian = tv.jacobian(outer, g, w)
+    outer, _, g, hessian = hessian_program()
     hessian.figure(row=1).savefig(HERE / "hessian_heatmap.png")
     tv.save(outer, HERE / "hessian_row1.png", target=g, output_gradients=hessian.seed(1))
 
