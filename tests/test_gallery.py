@@ -26,7 +26,8 @@ import tapeviz as tv
 from tapeviz.output.svg import to_svg
 from tapeviz.picture.names import short_names
 from tapeviz.picture.rows import MAX_RATIO, PAGE_WIDTH
-from tapeviz.picture.scene import Scene, box_names
+from tapeviz.picture.scene import Scene
+from tapeviz.picture.wording import box_names
 
 MOST_BOXES = 30
 ELLIPSIS = "…"

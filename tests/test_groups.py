@@ -19,7 +19,7 @@ from gallery_models import GALLERY
 
 import tapeviz as tv
 from tapeviz.picture.groups import build_tree
-from tapeviz.picture.scene import node_title
+from tapeviz.picture.wording import node_title
 
 MOST_BOXES = 30
 

@@ -204,10 +204,11 @@ def build_tree(
         elif n in apis:
             name, call, kind = apis[n]
             key = ("\0api", name, call)
-            parent = by_key.get(key)
-            if parent is None:
-                parent = by_key[key] = _Raw(name, kind)
-                root.items.append(parent)
+            call_group = by_key.get(key)
+            if call_group is None:
+                call_group = by_key[key] = _Raw(name, kind)
+                root.items.append(call_group)
+            parent = call_group
         else:
             parent = root
         parent.items.append(n)
@@ -286,8 +287,8 @@ def _add_prefix_groups(root: _Raw) -> None:
         out: list = []
         i = 0
         while i < len(items):
-            toks = _tokens(items[i])
-            k = next((k for k in range(start, len(toks)) if _prefix_ok(toks, k)), None) if toks else None
+            toks = _tokens(items[i]) or []
+            k = next((k for k in range(start, len(toks)) if _prefix_ok(toks, k)), None)
             j = i + 1
             while k is not None and j < len(items):
                 other = _tokens(items[j])

@@ -346,7 +346,7 @@ def differentiated_groups(g: nx.MultiDiGraph, tree: GroupTree, sources: Iterable
             feeding = tree.paths.get(p)
             if feeding and inside.get(p) != gid and tree.groups[feeding[0]].kind != "derivative":
                 out.add(feeding[0])
-    return out - {path[0] for n in sources if (path := tree.paths.get(n))}
+    return out - {held[0] for n in sources if (held := tree.paths.get(n))}
 
 
 def choose_closed(
