@@ -11,7 +11,7 @@ from higher_order_models import hessian_program, pinn, wgan_gp
 import tapeviz as tv
 from tapeviz.output.svg import to_svg
 from tapeviz.picture.visibility import decide
-from tapeviz.record import capture
+from tapeviz.record import hooks
 
 BACKWARD_ONLY = {"TanhGrad", "ReluGrad", "AddN", "BroadcastGradientArgs", "SigmoidGrad"}
 
@@ -104,7 +104,7 @@ def test_inner_results_and_errors_unchanged():
     np.testing.assert_array_equal(results["tv"][0], results["plain"][0])
     np.testing.assert_array_equal(results["tv"][1], results["plain"][1])
     assert results["tv"][2] == results["plain"][2] is not None
-    assert tf.GradientTape.gradient is original and not capture.hooks_installed()
+    assert tf.GradientTape.gradient is original and not hooks.hooks_installed()
 
 
 def test_tv_tape_as_inner_outer_or_both():
