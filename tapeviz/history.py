@@ -5,12 +5,13 @@ the gradient norm of every variable (raw and clipped), its weight norm and the l
 flags vanishing / exploding / NaN gradients as the steps arrive; keeps whole pictures
 (graph + backward pass) of some steps recorded with a ``tv.GradientTape``.
 
-Cost: per step, one ``tf.nn.l2_loss`` per tensor (gradient, weight, clipped gradient) runs
-eagerly and its result stays on the device; every ``flush_every`` steps (and before any
-query) all of them are fetched in one ``tf.stack`` and judged together with array
-operations. So a step pays no device-to-host copy and no per-step Python analysis. (One
-``tf.function`` over all tensors was measured slower on this machine for small models:
-its call overhead is larger than a few eager ops.)
+Cost: per step, the sum of squares of every tensor (gradient, weight, clipped gradient)
+in float64, the cheapest exact way on its device (see :mod:`tapeviz.sumsq`): on CPU NumPy
+reads each tensor's buffer in place (~2 µs a tensor, no eager op but one read per
+variable); on a GPU one tf.function a step leaves a vector on the device. Every
+``flush_every`` steps (and before any query) the device vectors are fetched together and
+all steps are judged together with array operations, so a step pays no device-to-host
+copy and no per-step Python analysis.
 
 Memory: norms go into :class:`~tapeviz.buckets.Buckets` (``capacity`` points; past that,
 neighbouring steps merge, keeping min, max and last, so spikes stay visible); flags are
@@ -40,6 +41,7 @@ from .buckets import Buckets
 from .flags import KINDS, Flag, FlagDetector, Thresholds
 from .magnitude import Magnitude, MagnitudeScale, group_by_layer, layer_of, magnitude
 from .pictures import PictureStore
+from .sumsq import device_sums, host_sumsq, on_cpu, read
 
 if TYPE_CHECKING:  # for annotations only (keras_callback imports Keras: only when a callback is made)
     from matplotlib.figure import Figure
@@ -132,6 +134,7 @@ class _Layout:
     def __init__(
         self,
         variables: Sequence,
+        grads: Sequence,
         var_index: np.ndarray,
         present: np.ndarray,
         has_clipped: bool,
@@ -147,6 +150,8 @@ class _Layout:
         self.clipped_present = clipped_present  # clipped gradient given and not None
         self.loss_packed = loss_packed
         self.last_layer = last_layer
+        # NumPy reads CPU tensors in place; elsewhere one tf.function a step (sumsq.py)
+        self.on_host = on_cpu(list(self.weights) + [g for g in grads if g is not None])
         n_grad = int(present.sum())
         self.width = int(loss_packed) + n_grad + len(variables) + int(clipped_present.sum())
 
@@ -264,9 +269,7 @@ class History:
                         host_loss = _host_loss(loss)
                 if grads is not None:
                     layout = self._layout(grads, variables, clipped, loss_packed=packed_loss is not None)
-                    if layout.loss_packed:
-                        values.append(packed_loss)
-                    _pack(values, grads, clipped, layout)
+                    values.append(_measure(packed_loss, grads, clipped, layout))
                 elif variables is not None or clipped is not None:
                     raise ValueError("hist.add got variables/clipped without grads: pass grads= as well.")
                 elif packed_loss is not None:
@@ -353,7 +356,7 @@ class History:
             else np.array([c is not None and g is not None for c, g in zip(clipped, grads, strict=True)], bool)
         )
         last_layer = self._var_layer[index[-1]] if len(index) else 0
-        return _Layout(tuple(variables), index, present, clipped is not None, cp, loss_packed, last_layer)
+        return _Layout(tuple(variables), grads, index, present, clipped is not None, cp, loss_packed, last_layer)
 
     def _register(self, v) -> int:
         found = self._registry.get(id(v))
@@ -390,8 +393,7 @@ class History:
                 return
             pending, self._pending = self._pending, []
             values, self._pending_values = self._pending_values, []
-            fetched = tf.stack(values).numpy().astype(np.float64) if values else np.zeros(0)
-            self._ingest(pending, fetched)
+            self._ingest(pending, _fetch(values))
 
     def _ingest(self, pending, fetched: np.ndarray) -> None:
         b = len(pending)
@@ -421,11 +423,11 @@ class History:
                 k = 1
             idx = layout.var_index
             got, clip = idx[layout.present], idx[layout.clipped_present]
-            g2[rows, got] = 2 * block[:, k : k + len(got)]
+            g2[rows, got] = block[:, k : k + len(got)]
             k += len(got)
-            w2[rows, idx] = 2 * block[:, k : k + len(idx)]
+            w2[rows, idx] = block[:, k : k + len(idx)]
             k += len(idx)
-            c2[rows, clip] = 2 * block[:, k:]
+            c2[rows, clip] = block[:, k:]
             present[rows, got] = True
             missing[rows, idx[~layout.present]] = True
             in_step[rows, idx] = True
@@ -712,29 +714,45 @@ def _fill(rows: np.ndarray, cols: np.ndarray, g, w, c, no_grad=None) -> None:
         rows[:, cols[:, _NO_GRAD]] = no_grad
 
 
-def _pack(values: list, grads, clipped, layout: _Layout) -> None:
-    """Append sum-of-squares / 2 of each gradient, weight and clipped gradient (one
-    eager ``tf.nn.l2_loss`` each; fetched later, all at once)."""
-    l2 = tf.nn.l2_loss
+def _measure(loss, grads, clipped, layout: _Layout) -> list[float] | tf.Tensor:
+    """One step's values in the layout's order: the loss (when packed), then the sum of
+    squares of each gradient, weight and clipped gradient. On CPU, floats computed now by
+    NumPy on the tensors' buffers; elsewhere one float64 vector left on the device (both
+    fetched together at the next flush, see :func:`_fetch`)."""
+    if not layout.on_host:
+        tensors = [g for g, p in zip(grads, layout.present, strict=True) if p] + list(layout.weights)
+        if layout.has_clipped:
+            tensors += [c for c, p in zip(clipped, layout.clipped_present, strict=True) if p]
+        return device_sums(loss, tensors)
+    out = [float(np.asarray(loss))] if layout.loss_packed else []
     for g, p in zip(grads, layout.present, strict=True):
         if p:
-            values.append(l2(_float32(g)))
+            out.append(host_sumsq(g))
     for w in layout.weights:
-        values.append(l2(_float32(w)))
+        out.append(host_sumsq(read(w)))
     if layout.has_clipped:
         for c, p in zip(clipped, layout.clipped_present, strict=True):
             if p:
-                values.append(l2(_float32(c)))
+                out.append(host_sumsq(c))
+    return out
 
 
-_F32 = tf.float32
-
-
-def _float32(t):
-    if t.__class__ is tf.IndexedSlices:
-        t = t.values  # the norm TF's clip functions use (a repeated row counts twice)
-    dtype = t.dtype
-    return t if dtype is _F32 or dtype == _F32 else tf.cast(t, _F32)
+def _fetch(items: list) -> np.ndarray:
+    """The pending steps' values as one float64 array: host lists as they are, device
+    vectors fetched with one concat and one copy."""
+    device = [it for it in items if not isinstance(it, list)]
+    if not device:
+        return np.fromiter((v for it in items for v in it), np.float64)
+    fetched = tf.concat(device, 0).numpy()
+    parts, at = [], 0
+    for it in items:
+        if isinstance(it, list):
+            parts.append(np.asarray(it, np.float64))
+        else:
+            n = int(it.shape[0])
+            parts.append(fetched[at : at + n])
+            at += n
+    return np.concatenate(parts) if parts else np.zeros(0)
 
 
 def _runs(pending):
@@ -814,9 +832,9 @@ def _as_step(step) -> int:
 
 
 def _loss_tensor(loss):
-    """A float32 scalar tensor to fetch with the norms, or None for a host number."""
+    """The scalar loss tensor to measure with the norms, or None for a host number."""
     if isinstance(loss, (tf.Tensor, tf.Variable)) or hasattr(loss, "numpy"):
-        t = tf.convert_to_tensor(loss)
+        t = loss if isinstance(loss, tf.Tensor) else tf.convert_to_tensor(loss)
         if t.shape.rank != 0:
             raise ValueError(
                 f"hist.add(loss=...) needs the scalar loss, got shape {tuple(t.shape)}: pass "
@@ -824,7 +842,7 @@ def _loss_tensor(loss):
             )
         if not t.dtype.is_floating:
             raise TypeError(f"hist.add(loss=...) must be a float, got dtype {t.dtype.name}.")
-        return t if t.dtype == tf.float32 else tf.cast(t, tf.float32)
+        return t
     return None
 
 
