@@ -38,8 +38,8 @@ import numpy as np
 import tensorflow as tf
 
 from .buckets import Buckets
-from .flags import KINDS, Flag, FlagDetector, Thresholds
-from .magnitude import Magnitude, MagnitudeScale, group_by_layer, layer_of, magnitude
+from .flags import BITS, KINDS, Flag, FlagDetector, Thresholds, kinds_of
+from .magnitude import Magnitude, MagnitudeScale, layer_of, magnitude
 from .pictures import PictureStore
 from .sumsq import device_sums, host_sumsq, on_cpu, read
 
@@ -49,13 +49,16 @@ if TYPE_CHECKING:  # for annotations only (keras_callback imports Keras: only wh
     from .flow import GradientFlow
     from .graph import TapeGraph
     from .keras_callback import HistoryCallback
+    from .layers_plot import NormTable
 
 __all__ = ["History", "Flag", "Thresholds", "ClipStats"]
 
 QUANTITIES = ("grad", "clipped", "weight", "relative", "clip_scale")
-# stored per variable / layer: the quantities above, and 1.0 where the gradient was None
-_COLUMNS = QUANTITIES + ("no_grad",)
+# stored per variable / layer: the quantities above, 1.0 where the gradient was None, and
+# the flag conditions that hold at the step (flags.BITS; see History.flagged)
+_COLUMNS = QUANTITIES + ("no_grad", "flags")
 _NO_GRAD = len(QUANTITIES)
+_FLAGS = _NO_GRAD + 1
 _ENGAGED = 1 - 1e-5  # clipped/raw below this: clipping changed the gradient (float32 round-off above)
 _MAX_LAYOUTS = 16
 
@@ -484,6 +487,7 @@ class History:
             loss_given=loss_given,
             clip_scale=clip_scale,
         )
+        self._store_conditions(rows, present, in_step)
         self._buckets.append(steps, rows)
         flagged = {f.step for f in new_flags}
         for step, _, _, picture in pending:
@@ -491,6 +495,23 @@ class History:
                 self._pictures.add(step, picture[0], picture[1], flagged=step in flagged)
         for s in flagged:
             self._pictures.mark_flagged(s)
+
+    def _store_conditions(self, rows: np.ndarray, present: np.ndarray, in_step: np.ndarray) -> None:
+        """Write which flag conditions hold at each step (bits of flags.BITS) into rows:
+        per variable (nan, no_gradient), per layer (its own vanishing / exploding and its
+        variables' bits) and globally (every bit, a NaN / Inf loss as nan)."""
+        cond = self._detector.conditions
+        var_bits = cond["nan"] * BITS["nan"] + cond["no_gradient"] * BITS["no_gradient"]
+        lay_bits = cond["vanishing"] * BITS["vanishing"] + cond["exploding"] * BITS["exploding"]
+        for li, members in enumerate(self._layer_vars):
+            lay_bits[:, li] |= np.bitwise_or.reduce(var_bits[:, members], axis=1)
+        glob = np.bitwise_or.reduce(lay_bits, axis=1) | cond["nan_loss"] * BITS["nan"]
+        lay_in = np.zeros_like(lay_bits, bool)
+        for li, members in enumerate(self._layer_vars):
+            lay_in[:, li] = in_step[:, members].any(axis=1)
+        rows[:, self._vars.cols[:, _FLAGS]] = np.where(in_step, var_bits, np.nan)
+        rows[:, self._layers.cols[:, _FLAGS]] = np.where(lay_in, lay_bits, np.nan)
+        rows[:, self._global.cols[0, _FLAGS]] = glob
 
     # ------------------------------------------------------------------ queries
     def __len__(self) -> int:
@@ -595,6 +616,15 @@ class History:
         last = self._buckets.row(b, "last")
         grad, weight = QUANTITIES.index("grad"), QUANTITIES.index("weight")
         out = []
+        if by == "layer":  # the layer's own columns: its norms computed in float64, rounded once
+            for i, name in enumerate(self._layers.names):
+                cols = self._layers.cols[i]
+                w, g = last[cols[weight]], last[cols[grad]]
+                if np.isnan(w):
+                    continue  # not part of this step
+                missing = np.isnan(g) and "nan" not in kinds_of(float(last[cols[_FLAGS]]))  # NaN: no gradient
+                out.append(magnitude(name, None if missing else float(g), float(w), layer=name))
+            return out
         for i, name in enumerate(self._vars.names):
             cols = self._vars.cols[i]
             w = last[cols[weight]]
@@ -602,7 +632,28 @@ class History:
                 continue  # not part of this step
             g = None if last[cols[_NO_GRAD]] == 1.0 else float(last[cols[grad]])
             out.append(magnitude(name, g, float(w), layer=self._layers.names[self._var_layer[i]]))
-        return group_by_layer(out) if by == "layer" else out
+        return out
+
+    def flagged(self, step: int | None = None, by: str = "layer") -> dict[str, tuple[str, ...]]:
+        """``{name: kinds}`` of the layers (or variables) where a flag's condition holds at
+        ``step`` (default: the latest stored point; after merging, the last step of the
+        point holding ``step``). A flag is raised once, at the first step of an episode;
+        this says where the condition still holds at any later step (a layer's kinds
+        include its variables' nan / no_gradient)."""
+        if by not in ("variable", "layer"):
+            raise ValueError(f"by must be 'variable' or 'layer', got {by!r}.")
+        self.flush()
+        b = self._bucket(step)
+        if b is None:
+            return {}
+        last = self._buckets.row(b, "last")
+        ent = self._vars if by == "variable" else self._layers
+        out = {}
+        for i, name in enumerate(ent.names):
+            kinds = kinds_of(float(last[ent.cols[i, _FLAGS]]))
+            if kinds:
+                out[name] = kinds
+        return out
 
     def relative_magnitudes(self, step: int | None = None, by: str = "variable") -> dict[str, float | None]:
         """``{name: ||g|| / ||w||}`` at ``step`` (see :meth:`magnitudes`)."""
@@ -674,6 +725,24 @@ class History:
         from .history_plot import plot_history
 
         return plot_history(self, by=by, names=names, kind=kind)
+
+    def plot_layers(self, step: int | None = None, *, by: str = "layer", relative: bool = False) -> Figure:
+        """A matplotlib Figure: the gradient norm of each layer at ``step`` (None: the
+        last), one horizontal bar per layer on a log axis, first layer at the top, its name
+        on the axis; layers where a flag's condition holds are coloured and named.
+        ``by="variable"``: a layer's variables (kernel, bias) side by side;
+        ``relative=True``: a second panel with ``‖g‖ / ‖w‖``. See :mod:`tapeviz.layers_plot`."""
+        from .layers_plot import plot_layers
+
+        return plot_layers(self, step, by=by, relative=relative)
+
+    def compare(self, a: int, b: int, *, by: str = "layer") -> tuple[Figure, NormTable]:
+        """What changed between steps ``a`` and ``b``: a Figure (both steps' norms by layer,
+        and the ratio b / a) and a :class:`~tapeviz.layers_plot.NormTable` of per-layer
+        ratios of ``‖g‖``, ``‖g‖ / ‖w‖`` and ``‖w‖``."""
+        from .layers_plot import compare
+
+        return compare(self, a, b, by=by)
 
     def callback(self, x: Any, y: Any = None, *, every: int = 10, sample_weight: Any = None) -> HistoryCallback:
         """A Keras callback for ``model.fit``: every ``every`` batches it computes the

@@ -30,7 +30,7 @@ from .magnitude import layer_of
 
 _MAX_LEGEND = 10
 _NAN_SHADE = "#f4a3a3"
-_FLAG_STYLE = {  # kind -> (marker, colour, label)
+FLAG_STYLE = {  # kind -> (marker, colour, label)
     "vanishing": ("v", "#1f77b4", "vanishing"),
     "exploding": ("^", "#d62728", "exploding"),
     "nan": ("X", "#000000", "NaN / Inf"),
@@ -139,7 +139,7 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
         handles.append(Patch(color=_NAN_SHADE, alpha=0.5))
         labels.append("NaN / Inf gradients")
     for k in kinds_shown:
-        marker, flag_color, label = _FLAG_STYLE[k]
+        marker, flag_color, label = FLAG_STYLE[k]
         handles.append(Line2D([], [], linestyle="none", marker=marker, color=flag_color, markersize=7))
         labels.append(f"flag: {label}")
     if handles:
@@ -217,7 +217,7 @@ def _mark_flags(hist, ax, steps, series, shown, by) -> list[str]:
             name = None
         elif name not in shown_set:
             continue
-        marker, color, _ = _FLAG_STYLE[f.kind]
+        marker, color, _ = FLAG_STYLE[f.kind]
         if f.kind in ("vanishing", "exploding") and name in series:
             i = min(int(np.searchsorted(steps, f.step)), len(steps) - 1)
             y = series[name][i]

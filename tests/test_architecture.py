@@ -37,7 +37,7 @@ STAGES = [
     {"layout", "bands"},
     {"fonts", "scene"},
     {"raster", "svg", "render", "view"},
-    {"tape", "flags", "pictures", "history_plot", "tensorboard"},
+    {"tape", "flags", "pictures", "history_plot", "tensorboard", "sumsq", "layers_plot", "runpanel"},
     {"panels", "state", "export", "page", "widget", "slope"},
     {"keras_callback", "history", "scrubber", "whatif"},
     {"api", "examples", "cli", ""},
