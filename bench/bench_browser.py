@@ -74,7 +74,7 @@ _INSTALL_JS = r"""
 # Runs in the notebook's kernel (a second client), around the Explorer instance `ex`.
 _KERNEL_WRAP = r"""
 import time as _tvb_time
-import tapeviz.state as _tvb_state
+import tapeviz.explorer.state as _tvb_state
 _tvb = {"_show": [], "_svg": []}
 def _tvb_timed(name, f):
     def timed(*a, **k):

@@ -42,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_scale import tf_program
 
 import tapeviz as tv
-from tapeviz.export import plan_frames, save_view
-from tapeviz.svg import to_svg
+from tapeviz.output.export import plan_frames, save_view
+from tapeviz.output.svg import to_svg
 
 
 def old_gif(view, path: Path, *, dpi: float = 100, fps: float = 1.5, limit: int | None = None) -> int:

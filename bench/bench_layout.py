@@ -1,4 +1,4 @@
-"""Benchmark tapeviz.layout.layered_layout / layered_routes on seeded random DAGs.
+"""Benchmark tapeviz.picture.layout.layered_layout / layered_routes on seeded random DAGs.
 
 Run: python bench/bench_layout.py [--repeat N]
 
@@ -40,10 +40,10 @@ from pathlib import Path
 import networkx as nx
 
 try:
-    from tapeviz import layout
+    from tapeviz.picture import layout
 except ImportError:  # running from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tapeviz import layout
+    from tapeviz.picture import layout
 
 count_crossings, layered_layout, layered_routes = layout.count_crossings, layout.layered_layout, layout.layered_routes
 

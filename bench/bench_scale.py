@@ -32,8 +32,8 @@ import numpy as np
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz.export import save_view
-from tapeviz.render import raster_dpi
+from tapeviz.output.artists import raster_dpi
+from tapeviz.output.export import save_view
 
 
 def tf_program(n_ops: int):

@@ -10,22 +10,22 @@ from typing import TYPE_CHECKING, Any
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .export import check_path, save_view
-from .flow import GradientFlow, flow_over
 from .gcpause import gc_paused
-from .graph import TapeGraph
-from .history import Flag, History
+from .gradients.flow import GradientFlow, flow_over
 from .messages import DEFAULT, check_lang
-from .shown import Collapsed
-from .tape import GradientTape, Recording, graph_of, record
-from .themes import Theme
-from .view import GraphView
+from .output.export import check_path, save_view
+from .output.view import GraphView
+from .picture.themes import Theme
+from .picture.visibility import Collapsed
+from .record.graph import TapeGraph
+from .record.tape import GradientTape, Recording, graph_of, record
+from .training.history import Flag, History
 
 if TYPE_CHECKING:  # made on first use: a widget imports ipywidgets
-    from .diagnose import Diagnosis
-    from .state import Explored
-    from .whatif import Interact
-    from .widget import Explorer
+    from .explorer.state import Explored
+    from .explorer.whatif import Interact
+    from .explorer.widget import Explorer
+    from .gradients.diagnose import Diagnosis
 
 # TensorFlow ships no type information: a target, a source or output_gradients (a tensor,
 # a variable, or a list / dict of them, as tape.gradient takes them) is Any to mypy.
@@ -204,10 +204,10 @@ def explore(
     recorded op; ``presenter``: only the picture and the step buttons, full width;
     ``magnitude``: boxes coloured by ``‖g‖/‖w‖``. Given a :class:`tv.History`, the explorer
     scrubs its training steps (``controls["train_step"]``) instead."""
-    from .widget import Explorer
+    from .explorer.widget import Explorer
 
     if isinstance(tape, History):
-        from .scrubber import TrainingExplorer
+        from .explorer.training_explorer import TrainingExplorer
 
         return TrainingExplorer(
             tape,
@@ -249,13 +249,13 @@ def interact(
     ValueError (TypeError for a non-number), a failing first call ValueError, a wrong return
     type TypeError. ``lang``, ``theme``, ``show_all``, ``presenter``: as for tv.explore
     (so no input can take those names)."""
-    from .whatif import interact as build
+    from .explorer.whatif import interact as build
 
     return build(fn, ranges, lang=check_lang(lang), theme=theme, show_all=show_all, presenter=presenter)
 
 
 def _explored(tape: Any, targets: Any, output_gradients: Any) -> Explored:
-    from .state import Explored
+    from .explorer.state import Explored
 
     graph = graph_of(tape)
     if isinstance(targets, dict):
@@ -295,9 +295,9 @@ def export_html(
     the clipping the panel shows; ``clip_norms=[...]``: the panel for each of those
     positions, picked by a slider in the page. The page loads its widget scripts from
     public CDNs unless ``embed_url`` / ``requirejs_url`` point at local copies: see
-    :func:`tapeviz.page.write_page`. Returns the path.
+    :func:`tapeviz.explorer.html_page.write_page`. Returns the path.
     """
-    from .page import write_page
+    from .explorer.html_page import write_page
 
     check_path(path, formats=(".html", ".htm"))  # fail before any drawing work
     explored = _explored(tape, target, output_gradients)
@@ -322,6 +322,6 @@ def export_html(
 def explain(tape: Any, target: Any, source: Any, *, output_gradients: Any = None, lang: str = "en") -> Diagnosis | None:
     """Why d target / d source is None: a Diagnosis (reason, message, fix), or None if it is not.
     ``lang``: the language of the message and the fix ("en", "zh")."""
-    from .diagnose import explain_flow
+    from .gradients.diagnose import explain_flow
 
     return explain_flow(flow(tape, target, output_gradients=output_gradients), source, check_lang(lang))

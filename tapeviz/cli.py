@@ -48,7 +48,7 @@ def export_example(
     """Run a built-in example and write its picture (.png/.svg) or animation (.gif).
     A write that takes more than ~2 s shows a progress bar (``progress=False``: never)."""
     from . import api, examples
-    from .export import check_path
+    from .output.export import check_path
 
     ex = examples.get(name)
     check_path(path)  # a bad path fails before the example runs
@@ -70,7 +70,7 @@ def export_all(out: Path, formats=("png", "svg", "gif"), *, progress: bool = Tru
     """Every built-in example in every format, into ``out``; one progress bar for all the
     files once the whole takes more than ~2 s."""
     from . import examples
-    from .export import progress_bar
+    from .output.export import progress_bar
 
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         help="backward step to show, 0 (the start) to the last (the finished pass, the default)",
     )
     from .messages import LANGUAGES
-    from .themes import THEMES
+    from .picture.themes import THEMES
 
     p_exp.add_argument(
         "--theme",

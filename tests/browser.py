@@ -756,7 +756,7 @@ def screenshot(page, name: str, full_page: bool = False) -> Path:
 
 # --------------------------------------------------------------------------- the explorer
 # Its canvas (a widget with class tv-canvas) holds one inline SVG, replaced on every
-# repaint; the figure title among its texts names the step shown (render.py's title).
+# repaint; the figure title among its texts names the step shown (output/artists.py's title).
 _SVG_JS = "sel => { const s = document.querySelector(sel + ' svg'); return s ? s.outerHTML : null; }"
 _TITLE_JS = r"""
 sel => {

@@ -22,7 +22,7 @@ import keras  # noqa: E402  (after the device configuration)
 from tensorflow.python.eager import context  # noqa: E402
 
 import tapeviz as tv  # noqa: E402
-from tapeviz import capture  # noqa: E402
+from tapeviz.record import capture  # noqa: E402
 
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 with strategy.scope():

@@ -8,10 +8,10 @@ import tensorflow as tf
 from PIL import Image
 
 import tapeviz as tv
-from tapeviz import clipping
-from tapeviz.graph import format_value, summarize
-from tapeviz.render import draw_legend, draw_node_labels
-from tapeviz.view import GraphView
+from tapeviz.gradients import clipping
+from tapeviz.output.artists import draw_legend, draw_node_labels
+from tapeviz.output.view import GraphView
+from tapeviz.record.graph import format_value, summarize
 
 
 @pytest.fixture

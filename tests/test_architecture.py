@@ -14,56 +14,36 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "tapeviz"
 
-# Stages in pipeline order (README "Layout of the code"). A module may import from its own
-# stage or an earlier one, never from a later one.
+# Stages in pipeline order: the subpackages of tapeviz/ (docs/architecture.md lists what
+# each holds), with the few top-level modules placed among them. A module may import from its
+# own stage or an earlier one, never from a later one.
 STAGES = [
-    {
-        "messages",
-        "messages.en",
-        "messages.zh",
-        "reasons",
-        "gcpause",
-        "themes",
-        "buckets",
-        "gif",
-        "svgparts",
-        "keys",
-        "pagetheme",
-    },
-    {"capture"},
-    {"graph"},
-    {"flow", "diagnose", "clipping", "magnitude"},
-    {"shown"},
-    {"layout", "bands"},
-    {"fonts", "scene"},
-    {"raster", "svg", "render", "view"},
-    {"tape", "flags", "pictures", "history_plot", "tensorboard", "sumsq", "layers_plot", "runpanel"},
-    {"panels", "state", "export", "page", "widget", "slope"},
-    {"keras_callback", "history", "scrubber", "whatif"},
+    {"messages", "gcpause"},  # sentences per language; the collector paused while a picture is built
+    {"record"},
+    {"gradients"},
+    {"picture"},
+    {"output"},
+    {"training"},
+    {"explorer"},
     {"api", "examples", "cli", ""},
 ]
-RANK = {module: rank for rank, stage in enumerate(STAGES) for module in stage}
-# Modules that draw or show: they read a computed flow, they never record or compute one.
-DRAWING = {
-    "shown",
-    "layout",
-    "bands",
-    "fonts",
-    "scene",
-    "raster",
-    "svg",
-    "render",
-    "view",
-    "svgparts",
-    "gif",
-    "panels",
-    "state",
-    "page",
-    "widget",
-    "keys",
-    "pagetheme",
-    "slope",
+RANK = {stage: rank for rank, stages in enumerate(STAGES) for stage in stages}
+# Where drawing happens: it reads a computed flow, it never records or computes one.
+DRAWING_STAGES = {"picture", "output"}
+DRAWING_EXPLORER = {
+    "explorer." + m for m in ("state", "panels", "widget", "keyboard", "notebook_theme", "html_page", "slope_plot")
 }
+# The hook and the tape: what drawing must not import (the record stage's graph is what it reads).
+RECORDING = {"record.capture", "record.tape", "api"}
+
+
+def stage_of(module: str) -> str:
+    """The stage a module belongs to: its subpackage, or itself at the top ("" is tapeviz/__init__)."""
+    return module.split(".")[0]
+
+
+def _drawing(sources) -> set[str]:
+    return {m for m in sources if stage_of(m) in DRAWING_STAGES and m not in DRAWING_STAGES} | DRAWING_EXPLORER
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -71,6 +51,12 @@ def _module_name(path: pathlib.Path) -> str:
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
+
+
+def _is_module(dotted: str) -> bool:
+    """Whether a dotted name inside the package is a module (file or subpackage)."""
+    where = PACKAGE.joinpath(*dotted.lstrip(".").split("."))
+    return where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
 
 
 def _imports(path: pathlib.Path) -> tuple[set[str], set[str]]:
@@ -84,11 +70,17 @@ def _imports(path: pathlib.Path) -> tuple[set[str], set[str]]:
         if isinstance(node, ast.ImportFrom) and node.level:
             base = package[: len(package) - (node.level - 1)]
             if node.module:
-                ours.add(".".join(base + node.module.split(".")))
+                module = ".".join(base + node.module.split("."))
+                ours.add(module)
+                # "from ..record import capture" imports the module record.capture
+                ours.update(f"{module}.{alias.name}" for alias in node.names if _is_module(f"{module}.{alias.name}"))
             else:
                 ours.update(".".join(base + [alias.name]) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             absolute.add(node.module or "")
+            if node.module and node.module.startswith("tapeviz"):
+                module = node.module.removeprefix("tapeviz").lstrip(".")
+                ours.update(f"{module}.{a.name}".lstrip(".") for a in node.names if _is_module(f"{module}.{a.name}"))
         elif isinstance(node, ast.Import):
             absolute.update(alias.name for alias in node.names)
     for module in absolute:
@@ -114,8 +106,19 @@ def import_graph(sources) -> nx.DiGraph:
 
 
 def test_every_module_has_a_stage(sources):
-    assert set(sources) - set(RANK) == set(), "add the new module to STAGES (and to the README's module map)"
-    assert set(RANK) - set(sources) == set(), "STAGES names a module that no longer exists"
+    stages = {stage_of(m) for m in sources}
+    assert stages - set(RANK) == set(), (
+        "put the new module into a stage's subpackage (or add it to STAGES and docs/architecture.md)"
+    )
+    assert set(RANK) - stages == set(), "STAGES names a stage that no longer exists"
+    top = sorted(p.name for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file())
+    assert len(top) <= 12, f"the top of tapeviz/ holds the stages' folders and a few front ends, not {top}"
+
+
+def test_stage_packages_are_subfolders_and_top_level_modules_are_few(sources):
+    """The folders show the stages: every stage after the shared base is a subpackage."""
+    for stage in set().union(*STAGES[1:-1]):
+        assert (PACKAGE / stage / "__init__.py").is_file(), stage
 
 
 def test_no_import_cycles(import_graph):
@@ -123,20 +126,21 @@ def test_no_import_cycles(import_graph):
 
 
 def test_imports_only_go_back_along_the_pipeline(import_graph):
-    forward = [(a, b) for a, b in import_graph.edges if RANK[b] > RANK[a]]
+    forward = [(a, b) for a, b in import_graph.edges if RANK[stage_of(b)] > RANK[stage_of(a)]]
     assert forward == [], "these imports reach a later stage"
 
 
-def test_only_capture_touches_tensorflow_private_apis(sources):
+def test_only_the_record_stage_touches_tensorflow_private_apis(sources):
     # tensorflow.core holds protobuf message definitions (a wire format, not hooks): allowed.
     private = {
         module: sorted(m for m in absolute if m.startswith(("tensorflow.python", "keras.src")))
         for module, (_, absolute) in sources.items()
     }
-    assert {module: names for module, names in private.items() if names} == {"capture": private["capture"]}
+    touching = {module for module, names in private.items() if names}
+    assert touching and {stage_of(m) for m in touching} == {"record"}, touching
     # Reaching in through attributes (tf.python..., tf._...) is the same thing by another road.
     for path in PACKAGE.rglob("*.py"):
-        if _module_name(path) != "capture":
+        if stage_of(_module_name(path)) != "record":
             text = path.read_text(encoding="utf-8")
             assert "tf.python" not in text and "pywrap" not in text, path.name
 
@@ -144,9 +148,11 @@ def test_only_capture_touches_tensorflow_private_apis(sources):
 def test_drawing_never_records_or_computes_gradients(import_graph, sources):
     """Drawing reads records and flows it is handed: it imports neither the hook nor the
     tape, and never calls TF's gradient machinery itself."""
-    direct = {module: sorted(set(import_graph.successors(module)) & {"capture", "tape", "api"}) for module in DRAWING}
+    drawing = _drawing(sources)
+    assert drawing >= {"picture.scene", "output.svg", "explorer.state"} and drawing <= set(sources)
+    direct = {module: sorted(set(import_graph.successors(module)) & RECORDING) for module in drawing}
     assert {module: names for module, names in direct.items() if names} == {}
-    for module in DRAWING:
+    for module in drawing:
         text = (PACKAGE / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
         assert "GradientTape(" not in text and ".gradient(" not in text, module
 

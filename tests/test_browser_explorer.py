@@ -100,7 +100,7 @@ def _open_explorer(page, lab, notebook: str):
 def test_clip_norm_slider_and_step_slider(jupyterlab, page):
     from playwright.sync_api import expect
 
-    from tapeviz.scene import C_ACTIVE
+    from tapeviz.picture.scene import C_ACTIVE
 
     _open_explorer(page, jupyterlab, "08_clipping_in_training.ipynb")
     svg0 = _svg(page)
@@ -181,7 +181,7 @@ def test_target_menu_switches_the_backward_pass(jupyterlab, page):
 def test_explorer_follows_the_page_theme(jupyterlab, page):
     """theme="auto" (the default): when JupyterLab's theme turns dark, the picture is
     redrawn in tapeviz's dark theme, and back."""
-    from tapeviz.themes import DARK, LIGHT
+    from tapeviz.picture.themes import DARK, LIGHT
 
     _open_explorer(page, jupyterlab, "05_stop_gradient.ipynb")
     light = _svg(page)
@@ -223,7 +223,7 @@ def test_chinese_projector_explorer(jupyterlab, page):
 
     import tapeviz as tv
     from tapeviz.messages import say
-    from tapeviz.themes import LIGHT, PROJECTOR
+    from tapeviz.picture.themes import LIGHT, PROJECTOR
 
     write_notebook(jupyterlab.root / ZH_PROJECTOR_NOTEBOOK, ZH_PROJECTOR_CELLS)
     _open_explorer(page, jupyterlab, ZH_PROJECTOR_NOTEBOOK)

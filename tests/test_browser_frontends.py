@@ -5,7 +5,7 @@
   dragged), and the explorer's own ← works there too.
 - Voilà: the notebook served as an app. It runs when the page opens, shows outputs and
   text but no code, and the explorer works against the page's live kernel.
-- Keyboard stepping (tapeviz/keys.py) in JupyterLab and Voilà: with focus in the
+- Keyboard stepping (tapeviz/explorer/keyboard.py) in JupyterLab and Voilà: with focus in the
   explorer, ← / → step within the slider's range and space plays / pauses; keys typed
   into a text input elsewhere on the page do not step.
 
@@ -80,7 +80,7 @@ class ExplorerOnPage:
     def expect_picture_of_step(self, k: int, last: int, old_svg: str) -> str:
         """Wait until the picture shows step ``k`` of ``last`` (the slider's max: the
         finished pass), then check it was repainted; returns its SVG."""
-        from tapeviz.scene import C_ACTIVE
+        from tapeviz.picture.scene import C_ACTIVE
 
         # Steps are numbered 0..last; the last one finishes the pass and says so.
         pattern = rf"^Step {k}/{last}\b" + (r".*\(backward pass of .* done\)$" if k == last else "")

@@ -12,7 +12,7 @@ from tensorflow.python.framework import ops as tf_ops
 from tensorflow.python.ops import resource_variable_ops
 
 import tapeviz as tv
-from tapeviz import capture
+from tapeviz.record import capture
 
 
 def current_functions():

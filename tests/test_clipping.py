@@ -1,4 +1,4 @@
-"""tapeviz.clipping against the user's own loop: ``[tf.clip_by_norm(g, c) for g in grads]``.
+"""tapeviz.gradients.clipping against the user's own loop: ``[tf.clip_by_norm(g, c) for g in grads]``.
 
 clip() clips gradients of one shape in one stacked TF call; the numbers must be those of
 one call per gradient, bit for bit, whatever the shapes, dtypes and values."""
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tapeviz import clipping
+from tapeviz.gradients import clipping
 
 SHAPES = [(), (1,), (4,), (4, 4), (3, 3, 8, 16), (128, 128), (3, 3, 3, 32), (100_000,), (7,), (2, 1, 5)]
 

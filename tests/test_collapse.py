@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz.graph import format_value
-from tapeviz.shown import COLLAPSE_THRESHOLD, collapse, layer_groups
+from tapeviz.picture.visibility import COLLAPSE_THRESHOLD, collapse, layer_groups
+from tapeviz.record.graph import format_value
 
 
 def scoped_program(blocks: int):
@@ -56,7 +56,7 @@ def test_expanding_a_layer_shows_its_ops_and_keeps_totals(big):
     assert "block5" not in opened.display.collapsed
     w5 = tape.graph.node_of(ws[5])
     assert w5 in opened.display.nx and "layer:block5" not in opened.display.nx
-    assert opened.artists.grads[w5].get_text() == tv.scene.grad_text(tape.gradient(loss, ws[5]).numpy())
+    assert opened.artists.grads[w5].get_text() == tv.picture.scene.grad_text(tape.gradient(loss, ws[5]).numpy())
     op_types = {
         tape.graph.nx.nodes[n]["op_type"]
         for n in opened.display.members
@@ -112,7 +112,7 @@ def test_five_thousand_op_capture_renders(tmp_path):
 def test_raster_dpi_keeps_big_pngs_under_the_pixel_limit():
     from matplotlib.figure import Figure
 
-    from tapeviz.render import MAX_PNG_PIXELS, raster_dpi
+    from tapeviz.output.artists import MAX_PNG_PIXELS, raster_dpi
 
     assert raster_dpi(Figure(figsize=(6, 4)), 100) == 100
     big = Figure(figsize=(150, 120))
@@ -134,9 +134,9 @@ def test_explorer_layer_control_expands_and_collapses(big):
 
 
 def test_panel_of_a_big_model_lists_the_largest_gradients(big, monkeypatch):
-    import tapeviz.panels
+    import tapeviz.explorer.panels
 
-    monkeypatch.setattr(tapeviz.panels, "PANEL_ROWS", 5)
+    monkeypatch.setattr(tapeviz.explorer.panels, "PANEL_ROWS", 5)
     tape, loss, ws, bs = big
     ex = tv.explore(tape, loss)
     ex.controls["clip"].value = "by_norm"
@@ -172,7 +172,11 @@ def test_tf_function_opens_into_its_body_and_keeps_totals():
     # gradients still show on the edges into and out of the body, totals unchanged
     x_node = g.node_of(x)
     want = tape.gradient(z, x).numpy()
-    assert opened.artists.grads[x_node].get_text() == view.artists.grads[x_node].get_text() == tv.scene.grad_text(want)
+    assert (
+        opened.artists.grads[x_node].get_text()
+        == view.artists.grads[x_node].get_text()
+        == tv.picture.scene.grad_text(want)
+    )
     out_edges = [e for e in opened.artists.arrows if e[0] == ident]
     assert out_edges and opened.artists.edge_labels[out_edges[0]].get_text() == "2.0"
     with pytest.raises(ValueError, match=r"not tf\.function"):

@@ -73,7 +73,7 @@ def test_export_suffix_and_folder(recorded, tmp_path):
 
 
 def test_clip_settings_refused_in_the_api():
-    from tapeviz import clipping
+    from tapeviz.gradients import clipping
 
     with pytest.raises(ValueError, match="clip_norm must be a positive number"):
         clipping.clip({"x": tf.constant(1.0)}, "by_norm", clip_norm=-0.5)

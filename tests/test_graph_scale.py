@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz import capture
+from tapeviz.record import capture
 
 L = keras.layers
 

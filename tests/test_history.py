@@ -17,9 +17,9 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz.buckets import Buckets
-from tapeviz.flags import Thresholds
-from tapeviz.magnitude import MagnitudeScale, relative_magnitudes
+from tapeviz.gradients.magnitude import MagnitudeScale, relative_magnitudes
+from tapeviz.training.bounded_series import Buckets
+from tapeviz.training.step_warnings import Thresholds
 
 keras = pytest.importorskip("keras")
 REPO = Path(__file__).resolve().parents[1]
@@ -345,7 +345,7 @@ def test_magnitudes_on_the_vanishing_network_span_the_scale():
     # holding every variable is the global ||g|| / ||w||
     everything = relative_magnitudes(fl, by="layer", layer=lambda m: "all")
     assert everything == {"all": pytest.approx(hist.norms(None, "relative")[2], rel=1e-5)}
-    assert all(m.node in graph.nx for m in tv.magnitude.flow_magnitudes(fl))
+    assert all(m.node in graph.nx for m in tv.gradients.magnitude.flow_magnitudes(fl))
     per_var = relative_magnitudes(fl)
     assert set(per_var) == {d["name"] for _, d in graph.nx.nodes(data=True) if d["kind"] == "variable"}
     # colours for a picture and its colour bar
@@ -411,7 +411,7 @@ def test_pictures_are_sampled_first_last_flagged_and_spread():
 
 
 def test_picture_budget_bounds_memory():
-    from tapeviz.pictures import estimate_bytes
+    from tapeviz.training.step_pictures import estimate_bytes
 
     model = mlp(width=64)
     x, y = batch(128)
@@ -830,7 +830,7 @@ def test_loss_only_steps_and_python_numbers():
 def test_running_median_matches_numpy():
     import warnings
 
-    from tapeviz.flags import _nanmedian
+    from tapeviz.training.step_warnings import _nanmedian
 
     rng = np.random.default_rng(0)
     for _ in range(100):

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz import clipping
+from tapeviz.gradients import clipping
 
 
 def dense(g):

@@ -12,8 +12,8 @@ import tensorflow as tf
 from matplotlib.figure import Figure
 
 import tapeviz as tv
-from tapeviz import whatif
-from tapeviz.slope import slope_svg, tangent_segment
+from tapeviz.explorer import whatif
+from tapeviz.explorer.slope_plot import slope_svg, tangent_segment
 
 # --------------------------------------------------------------------------- functions
 
@@ -500,7 +500,7 @@ def test_defaults_language_and_theme():
     ex = tv.interact(z, x=(-2.0, 2.0), y=(0.0, 5.0, 3.0), lang="zh", theme="dark")
     assert ex.controls["x"].value == 0.0 and ex.controls["x"].step == 0.05
     assert ex.controls["y"].step == 0.05 and ex.state.lang == "zh" and ex.state.theme == "dark"
-    from tapeviz.themes import DARK
+    from tapeviz.picture.themes import DARK
 
     assert "切线" in ex.slope_view.value and DARK.background in ex.slope_view.value  # the slope plot is themed too
     assert ex.controls["slope"].description == "斜率图" and ex.controls["step"].description == "步骤"

@@ -20,8 +20,8 @@ import tensorflow as tf
 from PIL import Image
 
 import tapeviz as tv
-from tapeviz import capture
-from tapeviz.shown import collapse, layer_calls, layer_groups
+from tapeviz.picture.visibility import collapse, layer_calls, layer_groups
+from tapeviz.record import capture
 
 L = keras.layers
 

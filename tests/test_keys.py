@@ -1,4 +1,4 @@
-"""tapeviz.keys on the Python side: what attach_keys links, where the widget goes, that closing
+"""tapeviz.explorer.keyboard on the Python side: what attach_keys links, where the widget goes, that closing
 releases it, and the errors for wrong arguments. The key handling itself runs in the browser and
 is tested there (tests/test_browser_frontends.py)."""
 
@@ -8,7 +8,7 @@ from ipywidgets.widgets import widget as widget_module
 
 import tapeviz as tv
 from tapeviz import examples
-from tapeviz.keys import SCOPE_CLASS, KeyStepper, attach_keys
+from tapeviz.explorer.keyboard import SCOPE_CLASS, KeyStepper, attach_keys
 
 
 def _controls():

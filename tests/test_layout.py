@@ -1,4 +1,4 @@
-"""Tests for tapeviz.layout (layered left-to-right DAG layout)."""
+"""Tests for tapeviz.picture.layout (layered left-to-right DAG layout)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from tapeviz import layout as layout_mod
-from tapeviz.layout import count_crossings, layered_layout, layered_routes, layers
+from tapeviz.picture import layout as layout_mod
+from tapeviz.picture.layout import count_crossings, layered_layout, layered_routes, layers
 
 # --------------------------------------------------------------------------
 # helpers
@@ -597,13 +597,13 @@ def test_fast_crossing_count_matches_sorting_count(locality):
 
 
 def test_band_columns_grow_slowly_and_stay_readable():
-    from tapeviz.bands import band_columns
+    from tapeviz.picture.rows import band_columns
 
     assert band_columns(10) == 16 and band_columns(200) == 20 and band_columns(5000) == 24
 
 
 def test_wrap_bands_folds_a_long_chain_and_keeps_narrow_layouts():
-    from tapeviz.bands import wrap_bands
+    from tapeviz.picture.rows import wrap_bands
 
     chain = nx.MultiDiGraph()
     nx.add_path(chain, range(50))

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from test_properties import build, programs
 
 import tapeviz as tv
-from tapeviz import capture
+from tapeviz.record import capture
 
 
 def run(prog, mode):

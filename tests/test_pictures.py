@@ -9,9 +9,9 @@ from PIL import Image
 
 import tapeviz as tv
 from tapeviz import examples
-from tapeviz.graph import format_value
-from tapeviz.scene import BOX_H, BOX_W, C_STOP
-from tapeviz.view import GraphView
+from tapeviz.output.view import GraphView
+from tapeviz.picture.scene import BOX_H, BOX_W, C_STOP
+from tapeviz.record.graph import format_value
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -170,7 +170,7 @@ def test_fifty_op_graph_is_legible():
 
 
 def test_figures_show_themselves_in_jupyter():
-    from tapeviz.svg import to_svg
+    from tapeviz.output.svg import to_svg
 
     run = examples.basic()
     fig = tv.draw(run.tape, run.target)  # only the figure is kept: it holds its view

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 import tapeviz as tv
 from tapeviz.examples import EXAMPLES
-from tapeviz.scene import Scene
+from tapeviz.picture.scene import Scene
 
 HERE = Path(__file__).resolve().parent
 EPS = 0.5  # pixels: touching is not overlapping

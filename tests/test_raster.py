@@ -1,4 +1,4 @@
-"""PNG and GIF drawn from the SVG (tapeviz.raster, tapeviz.gif, export.save_view): the pixels
+"""PNG and GIF drawn from the SVG (tapeviz.output.raster, tapeviz.output.gif, export.save_view): the pixels
 show what the SVG says, frames follow the picture's steps within a budget, long saves show
 progress, Ctrl+C leaves no file behind, and big pictures stay under the pixel caps."""
 
@@ -12,13 +12,14 @@ import tensorflow as tf
 from PIL import Image
 
 import tapeviz as tv
-from tapeviz import examples, export, raster
-from tapeviz.export import Frame, plan_frames, save_view
-from tapeviz.gif import GifStream, Palette
-from tapeviz.raster import FrameRenderer, png_bytes
-from tapeviz.scene import C_GRAD
-from tapeviz.svg import to_svg
-from tapeviz.svgparts import cjk_font_files, parse_svg
+from tapeviz import examples
+from tapeviz.output import export, raster
+from tapeviz.output.export import Frame, plan_frames, save_view
+from tapeviz.output.gif import GifStream, Palette
+from tapeviz.output.raster import FrameRenderer, png_bytes
+from tapeviz.output.svg import to_svg
+from tapeviz.output.svg_elements import cjk_font_files, parse_svg
+from tapeviz.picture.scene import C_GRAD
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

@@ -12,7 +12,7 @@ import tensorflow as tf
 from tensorflow.python import pywrap_tfe
 
 import tapeviz as tv
-from tapeviz import capture
+from tapeviz.record import capture
 
 ORIGINAL_FAST_PATH = pywrap_tfe.TFE_Py_FastPathExecute
 ORIGINAL_NUMPY = tf.constant(1.0).__class__.numpy
@@ -228,7 +228,7 @@ def test_nan_gradients_are_red_not_hidden():
     assert not np.isfinite(g)
     np.testing.assert_array_equal(g, tape.gradient(y, x).numpy())  # TF's NaN/Inf, not a cleaned number
     view = tv.view(tape, y)
-    from tapeviz.scene import C_BAD
+    from tapeviz.picture.scene import C_BAD
 
     assert view.artists.grads[tape.graph.node_of(x)].get_color() == C_BAD
     ex = tv.explore(tape, y)

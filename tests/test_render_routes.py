@@ -8,10 +8,10 @@ import tensorflow as tf
 
 import tapeviz as tv
 from tapeviz import examples
-from tapeviz.layout import count_crossings, layered_layout, layered_routes
-from tapeviz.render import draw_edge_labels, draw_edges
-from tapeviz.scene import BOX_H, BOX_W, C_FORWARD, C_GRAD
-from tapeviz.view import GraphView
+from tapeviz.output.artists import draw_edge_labels, draw_edges
+from tapeviz.output.view import GraphView
+from tapeviz.picture.layout import count_crossings, layered_layout, layered_routes
+from tapeviz.picture.scene import BOX_H, BOX_W, C_FORWARD, C_GRAD
 
 
 def skip_example():

@@ -1,4 +1,4 @@
-"""tapeviz.scene: the picture as plain records, styled by the flow, before any drawing."""
+"""tapeviz.picture.scene: the picture as plain records, styled by the flow, before any drawing."""
 
 import matplotlib
 import numpy as np
@@ -6,10 +6,10 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz import scene as sc
-from tapeviz.graph import format_value
-from tapeviz.render import arrow_artist, box_artist, text_artist
-from tapeviz.view import GraphView
+from tapeviz.output.artists import arrow_artist, box_artist, text_artist
+from tapeviz.output.view import GraphView
+from tapeviz.picture import scene as sc
+from tapeviz.record.graph import format_value
 
 
 @pytest.fixture()

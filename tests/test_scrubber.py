@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz.magnitude import MagnitudeScale
+from tapeviz.gradients.magnitude import MagnitudeScale
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz import capture
-from tapeviz.reasons import Cause, Reason
+from tapeviz.gradients.stop_reasons import Cause, Reason
+from tapeviz.record import capture
 
 
 def _square_in_python(a):
@@ -299,7 +299,7 @@ def test_reasons_compare_as_their_codes_and_print_as_them():
 def test_subprocess_tape_in_function_does_not_install_hooks():
     code = textwrap.dedent("""
         import tensorflow as tf, tapeviz as tv
-        from tapeviz import capture
+        from tapeviz.record import capture
         x = tf.Variable(2.0)
         @tf.function
         def f():

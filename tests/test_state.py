@@ -8,9 +8,9 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz import state as st
 from tapeviz.api import _explored
-from tapeviz.svg import to_svg
+from tapeviz.explorer import state as st
+from tapeviz.output.svg import to_svg
 
 
 @pytest.fixture
@@ -130,7 +130,7 @@ def test_auto_theme_follows_the_page(persistent):
         light = w.canvas.value
         w.page_theme.dark = True  # what the front end reports in JupyterLab's dark theme
         assert w.state.theme == "dark" and w.canvas.value != light
-        from tapeviz.themes import DARK
+        from tapeviz.picture.themes import DARK
 
         assert DARK.background in w.canvas.value
         w.page_theme.dark = False

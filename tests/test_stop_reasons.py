@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz.flow import REASONS, StopReason
+from tapeviz.gradients.flow import REASONS, StopReason
 
 
 def check_none(fl, tape, target, obj, reason, *words):

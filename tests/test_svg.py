@@ -1,4 +1,4 @@
-"""tapeviz.svg: the SVG written straight from a GraphView (its scene, or its artists once drawn)
+"""tapeviz.output.svg: the SVG written straight from a GraphView (its scene, or its artists once drawn)
 shows what the view shows."""
 
 import io
@@ -18,10 +18,10 @@ from matplotlib.path import Path as MplPath
 
 import tapeviz as tv
 from tapeviz.examples import EXAMPLES
-from tapeviz.export import save_view
-from tapeviz.scene import BOX_W, C_GRAD, C_STOP
-from tapeviz.svg import draws_whole_figure, head_and_line, to_svg
-from tapeviz.view import GraphView
+from tapeviz.output.export import save_view
+from tapeviz.output.svg import draws_whole_figure, head_and_line, to_svg
+from tapeviz.output.view import GraphView
+from tapeviz.picture.scene import BOX_W, C_GRAD, C_STOP
 
 NS = "{http://www.w3.org/2000/svg}"
 NUM = re.compile(r"-?\d+(?:\.\d+)?")
@@ -378,8 +378,8 @@ def test_the_canvas_may_shrink_a_projector_picture_to_the_page_but_keeps_its_tex
     import re
 
     from tapeviz import examples
-    from tapeviz.svg import MIN_FIT_TEXT, to_svg
-    from tapeviz.themes import PROJECTOR
+    from tapeviz.output.svg import MIN_FIT_TEXT, to_svg
+    from tapeviz.picture.themes import PROJECTOR
 
     run = examples.basic()
     projector = tv.view(run.tape, run.target, theme="projector")

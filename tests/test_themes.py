@@ -11,9 +11,9 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 import tapeviz as tv
-from tapeviz import fonts
-from tapeviz.scene import Scene
-from tapeviz.themes import LIGHT, ROLES, THEMES, get_theme, rgba
+from tapeviz.picture import fonts
+from tapeviz.picture.scene import Scene
+from tapeviz.picture.themes import LIGHT, ROLES, THEMES, get_theme, rgba
 
 # Machado, Oliveira & Fernandes (2009), "A Physiologically-based Model for Simulation of
 # Color Vision Deficiency", severity 1.0; applied to linear RGB.

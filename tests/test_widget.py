@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz import clipping, examples
+from tapeviz import examples
+from tapeviz.gradients import clipping
 
 
 @pytest.fixture
@@ -171,7 +172,8 @@ def test_keras_training_example_explorer():
 
 
 def test_projector_explorer_sizes_its_controls_up():
-    from tapeviz import examples, panels
+    from tapeviz import examples
+    from tapeviz.explorer import panels
 
     run = examples.clip_by_norm()
     assert "tv-projector" in tv.explore(run.tape, run.target, theme="projector")._dom_classes

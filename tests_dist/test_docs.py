@@ -90,12 +90,12 @@ def test_api_reference_documents_every_public_name():
     for name in tapeviz.__all__:
         assert f'id="tapeviz.{name}"' in markup, f"tapeviz.{name} is not in the API reference"
     for extra in (
-        "tapeviz.widget.Explorer",
-        "tapeviz.diagnose.Diagnosis",
-        "tapeviz.flow.Step",
-        "tapeviz.whatif.Interact",
+        "tapeviz.explorer.widget.Explorer",
+        "tapeviz.gradients.diagnose.Diagnosis",
+        "tapeviz.gradients.flow.Step",
+        "tapeviz.explorer.whatif.Interact",
         "tapeviz.History.norms",
-        "tapeviz.history.ClipStats",
+        "tapeviz.training.history.ClipStats",
     ):
         assert f'id="{extra}"' in markup, extra
     assert "Write a standalone .html page" in markup  # a docstring's own text, not just a name

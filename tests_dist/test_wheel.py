@@ -136,8 +136,8 @@ def test_wheel_ships_the_package_and_every_notebook(dist):
     shipped = sorted(n.removeprefix("tapeviz/notebooks/") for n in names if n.startswith("tapeviz/notebooks/"))
     assert shipped == NOTEBOOKS
     assert any(n.endswith(".png") for n in shipped), "notebooks/img travels with the notebooks"
-    modules = sorted(p.name for p in (ROOT / "tapeviz").glob("*.py"))
-    assert sorted(n.split("/")[1] for n in names if re.fullmatch(r"tapeviz/[^/]+\.py", n)) == modules
+    modules = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "tapeviz").rglob("*.py"))
+    assert sorted(n for n in names if n.endswith(".py") and not n.startswith("tapeviz/notebooks/")) == modules
     assert not [n for n in names if n.startswith(("tests", "notebooks/", "docs"))]
     with zipfile.ZipFile(dist.wheel) as z:  # byte for byte the committed notebooks (no outputs added)
         for n in NOTEBOOKS:

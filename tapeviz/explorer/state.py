@@ -1,0 +1,269 @@
+"""The explorer's state, and what it shows, as pure functions of it.
+
+An :class:`ExplorerState` is plain data: which target, which backward step, how
+gradients are clipped, the learning rate of the SGD preview, which groups are open,
+whether every op is shown, the inspected node, language and theme. What the explorer
+shows is a function of the state: :func:`picture` (the SVG), :func:`panel` (the
+clipping table), :func:`inspector`, :func:`gradients`. The widget only maps its
+controls to states; the exported HTML page iterates over states; a test can compare
+any state's picture with TensorFlow without a widget.
+
+:class:`Explored` holds what the states are about (one graph, its named targets) and
+keeps what is expensive to recompute: a flow per target (the backward pass), a view per
+picture structure (layout, scene) and a clipping report per setting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..gcpause import gc_paused
+from ..gradients import clipping
+from ..gradients.flow import GradientFlow
+from ..messages import DEFAULT, check_lang
+from ..output.svg import to_svg
+from ..output.view import GraphView
+from ..picture.visibility import Shown, decide
+from ..record.graph import TapeGraph, format_value
+from . import panels
+
+__all__ = ["ExplorerState", "Explored", "picture", "panel", "inspector", "gradients", "clipped_texts"]
+
+_PICTURES = 128  # SVG documents kept per explorer (a slider going back and forth reuses them)
+
+
+@dataclass(frozen=True)
+class ExplorerState:
+    """Everything that decides what an explorer shows, as plain data."""
+
+    target: str
+    step: int | None = None  # backward step; None: the last one (the finished pass)
+    clip: str = "none"  # one of clipping.MODES
+    clip_norm: float = 1.0
+    clip_value: tuple[float, float] = (-1.0, 1.0)
+    lr: float = 0.01  # learning rate of the SGD preview w - lr * g
+    collapsed: frozenset | None = None  # groups drawn as one box; None: the picture's default
+    functions: frozenset = frozenset()  # tf.function calls opened into their bodies
+    show_all: bool = False  # every recorded op, nothing hidden or folded
+    node: Any = None  # the node shown in the inspector
+    lang: str = DEFAULT
+    theme: str = "light"
+    magnitude: bool = False  # boxes coloured by ||g|| / ||w||
+
+    def replace(self, **changes) -> ExplorerState:
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def clip_range(self) -> tuple[float, float]:
+        """``clip_value`` as a (min, max) tuple: a widget may hand the range over as a list."""
+        lo, hi = self.clip_value
+        return lo, hi
+
+    @property
+    def structure(self) -> tuple:
+        """What decides the picture's layout (its boxes and where they are)."""
+        return (self.target, self.collapsed, self.functions, self.show_all, self.lang, self.theme, self.magnitude)
+
+
+class Explored:
+    """One recorded graph and its named targets, as the explorer's states see them."""
+
+    def __init__(self, graph: TapeGraph, targets: Mapping[str, Any], *, flow_factory: Callable[[Any], GradientFlow]):
+        if not targets:
+            raise ValueError("An explorer needs at least one target.")
+        self.graph = graph
+        self.targets = dict(targets)
+        self._flow_factory = flow_factory
+        self._flows: dict[str, GradientFlow] = {}
+        self._views: dict[tuple, GraphView] = {}
+        self._shown: dict[tuple, Shown] = {}
+        self._reports: dict[tuple, clipping.ClipReport] = {}
+        self._measures: dict[str, clipping.Measures] = {}
+        self._pictures: OrderedDict = OrderedDict()
+        self._texts: dict[tuple, dict] = {}
+
+    # -- what is computed once -------------------------------------------------------
+    def flow(self, target: str) -> GradientFlow:
+        if target not in self.targets:
+            raise ValueError(f"No target named {target!r}; targets are: {', '.join(self.targets)}")
+        if target not in self._flows:
+            self._flows[target] = self._flow_factory(self.targets[target])
+        return self._flows[target]
+
+    def initial(self, **settings) -> ExplorerState:
+        """The state an explorer opens in: the first target, its finished pass."""
+        state = ExplorerState(target=next(iter(self.targets)), **settings)
+        check_lang(state.lang)
+        return state.replace(step=self.flow(state.target).last_step)
+
+    def default_shown(self, state: ExplorerState) -> Shown:
+        """The picture's own decision of what is shown for this target (no groups chosen)."""
+        key = (state.target, state.show_all, state.functions)
+        if key not in self._shown:
+            bodies = {f: self.graph.function_body(f) for f in state.functions}
+            self._shown[key] = decide(self.graph, self.flow(state.target), show_all=state.show_all, bodies=bodies)
+        return self._shown[key]
+
+    def collapsed(self, state: ExplorerState) -> frozenset:
+        """The groups drawn as one box in this state."""
+        if state.collapsed is not None:
+            return state.collapsed
+        return frozenset(self.default_shown(state).collapsed)
+
+    def groups(self, state: ExplorerState) -> list[str]:
+        """The groups (layers, TF API calls) this target's picture can collapse or expand."""
+        return list(self.default_shown(state).group_names)
+
+    def view(self, state: ExplorerState) -> GraphView:
+        """The GraphView for this state's structure, set to its step and clipped texts."""
+        key = state.structure[:1] + (self.collapsed(state),) + state.structure[2:]
+        view = self._views.get(key)
+        if view is None:
+            view = self._views[key] = GraphView(
+                self.graph,
+                self.flow(state.target),
+                collapsed=set(key[1]),
+                functions=set(state.functions),
+                show_all=state.show_all,
+                lang=state.lang,
+                theme=state.theme,
+                magnitude=state.magnitude,
+            )
+        view.overrides = clipped_texts(self, state)
+        view.set_step(state.step)
+        return view
+
+    def report(self, state: ExplorerState) -> clipping.ClipReport:
+        """Raw vs clipped gradients, norms and the SGD preview, computed by TensorFlow."""
+        key = (state.target, state.clip, state.clip_norm, tuple(state.clip_value), state.lr)
+        rep = self._reports.get(key)
+        if rep is None:
+            measured = self._measures.get(state.target)
+            if measured is None:  # what no slider changes: raw gradients, their norms, the weights
+                weights = {name: self.graph.value_of(node) for name, node in self.variables().items()}
+                measured = self._measures[state.target] = clipping.measure(
+                    self.raw_gradients(state), {k: v for k, v in weights.items() if v is not None}
+                )
+            rep = clipping.report(
+                measured.grads,
+                measured.weights,
+                mode=state.clip,
+                clip_norm=state.clip_norm,
+                clip_value=state.clip_range,
+                lr=state.lr,
+                measured=measured,
+            )
+            if len(self._reports) >= 64:
+                self._reports.pop(next(iter(self._reports)))
+            self._reports[key] = rep
+        return rep
+
+    def variables(self) -> dict[str, Any]:
+        """{variable name: node} for every variable the tape saw."""
+        return {d["name"]: n for n, d in self.graph.nx.nodes(data=True) if d["kind"] == "variable"}
+
+    def raw_gradients(self, state: ExplorerState) -> dict[str, Any]:
+        fl = self.flow(state.target)
+        return {name: fl.grad_tensor(node) for name, node in self.variables().items()}
+
+    def cached_texts(self, key, make: Callable[[], dict]) -> dict:
+        """The clipped texts of one clip setting (a picture key and its view both need them)."""
+        texts = self._texts.get(key)
+        if texts is None:
+            if len(self._texts) >= 64:
+                self._texts.pop(next(iter(self._texts)))
+            texts = self._texts[key] = make()
+        return texts
+
+    def cached_picture(self, key, make: Callable[[], str]) -> str:
+        svg = self._pictures.get(key)
+        if svg is None:
+            svg = self._pictures[key] = make()
+            if len(self._pictures) > _PICTURES:
+                self._pictures.popitem(last=False)
+        else:
+            self._pictures.move_to_end(key)
+        return svg
+
+    def forget(self) -> None:
+        """Drop every flow, view, report and picture (Explorer.close)."""
+        self._flows.clear()
+        self._views.clear()
+        self._shown.clear()
+        self._reports.clear()
+        self._measures.clear()
+        self._pictures.clear()
+        self._texts.clear()
+
+
+# --------------------------------------------------------------------------- what a state shows
+
+
+def step_of(ex: Explored, state: ExplorerState) -> int:
+    return ex.flow(state.target).check_step(state.step)
+
+
+def clipped_texts(ex: Explored, state: ExplorerState) -> dict:
+    """Clipped gradients replace the variables' texts on the finished picture."""
+    fl = ex.flow(state.target)
+    if state.clip == "none" or step_of(ex, state) < fl.last_step:
+        return {}
+    return ex.cached_texts(
+        (state.target, state.clip, state.clip_norm, tuple(state.clip_value)),
+        lambda: _clipped_texts(ex, ex.report(state)),
+    )
+
+
+def _clipped_texts(ex: Explored, rep: clipping.ClipReport) -> dict:
+    out = {}
+    for name, node in ex.variables().items():
+        g = rep.clipped.get(name)
+        out[node] = f"∂ {format_value(rep.raw.get(name))} → {format_value(g)}" if g is not None else "∂ None"
+    return out
+
+
+def picture(ex: Explored, state: ExplorerState) -> str:
+    """The SVG document (from ``<svg``) the explorer's canvas shows in this state.
+
+    Keyed by everything it shows, so moves that change nothing drawn (the learning
+    rate, clipping while an earlier step is shown) reuse the picture."""
+    overrides = clipped_texts(ex, state)
+    key = (
+        state.structure[:1] + (ex.collapsed(state),) + state.structure[2:],
+        step_of(ex, state),
+        tuple(sorted((str(k), v) for k, v in overrides.items())),
+    )
+
+    def make() -> str:
+        with gc_paused():
+            svg = to_svg(ex.view(state), fit=True)
+        return svg[svg.find("<svg") :]
+
+    return ex.cached_picture(key, make)
+
+
+def panel(ex: Explored, state: ExplorerState) -> str:
+    """The clipping panel's HTML for this state (raises ValueError on bad settings)."""
+    return panels.clipping_panel(ex.report(state), ex.flow(state.target), ex.variables(), state.lang)
+
+
+def inspector(ex: Explored, state: ExplorerState) -> str:
+    """The inspector's HTML for the state's node ('' when none is chosen)."""
+    if state.node is None:
+        return ""
+    return panels.inspector(ex.graph, ex.flow(state.target), state.node, state.lang)
+
+
+def gradients(ex: Explored, state: ExplorerState, clipped: bool = True) -> dict[str, np.ndarray | None]:
+    """{variable name: gradient} in this state (TF's clip functions when clipped)."""
+    raw = ex.raw_gradients(state)
+    if not clipped:
+        return {k: clipping.to_numpy(v) for k, v in raw.items()}
+    out = clipping.clip(raw, state.clip, state.clip_norm, state.clip_range)
+    return {k: clipping.to_numpy(v) for k, v in out.items()}

@@ -1,0 +1,396 @@
+"""The Explorer: a live ipywidgets view of a recorded tape.
+
+The widget only maps its controls to an :class:`~tapeviz.explorer.state.ExplorerState` and shows
+what the state shows (``state.picture``, ``state.panel``, ``state.inspector``): a step
+slider, a target menu, clipping settings, the SGD preview's learning rate, groups to
+open, "show every op" and the inspected node each replace one field of the state, and
+one redraw follows. It never touches TF internals and never computes a gradient: the
+flow does, and TensorFlow's clip functions (clipping.py) do the clipping.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any
+
+import ipywidgets as W
+import numpy as np
+
+from ..gradients import clipping
+from ..gradients.flow import GradientFlow
+from ..messages import say
+from ..output.view import GraphView
+from . import panels
+from . import state as st
+from .keyboard import attach_keys
+from .notebook_theme import PageTheme
+from .state import Explored, ExplorerState
+
+__all__ = ["Explorer"]
+
+
+class Explorer(W.VBox):
+    """Step through the backward pass, switch targets, clip gradients, inspect nodes.
+
+    ``presenter=True`` shows only the picture and the step buttons, full width (for a
+    projector); the other controls still exist in ``ex.controls``."""
+
+    def __init__(self, explored: Explored, *, presenter: bool = False, **settings):
+        super().__init__()
+        self.model = explored
+        # theme="auto": light until the page says it is dark (PageTheme, below)
+        self.auto_theme = settings.get("theme") == "auto"
+        if self.auto_theme:
+            settings = {**settings, "theme": "light"}
+        self.state: ExplorerState = explored.initial(**settings)
+        self._muted = False
+        self.add_class("tv-explorer")
+        lang = self.state.lang
+        c: dict[str, W.Widget] = {}
+        last = explored.flow(self.state.target).last_step
+        c["step"] = W.IntSlider(
+            value=last,
+            min=0,
+            max=last,
+            description=say("ui.control.step", lang),
+            continuous_update=True,
+            layout=W.Layout(width="420px"),
+        ).add_class("tv-step")
+        c["play"] = W.Play(
+            value=last, min=0, max=last, interval=900, description=say("ui.control.play", lang)
+        ).add_class("tv-play")
+        self._link = W.jslink((c["play"], "value"), (c["step"], "value"))
+        c["prev"] = W.Button(
+            description="◀", layout=W.Layout(width="40px"), tooltip=say("ui.control.prev", lang)
+        ).add_class("tv-prev")
+        c["next"] = W.Button(
+            description="▶", layout=W.Layout(width="40px"), tooltip=say("ui.control.next", lang)
+        ).add_class("tv-next")
+        names = list(explored.targets)
+        if len(names) > 1:
+            c["target"] = W.Dropdown(
+                options=names, value=names[0], description=say("ui.control.target", lang)
+            ).add_class("tv-target")
+        c["clip"] = W.Dropdown(
+            options=[(panels.mode_label(m, lang), m) for m in clipping.MODES],
+            value=self.state.clip,
+            description=say("ui.control.clip", lang),
+        ).add_class("tv-clip-mode")
+        c["clip_norm"] = W.FloatSlider(
+            value=self.state.clip_norm,
+            min=0.01,
+            max=10.0,
+            step=0.01,
+            description=say("ui.control.clip_norm", lang),
+            continuous_update=True,
+        ).add_class("tv-clip-norm")
+        c["clip_value"] = W.FloatRangeSlider(
+            value=self.state.clip_value,
+            min=-10.0,
+            max=10.0,
+            step=0.05,
+            description=say("ui.control.clip_value", lang),
+            continuous_update=True,
+        ).add_class("tv-clip-value")
+        c["lr"] = W.FloatSlider(
+            value=self.state.lr,
+            min=0.0,
+            max=1.0,
+            step=0.001,
+            readout_format=".3f",
+            description=say("ui.control.lr", lang),
+            continuous_update=True,
+        ).add_class("tv-lr")
+        c["node"] = W.Dropdown(
+            options=self._node_options(), value=None, description=say("ui.control.node", lang)
+        ).add_class("tv-node")
+        c["show_all"] = W.Checkbox(
+            value=self.state.show_all,
+            description=say("ui.control.show_all", lang),
+            tooltip=say("ui.control.show_all_tip", lang),
+            indent=False,
+        ).add_class("tv-show-all")
+        c["layers"] = W.SelectMultiple(options=[], description=say("ui.control.layers", lang), rows=4).add_class(
+            "tv-layers"
+        )
+        self.controls = c
+
+        self.canvas = W.HTML(layout=W.Layout(overflow="auto")).add_class("tv-canvas")
+        self.panel = W.HTML().add_class("tv-panel")
+        self.inspector = W.HTML().add_class("tv-inspect")
+        self.message = W.HTML().add_class("tv-message")
+
+        c["prev"].on_click(lambda _: self._nudge(-1))
+        c["next"].on_click(lambda _: self._nudge(+1))
+        c["step"].observe(lambda ch: self._set(step=ch["new"]), names="value")
+        if "target" in c:
+            c["target"].observe(lambda ch: self._on_target(ch["new"]), names="value")
+        c["clip"].observe(lambda ch: self._set(clip=ch["new"]), names="value")
+        c["clip_norm"].observe(lambda ch: self._set(clip_norm=float(ch["new"])), names="value")
+        c["clip_value"].observe(lambda ch: self._set(clip_value=tuple(ch["new"])), names="value")
+        c["lr"].observe(lambda ch: self._set(lr=float(ch["new"])), names="value")
+        c["node"].observe(lambda ch: self._set(node=ch["new"]), names="value")
+        c["show_all"].observe(lambda ch: self._on_structure(show_all=ch["new"]), names="value")
+        c["layers"].observe(lambda ch: self._on_layers(ch["new"]), names="value")
+
+        steps = W.HBox([c["play"], c["prev"], c["next"], c["step"]])
+        if presenter:
+            self.add_class("tv-presenter")
+            self.canvas.layout.width = "100%"
+            self.children = [W.HTML(panels.CSS), steps, self.canvas, self.message]
+        else:
+            top = [c[k] for k in ("target",) if k in c] + [c["clip"], c["clip_norm"], c["clip_value"], c["lr"]]
+            side = W.VBox([c["node"], c["show_all"], c["layers"], self.inspector])
+            self.children = [
+                W.HTML(panels.CSS),
+                steps,
+                self.canvas,
+                W.HBox(top[:3]),
+                W.HBox(top[3:]),
+                self.message,
+                W.HBox([self.panel, side]).add_class("tv-lower"),
+            ]
+        # Keyboard stepping (keyboard.py): ← / → / space while focus is in this box. Called after
+        # self.children is set: it appends its (hint) widget to the box's children.
+        self.key_stepper = attach_keys(self, c["step"], c["play"], lang=lang)
+        if self.state.theme == "projector":  # panels.CSS sizes the controls and tables up
+            self.add_class("tv-projector")
+        self.page_theme: PageTheme | None = None
+        if self.auto_theme:
+            self.page_theme = PageTheme()
+            self.page_theme.observe(lambda ch: self._on_page_theme(ch["new"]), names="dark")
+            self.children = [*self.children, self.page_theme]
+        self._sync_groups()
+        self._show()
+
+    # -- what the state is about --------------------------------------------------------
+    @property
+    def graph(self):
+        return self.model.graph
+
+    @property
+    def targets(self) -> dict:
+        return self.model.targets
+
+    @property
+    def target_name(self) -> str:
+        return self.state.target
+
+    @property
+    def flow(self) -> GradientFlow:
+        return self.model.flow(self.state.target)
+
+    @property
+    def view(self) -> GraphView:
+        """The view on screen now (its scene, and its artists if a PNG was made)."""
+        return self.model.view(self.state)
+
+    def gradients(self, clipped: bool = True) -> dict[str, np.ndarray | None]:
+        """{variable name: gradient} under the current controls (TF's clip functions)."""
+        return st.gradients(self.model, self.state, clipped)
+
+    def _node_options(self):
+        opts = []
+        for n, d in self.model.graph.nx.nodes(data=True):
+            label = d.get("name") or d["label"]
+            opts.append((f"{label} ({d['kind']}{', ' + d['op_type'] if d['kind'] == 'op' else ''})", n))
+        return opts
+
+    # -- controls -> state -----------------------------------------------------------------
+    @contextmanager
+    def _quiet(self):
+        """Change several controls, then redraw once (not once per change)."""
+        self._muted = True
+        try:
+            yield
+        finally:
+            self._muted = False
+
+    def _set(self, **changes) -> None:
+        if self._muted:
+            return
+        new = self.state.replace(**changes)
+        try:
+            clipping.check_settings(new.clip, new.clip_norm, new.clip_range)
+        except ValueError as e:  # say why, keep the last good state and its picture
+            self.message.value = f"<span class='tv-bad'>{panels._esc(e)}</span>"
+            return
+        self.state = new
+        self._show()
+
+    def _on_page_theme(self, dark: bool | None) -> None:
+        """The page switched between light and dark: draw the picture in the matching theme."""
+        if dark is not None:
+            self._set(theme="dark" if dark else "light")
+
+    def _nudge(self, d: int) -> None:
+        s = self.controls["step"]
+        s.value = max(s.min, min(s.max, s.value + d))
+
+    def _on_target(self, target: str) -> None:
+        last = self.model.flow(target).last_step
+        with self._quiet():
+            for k in ("step", "play"):
+                w = self.controls[k]
+                w.max = last  # the last step shows the finished pass
+                w.value = last
+        self.state = self.state.replace(target=target, step=last, collapsed=None, node=None)
+        with self._quiet():
+            self.controls["node"].value = None
+        self._sync_groups()
+        self._show()
+
+    def _on_structure(self, **changes) -> None:
+        """What is shown changes the picture's groups: the defaults of the new picture."""
+        if self._muted:
+            return
+        self.state = self.state.replace(collapsed=None, **changes)
+        self._sync_groups()
+        self._show()
+
+    def _on_layers(self, chosen) -> None:
+        if self._muted:
+            return
+        groups = set(self.model.groups(self.state))
+        opened = {x for kind, x in chosen if kind == "layer"}
+        functions = frozenset(x for kind, x in chosen if kind == "function")
+        self._set(collapsed=frozenset(groups - opened), functions=functions)
+
+    def _sync_groups(self) -> None:
+        """The 'expanded' list: this picture's groups and tf.function calls, open ones selected."""
+        groups = self.model.groups(self.state)
+        collapsed = self.model.collapsed(self.state)
+        g = self.model.graph
+        functions = [(f"tf.function {g.nx.nodes[f]['function']} ({f})", ("function", f)) for f in g.functions()]
+        w = self.controls["layers"]
+        with self._quiet():
+            w.options = [(x, ("layer", x)) for x in groups] + functions
+            w.value = tuple(
+                [("layer", x) for x in groups if x not in collapsed] + [("function", f) for f in self.state.functions]
+            )
+            w.rows = max(1, min(6, len(w.options)))
+        w.layout.display = None if w.options else "none"
+
+    def show_model(self, explored: Explored, state: ExplorerState) -> None:
+        """Show another recording in this widget (a what-if move, another training step),
+        keeping its controls: the step slider follows the new backward pass, the inspector
+        menu its nodes, the groups list its groups. The picture leaves for the browser
+        first; the old recording's pictures and flows are dropped."""
+        old = self.model
+        self.model, self.state = explored, state
+        self._set_canvas(st.picture(explored, state))
+        last = explored.flow(state.target).last_step
+        c = self.controls
+        with self._quiet():
+            for k in ("step", "play"):
+                c[k].max = max(last, c[k].min)
+                c[k].value = explored.flow(state.target).check_step(state.step)
+            c["node"].options = self._node_options()
+            c["node"].value = state.node
+        self._sync_groups()
+        self._show()
+        if old is not explored:
+            old.forget()
+
+    # -- state -> what is shown ------------------------------------------------------------
+    def _show(self) -> None:
+        """Show the state: the picture, the clipping panel, the inspector (one redraw each)."""
+        c = self.controls
+        c["clip_norm"].layout.display = None if self.state.clip in ("by_norm", "by_global_norm") else "none"
+        c["clip_value"].layout.display = None if self.state.clip == "by_value" else "none"
+        try:
+            # The picture first (the clipping report it may need is kept for the panel):
+            # it is what the eye is on; the panel follows.
+            self._set_canvas(st.picture(self.model, self.state))
+            panel = st.panel(self.model, self.state)
+        except ValueError as e:  # TF refuses this clipping (e.g. mixed dtypes): say so, keep the picture
+            self.message.value = f"<span class='tv-bad'>{panels._esc(e)}</span>"
+            return
+        self.message.value = ""
+        if self.panel.value != panel:
+            self.panel.value = panel
+        self.inspector.value = st.inspector(self.model, self.state)
+
+    def _set_canvas(self, svg: str) -> None:
+        if self.canvas.value != svg:
+            self.canvas.value = svg
+
+    # -- output --------------------------------------------------------------------------
+    def save(self, path) -> Any:
+        """Write what is on screen now (.png or .svg)."""
+        from ..output.export import check_path, save_view
+
+        p = check_path(path)
+        if p.suffix.lower() == ".gif":
+            raise ValueError("Explorer.save writes the current view: use .png or .svg (tv.save makes GIFs).")
+        return save_view(self.view, p)
+
+    def export_html(
+        self,
+        path,
+        *,
+        title: str | None = None,
+        embed_url: str | None = None,
+        requirejs: bool = True,
+        requirejs_url: str | None = None,
+        cors: bool = True,
+        all_targets: bool = False,
+        clip_norms=None,
+    ) -> Any:
+        """Write a standalone .html page of what is on screen: one picture per backward step
+        (current target, groups and clipping, drawn exactly as the canvas draws them), a step
+        slider and a play button that pick a picture in the browser with no kernel, and the
+        clipping panel. ``all_targets=True`` puts every target in the page (a menu picks
+        one); ``clip_norms=[...]`` computes the panel for each of those clip_norm positions
+        (a slider picks one). Scripts: see :func:`tapeviz.explorer.html_page.write_page`. Returns the path.
+        """
+        from .html_page import write_page
+
+        targets = list(self.model.targets) if all_targets else None
+        return write_page(
+            self.model,
+            self.state,
+            path,
+            targets=targets,
+            clip_norms=clip_norms,
+            title=title,
+            embed_url=embed_url,
+            requirejs=requirejs,
+            requirejs_url=requirejs_url,
+            cors=cors,
+            interval=self.controls["play"].interval,
+        )
+
+    def close(self) -> None:
+        """Close every widget this explorer made and drop its pictures (ipywidgets keeps
+        widgets alive in a registry until closed, so closing only the box would leak)."""
+        if not hasattr(self, "_link"):  # an explorer whose construction was refused
+            super().close()
+            return
+        if self.page_theme is not None:
+            self.page_theme.close()
+        for w in [
+            self._link,
+            *self.controls.values(),
+            self.canvas,
+            self.panel,
+            self.inspector,
+            self.message,
+            *self._boxes(),
+            self,
+        ]:
+            for part in (getattr(w, "layout", None), getattr(w, "style", None)):
+                if isinstance(part, W.Widget):  # Layout and Style are widgets of their own
+                    part.close()
+            if w is not self:
+                w.close()
+        self.model.forget()
+        super().close()
+
+    def _boxes(self) -> list:
+        out, todo = [], list(self.children)
+        while todo:
+            w = todo.pop()
+            out.append(w)
+            todo.extend(getattr(w, "children", ()))
+        return out

@@ -1,0 +1,141 @@
+"""Why is my gradient None? A diagnosis in one or two sentences, with the fix.
+
+Builds on GradientFlow's stop reasons: ``why_none`` says *what* cut the path (a reason,
+its cause and the facts), this module picks what a person debugging a training loop
+needs from those facts: which path, where, and what to change. The sentences come
+from the message catalogues (``explain.<case>`` / ``fix.<case>``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import tensorflow as tf
+
+from ..messages import DEFAULT, say
+from .flow import GradientFlow
+from .stop_reasons import Cause, Reason, StopReason
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The answer to "why is d target / d source None?"."""
+
+    reason: Reason  # a stop reason code (see tapeviz.gradients.stop_reasons.Reason)
+    message: str  # what happened and where
+    fix: str  # what to change
+    where: Any = None  # node or edge where the path was cut
+    case: str = ""  # which explanation was given (the catalogue's explain.<case>)
+
+    def __str__(self) -> str:
+        return f"{self.message} {self.fix}"
+
+
+def explain_flow(fl: GradientFlow, source, lang: str = DEFAULT) -> Diagnosis | None:
+    """None when a gradient reaches source; otherwise the diagnosis."""
+    g = fl.graph
+    target = g.display_name(fl.target_nodes[0])
+    name = _source_name(fl, source, lang)
+    node = g.node_of(source) if not (isinstance(source, str) and source in g.nx) else source
+    if node is None:
+        if isinstance(source, tf.Variable) or isinstance(getattr(source, "path", None), str):
+            return _say(Reason.UNCONNECTED, "never_used", lang, None, name=name, target=target)
+        if _is_tensor(source) and not source.dtype.is_floating:
+            return _say(Reason.INTEGER_DTYPE, "integer", lang, None, name=name, dtype=source.dtype.name, target=target)
+        return _say(Reason.UNCONNECTED, "not_seen", lang, None, name=name, target=target)
+    why = fl.why_none(source if not isinstance(source, str) else node)
+    if why is None:
+        return None
+    return _diagnose(fl, node, name, target, why, lang)
+
+
+def _say(reason: Reason, case: str, lang: str, where, **facts) -> Diagnosis:
+    return Diagnosis(reason, say(f"explain.{case}", lang, **facts), say(f"fix.{case}", lang, **facts), where, case)
+
+
+def _is_tensor(x) -> bool:
+    return isinstance(x, tf.Tensor) and not isinstance(x, tf.Variable)
+
+
+def _source_name(fl: GradientFlow, source, lang: str) -> str:
+    g = fl.graph
+    if isinstance(source, str) and source in g.nx:
+        return g.display_name(source)
+    node = g.node_of(source)
+    if node is not None and g.nx.nodes[node].get("name"):
+        return g.nx.nodes[node]["name"]
+    named = g.capture.name_of_object(source)
+    if named:
+        return named
+    return getattr(source, "name", None) or say("word.this_tensor", lang)
+
+
+def _where_op(fl: GradientFlow, why: StopReason, lang: str) -> str:
+    g = fl.graph
+    origin = why.origin
+    if isinstance(origin, tuple):
+        v = origin[1]
+        return g.nx.nodes[v].get("op_type") or g.display_name(v)
+    if origin is not None and origin in g.nx:
+        return g.nx.nodes[origin].get("op_type") or g.display_name(origin)
+    return say("word.an_op", lang)
+
+
+def _diagnose(fl: GradientFlow, node, name: str, target: str, why: StopReason, lang: str) -> Diagnosis:
+    g = fl.graph
+    d = g.nx.nodes[node]
+    r, cause, facts = why.reason, why.cause, why.facts
+    at = _where_op(fl, why, lang)
+    base = dict(name=name, target=target, at=at)
+    if r is Reason.STOP_GRADIENT:
+        return _say(r, "stop_gradient", lang, why.origin, **base)
+    if r is Reason.NOT_RECORDED:
+        case = "paused" if cause is Cause.PAUSED else "before_reset"
+        return _say(r, case, lang, why.origin, **base)
+    if r is Reason.NOT_WATCHED:
+        return _not_watched(fl, node, why, lang, base)
+    if r is Reason.INTEGER_DTYPE:
+        info = g.output_info(node) if d["kind"] != "op" else None
+        if info is not None and not info.trainable:
+            return _say(r, "integer", lang, why.origin, dtype=info.dtype, **base)
+        return _say(r, "integer_on_path", lang, why.origin, detail=why.text(lang), **base)
+    if r is Reason.NO_GRADIENT:
+        return _say(r, "no_gradient", lang, why.origin, **base)
+    if r is Reason.STATEFUL:
+        return _say(r, "assigned", lang, why.origin, variable=facts.variable or say("word.a_variable", lang), **base)
+    if r is Reason.OUTSIDE_TF:
+        case = {Cause.LEFT: "left", Cause.LEFT_UNSEEN: "left_unseen"}.get(cause, "round_trip")
+        return _say(
+            r,
+            case,
+            lang,
+            why.origin,
+            source=facts.source,
+            via=facts.via,
+            expression=facts.expression,
+            line=facts.line,
+            tf_equivalent=facts.tf_equivalent,
+            back=facts.back,
+            back_line=facts.back_line,
+            **base,
+        )
+    return _say(Reason.UNCONNECTED, "unconnected", lang, why.origin, **base)
+
+
+def _not_watched(fl: GradientFlow, node, why: StopReason, lang: str, base: dict) -> Diagnosis:
+    g = fl.graph
+    d = g.nx.nodes[node]
+    kind = d["kind"]
+    r = Reason.NOT_WATCHED
+    if kind == "variable":
+        case = "non_trainable" if not d["trainable"] else "unwatched_variable"
+        return _say(r, case, lang, node, **base)
+    if kind == "input":
+        return _say(r, "plain_tensor", lang, node, **base)
+    if kind == "constant":
+        return _say(r, "constant", lang, node, **base)
+    origin = why.origin
+    is_node = origin is not None and not isinstance(origin, tuple) and origin in g.nx
+    origin_name = g.display_name(origin) if is_node else ""
+    return _say(r, "derived", lang, origin, origin=origin_name, **base)

@@ -1,0 +1,1 @@
+"""Stage 4, output: the picture written as SVG, PNG, GIF or matplotlib artists."""

@@ -1,0 +1,121 @@
+"""Rows: long layered layouts folded into bands of rows, read like lines of text.
+
+A 200-layer model laid out in one row is either 460 inches wide or, squeezed onto a
+page, unreadable; read band by band, every box keeps its size. This sits beside the
+layout (it moves what :func:`tapeviz.picture.layout.layered_routes` placed) and knows nothing
+of tapes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+
+import networkx as nx
+
+from .layout import BOX_H as _BOX_H
+from .layout import CAPTION_H as _CAPTION_H
+from .layout import STACK_GAP as _STACK_GAP
+
+__all__ = ["wrap_bands", "band_columns", "WRAP_COLUMNS"]
+
+Node = Hashable
+Point = tuple[float, float]
+
+#: Layouts wider than this many columns are wrapped into bands (see :func:`wrap_bands`).
+WRAP_COLUMNS = 16
+
+_LANE_GAP = 0.14  # between the lanes of edges that return to the next band
+_BAND_MARGIN = 0.2  # between a band's lowest caption and its first lane, and the last lane and the next band
+
+
+def band_columns(n_columns: int, *, least: int = WRAP_COLUMNS, most: int = 24) -> int:
+    """Columns per band for a layout ``n_columns`` wide: ``least`` for moderately long
+    graphs, growing with the square root beyond (fewer, wider bands for very long ones),
+    but at most ``most``: about as wide as a picture can be and still be read whole."""
+    return min(most, max(least, math.ceil(math.sqrt(2.0 * n_columns))))
+
+
+def wrap_bands(
+    g: nx.DiGraph,
+    pos: Mapping[Node, Point],
+    routes: Mapping[tuple[Node, Node], list[Point]],
+    *,
+    columns: int,
+    layer_gap: float = 1.0,
+) -> tuple[dict[Node, Point], dict[tuple[Node, Node], list[Point]], dict[tuple[Node, Node], list[tuple[float, int]]]]:
+    """Fold a layout from :func:`layered_routes` into bands of ``columns`` columns,
+    stacked top to bottom like lines of text.
+
+    Why: a 200-layer model laid out in one row is either 460 inches wide or, squeezed
+    onto a page, unreadable; read band by band, every box keeps its size.
+
+    Returns ``(pos, routes, lanes)``.  Nodes and bend points keep their place inside
+    their band.  An edge that passes from one band to the next leaves the last column
+    to the right, runs back along a *lane* in the gap under its band and enters the
+    next band from the left; ``lanes[(u, v)]`` lists, for each band boundary the edge
+    crosses, that lane's y and its index among the lanes of that gap (drawings offset
+    their vertical legs by it, so parallel returns do not overlap).  Edges between
+    neighbouring columns that end up in different bands get a route (possibly with no
+    bend point) so that drawings route them too.  Layouts of at most ``columns``
+    columns are returned unchanged, with no lanes.
+    """
+    col = {n: int(round(x / layer_gap)) for n, (x, _) in pos.items()}
+    if not col or max(col.values()) < columns:
+        return dict(pos), dict(routes), {}
+
+    def band(x: float) -> int:
+        return int(round(x / layer_gap)) // columns
+
+    top: dict[int, float] = {}
+    bottom: dict[int, float] = {}
+
+    def extend(b: int, hi: float, lo: float) -> None:
+        top[b] = max(top.get(b, hi), hi)
+        bottom[b] = min(bottom.get(b, lo), lo)
+
+    for x, y in pos.values():
+        extend(band(x), y + _BOX_H / 2, y - _BOX_H / 2 - _CAPTION_H - _BAND_MARGIN / 2)
+    for bends in routes.values():
+        for x, y in bends:
+            extend(band(x), y + _STACK_GAP / 2, y - _STACK_GAP / 2)
+
+    # Which edges cross each gap between bands, each with the y it leaves its band at.
+    routed = dict(routes)
+    crossing: dict[int, list[tuple[float, tuple[Node, Node]]]] = {}
+    for u, v in dict.fromkeys(g.edges()):  # node pairs, in insertion order
+        bu, bv = band(pos[u][0]), band(pos[v][0])
+        if bu == bv:
+            continue
+        bends = routed.setdefault((u, v), [])
+        stops = [pos[u], *bends]
+        for b in range(bu, bv):
+            leave_y = next(y for x, y in reversed(stops) if band(x) <= b)
+            crossing.setdefault(b, []).append((leave_y, (u, v)))
+
+    # Stack the bands, each followed by the lanes of the edges returning under it.
+    shift: dict[int, float] = {}
+    lanes: dict[tuple[Node, Node], list[tuple[float, int]]] = {}
+    cursor = 0.0  # top of the next band
+    for b in range(max(top) + 1):
+        if b not in top:  # an empty band (a layer with no node cannot occur, but stay safe)
+            top[b] = bottom[b] = 0.0
+        shift[b] = cursor - top[b]
+        first_lane = bottom[b] + shift[b] - _BAND_MARGIN
+        # The edge leaving lowest takes the highest lane and the innermost vertical legs:
+        # on the right-hand side, where they turn down, their paths then never cross.
+        returning = sorted(crossing.get(b, []), key=lambda t: t[0])
+        for i, (_, e) in enumerate(returning):
+            lanes.setdefault(e, []).append((first_lane - i * _LANE_GAP, i))
+        if returning:
+            cursor = first_lane - (len(returning) - 1) * _LANE_GAP - _BAND_MARGIN
+        else:
+            cursor = bottom[b] + shift[b]
+
+    def moved(x: float, y: float) -> Point:
+        b = band(x)
+        return (x - b * columns * layer_gap, y + shift[b])
+
+    new_pos = {n: moved(*p) for n, p in pos.items()}
+    new_routes = {e: [moved(*p) for p in bends] for e, bends in routed.items()}
+    return new_pos, new_routes, lanes

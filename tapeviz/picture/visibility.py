@@ -1,0 +1,567 @@
+"""What a picture shows: which recorded nodes become boxes, which fold, which hide.
+
+The stage between the model (graph + flow) and the layout. A real model records many
+ops that carry nothing back to the loss; drawn as boxes they bury the ones that do.
+Two principles decide:
+
+1. **What has no path to the target is hidden**: BatchNorm's moving-average updates,
+   RNG state advances, logging, the other loss's branch.
+2. **What no watched source reaches through float values is a constant for the
+   backward pass**, and folds into a *chip* on the op that uses it: literal
+   constants, shapes and axes, integer labels, dropout's random mask chain.
+
+Stops that matter stay boxes, with their reason: tf.stop_gradient, float variables
+and named tensors nobody watches, watched integer sources, values that left
+TensorFlow, assigns into variables the target reads, and the op where a watched value
+turns into integers (ArgMax, a cast to int).
+
+Groups collapse into one box each: Keras layers (name scopes), TF API calls the user
+wrote (``tf.clip_by_norm``, which sets no scope when executing eagerly, grouped by
+the call on the stack: see capture) and tf.function calls. TF API calls are
+collapsed by default; layers when the picture would not fit a screen.
+
+The model is not changed: hiding and folding change pictures only; ``fl.grad``,
+contributions and steps stay those of the whole tape. ``show_all=True`` shows every
+recorded op, grouped by name scope only, as before this stage existed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+import networkx as nx
+
+from ..gradients.stop_reasons import Reason
+from ..messages import Phrase
+from ..record.graph import STATEFUL_OPS, TapeGraph, format_value
+
+__all__ = ["Shown", "Chip", "decide", "collapse", "layer_groups", "FIT_BOXES", "COLLAPSE_THRESHOLD"]
+
+Node = Hashable
+#: What a picture collapses: "auto", True (every group), False (none) or the group names.
+Collapsed: TypeAlias = bool | str | Iterable[str]
+
+#: More boxes than this (after hiding and folding, every group open): layers collapse.
+FIT_BOXES = 30
+#: With show_all=True, graphs with more ops than this open with their layers collapsed.
+COLLAPSE_THRESHOLD = 60
+
+# Ops that only read a tensor's shape: plumbing even when their input carries gradient.
+METADATA_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank", "BroadcastArgs", "BroadcastGradientArgs"})
+# Stops a reader must see at the node where they happen.
+_SIGNIFICANT = frozenset({Reason.STOP_GRADIENT, Reason.OUTSIDE_TF, Reason.NOT_RECORDED, Reason.STATEFUL})
+# What a constant input means to the op using it: (op type, input index) -> role.
+_ROLES = {
+    **{
+        (op, 1): "axis"
+        for op in (
+            "Sum",
+            "Mean",
+            "Max",
+            "Min",
+            "Prod",
+            "All",
+            "Any",
+            "ArgMax",
+            "ArgMin",
+            "EuclideanNorm",
+            "Cumsum",
+            "ExpandDims",
+            "Squeeze",
+            "GatherV2",
+            "ReverseV2",
+        )
+    },
+    ("ConcatV2", -1): "axis",
+    ("Pack", -1): "axis",
+    ("Reshape", 1): "shape",
+    ("Fill", 0): "shape",
+    ("BroadcastTo", 1): "shape",
+    ("Transpose", 1): "perm",
+    ("Pow", 1): "exponent",
+    ("Tile", 1): "multiples",
+    ("Pad", 1): "paddings",
+    ("PadV2", 1): "paddings",
+    ("MirrorPad", 1): "paddings",
+    ("OneHot", 1): "depth",
+}
+
+
+@dataclass(frozen=True)
+class Chip:
+    """Something folded into the op that uses it, shown as a small tag on its box."""
+
+    text: str  # what the tag says: "axis [0, 1]", "2.0", "y", "random mask" (a Phrase where it has words)
+    kind: str  # "value", "random" or "input" (a tensor the user named)
+    index: int  # the consumer's input position (-1 on a collapsed group)
+    members: tuple = field(default=(), compare=False)  # the original nodes folded into it
+
+
+# --------------------------------------------------------------------------- groups
+
+
+def layer_groups(g: nx.MultiDiGraph) -> dict[Node, str | None]:
+    """Node -> the layer it belongs to (a name scope), or None for nodes outside layers.
+
+    Ops group by name scope. An outer scope whose ops sit in two or more inner scopes is
+    a container (a Keras model: ``cnn/conv2d``, ``cnn/dense``), so its layers are one
+    level deeper and the model does not become one giant box; a loss beside it keeps its
+    own scope. A variable or constant joins the layer of its first consumer; inputs and
+    watched tensors stay visible on their own.
+    """
+    scopes = {n: d.get("scope") or "" for n, d in g.nodes(data=True) if d.get("kind") == "op"}
+    inner: dict[str, set] = {}
+    for s in scopes.values():
+        parts = s.split("/")
+        if s:
+            inner.setdefault(parts[0], set()).add(parts[1] if len(parts) > 1 else None)
+    containers = {top for top, below in inner.items() if len(below - {None}) >= 2}
+    group: dict[Node, str | None] = {}
+    for n, s in scopes.items():
+        if not s:
+            group[n] = None
+            continue
+        parts = s.split("/")
+        group[n] = "/".join(parts[:2]) if parts[0] in containers and len(parts) > 1 else parts[0]
+    _join_consumers(g, group)
+    return group
+
+
+def _join_consumers(g: nx.MultiDiGraph, group: dict) -> None:
+    for n, d in g.nodes(data=True):
+        if d.get("kind") in ("variable", "constant"):
+            first = next((v for _, v in g.out_edges(n) if group.get(v)), None)
+            group[n] = group.get(first) if first is not None else None
+        elif n not in group:
+            group[n] = None
+
+
+def _api_groups(graph: TapeGraph, boxes: set, group: dict) -> dict[Node, str]:
+    """Unscoped ops run by one call of a public TF function, named after it
+    ("tf.clip_by_norm", "tf.clip_by_norm #2" for a second call): only calls that
+    leave two or more boxes make a group."""
+    ops = graph.capture.ops
+    calls: dict[tuple[str, int], list] = {}
+    for n in boxes:
+        d = graph.nx.nodes[n]
+        if d["kind"] != "op" or group.get(n):
+            continue
+        op = ops[d["op_index"]]
+        if op.api:
+            calls.setdefault((op.api, op.api_call), []).append(n)
+    seen: dict[str, int] = {}
+    out: dict[Node, str] = {}
+    for (api, _), members in sorted(calls.items(), key=lambda kv: kv[0][1]):
+        if len(members) < 2:
+            continue
+        seen[api] = seen.get(api, 0) + 1
+        name = api if seen[api] == 1 else f"{api} #{seen[api]}"
+        for n in members:
+            out[n] = name
+    return out
+
+
+# --------------------------------------------------------------------------- the display graph
+
+
+class Shown:
+    """A display graph: the boxes a picture shows, with some groups as one box each.
+
+    ``nx`` has the original nodes that stay boxes plus one node per collapsed group
+    (id ``"layer:<name>"``, attributes ``kind="layer"``, ``layer``, ``group_kind``
+    ("layer" or "api") and ``members``); every node carries its ``chips``. Edges between
+    two visible original nodes keep their keys; edges into or out of a collapsed group
+    are merged into one edge per pair of display nodes whose ``members`` lists the
+    original edges it stands for. Edges inside a group, and edges to hidden or folded
+    nodes, are not drawn.
+    """
+
+    def __init__(
+        self,
+        g: nx.MultiDiGraph,
+        groups: Mapping[Node, str | None],
+        collapsed,
+        bodies=None,
+        *,
+        boxes: set | None = None,
+        chips: Mapping[Node, list] | None = None,
+        links=(),
+        hidden=(),
+        folded=(),
+        group_kinds: Mapping[str, str] | None = None,
+        names=(),
+        calls: Mapping[Node, int] | None = None,
+    ):
+        self.source = g
+        self.collapsed = {c for c in collapsed if c is not None}
+        self.group_names = sorted(set(names) or {x for x in groups.values() if x is not None})
+        self.hidden = set(hidden)  # original nodes with no path to the target
+        self.folded = set(folded)  # original nodes folded into chips
+        self.of: dict[Node, Node] = {}
+        self.members: dict[Node, list[Node]] = {}
+        kinds = group_kinds or {}
+        chips = chips or {}
+        d = nx.MultiDiGraph()
+        for n, data in g.nodes(data=True):
+            if boxes is not None and n not in boxes:
+                continue
+            layer = groups.get(n)
+            if layer is not None and layer in self.collapsed:
+                call = calls.get(n, 0) if calls else 0
+                dn = f"layer:{layer}" if call == 0 else f"layer:{layer}#{call + 1}"
+                if dn not in d:
+                    d.add_node(
+                        dn,
+                        kind="layer",
+                        layer=layer,
+                        call=call,
+                        group_kind=kinds.get(layer, "layer"),
+                        members=[],
+                        chips=[],
+                    )
+                    self.members[dn] = d.nodes[dn]["members"]
+                d.nodes[dn]["members"].append(n)
+                for c in chips.get(n, ()):  # a group box keeps what the reader must know: inputs, randomness
+                    if c.kind != "value" and all(c.text != o.text for o in d.nodes[dn]["chips"]):
+                        d.nodes[dn]["chips"].append(Chip(c.text, c.kind, -1, c.members))
+            else:
+                dn = n
+                d.add_node(n, **data)
+                d.nodes[n]["chips"] = list(chips.get(n, ()))
+                self.members[n] = [n]
+            self.of[n] = dn
+        for u, v, k, data in g.edges(keys=True, data=True):
+            du, dv = self.of.get(u), self.of.get(v)
+            if du is None or dv is None:
+                continue
+            if du == dv and du != u:
+                continue  # inside a collapsed group
+            if du == u and dv == v:
+                d.add_edge(u, v, key=k, members=[(u, v, k)], **data)
+            elif d.has_edge(du, dv, "merged"):
+                d.edges[du, dv, "merged"]["members"].append((u, v, k))
+            else:
+                d.add_edge(du, dv, key="merged", members=[(u, v, k)], kind=data.get("kind", "data"))
+        for u, v in links:  # a value that left TF, to where it most likely came back
+            du, dv = self.of.get(u), self.of.get(v)
+            if du is not None and dv is not None and du != dv:
+                d.add_edge(du, dv, key="left", members=[], kind="outside", likely=True)
+        self.nx = d
+        for f, body in (bodies or {}).items():
+            if f in d and body:
+                self._open_function(f, body)
+
+    def _open_function(self, f, body) -> None:
+        """Replace a tf.function's node by the ops of its body (kind "inner"). Edges into
+        the call attach to the ops that read that argument; edges out of it leave from
+        the op that returns that output. Inner edges stand for no tape edge (members [])."""
+        d = self.nx
+        inner = {name: f"{f}/{name}" for name, _ in body["nodes"]}
+        for name, op_type in body["nodes"]:
+            d.add_node(inner[name], kind="inner", op_type=op_type, function=f, inner_name=name, chips=[])
+        for src, dst, k in body["edges"]:
+            if src in inner and dst in inner:
+                d.add_edge(inner[src], inner[dst], key=k, members=[], kind="inner")
+        for u, _, k, data in list(d.in_edges(f, keys=True, data=True)):
+            index = data.get("dst_index", k)
+            for arg, dst, kk in body["arg_uses"]:
+                if arg == index:
+                    d.add_edge(u, inner[dst], key=f"{k}:{kk}", members=data["members"], kind=data.get("kind", "data"))
+        rets = [inner[r] for r in body["rets"] if r in inner]
+        for j, r in enumerate(body["rets"]):
+            if r in inner:
+                d.nodes[inner[r]].setdefault("ret_index", j)
+        for _, v, k, data in list(d.out_edges(f, keys=True, data=True)):
+            src = rets[min(data.get("src_index", 0), len(rets) - 1)] if rets else None
+            if src is not None:
+                d.add_edge(src, v, key=k, members=data["members"], kind=data.get("kind", "data"))
+        d.remove_node(f)
+        head = rets[0] if rets else next(iter(inner.values()), None)
+        for n, dn in self.of.items():
+            if dn == f:
+                self.of[n] = head
+        self.members.pop(f, None)
+        for n in inner.values():
+            self.members[n] = []
+
+    def display_edges_of(self, original_edges) -> set:
+        """The display edges that stand for some of these original edges."""
+        out = set()
+        for u, v, k in original_edges:
+            du, dv = self.of.get(u), self.of.get(v)
+            if du is None or dv is None:
+                continue
+            if du == u and dv == v:
+                out.add((u, v, k))
+            elif du != dv:
+                out.add((du, dv, "merged"))
+        return out
+
+    @property
+    def n_hidden_ops(self) -> int:
+        return sum(1 for n in self.hidden if self.source.nodes[n]["kind"] == "op")
+
+
+def _chosen_groups(collapsed, names: set, default: set) -> set:
+    if collapsed == "auto":
+        return default
+    if collapsed is True:
+        return set(names)
+    if collapsed is False or collapsed is None:
+        return set()
+    chosen = set(collapsed)
+    unknown = chosen - names
+    if unknown:
+        raise ValueError(f"No layer named {sorted(unknown)}; layers are: {sorted(names)}")
+    return chosen
+
+
+def _acyclic(make: Callable[..., Shown], g: nx.MultiDiGraph, groups: Mapping, chosen: set) -> Shown:
+    """The display for the chosen groups, with a box per call where a group is left and
+    entered again (a box with edges out and back in would be a cycle)."""
+    display = make(chosen)
+    if chosen and not nx.is_directed_acyclic_graph(display.nx):
+        calls = layer_calls(g, groups)
+        display = make(chosen, calls)
+        # One box holds a call's ops even where no path joins them, so boxes can still
+        # close a cycle no path of the graph makes: such groups stay open.
+        while not nx.is_directed_acyclic_graph(display.nx):
+            cycle = nx.find_cycle(display.nx)
+            chosen = chosen - {display.nx.nodes[e[0]].get("layer") for e in cycle}
+            display = make(chosen, calls)
+    return display
+
+
+def layer_calls(g: nx.MultiDiGraph, groups: Mapping[Node, str | None]) -> dict[Node, int]:
+    """Node -> which call of its group it belongs to (0, 1, ...), for nodes in a group.
+
+    A layer whose ops are left and entered again (a layer called twice, as with shared
+    weights; ops in a model's own scope on both sides of a layer, as Keras's mixed-precision
+    casts are) would collapse into one box with edges out of it and back in: a cycle. So
+    each time a path leaves a layer and comes back, its ops start a new call, which gets
+    a box of its own. Variables and constants go with their first consumer's call 0.
+    """
+    calls: dict[Node, int] = {}
+    # node -> {layer: the highest call of that layer with a path to this node}
+    reach: dict[Node, dict] = {}
+    for n in nx.topological_sort(g):
+        mine = groups.get(n)
+        seen: dict = {}
+        call = 0
+        for p in g.predecessors(n):
+            for layer, c in reach[p].items():
+                if c > seen.get(layer, -1):
+                    seen[layer] = c
+            if mine is not None and mine in reach[p]:
+                # a path from this layer's ops: the same call if p is in the layer,
+                # a new call if it went through something outside the layer
+                call = max(call, reach[p][mine] + (groups.get(p) != mine))
+        if mine is not None:
+            calls[n] = seen[mine] = call
+        reach[n] = seen
+    return calls
+
+
+def collapse(g: nx.MultiDiGraph, collapsed="auto", *, threshold: int = COLLAPSE_THRESHOLD, bodies=None) -> Shown:
+    """Every recorded node as a box, layers (name scopes) collapsed: ``"auto"`` collapses
+    every layer when the graph has more than ``threshold`` ops, ``True``/``False`` all or
+    none, or pass the set of layer names to collapse. ``bodies`` maps tf.function nodes
+    to open to their bodies. (What ``show_all=True`` shows.)"""
+    groups = layer_groups(g)
+    names = {x for x in groups.values() if x is not None}
+    n_ops = sum(1 for _, d in g.nodes(data=True) if d.get("kind") == "op")
+    chosen = _chosen_groups(collapsed, names, names if n_ops > threshold else set())
+    return _acyclic(lambda ch, calls=None: Shown(g, groups, ch, bodies, calls=calls), g, groups, chosen)
+
+
+# --------------------------------------------------------------------------- the decision
+
+
+def decide(
+    graph: TapeGraph,
+    flow=None,
+    *,
+    show_all: bool = False,
+    collapsed: Collapsed = "auto",
+    bodies=None,
+    fit: int = FIT_BOXES,
+) -> Shown:
+    """What a picture of ``graph`` (and ``flow``'s backward pass) shows (see the module
+    docstring). ``collapsed``: "auto", True, False, or the group names to collapse."""
+    if show_all:
+        return collapse(graph.nx, collapsed, bodies=bodies)
+    return _Decision(graph, flow).shown(collapsed, bodies, fit)
+
+
+class _Decision:
+    """Which nodes are boxes, which fold into chips, which hide; computed once."""
+
+    def __init__(self, graph: TapeGraph, flow):
+        self.graph = graph
+        self.flow = flow
+        G = graph.nx
+        self.G = G
+        self.order = graph.forward_order
+        self.live = {n for n in G if self._is_live(n)}
+        reach = self._reaching_targets()
+        self.boxes: set = set()
+        self.folded: set = set()
+        for n in self.order:
+            if n not in reach:
+                continue
+            if n in self.live or self._kept_anyway(n):
+                self.boxes.add(n)
+            elif self._foldable(n):
+                self.folded.add(n)
+            else:
+                self.boxes.add(n)  # a non-float value made from something drawn: keep the path visible
+        self.hidden = set(G) - reach
+        self.chips = self._chips()
+
+    # -- what is what ----------------------------------------------------------------
+    def _float_value(self, n) -> bool:
+        info = self.graph.output_info(n)
+        return info is not None and info.trainable and info.dtype not in ("resource", "variant")
+
+    def _is_live(self, n) -> bool:
+        """On the tape with a float value: something a gradient can flow through."""
+        d = self.G.nodes[n]
+        kind = d["kind"]
+        if kind == "variable":
+            return d["watched"] and self._float_value(n)
+        if kind == "watched":
+            return d["outputs"][0] in self.graph.capture.tape_watched and self._float_value(n)
+        if kind == "op":
+            return d["recorded"] and any(self.graph.tensors[t].trainable for t in d["outputs"])
+        return False
+
+    def _reaching_targets(self) -> set:
+        G = self.G
+        fl = self.flow
+        targets = list(fl.target_nodes) if fl is not None else [n for n in G if G.out_degree(n) == 0]
+        reach: set = set()
+        for t in targets:
+            reach |= nx.ancestors(G, t) | {t}
+        extra: set = set()
+        for n in G:
+            if n in reach:
+                continue
+            d = G.nodes[n]
+            if (
+                d["kind"] == "op"
+                and d["op_type"] in STATEFUL_OPS
+                and self.graph.capture.ops[d["op_index"]].tape_recording
+            ):
+                # an assign the user made into what the target reads (not a variable's
+                # initializer: Keras runs those in tf.init_scope, where the tape is paused)
+                var = self.graph.assigned_variable(n)
+                if var is not None and var in reach and var in self.live:
+                    extra |= nx.ancestors(G, n) | {n}
+            elif fl is not None and getattr(fl.node_reason.get(n), "reason", None) is Reason.OUTSIDE_TF:
+                extra |= nx.ancestors(G, n) | {n}  # a value that left TF on its way to the target
+        return reach | extra
+
+    def _kept_anyway(self, n) -> bool:
+        """Not live, but a reader should see it as a box (with its reason)."""
+        G = self.G
+        d = G.nodes[n]
+        kind = d["kind"]
+        if kind == "variable":
+            return self._float_value(n)  # a float variable nobody watches: one expects its gradient
+        if kind == "watched":
+            return True  # the user watched it, whatever its dtype
+        if kind == "input":
+            info = self.graph.output_info(n)
+            data = info is not None and info.trainable and len(info.shape) > 0 and any(s != 1 for s in info.shape)
+            return bool(d.get("name")) and self._float_value(n) or data
+        if kind == "constant":
+            return d.get("came_from") is not None or bool(d.get("name")) and self._float_value(n)
+        if d["op_type"] in METADATA_OPS:
+            return False
+        why = self.flow.node_reason.get(n) if self.flow is not None else None
+        if why is not None and why.reason in _SIGNIFICANT:
+            return True
+        return any(u in self.live for u, _ in G.in_edges(n))  # where a watched value stops carrying gradient
+
+    def _foldable(self, n) -> bool:
+        d = self.G.nodes[n]
+        if d["kind"] == "op" and d["op_type"] in METADATA_OPS:
+            return True
+        return all(u in self.folded for u, _ in self.G.in_edges(n))
+
+    # -- chips -----------------------------------------------------------------------
+    def _chips(self) -> dict[Node, list[Chip]]:
+        G = self.G
+        out: dict[Node, list[Chip]] = {}
+        for v in self.boxes:
+            for u, _, _key, d in G.in_edges(v, keys=True, data=True):
+                if u not in self.folded or d.get("kind") != "data":
+                    continue
+                members = tuple(a for a in nx.ancestors(G, u) if a in self.folded) + (u,)
+                out.setdefault(v, []).append(self._chip(v, d["dst_index"], d["tensor"], members))
+        for chips in out.values():
+            chips.sort(key=lambda c: c.index)
+        return out
+
+    def _chip(self, consumer, index: int, tensor: int, members: tuple) -> Chip:
+        G = self.G
+        g = self.graph
+        named = [
+            G.nodes[m]["name"]
+            for m in members
+            if G.nodes[m]["kind"] in ("input", "constant", "variable") and G.nodes[m].get("name")
+        ]
+        if any("random" in G.nodes[m].get("op_type", "").lower() for m in members):
+            op = G.nodes[consumer].get("op_type", "")
+            mask = op in ("Mul", "SelectV2", "Select", "RealDiv")
+            return Chip(Phrase("ui.chip.random_mask" if mask else "ui.chip.random_value"), "random", index, members)
+        if named:
+            return Chip(named[-1], "input", index, members)
+        info = g.tensors[tensor]
+        value = format_value(info.value, info.summary, max_items=4)
+        op = G.nodes[consumer].get("op_type", "")
+        n_inputs = len(g.capture.ops[G.nodes[consumer]["op_index"]].inputs) if G.nodes[consumer]["kind"] == "op" else 0
+        role = _ROLES.get((op, index)) or (_ROLES.get((op, -1)) if index == n_inputs - 1 else None)
+        return Chip(Phrase(f"ui.chip.role.{role}", value=value) if role else value, "value", index, members)
+
+    # -- groups and the display graph ------------------------------------------------
+    def shown(self, collapsed, bodies, fit: int) -> Shown:
+        G = self.G
+        scoped = layer_groups(G)
+        targets = set(self.flow.target_nodes) if self.flow is not None else set()
+        group = {n: (scoped.get(n) if n in self.boxes and n not in targets else None) for n in G}
+        api = _api_groups(self.graph, self.boxes - targets, group)
+        group.update(api)
+        for n in list(group):  # a variable or constant joins its first consumer's group
+            if n in self.boxes and G.nodes[n]["kind"] in ("variable", "constant"):
+                first = next((v for _, v in G.out_edges(n) if v in self.boxes and group.get(v)), None)
+                group[n] = group.get(first) if first is not None else None
+        kinds = {name: "api" for name in api.values()}
+        names = {x for n, x in group.items() if x is not None and n in self.boxes}
+        layers = names - set(kinds)
+        default = set(kinds) & names
+        if len(self.boxes) > fit:
+            default |= layers
+        chosen = _chosen_groups(collapsed, names, default)
+        links = getattr(self.flow, "left_links", ()) if self.flow is not None else ()
+        return _acyclic(
+            lambda ch, calls=None: Shown(
+                G,
+                group,
+                ch,
+                bodies,
+                boxes=self.boxes,
+                chips=self.chips,
+                links=links,
+                hidden=self.hidden,
+                folded=self.folded,
+                group_kinds=kinds,
+                names=names,
+                calls=calls,
+            ),
+            G,
+            group,
+            chosen,
+        )

@@ -1,0 +1,1 @@
+"""Stage 5, training: gradients watched over a whole training run, in bounded memory."""

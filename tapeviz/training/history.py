@@ -1,0 +1,961 @@
+"""tv.History: watch gradients over a whole training run, in bounded memory.
+
+``hist.add(step, loss=, grads=, variables=, clipped=)`` once per training step records
+the gradient norm of every variable (raw and clipped), its weight norm and the loss;
+flags vanishing / exploding / NaN gradients as the steps arrive; keeps whole pictures
+(graph + backward pass) of some steps recorded with a ``tv.GradientTape``.
+
+Cost: per step, the sum of squares of every tensor (gradient, weight, clipped gradient)
+in float64, the cheapest exact way on its device (see :mod:`tapeviz.training.squared_norms`): on CPU NumPy
+reads each tensor's buffer in place (~2 µs a tensor, no eager op but one read per
+variable); on a GPU one tf.function a step leaves a vector on the device. Every
+``flush_every`` steps (and before any query) the device vectors are fetched together and
+all steps are judged together with array operations, so a step pays no device-to-host
+copy and no per-step Python analysis.
+
+Memory: norms go into :class:`~tapeviz.training.bounded_series.Buckets` (``capacity`` points; past that,
+neighbouring steps merge, keeping min, max and last, so spikes stay visible); flags are
+decided from the exact per-step values before merging; pictures are sampled to a byte
+budget (see :mod:`tapeviz.training.step_pictures`).
+
+Names are Keras paths (``"sequential/dense/kernel"``) for Keras variables and the TF name
+without ``":0"`` for a plain ``tf.Variable``; two different variables with the same name
+are told apart by a suffix (``"Variable"``, ``"Variable_2"``). A variable's layer is its
+path without the last part.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import threading
+import weakref
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import tensorflow as tf
+
+from ..gradients.magnitude import Magnitude, MagnitudeScale, layer_of, magnitude
+from .bounded_series import Buckets
+from .squared_norms import device_sums, host_sumsq, on_cpu, read
+from .step_pictures import PictureStore
+from .step_warnings import BITS, KINDS, Flag, FlagDetector, Thresholds, kinds_of
+
+if TYPE_CHECKING:  # for annotations only (keras_callback imports Keras: only when a callback is made)
+    from matplotlib.figure import Figure
+
+    from ..gradients.flow import GradientFlow
+    from ..record.graph import TapeGraph
+    from .keras_callback import HistoryCallback
+    from .layer_plot import NormTable
+
+__all__ = ["History", "Flag", "Thresholds", "ClipStats"]
+
+QUANTITIES = ("grad", "clipped", "weight", "relative", "clip_scale")
+# stored per variable / layer: the quantities above, 1.0 where the gradient was None, and
+# the flag conditions that hold at the step (flags.BITS; see History.flagged)
+_COLUMNS = QUANTITIES + ("no_grad", "flags")
+_NO_GRAD = len(QUANTITIES)
+_FLAGS = _NO_GRAD + 1
+_ENGAGED = 1 - 1e-5  # clipped/raw below this: clipping changed the gradient (float32 round-off above)
+_MAX_LAYOUTS = 16
+
+
+@dataclass(frozen=True)
+class ClipStats:
+    """How clipping acted on one variable, layer or the global norm, over every recorded
+    step that passed ``clipped=`` (exact counts, never downsampled).
+
+    ``engaged``: steps where the clipped norm was below the raw norm; ``mean_scale`` and
+    ``min_scale``: clipped / raw norm over those steps (1.0 when it never engaged).
+    """
+
+    name: str
+    steps: int
+    engaged: int
+    mean_scale: float
+    min_scale: float
+
+    @property
+    def fraction(self) -> float:
+        """Share of the steps where clipping engaged."""
+        return self.engaged / self.steps if self.steps else 0.0
+
+
+class _Entities:
+    """Names of variables or layers, each with its block of bucket columns and exact
+    clipping counters."""
+
+    def __init__(self):
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.cols = np.zeros((0, len(_COLUMNS)), np.int64)
+        self.clip_steps = np.zeros(0, np.int64)
+        self.clip_engaged = np.zeros(0, np.int64)
+        self.clip_sum = np.zeros(0)
+        self.clip_min = np.zeros(0)
+
+    def add(self, name: str, first_col: int) -> int:
+        i = len(self.names)
+        self.names.append(name)
+        self.index[name] = i
+        self.cols = np.vstack([self.cols, first_col + np.arange(len(_COLUMNS))])
+        self.clip_steps = np.append(self.clip_steps, 0)
+        self.clip_engaged = np.append(self.clip_engaged, 0)
+        self.clip_sum = np.append(self.clip_sum, 0.0)
+        self.clip_min = np.append(self.clip_min, 1.0)
+        return i
+
+    def count_clipping(self, raw: np.ndarray, clipped: np.ndarray, present: np.ndarray) -> None:
+        """raw, clipped: (steps, n) norms; present: where a clipped gradient was given."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(present & (raw > 0), clipped / raw, 1.0)
+        engaged = present & (scale < _ENGAGED)
+        self.clip_steps += present.sum(axis=0)
+        self.clip_engaged += engaged.sum(axis=0)
+        self.clip_sum += np.where(engaged, scale, 0.0).sum(axis=0)
+        if engaged.any():
+            self.clip_min = np.minimum(self.clip_min, np.where(engaged, scale, 1.0).min(axis=0))
+
+    def clip_stats(self, i: int) -> ClipStats:
+        e = int(self.clip_engaged[i])
+        return ClipStats(
+            self.names[i],
+            int(self.clip_steps[i]),
+            e,
+            float(self.clip_sum[i] / e) if e else 1.0,
+            float(self.clip_min[i]),
+        )
+
+
+class _Layout:
+    """What one shape of ``hist.add`` call packs: which variables, which gradients are
+    None, whether clipped gradients and a loss tensor come with it."""
+
+    def __init__(
+        self,
+        variables: Sequence,
+        grads: Sequence,
+        var_index: np.ndarray,
+        present: np.ndarray,
+        has_clipped: bool,
+        clipped_present: np.ndarray,
+        loss_packed: bool,
+        last_layer: int,
+    ):
+        self.variables = variables  # strong refs: the ids in the cache key stay theirs
+        self.weights = [_inner_variable(v) for v in variables]
+        self.var_index = var_index  # position in hist's variable list, per variable passed
+        self.present = present  # gradient is not None
+        self.has_clipped = has_clipped
+        self.clipped_present = clipped_present  # clipped gradient given and not None
+        self.loss_packed = loss_packed
+        self.last_layer = last_layer
+        # NumPy reads CPU tensors in place; elsewhere one tf.function a step (squared_norms.py)
+        self.on_host = on_cpu(list(self.weights) + [g for g in grads if g is not None])
+        n_grad = int(present.sum())
+        self.width = int(loss_packed) + n_grad + len(variables) + int(clipped_present.sum())
+
+
+class History:
+    """Gradient norms, weight norms, losses, flags and sampled pictures of a training run.
+
+    ``thresholds``: when flags fire (:class:`~tapeviz.training.step_warnings.Thresholds`); ``capacity``:
+    points kept per series (then steps merge, see :mod:`tapeviz.training.bounded_series`);
+    ``max_pictures`` / ``picture_budget_bytes``: how many step pictures are kept and their
+    estimated bytes (see :mod:`tapeviz.training.step_pictures`); ``flush_every``: steps whose norms
+    stay on the device before being fetched together.
+
+    Reading it back (each query first fetches what is pending):
+
+    - series, one value per stored point: :meth:`steps`, :meth:`spans`, :meth:`losses`,
+      :meth:`norms` (a variable, a layer or all together; grad / clipped / weight /
+      relative / clip_scale; last / min / max);
+    - :meth:`flags` (filter by step, name, kind), :meth:`clipping` (exact counts);
+    - for pictures and a step scrubber: :meth:`recorded_steps` and :meth:`picture` (the
+      steps that kept a TapeGraph + GradientFlow), :meth:`magnitudes` /
+      :meth:`relative_magnitudes` at any stored step (``||g|| / ||w||`` per variable or
+      layer) and :meth:`magnitude_scale` (one log scale, value -> [0, 1], for every step);
+    - :meth:`plot`, :meth:`to_tensorboard`, :meth:`callback` (``model.fit``).
+    """
+
+    def __init__(
+        self,
+        *,
+        thresholds: Thresholds | None = None,
+        capacity: int = 1024,
+        max_pictures: int = 16,
+        picture_budget_bytes: int = 256 << 20,
+        flush_every: int = 256,
+    ):
+        if thresholds is not None and not isinstance(thresholds, Thresholds):
+            raise TypeError(f"thresholds must be a tv.training.history.Thresholds, got {type(thresholds).__name__}.")
+        if flush_every < 1:
+            raise ValueError(f"flush_every must be at least 1, got {flush_every}.")
+        self.thresholds = thresholds or Thresholds()
+        self.flush_every = int(flush_every)
+        self._buckets = Buckets(capacity)
+        self._detector = FlagDetector(self.thresholds)
+        self._pictures = PictureStore(max_pictures, picture_budget_bytes)
+        self._vars = _Entities()
+        self._layers = _Entities()
+        self._global = _Entities()
+        self._var_layer: list[int] = []  # variable index -> layer index
+        self._layer_vars: list[list[int]] = []
+        self._loss_col = self._new_columns(1)
+        self._global.add("global", self._new_columns(len(_COLUMNS)))
+        self._registry: dict[int, tuple[Any, str]] = {}  # id(variable) -> (weakref, name)
+        self._layouts: dict[tuple, _Layout] = {}
+        self._pending_values: list = []  # scalar float32 tensors, not fetched yet
+        self._pending: list[tuple] = []  # (step, layout or None, host loss, picture or None)
+        self._count = 0
+        self._last_step: int | None = None
+        self._lock = threading.RLock()
+        self._tb_written: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ recording
+    def add(
+        self,
+        step: int,
+        *,
+        loss: Any = None,
+        grads: Sequence | None = None,
+        variables: Sequence | None = None,
+        clipped: Sequence | None = None,
+        tape: Any = None,
+    ) -> None:
+        """Record one training step.
+
+        ``step``: an int, larger than the previous one. ``loss``: the scalar loss (tensor
+        or number). ``grads`` / ``variables``: what ``tape.gradient(loss, variables)``
+        returned and the variables (a None gradient is recorded as "no gradient").
+        ``clipped``: the gradients after clipping, as given to the optimizer. ``tape``: a
+        ``tv.GradientTape`` that recorded this step: its picture may be kept (see
+        :meth:`recorded_steps`). Call it before ``apply_gradients`` so the weight norms
+        are those the gradients were computed at.
+
+        Inside ``MirroredStrategy.run`` (one call per replica) the replicas' gradients,
+        clipped gradients and losses are summed across replicas (the sum of replica
+        gradients is what the optimizer applies) and recorded once.
+        """
+        if not tf.executing_eagerly():
+            raise RuntimeError(
+                "hist.add runs eagerly, but it was called inside a tf.function. Return the gradients from your "
+                "train step and call hist.add after it, or use hist.callback(...) with model.fit."
+            )
+        grads, variables, clipped = _as_list(grads), _as_list(variables), _as_list(clipped)
+        ctx = tf.distribute.get_replica_context()
+        if ctx is not None and ctx.num_replicas_in_sync > 1:
+            loss, grads, clipped, primary = _sum_replicas(ctx, loss, grads, clipped)
+            if not primary:
+                return
+        elif grads and isinstance(grads[0], tf.distribute.DistributedValues):
+            loss, grads, clipped = _reduce_per_replica(loss, grads, clipped)
+        step = _as_step(step)
+        with self._lock:
+            if self._last_step is not None and step <= self._last_step:
+                raise ValueError(
+                    f"hist.add(step={step}) comes after step {self._last_step}: steps must increase. Pass a step "
+                    "counter that grows (e.g. the batch index over all epochs); record a second model or optimizer "
+                    "(e.g. a GAN's discriminator) in its own tv.History."
+                )
+            layout = packed_loss = host_loss = None
+            values = self._pending_values
+            mark = len(values)
+            try:
+                picture = self._picture_input(step, tape, loss) if tape is not None else None
+                if loss is not None:
+                    packed_loss = _loss_tensor(loss)
+                    if packed_loss is None:
+                        host_loss = _host_loss(loss)
+                if grads is not None:
+                    layout = self._layout(grads, variables, clipped, loss_packed=packed_loss is not None)
+                    values.append(_measure(packed_loss, grads, clipped, layout))
+                elif variables is not None or clipped is not None:
+                    raise ValueError("hist.add got variables/clipped without grads: pass grads= as well.")
+                elif packed_loss is not None:
+                    host_loss = float(packed_loss)  # a loss-only step: fetch it now
+            except BaseException:
+                del values[mark:]  # a refused call leaves nothing half-recorded
+                raise
+            self._pending.append((step, layout, host_loss, picture))
+            self._last_step = step
+            self._count += 1
+            if picture is not None or len(self._pending) >= self.flush_every:
+                self.flush()
+
+    def _picture_input(self, step, tape, loss):
+        from ..record.tape import graph_of
+
+        graph = graph_of(tape)
+        if loss is None or graph.key_of(loss) not in graph.tensors:
+            raise ValueError(
+                "hist.add(tape=...) keeps the picture of the loss: pass loss= the tensor computed inside that "
+                "tv.GradientTape's `with` block."
+            )
+        return graph, loss
+
+    def _layout(self, grads, variables, clipped, *, loss_packed: bool) -> _Layout:
+        if variables is None:
+            raise ValueError(
+                "hist.add got grads without variables: pass variables=model.trainable_variables (the list "
+                "you gave tape.gradient), so each gradient is named and compared with its weights."
+            )
+        if len(grads) != len(variables):
+            raise ValueError(
+                f"hist.add got {len(grads)} gradients for {len(variables)} variables: pass the list "
+                "tape.gradient(loss, variables) returned together with that same variables list."
+            )
+        if clipped is not None:
+            if len(clipped) != len(grads):
+                raise ValueError(
+                    f"hist.add got {len(clipped)} clipped gradients for {len(grads)} gradients: pass the "
+                    "whole list tf.clip_by_global_norm(grads, ...)[0] returned (one per variable)."
+                )
+        key = (
+            tuple(map(id, variables)),
+            tuple(g is None for g in grads),
+            None if clipped is None else tuple(c is None for c in clipped),
+            loss_packed,
+        )
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = self._new_layout(grads, variables, clipped, loss_packed)
+            if len(self._layouts) >= _MAX_LAYOUTS:
+                self._layouts.pop(next(iter(self._layouts)))
+            self._layouts[key] = layout
+        return layout
+
+    def _new_layout(self, grads, variables, clipped, loss_packed) -> _Layout:
+        for i, v in enumerate(variables):
+            if not _is_variable(v):
+                raise TypeError(
+                    f"variables[{i}] is a {type(v).__name__}, not a variable: pass the tf.Variables / "
+                    "Keras variables the gradients are for (e.g. model.trainable_variables)."
+                )
+        for i, (g, v) in enumerate(zip(grads, variables, strict=True)):
+            if g is None:
+                continue
+            if not isinstance(g, (tf.Tensor, tf.IndexedSlices)):
+                raise TypeError(f"grads[{i}] is a {type(g).__name__}: pass the tensors tape.gradient returned.")
+            gshape = _shape(g)
+            if tuple(gshape) != tuple(v.shape):
+                raise ValueError(
+                    f"grads[{i}] has shape {tuple(gshape)} but variables[{i}] ({_variable_name(v)}) "
+                    f"has shape {tuple(v.shape)}: grads and variables must be in the same order."
+                )
+            if clipped is not None and clipped[i] is not None and tuple(_shape(clipped[i])) != tuple(gshape):
+                raise ValueError(
+                    f"clipped[{i}] has shape {tuple(clipped[i].shape)}, grads[{i}] {tuple(g.shape)}: pass "
+                    "the clipped gradients in the order of grads."
+                )
+        index = np.array([self._register(v) for v in variables], np.int64)
+        present = np.array([g is not None for g in grads], bool)
+        cp = (
+            np.zeros(len(grads), bool)
+            if clipped is None
+            else np.array([c is not None and g is not None for c, g in zip(clipped, grads, strict=True)], bool)
+        )
+        last_layer = self._var_layer[index[-1]] if len(index) else 0
+        return _Layout(tuple(variables), grads, index, present, clipped is not None, cp, loss_packed, last_layer)
+
+    def _register(self, v) -> int:
+        found = self._registry.get(id(v))
+        if found is not None and found[0]() is v:
+            return self._vars.index[found[1]]
+        name = base = _variable_name(v)
+        k = 1
+        while name in self._vars.index:
+            k += 1
+            name = f"{base}_{k}"
+        self._registry[id(v)] = (_ref(v), name)
+        i = self._vars.add(name, self._new_columns(len(_COLUMNS)))
+        layer = layer_of(name)
+        if layer not in self._layers.index:
+            self._layers.add(layer, self._new_columns(len(_COLUMNS)))
+            self._layer_vars.append([])
+        li = self._layers.index[layer]
+        self._var_layer.append(li)
+        self._layer_vars[li].append(i)
+        return i
+
+    def _new_columns(self, k: int) -> int:
+        first = self._buckets.columns
+        self._buckets.add_columns(k)
+        return first
+
+    # ------------------------------------------------------------------ flushing
+    def flush(self) -> None:
+        """Fetch the norms still on the device, judge them (flags) and store them.
+
+        Every query calls it first; call it yourself to see flags sooner."""
+        with self._lock:
+            if not self._pending:
+                return
+            pending, self._pending = self._pending, []
+            values, self._pending_values = self._pending_values, []
+            self._ingest(pending, _fetch(values))
+
+    def _ingest(self, pending, fetched: np.ndarray) -> None:
+        b = len(pending)
+        nv, nl = len(self._vars.names), len(self._layers.names)
+        g2 = np.zeros((b, nv))
+        w2 = np.zeros((b, nv))
+        c2 = np.zeros((b, nv))
+        present = np.zeros((b, nv), bool)  # gradient measured
+        missing = np.zeros((b, nv), bool)  # gradient was None
+        in_step = np.zeros((b, nv), bool)  # variable passed (weights measured)
+        clip_present = np.zeros((b, nv), bool)
+        loss = np.full(b, np.nan)
+        loss_given = np.zeros(b, bool)
+        last_layer = np.zeros(b, np.int64)
+        has_grads = np.zeros(b, bool)
+        for i, (_, _, host_loss, _) in enumerate(pending):
+            if host_loss is not None:
+                loss[i], loss_given[i] = host_loss, True
+        at = 0
+        for start, stop, layout in _runs(pending):  # consecutive steps of one layout: one block
+            rows = np.arange(start, stop)[:, None]
+            block = fetched[at : at + (stop - start) * layout.width].reshape(stop - start, layout.width)
+            at += (stop - start) * layout.width
+            k = 0
+            if layout.loss_packed:
+                loss[start:stop], loss_given[start:stop] = block[:, 0], True
+                k = 1
+            idx = layout.var_index
+            got, clip = idx[layout.present], idx[layout.clipped_present]
+            g2[rows, got] = block[:, k : k + len(got)]
+            k += len(got)
+            w2[rows, idx] = block[:, k : k + len(idx)]
+            k += len(idx)
+            c2[rows, clip] = block[:, k:]
+            present[rows, got] = True
+            missing[rows, idx[~layout.present]] = True
+            in_step[rows, idx] = True
+            clip_present[rows, clip] = True
+            last_layer[start:stop] = layout.last_layer
+            has_grads[start:stop] = True
+
+        with np.errstate(invalid="ignore", divide="ignore"):
+            var_g = np.where(present, np.sqrt(g2), np.nan)
+            var_w = np.where(in_step, np.sqrt(w2), np.nan)
+            var_c = np.where(clip_present, np.sqrt(c2), np.nan)
+            lay_g, lay_w, lay_c = (np.full((b, nl), np.nan) for _ in range(3))
+            lay_clip = np.zeros((b, nl), bool)
+            for li, members in enumerate(self._layer_vars):
+                m = np.asarray(members)
+                any_g = present[:, m].any(axis=1)
+                lay_g[:, li] = np.where(any_g, np.sqrt(np.where(present[:, m], g2[:, m], 0).sum(axis=1)), np.nan)
+                any_w = in_step[:, m].any(axis=1)
+                lay_w[:, li] = np.where(any_w, np.sqrt(np.where(in_step[:, m], w2[:, m], 0).sum(axis=1)), np.nan)
+                lay_clip[:, li] = clip_present[:, m].any(axis=1)
+                lay_c[:, li] = np.where(
+                    lay_clip[:, li], np.sqrt(np.where(clip_present[:, m], c2[:, m], 0).sum(axis=1)), np.nan
+                )
+            glob_g = np.where(has_grads, np.sqrt(np.where(present, g2, 0).sum(axis=1)), np.nan)[:, None]
+            glob_w = np.where(has_grads, np.sqrt(np.where(in_step, w2, 0).sum(axis=1)), np.nan)[:, None]
+            # (numpy's stubs type any(axis=...) as a bool or an array; of a 2-D array it is the array)
+            glob_clip = cast(np.ndarray, clip_present.any(axis=1))[:, None]
+            glob_c = np.where(glob_clip[:, 0], np.sqrt(np.where(clip_present, c2, 0).sum(axis=1)), np.nan)[:, None]
+
+        rows = np.full((b, self._buckets.columns), np.nan, np.float32)
+        rows[:, self._loss_col] = loss
+        _fill(rows, self._vars.cols, var_g, var_w, var_c, np.where(in_step, missing.astype(np.float64), np.nan))
+        _fill(rows, self._layers.cols, lay_g, lay_w, lay_c)
+        _fill(rows, self._global.cols, glob_g, glob_w, glob_c)
+        steps = np.array([p[0] for p in pending], np.int64)
+
+        self._vars.count_clipping(var_g, var_c, clip_present & present)
+        self._layers.count_clipping(lay_g, lay_c, lay_clip)
+        self._global.count_clipping(glob_g, glob_c, glob_clip)
+
+        with np.errstate(invalid="ignore", divide="ignore"):
+            clip_scale = (glob_c / glob_g)[:, 0]
+        new_flags = self._detector.observe(
+            steps,
+            layers=self._layers.names,
+            layer_grad=lay_g,
+            layer_weight=lay_w,
+            last_layer=last_layer,
+            variables=self._vars.names,
+            var_grad=var_g,
+            var_present=present,
+            var_missing=missing,
+            loss=loss,
+            loss_given=loss_given,
+            clip_scale=clip_scale,
+        )
+        self._store_conditions(rows, present, in_step)
+        self._buckets.append(steps, rows)
+        flagged = {f.step for f in new_flags}
+        for step, _, _, picture in pending:
+            if picture is not None:
+                self._pictures.add(step, picture[0], picture[1], flagged=step in flagged)
+        for s in flagged:
+            self._pictures.mark_flagged(s)
+
+    def _store_conditions(self, rows: np.ndarray, present: np.ndarray, in_step: np.ndarray) -> None:
+        """Write which flag conditions hold at each step (bits of flags.BITS) into rows:
+        per variable (nan, no_gradient), per layer (its own vanishing / exploding and its
+        variables' bits) and globally (every bit, a NaN / Inf loss as nan)."""
+        cond = self._detector.conditions
+        var_bits = cond["nan"] * BITS["nan"] + cond["no_gradient"] * BITS["no_gradient"]
+        lay_bits = cond["vanishing"] * BITS["vanishing"] + cond["exploding"] * BITS["exploding"]
+        for li, members in enumerate(self._layer_vars):
+            lay_bits[:, li] |= np.bitwise_or.reduce(var_bits[:, members], axis=1)
+        glob = np.bitwise_or.reduce(lay_bits, axis=1) | cond["nan_loss"] * BITS["nan"]
+        lay_in = np.zeros_like(lay_bits, bool)
+        for li, members in enumerate(self._layer_vars):
+            lay_in[:, li] = in_step[:, members].any(axis=1)
+        rows[:, self._vars.cols[:, _FLAGS]] = np.where(in_step, var_bits, np.nan)
+        rows[:, self._layers.cols[:, _FLAGS]] = np.where(lay_in, lay_bits, np.nan)
+        rows[:, self._global.cols[0, _FLAGS]] = glob
+
+    # ------------------------------------------------------------------ queries
+    def __len__(self) -> int:
+        """Number of recorded steps (every ``add``; the series may hold fewer points)."""
+        return self._count
+
+    def steps(self) -> np.ndarray:
+        """The step of each stored point: every recorded step until ``capacity`` is
+        reached, then the last step of each bucket (see :meth:`spans`)."""
+        self.flush()
+        return self._buckets.steps()
+
+    def spans(self) -> tuple[np.ndarray, np.ndarray]:
+        """(first step, last step) each stored point covers (equal while not merged)."""
+        self.flush()
+        return self._buckets.spans()
+
+    def variables(self) -> list[str]:
+        """Names of the variables seen, in the order they were first passed."""
+        return list(self._vars.names)
+
+    def layers(self) -> list[str]:
+        """Names of the layers (variable paths without the last part), in order."""
+        return list(self._layers.names)
+
+    def losses(self, stat: str = "last") -> np.ndarray:
+        """The loss at each stored point (NaN where none was passed); ``stat``: "last"
+        (the value at the point's step), "min" or "max" over the steps it covers."""
+        self.flush()
+        return self._buckets.column(self._loss_col, stat).astype(np.float64)
+
+    def norms(
+        self, name: str | None = None, kind: str = "grad", stat: str = "last", *, level: str | None = None
+    ) -> np.ndarray:
+        """One value per stored point (see :meth:`steps`) for a variable, a layer, or
+        (``name=None``) all variables together.
+
+        ``kind``: "grad" (gradient norm), "clipped" (norm of the clipped gradient),
+        "weight" (weight norm), "relative" (grad / weight) or "clip_scale" (clipped / raw).
+        NaN where the step did not measure it (no gradient, no clipped list passed).
+        ``stat``: "last", "min" or "max" over the steps a point covers. ``level``:
+        "variable" or "layer" when a name is both.
+        """
+        if kind not in QUANTITIES:
+            raise ValueError(f"kind must be one of {', '.join(QUANTITIES)}, got {kind!r}.")
+        self.flush()
+        ent, i = self._entity(name, level)
+        return self._buckets.column(int(ent.cols[i, QUANTITIES.index(kind)]), stat).astype(np.float64)
+
+    def _entity(self, name, level):
+        if level not in (None, "variable", "layer"):
+            raise ValueError(f"level must be 'variable' or 'layer', got {level!r}.")
+        if name is None:
+            return self._global, 0
+        if level != "layer" and name in self._vars.index:
+            return self._vars, self._vars.index[name]
+        if level != "variable" and name in self._layers.index:
+            return self._layers, self._layers.index[name]
+        known = self._vars.names + [n for n in self._layers.names if n not in self._vars.index]
+        hint = ", ".join(known[:8]) + (" ..." if len(known) > 8 else "") if known else "none yet: call hist.add first"
+        raise KeyError(f"No variable or layer named {name!r} in this History; known names: {hint}.")
+
+    def flags(self, step: int | None = None, name: str | None = None, kind: str | None = None) -> list[Flag]:
+        """Flags raised so far, in step order; keep those at ``step``, about ``name``
+        (a variable, a layer or "loss") and of ``kind`` when given."""
+        if kind is not None and kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}.")
+        self.flush()
+        return [
+            f
+            for f in self._detector.flags
+            if (step is None or f.step == step)
+            and (name is None or f.name == name)
+            and (kind is None or f.kind == kind)
+        ]
+
+    @property
+    def dropped_flags(self) -> int:
+        """Flags not kept because ``thresholds.max_flags`` were already kept."""
+        self.flush()
+        return self._detector.dropped
+
+    def clipping(self, by: str = "variable") -> dict[str, ClipStats]:
+        """How often clipping engaged and by how much: ``{name: ClipStats}`` per variable
+        (``by="variable"``), per layer (``"layer"``) or for the global norm (``"global"``)."""
+        ent = {"variable": self._vars, "layer": self._layers, "global": self._global}.get(by)
+        if ent is None:
+            raise ValueError(f"by must be 'variable', 'layer' or 'global', got {by!r}.")
+        self.flush()
+        return {n: ent.clip_stats(i) for i, n in enumerate(ent.names)}
+
+    def magnitudes(self, step: int | None = None, by: str = "variable") -> list[Magnitude]:
+        """``||g||`` and ``||w||`` of each variable (or layer) at ``step`` (default: the
+        latest stored point; after merging, the last step of the point holding ``step``).
+        Variables not part of that step are left out."""
+        if by not in ("variable", "layer"):
+            raise ValueError(f"by must be 'variable' or 'layer', got {by!r}.")
+        self.flush()
+        b = self._bucket(step)
+        if b is None:
+            return []
+        last = self._buckets.row(b, "last")
+        grad, weight = QUANTITIES.index("grad"), QUANTITIES.index("weight")
+        out = []
+        if by == "layer":  # the layer's own columns: its norms computed in float64, rounded once
+            for i, name in enumerate(self._layers.names):
+                cols = self._layers.cols[i]
+                w, g = last[cols[weight]], last[cols[grad]]
+                if np.isnan(w):
+                    continue  # not part of this step
+                missing = np.isnan(g) and "nan" not in kinds_of(float(last[cols[_FLAGS]]))  # NaN: no gradient
+                out.append(magnitude(name, None if missing else float(g), float(w), layer=name))
+            return out
+        for i, name in enumerate(self._vars.names):
+            cols = self._vars.cols[i]
+            w = last[cols[weight]]
+            if np.isnan(last[cols[_NO_GRAD]]):
+                continue  # not part of this step
+            g = None if last[cols[_NO_GRAD]] == 1.0 else float(last[cols[grad]])
+            out.append(magnitude(name, g, float(w), layer=self._layers.names[self._var_layer[i]]))
+        return out
+
+    def flagged(self, step: int | None = None, by: str = "layer") -> dict[str, tuple[str, ...]]:
+        """``{name: kinds}`` of the layers (or variables) where a flag's condition holds at
+        ``step`` (default: the latest stored point; after merging, the last step of the
+        point holding ``step``). A flag is raised once, at the first step of an episode;
+        this says where the condition still holds at any later step (a layer's kinds
+        include its variables' nan / no_gradient)."""
+        if by not in ("variable", "layer"):
+            raise ValueError(f"by must be 'variable' or 'layer', got {by!r}.")
+        self.flush()
+        b = self._bucket(step)
+        if b is None:
+            return {}
+        last = self._buckets.row(b, "last")
+        ent = self._vars if by == "variable" else self._layers
+        out = {}
+        for i, name in enumerate(ent.names):
+            kinds = kinds_of(float(last[ent.cols[i, _FLAGS]]))
+            if kinds:
+                out[name] = kinds
+        return out
+
+    def relative_magnitudes(self, step: int | None = None, by: str = "variable") -> dict[str, float | None]:
+        """``{name: ||g|| / ||w||}`` at ``step`` (see :meth:`magnitudes`)."""
+        return {m.name: m.relative for m in self.magnitudes(step, by)}
+
+    def magnitude_scale(self, cmap: str = "viridis") -> MagnitudeScale:
+        """A log scale (whole decades) holding every ``||g|| / ||w||`` recorded, per
+        variable and per layer: one colour bar for every step of the run."""
+        self.flush()
+        vals = []
+        for ent in (self._vars, self._layers):
+            for i in range(len(ent.names)):
+                col = int(ent.cols[i, QUANTITIES.index("relative")])
+                vals.extend(self._buckets.column(col, "min").tolist())
+                vals.extend(self._buckets.column(col, "max").tolist())
+        return MagnitudeScale.fit(vals, cmap=cmap)
+
+    def _bucket(self, step):
+        n = self._buckets.n
+        if n == 0:
+            return None
+        if step is None:
+            return n - 1
+        b = self._buckets.bucket_of(_as_step(step))
+        if b is None:
+            raise KeyError(
+                f"Step {step} was not recorded; recorded steps run from {self._buckets.first_step[0]} to "
+                f"{self._buckets.last_step[n - 1]} (hist.steps() lists the stored points)."
+            )
+        return b
+
+    # ------------------------------------------------------------------ pictures
+    def recorded_steps(self) -> list[int]:
+        """Steps whose picture is kept (recorded with ``tape=``), ascending."""
+        self.flush()
+        return self._pictures.steps()
+
+    def picture(self, step: int) -> tuple[TapeGraph, GradientFlow] | None:
+        """``(TapeGraph, GradientFlow)`` of a step in :meth:`recorded_steps`, else None.
+
+        The flow (the backward pass of the loss, as ``tv.flow(tape, loss)``) is computed on
+        first request from what the tape recorded, then kept."""
+        self.flush()
+        pic = self._pictures.get(_as_step(step))
+        if pic is None:
+            return None
+        return pic.graph, pic.flow()
+
+    @property
+    def dropped_pictures(self) -> int:
+        """Pictures recorded with ``tape=`` but not kept (sampled out, or over budget)."""
+        self.flush()
+        return self._pictures.dropped
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the series arrays plus the estimate of the kept pictures."""
+        self.flush()
+        return self._buckets.nbytes + self._pictures.nbytes
+
+    # ------------------------------------------------------------------ outputs
+    def plot(self, by: str = "layer", names: Iterable[str] | None = None, kind: str = "grad") -> Figure:
+        """A matplotlib Figure: loss; gradient norms over steps (log scale; raw solid,
+        clipped dashed; min-max band where steps merged) with flags marked; and, when
+        clipped gradients were recorded, the clip scale with how often it engaged.
+
+        ``by``: "layer" or "variable"; ``names``: only these; ``kind``: "grad" or
+        "relative" (``||g|| / ||w||``) in the norms panel. See :mod:`tapeviz.training.plot`."""
+        from .plot import plot_history
+
+        return plot_history(self, by=by, names=names, kind=kind)
+
+    def plot_layers(self, step: int | None = None, *, by: str = "layer", relative: bool = False) -> Figure:
+        """A matplotlib Figure: the gradient norm of each layer at ``step`` (None: the
+        last), one horizontal bar per layer on a log axis, first layer at the top, its name
+        on the axis; layers where a flag's condition holds are coloured and named.
+        ``by="variable"``: a layer's variables (kernel, bias) side by side;
+        ``relative=True``: a second panel with ``‖g‖ / ‖w‖``. See :mod:`tapeviz.training.layer_plot`."""
+        from .layer_plot import plot_layers
+
+        return plot_layers(self, step, by=by, relative=relative)
+
+    def compare(self, a: int, b: int, *, by: str = "layer") -> tuple[Figure, NormTable]:
+        """What changed between steps ``a`` and ``b``: a Figure (both steps' norms by layer,
+        and the ratio b / a) and a :class:`~tapeviz.training.layer_plot.NormTable` of per-layer
+        ratios of ``‖g‖``, ``‖g‖ / ‖w‖`` and ``‖w‖``."""
+        from .layer_plot import compare
+
+        return compare(self, a, b, by=by)
+
+    def callback(self, x: Any, y: Any = None, *, every: int = 10, sample_weight: Any = None) -> HistoryCallback:
+        """A Keras callback for ``model.fit``: every ``every`` batches it computes the
+        gradients of the compiled loss on the probe batch ``(x, y)`` at the current
+        weights, eagerly with a ``tv.GradientTape``, and records them (with the picture),
+        clipped as the model's optimizer would clip them. See :mod:`tapeviz.training.keras_callback`."""
+        from .keras_callback import HistoryCallback
+
+        return HistoryCallback(self, x, y, every=every, sample_weight=sample_weight)
+
+    def to_tensorboard(self, logdir: str | os.PathLike[str]) -> str:
+        """Write norms, clip scales, losses and flags as TensorBoard scalars / text in
+        ``logdir``; a second call adds only what is new. Returns the logdir."""
+        from .tensorboard import write_history
+
+        return write_history(self, logdir)
+
+    def __repr__(self) -> str:
+        self.flush()
+        return (
+            f"History(steps={self._count}, points={self._buckets.n}, variables={len(self._vars.names)}, "
+            f"flags={len(self._detector.flags)}, pictures={len(self._pictures)})"
+        )
+
+
+# ---------------------------------------------------------------------- helpers
+def _fill(rows: np.ndarray, cols: np.ndarray, g, w, c, no_grad=None) -> None:
+    """Write grad, clipped, weight, relative and clip scale of n entities into rows (and
+    for variables, 1.0 / 0.0 where the gradient was / was not None)."""
+    if not len(cols):
+        return
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rel = np.where(w > 0, g / w, np.nan)
+        scale = np.where(g > 0, c / g, np.nan)
+    for q, vals in zip(QUANTITIES, (g, c, w, rel, scale), strict=True):
+        rows[:, cols[:, QUANTITIES.index(q)]] = vals
+    if no_grad is not None:
+        rows[:, cols[:, _NO_GRAD]] = no_grad
+
+
+def _measure(loss, grads, clipped, layout: _Layout) -> list[float] | tf.Tensor:
+    """One step's values in the layout's order: the loss (when packed), then the sum of
+    squares of each gradient, weight and clipped gradient. On CPU, floats computed now by
+    NumPy on the tensors' buffers; elsewhere one float64 vector left on the device (both
+    fetched together at the next flush, see :func:`_fetch`)."""
+    if not layout.on_host:
+        tensors = [g for g, p in zip(grads, layout.present, strict=True) if p] + list(layout.weights)
+        if layout.has_clipped:
+            tensors += [c for c, p in zip(clipped, layout.clipped_present, strict=True) if p]
+        return device_sums(loss, tensors)
+    out = [float(np.asarray(loss))] if layout.loss_packed else []
+    for g, p in zip(grads, layout.present, strict=True):
+        if p:
+            out.append(host_sumsq(g))
+    for w in layout.weights:
+        out.append(host_sumsq(read(w)))
+    if layout.has_clipped:
+        for c, p in zip(clipped, layout.clipped_present, strict=True):
+            if p:
+                out.append(host_sumsq(c))
+    return out
+
+
+def _fetch(items: list) -> np.ndarray:
+    """The pending steps' values as one float64 array: host lists as they are, device
+    vectors fetched with one concat and one copy."""
+    device = [it for it in items if not isinstance(it, list)]
+    if not device:
+        return np.fromiter((v for it in items for v in it), np.float64)
+    fetched = tf.concat(device, 0).numpy()
+    parts, at = [], 0
+    for it in items:
+        if isinstance(it, list):
+            parts.append(np.asarray(it, np.float64))
+        else:
+            n = int(it.shape[0])
+            parts.append(fetched[at : at + n])
+            at += n
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def _runs(pending):
+    """(start, stop, layout) for each run of consecutive pending steps with one layout."""
+    start = None
+    for i, p in enumerate(pending):
+        if start is not None and p[1] is not pending[start][1]:
+            yield start, i, pending[start][1]
+            start = None
+        if start is None and p[1] is not None:
+            start = i
+    if start is not None:
+        yield start, len(pending), pending[start][1]
+
+
+def _as_list(seq):
+    """grads / variables / clipped as a list or tuple (a generator is read once, here)."""
+    if seq is None or isinstance(seq, (list, tuple)):
+        return seq
+    if isinstance(seq, dict):
+        raise TypeError(
+            "hist.add takes grads, variables and clipped as lists (what tape.gradient(loss, variables) "
+            "returns and the variables), not dicts."
+        )
+    if isinstance(seq, (tf.Tensor, tf.Variable, tf.IndexedSlices)) or hasattr(seq, "path"):
+        return [seq]  # a single variable and its gradient
+    return list(seq)
+
+
+def _shape(t) -> tuple:
+    """The dense shape of a gradient (an IndexedSlices' dense_shape)."""
+    if isinstance(t, tf.IndexedSlices):
+        shape = t.dense_shape
+        return tuple(int(d) for d in (shape.numpy() if isinstance(shape, tf.Tensor) else shape))
+    return tuple(t.shape)
+
+
+def _ref(obj):
+    """A weak reference when the object allows one, else a strong one (same call shape)."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
+
+
+def _inner_variable(v):
+    """What to read a weight from: the tf.Variable inside a Keras variable, else v."""
+    if isinstance(v, tf.Variable):
+        return v
+    inner = getattr(v, "value", None)
+    return inner if isinstance(inner, tf.Variable) else v
+
+
+def _is_variable(v) -> bool:
+    return isinstance(v, tf.Variable) or (isinstance(getattr(v, "path", None), str) and hasattr(v, "value"))
+
+
+def _variable_name(v) -> str:
+    path = getattr(v, "path", None)
+    if isinstance(path, str) and path and not isinstance(v, tf.Variable):
+        return path
+    name = getattr(v, "name", None) or "Variable"
+    return name[:-2] if name.endswith(":0") else name.split(":")[0]
+
+
+def _as_step(step) -> int:
+    if isinstance(step, (tf.Tensor, tf.Variable)) or hasattr(step, "numpy"):
+        step = step.numpy()
+    if isinstance(step, np.ndarray) and step.shape == ():
+        step = step.item()
+    if isinstance(step, float) and step.is_integer():
+        step = int(step)
+    try:
+        return operator.index(step)
+    except TypeError:
+        raise TypeError(f"step must be an integer (the training step or batch number), got {step!r}.") from None
+
+
+def _loss_tensor(loss):
+    """The scalar loss tensor to measure with the norms, or None for a host number."""
+    if isinstance(loss, (tf.Tensor, tf.Variable)) or hasattr(loss, "numpy"):
+        t = loss if isinstance(loss, tf.Tensor) else tf.convert_to_tensor(loss)
+        if t.shape.rank != 0:
+            raise ValueError(
+                f"hist.add(loss=...) needs the scalar loss, got shape {tuple(t.shape)}: pass "
+                "tf.reduce_mean of per-example losses (what you differentiate)."
+            )
+        if not t.dtype.is_floating:
+            raise TypeError(f"hist.add(loss=...) must be a float, got dtype {t.dtype.name}.")
+        return t
+    return None
+
+
+def _host_loss(loss) -> float:
+    arr = np.asarray(loss)
+    if arr.shape != () or not np.issubdtype(arr.dtype, np.number):
+        raise ValueError(f"hist.add(loss=...) needs one number (the scalar loss), got {loss!r}.")
+    return float(arr)
+
+
+def _sum_replicas(ctx, loss, grads, clipped):
+    """Inside MirroredStrategy.run: sum gradients, clipped gradients and losses over the
+    replicas (every replica must call hist.add); only replica 0 records."""
+
+    def reduce(seq):
+        if seq is None:
+            return None
+        seq = list(seq)
+        idx = [i for i, t in enumerate(seq) if t is not None]
+        summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, [seq[i] for i in idx]) if idx else []
+        out = [None] * len(seq)
+        for i, t in zip(idx, summed, strict=True):
+            out[i] = t
+        return out
+
+    grads = reduce(grads)
+    clipped = reduce(clipped)
+    if loss is not None:
+        loss = ctx.all_reduce(tf.distribute.ReduceOp.SUM, tf.cast(tf.convert_to_tensor(loss), tf.float32))
+    rid = tf.get_static_value(ctx.replica_id_in_sync_group)
+    return loss, grads, clipped, int(rid if rid is not None else ctx.replica_id_in_sync_group) == 0
+
+
+def _reduce_per_replica(loss, grads, clipped):
+    """Per-replica results returned by strategy.run: sum them across replicas."""
+    strategy = tf.distribute.get_strategy()
+
+    def red(t):
+        if isinstance(t, tf.distribute.DistributedValues):
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, t, axis=None)
+        return t
+
+    return (
+        red(loss),
+        [None if g is None else red(g) for g in grads],
+        None if clipped is None else [None if c is None else red(c) for c in clipped],
+    )
