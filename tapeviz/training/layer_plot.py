@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from .plot import FLAG_STYLE
@@ -195,13 +194,33 @@ def _set_names(ax: Axes, names, fontsize: float = 9) -> str:
     return prefix
 
 
-def _flag_legend(ax: Axes, kinds_seen) -> None:
+def _mark_layer_names(ax: Axes, rows, flagged) -> None:
+    """By variable, a layer's flags go on its name: ▼ / ▲ before it, in the flag's colour."""
+    texts, colors = [], []
+    for label, layer in zip(ax.get_yticklabels(), rows, strict=True):
+        kind = _kind(flagged.get(layer, ()))
+        marked = kind in _SYMBOL
+        texts.append(f"{_SYMBOL[kind]} {label.get_text()}" if marked else label.get_text())
+        colors.append(FLAG_STYLE[kind][1] if marked else None)
+    ax.set_yticks(np.arange(len(rows)), texts)
+    for label, color in zip(ax.get_yticklabels(), colors, strict=True):
+        if color:
+            label.set_color(color)
+
+
+def _legend(fig: Figure, handles, title: str | None = None) -> None:
+    """One legend under the axes (never over a bar or its value)."""
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8, title=title, title_fontsize=8)
+
+
+def _flag_legend(fig: Figure, kinds_seen) -> None:
     handles = [Patch(color=BAR, label="gradient norm")]
     for kind in _ORDER:
         if kind in kinds_seen and kind in ("vanishing", "exploding"):
             handles.append(Patch(color=FLAG_STYLE[kind][1], label=f"flag: {FLAG_STYLE[kind][2]}"))
     if len(handles) > 1:
-        ax.legend(handles=handles, fontsize=8, loc="lower right")
+        _legend(fig, handles)
 
 
 def _height(rows: int) -> float:
@@ -223,7 +242,9 @@ def plot_layers(hist, step: int | None = None, *, by: str = "layer", relative: b
     data = layer_bars(hist, step, by)
     values = ["grad", "relative"] if relative else ["grad"]
     rows, leaves = _rows_of(data)
-    fig = Figure(figsize=(9.0 if not relative else 10.0, _height(len(rows))), layout="constrained")
+    longest = max(len(n) for n in rows) - len(common_prefix(rows))
+    width = min(10.0, (6.5 if not relative else 8.0) + 0.07 * longest)  # long names widen it, up to a page
+    fig = Figure(figsize=(width, _height(len(rows))), layout="constrained")
     axes = fig.subplots(1, len(values), sharey=True, squeeze=False)[0]
     for ax, value in zip(axes, values, strict=True):
         lim = _decades(data.values(value))
@@ -232,12 +253,14 @@ def plot_layers(hist, step: int | None = None, *, by: str = "layer", relative: b
         else:
             series = _leaf_series(data, rows, leaves, value)
         draw_bars(ax, series, len(rows), lim=lim, value=value)
-        if leaves is not None:
-            ax.legend(fontsize=8, loc="lower right", title="variable", title_fontsize=8)
+    if leaves is not None:
+        _legend(fig, axes[0].get_legend_handles_labels()[0])
     prefix = _set_names(axes[0], rows)
+    if leaves is not None:
+        _mark_layer_names(axes[0], rows, hist.flagged(data.step, by="layer"))
     axes[0].set_ylabel("layer" + (f" of {prefix}" if prefix else ""))
     if leaves is None:
-        _flag_legend(axes[-1], {k for kk in data.kinds for k in kk})
+        _flag_legend(fig, {k for kk in data.kinds for k in kk})
     loss = f", loss {data.loss:.4g}" if np.isfinite(data.loss) else ""
     fig.suptitle(f"Gradient norm by {by} at step {data.step}{loss}", x=0.01, ha="left", fontsize=11)
     return fig
@@ -376,19 +399,15 @@ def compare(hist, a: int, b: int, *, by: str = "layer") -> tuple[Figure, NormTab
         lim=lim,
         labels=False,
     )
-    ax_norm.legend(
-        handles=[Patch(color=STEP_A, label=f"step {da.step}"), Patch(color=STEP_B, label=f"step {db.step}")],
-        fontsize=8,
-        loc="lower right",
-    )
-    _draw_ratio(ax_ratio, _ratio(gb, ga), da.step, db.step)
+    steps = [Patch(color=STEP_A, label=f"step {da.step}"), Patch(color=STEP_B, label=f"step {db.step}")]
+    _legend(fig, steps + _draw_ratio(ax_ratio, _ratio(gb, ga), da.step, db.step))
     prefix = _set_names(ax_norm, names)
     ax_norm.set_ylabel("layer" + (f" of {prefix}" if prefix else ""))
     fig.suptitle(f"Gradient norm by {by}: step {da.step} against step {db.step}", x=0.01, ha="left", fontsize=11)
     return fig, table
 
 
-def _draw_ratio(ax: Axes, ratio: np.ndarray, a: int, b: int) -> None:
+def _draw_ratio(ax: Axes, ratio: np.ndarray, a: int, b: int) -> list:
     """Bars from 1 to each ratio on a log axis (longer: changed more), ×k written beside."""
     ok = ratio[np.isfinite(ratio) & (ratio > 0)]
     span = max(10.0, float(np.max(np.maximum(ok, 1 / ok)))) if len(ok) else 10.0
@@ -406,10 +425,8 @@ def _draw_ratio(ax: Axes, ratio: np.ndarray, a: int, b: int) -> None:
             ax.text(1.15, y, "—", va="center", ha="left", fontsize=8, color="grey")
     ax.set_xlabel(f"‖g‖ at step {b} / ‖g‖ at step {a} (log scale)")
     ax.grid(True, which="major", axis="x", alpha=0.3)
-    handles = [
-        Line2D([], [], color=color, lw=6, alpha=0.75, label=label)
-        for color, label, seen in (("#d62728", "grew", (ok > 1).any()), ("#1f77b4", "shrank", (ok < 1).any()))
+    return [
+        Patch(color=color, alpha=0.75, label=label)
+        for color, label, seen in (("#d62728", "‖g‖ grew", (ok > 1).any()), ("#1f77b4", "‖g‖ shrank", (ok < 1).any()))
         if seen
     ]
-    if handles:
-        ax.legend(handles=handles, fontsize=8, loc="lower right")
