@@ -14,7 +14,9 @@
    norm (``reduce_retracing=True``) instead of one eager ``tf.nn.l2_loss`` per tensor.
 2. A picture step: ``hist.add(tape=tv_tape)`` (records the graph; the flow is computed
    only when asked for) against a plain step, median of single steps.
-3. Memory: 100,000 ``hist.add`` calls of a 2 -> 1 linear model with clipping: stored
+3. ``tv.explore(hist)`` on a norms-only History: ms per move of the train_step slider, in
+   the kernel (10 and 100 layers, 200 steps, 60 moves to steps not shown before).
+4. Memory: 100,000 ``hist.add`` calls of a 2 -> 1 linear model with clipping: stored
    points, the History's own bytes, and the process RSS growth, at 1 %, 10 %, 50 % and 100 %.
 
 Run: .venv/bin/python bench/bench_history.py [--rounds N] [--long N] [--overhead-only]
@@ -208,6 +210,39 @@ def picture_step(n: int = 15) -> dict:
     }
 
 
+def explore_moves(layers: int, steps: int = 200, moves: int = 60) -> dict:
+    """tv.explore(hist) on a norms-only History (a plain tf.GradientTape loop, ``layers``
+    Dense layers): ms per move of the train_step slider in the kernel (the observer's
+    whole repaint: run panel SVG, flags, note), each move to a step not shown before."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [keras.Input((16,))] + [keras.layers.Dense(16, activation="sigmoid") for _ in range(layers)]
+    )
+    x = tf.random.normal((32, 16))
+    hist = tv.History()
+    opt = keras.optimizers.SGD(0.1)
+    for step in range(steps):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        hist.add(step, loss=loss, grads=grads, variables=model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+    t0 = time.perf_counter()
+    ex = tv.explore(hist)
+    opened = time.perf_counter() - t0
+    slider = ex.controls["train_step"]
+    order = random.Random(1).sample(list(slider.options)[:-1], moves)
+    times = []
+    for s in order:
+        t0 = time.perf_counter()
+        slider.value = s
+        times.append(time.perf_counter() - t0)
+    ex.close()
+    return {"open": opened, "median": statistics.median(times), "max": max(times), "flags": len(hist.flags())}
+
+
 def long_run(n: int) -> dict:
     """n steps of a 2 -> 1 linear model on plain tf.Variables (cheap steps, so the run is
     mostly hist.add), clipped with tf.clip_by_global_norm."""
@@ -274,6 +309,15 @@ def main(argv=None) -> None:
         bold = "**" if "hist" in k else ""
         print(f"| {label} | {m[k] * 1e3:.3f} | {bold}{r:.3f}x{bold} | {(r - 1) * 100:+.1f}% | {r1:.3f}x |")
 
+    print()
+    print("| `tv.explore(hist)`, norms-only History of 200 steps | open (ms) | slider move, median (ms) | slowest move (ms) |")
+    print("|---|---|---|---|")
+    for layers in (10, 100):
+        e = explore_moves(layers)
+        print(
+            f"| {layers} Dense layers ({e['flags']} flags) | {e['open'] * 1e3:.0f} | {e['median'] * 1e3:.1f} | "
+            f"{e['max'] * 1e3:.1f} |"
+        )
     if args.overhead_only:
         return
     p = picture_step()

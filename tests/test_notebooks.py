@@ -61,6 +61,8 @@ PRINTED = {
     "11_watching_training": [
         "step  0  vanishing  sig/d0",
         "matches tf.norm: True",
+        "equals tf.norm in float64: True",
+        "| layer | ‖g‖ at 0 | ‖g‖ at 29 | ‖g‖ b/a",
         "step  6  exploding  seq/rnn/simple_rnn_cell",
         "step  7  nan        loss",
         "so the update stayed bounded",

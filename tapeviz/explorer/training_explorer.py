@@ -88,9 +88,10 @@ class TrainingExplorer(W.VBox):
         options = sorted(set(steps) | set(pictured))
         self.data: RunData = run_data(hist)
         self._svgs: dict[int, str] = {}
+        first = pictured[-1] if pictured else options[-1]  # the latest picture, else the last step
         slider = W.SelectionSlider(
             options=options,
-            value=options[-1],
+            value=first,
             description=say("ui.control.train_step", lang),
             continuous_update=True,
             layout=W.Layout(width="560px"),
@@ -114,7 +115,7 @@ class TrainingExplorer(W.VBox):
             kids.append(self.picture)
         self.children = kids
         slider.observe(lambda ch: self.show_train_step(ch["new"]), names="value")
-        self.show_train_step(options[-1])
+        self.show_train_step(first)
 
     @property
     def train_step(self) -> int:
