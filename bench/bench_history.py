@@ -179,7 +179,12 @@ def overhead(rounds: int) -> dict:
         for k, v in total.items():
             times[k].append(v / block)  # includes exactly one flush of each History
     med = {k: statistics.median(v) for k, v in times.items()}
-    for k, base in (("hist", "plain"), ("hist_noclip", "plain"), ("tf_function", "plain"), ("light_hist", "light_plain")):
+    for k, base in (
+        ("hist", "plain"),
+        ("hist_noclip", "plain"),
+        ("tf_function", "plain"),
+        ("light_hist", "light_plain"),
+    ):
         med[k + "/plain"] = statistics.median(a / b for a, b in zip(times[k], times[base], strict=True))
         med[k + "/plain singles"] = statistics.median(singles[k]) / statistics.median(singles[base])
     med["singles"] = len(singles["plain"])
@@ -310,7 +315,10 @@ def main(argv=None) -> None:
         print(f"| {label} | {m[k] * 1e3:.3f} | {bold}{r:.3f}x{bold} | {(r - 1) * 100:+.1f}% | {r1:.3f}x |")
 
     print()
-    print("| `tv.explore(hist)`, norms-only History of 200 steps | open (ms) | slider move, median (ms) | slowest move (ms) |")
+    print(
+        "| `tv.explore(hist)`, norms-only History of 200 steps | open (ms) | slider move, median (ms) "
+        "| slowest move (ms) |"
+    )
     print("|---|---|---|---|")
     for layers in (10, 100):
         e = explore_moves(layers)

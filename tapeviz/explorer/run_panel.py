@@ -144,7 +144,9 @@ def run_svg(data: RunData, bars: LayerBars) -> str:
     # -- layers
     y = top + h + 34
     of = f" of {data.prefix}" if data.prefix else ""
-    out.append(_text(left, y, f"gradient norm ‖g‖ by layer{of} at step {bars.step} (log scale)", size=SIZE, weight="bold"))
+    out.append(
+        _text(left, y, f"gradient norm ‖g‖ by layer{of} at step {bars.step} (log scale)", size=SIZE, weight="bold")
+    )
     top = y + 18
     lo, hi = data.lim
     decades = math.log10(hi / lo)
@@ -172,13 +174,12 @@ def run_svg(data: RunData, bars: LayerBars) -> str:
         if np.isfinite(g) and g > lo:
             end = bx(g)
             out.append(
-                f'<rect class="tv-run-bar" data-layer="{_esc(full)}" data-norm="{g!r}" x="{left}" y="{cy - ROW * 0.38:.1f}" '
-                f'width="{end - left:.1f}" height="{ROW * 0.76:.1f}" fill="{_color(kinds, BAR)}"/>'
+                f'<rect class="tv-run-bar" data-layer="{_esc(full)}" data-norm="{g!r}" x="{left}" '
+                f'y="{cy - ROW * 0.38:.1f}" width="{end - left:.1f}" height="{ROW * 0.76:.1f}" '
+                f'fill="{_color(kinds, BAR)}"/>'
             )
         out.append(_text(end + 5, cy, _label(g, kinds), fill="#333333"))
-    out.append(
-        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + rows_h}" stroke="#999999"/>'
-    )
+    out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + rows_h}" stroke="#999999"/>')
     y = top + rows_h + 30
     legend = [(k, FLAG_STYLE[k][1]) for k in ("vanishing", "exploding") if k in seen]
     x = left

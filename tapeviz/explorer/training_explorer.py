@@ -53,7 +53,9 @@ def step_flags(hist: History, step: int) -> list[tuple[Flag, bool]]:
     raised = hist.flags(step=step)
     out = [(f, False) for f in raised]
     have = {(f.name, f.kind) for f in raised}
-    holds = {(name, kind) for by in ("layer", "variable") for name, kinds in hist.flagged(step, by).items() for kind in kinds}
+    holds = {
+        (name, kind) for by in ("layer", "variable") for name, kinds in hist.flagged(step, by).items() for kind in kinds
+    }
     earlier: dict[tuple[str, str], Flag] = {}
     for f in hist.flags():
         if f.step < step and (f.name, f.kind) in holds and (f.name, f.kind) not in have:
@@ -142,7 +144,8 @@ class TrainingExplorer(W.VBox):
         lang = self.lang
         if step in self.pictured and self.picture is not None:
             pic = self.picture
-            if pic.model.graph is not self.history.picture(step)[0]:
+            got = self.history.picture(step)
+            if got is not None and pic.model.graph is not got[0]:
                 explored = explored_step(self.history, step)
                 last = explored.flow(TARGET).last_step
                 state: ExplorerState = pic.state.replace(
@@ -169,9 +172,8 @@ class TrainingExplorer(W.VBox):
         items = []
         for f, ongoing in flags:
             since = f" <i>{html.escape(say('ui.history.since', lang, first=f.step))}</i>" if ongoing else ""
-            items.append(
-                f"<li class='tv-flag-{html.escape(f.kind)}'><b>{html.escape(f.kind)}</b>{since} {html.escape(f.text(lang))}</li>"
-            )
+            kind = html.escape(f.kind)
+            items.append(f"<li class='tv-flag-{kind}'><b>{kind}</b>{since} {html.escape(f.text(lang))}</li>")
         head = html.escape(say("ui.history.flags", lang, step=step))
         return f"<div class='tv-bad'>{head}</div><ul>{''.join(items)}</ul>"
 

@@ -196,12 +196,16 @@ def _set_names(ax: Axes, names, fontsize: float = 9) -> str:
 
 def _mark_layer_names(ax: Axes, rows, flagged) -> None:
     """By variable, a layer's flags go on its name: ▼ / ▲ before it, in the flag's colour."""
-    texts, colors = [], []
+    texts: list[str] = []
+    colors: list[str | None] = []
     for label, layer in zip(ax.get_yticklabels(), rows, strict=True):
         kind = _kind(flagged.get(layer, ()))
-        marked = kind in _SYMBOL
-        texts.append(f"{_SYMBOL[kind]} {label.get_text()}" if marked else label.get_text())
-        colors.append(FLAG_STYLE[kind][1] if marked else None)
+        if kind is not None and kind in _SYMBOL:
+            texts.append(f"{_SYMBOL[kind]} {label.get_text()}")
+            colors.append(FLAG_STYLE[kind][1])
+        else:
+            texts.append(label.get_text())
+            colors.append(None)
     ax.set_yticks(np.arange(len(rows)), texts)
     for label, color in zip(ax.get_yticklabels(), colors, strict=True):
         if color:
@@ -211,7 +215,14 @@ def _mark_layer_names(ax: Axes, rows, flagged) -> None:
 def _legend(fig: Figure, handles, title: str | None = None) -> None:
     """One legend under the axes (never over a bar or its value)."""
     if handles:
-        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8, title=title, title_fontsize=8)
+        fig.legend(
+            handles=handles,
+            loc="outside lower center",
+            ncols=min(len(handles), 4),
+            fontsize=8,
+            title=title,
+            title_fontsize=8,
+        )
 
 
 def _flag_legend(fig: Figure, kinds_seen) -> None:
@@ -274,7 +285,7 @@ def _leaf_series(data: LayerBars, rows, leaves, value):
     out = []
     for i, leaf in enumerate(leaves):
         v = np.full(len(rows), np.nan)
-        kinds = [()] * len(rows)
+        kinds: list[tuple[str, ...]] = [()] * len(rows)
         for name, layer, x, kk in zip(data.names, data.layers, vals, data.kinds, strict=True):
             if name.rsplit("/", 1)[-1] == leaf:
                 r = rows.index(layer)
@@ -343,9 +354,7 @@ class NormTable:
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self._head())
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self._cells()
-        )
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self._cells())
         return f"<table class='tv-norm-table'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
     def __repr__(self) -> str:
@@ -420,7 +429,9 @@ def _draw_ratio(ax: Axes, ratio: np.ndarray, a: int, b: int) -> list:
             color = "#d62728" if r > 1 else "#1f77b4"
             ax.barh(y, r - 1 if r > 1 else 1 - r, left=1 if r > 1 else r, height=0.6, color=color, alpha=0.75)
             # the text beside the centre line, on the side without the bar
-            ax.text(1 / 1.15 if r > 1 else 1.15, y, f"×{r:.2g}", va="center", ha="right" if r > 1 else "left", fontsize=8)
+            ax.text(
+                1 / 1.15 if r > 1 else 1.15, y, f"×{r:.2g}", va="center", ha="right" if r > 1 else "left", fontsize=8
+            )
         else:
             ax.text(1.15, y, "—", va="center", ha="left", fontsize=8, color="grey")
     ax.set_xlabel(f"‖g‖ at step {b} / ‖g‖ at step {a} (log scale)")
