@@ -8,12 +8,12 @@ import pytest
 import tensorflow as tf
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from training_runs import sigmoid_run
 
 import tapeviz as tv
 from tapeviz.training.layer_plot import BAR, NormTable
 from tapeviz.training.plot import FLAG_STYLE
 
-keras = pytest.importorskip("keras")
 LONG = "encoder_block_with_a_rather_long_descriptive_name_projection"
 
 
@@ -21,34 +21,8 @@ LONG = "encoder_block_with_a_rather_long_descriptive_name_projection"
 def run():
     """A deep sigmoid net (its first layers' gradients vanish), one layer with a long
     name, trained 12 steps by the user's own loop; keeps each layer's norm in float64."""
-    keras.utils.set_random_seed(0)
-    init = keras.initializers.RandomNormal(stddev=0.1)
-    names = [f"d{i}" for i in range(7)] + [LONG]
-    model = keras.Sequential(
-        [keras.Input((16,))]
-        + [keras.layers.Dense(24, activation="sigmoid", kernel_initializer=init, name=n) for n in names]
-        + [keras.layers.Dense(1, name="out")],
-        name="net",
-    )
-    rng = np.random.default_rng(2)
-    x = tf.constant(rng.normal(size=(64, 16)).astype("float32"))
-    y = tf.constant((rng.normal(size=(64, 1)) > 0).astype("float32"))
-    opt = keras.optimizers.SGD(0.5)
-    hist = tv.History(flush_every=5)
-    seen = []
-    for step in range(12):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(tf.square(model(x) - y))
-        grads = tape.gradient(loss, model.trainable_variables)
-        hist.add(step, loss=loss, grads=grads, variables=model.trainable_variables)
-        sq: dict[str, float] = {}
-        for v, g in zip(model.trainable_variables, grads, strict=True):
-            sq[v.path.rsplit("/", 1)[0]] = sq.get(v.path.rsplit("/", 1)[0], 0.0) + float(
-                tf.reduce_sum(tf.square(tf.cast(g, tf.float64)))
-            )
-        seen.append({k: np.sqrt(v) for k, v in sq.items()})
-        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-    return hist, seen
+    hist, seen = sigmoid_run([f"d{i}" for i in range(7)] + [LONG, "out"], steps=12, lr=0.5, width=24, seed=2)
+    return hist, [s["layer"] for s in seen]
 
 
 def _bars(ax):

@@ -7,6 +7,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from training_runs import sigmoid_run
 
 import tapeviz as tv
 from tapeviz.gradients.magnitude import MagnitudeScale
@@ -129,32 +130,7 @@ def _colours(svg: str) -> dict[str, str]:
 def norms_only():
     """The user of issue 23: their own loop with a plain tf.GradientTape and one hist.add;
     a deep sigmoid net whose first layers' gradients vanish. Keeps what TF computed."""
-    keras.utils.set_random_seed(0)
-    init = keras.initializers.RandomNormal(stddev=0.1)
-    model = keras.Sequential(
-        [keras.Input((16,))]
-        + [keras.layers.Dense(32, activation="sigmoid", kernel_initializer=init, name=f"d{i}") for i in range(9)]
-        + [keras.layers.Dense(1, name="d9")],
-        name="sig",
-    )
-    rng = np.random.default_rng(1)
-    x = tf.constant(rng.normal(size=(64, 16)).astype("float32"))
-    y = tf.constant((rng.normal(size=(64, 1)) > 0).astype("float32"))
-    opt = keras.optimizers.SGD(0.1)
-    hist = tv.History(flush_every=8)
-    seen = []
-    for step in range(30):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(tf.square(model(x) - y))
-        grads = tape.gradient(loss, model.trainable_variables)
-        hist.add(step, loss=loss, grads=grads, variables=model.trainable_variables)
-        layer = {}
-        for v, g in zip(model.trainable_variables, grads, strict=True):
-            name = v.path.rsplit("/", 1)[0]
-            layer[name] = layer.get(name, 0.0) + float(tf.reduce_sum(tf.square(tf.cast(g, tf.float64))))
-        seen.append({"loss": float(loss), "layer": {k: np.sqrt(v) for k, v in layer.items()}})
-        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-    return hist, seen
+    return sigmoid_run([f"d{i}" for i in range(10)], steps=30, lr=0.1)
 
 
 def test_explore_a_norms_only_history_scrubs_every_step_with_true_numbers(norms_only):
