@@ -45,11 +45,11 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def mlp_setup():
+def _mlp(seed: int):
+    """The Keras MLP 32-128-128-10 both steps train, and a generator for its batch."""
     import keras
 
-    keras.utils.set_random_seed(0)
-    rng = np.random.default_rng(0)
+    keras.utils.set_random_seed(seed)
     model = keras.Sequential(
         [
             keras.Input((32,)),
@@ -58,6 +58,13 @@ def mlp_setup():
             keras.layers.Dense(10),
         ]
     )
+    return model, np.random.default_rng(seed)
+
+
+def mlp_setup():
+    import keras
+
+    model, rng = _mlp(0)
     x = tf.constant(rng.normal(size=(64, 32)).astype("float32"))
     y = tf.constant(rng.integers(0, 10, size=(64,)))
     lossf = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -79,16 +86,7 @@ def light_setup():
     """Issue 23's light step: the same MLP, MSE on 10 outputs, SGD, no clipping."""
     import keras
 
-    keras.utils.set_random_seed(1)
-    rng = np.random.default_rng(1)
-    model = keras.Sequential(
-        [
-            keras.Input((32,)),
-            keras.layers.Dense(128, activation="relu"),
-            keras.layers.Dense(128, activation="relu"),
-            keras.layers.Dense(10),
-        ]
-    )
+    model, rng = _mlp(1)
     x = tf.constant(rng.normal(size=(64, 32)).astype("float32"))
     y = tf.constant(rng.normal(size=(64, 10)).astype("float32"))
     opt = keras.optimizers.SGD(learning_rate=0.01)
