@@ -3,10 +3,10 @@ on the device that holds them.
 
 - **CPU.** ``np.asarray`` of an eager CPU tensor is a view of the tensor's own buffer (no
   copy); each value is squared in float64 (exact: a float32 square needs 48 bits) and
-  summed by ``np.einsum``, in chunks of 2**16 values so a large tensor's temporary stays
-  in the cache (512 KiB). About 1.5-3 µs a tensor of 4k-16k values. (BLAS ``ddot`` is
-  faster alone but starts OpenBLAS threads that fight TensorFlow's for the cores: a
-  training step with it measured 2-5x slower on this 2-core machine.) A variable is read with one
+  summed pairwise by ``np.add.reduce``, in chunks of 2**16 values so a large tensor's
+  temporary stays in the cache (512 KiB). About 1.5-3 µs a tensor of 4k-16k values. (BLAS
+  ``ddot`` is faster alone but starts OpenBLAS threads that fight TensorFlow's for the
+  cores: a training step with it measured 2-5x slower on this 2-core machine.) A variable is read with one
   ``tf.raw_ops.ReadVariableOp`` (5 µs; ``Variable.value()`` costs 8.5 µs through its
   Python wrappers), which hands back its buffer without a copy.
 - **Any other device (GPU).** One ``tf.function`` per step computes every sum on the device
@@ -35,7 +35,9 @@ __all__ = ["on_cpu", "host_sumsq", "read", "device_sums", "CHUNK"]
 
 CHUNK = 1 << 16
 _F64 = np.float64
-_einsum = np.einsum  # NumPy's own loop: BLAS ddot starts OpenBLAS threads that fight TF's (10x slower)
+# ufuncs called directly (C, no Python wrapper): BLAS ddot would start OpenBLAS threads that
+# fight TensorFlow's for the cores (a training step measured 2-5x slower with it here)
+_asarray, _square, _sum = np.asarray, np.square, np.add.reduce
 
 
 def on_cpu(tensors: Sequence[Any]) -> bool:
@@ -54,17 +56,18 @@ def host_sumsq(t: Any) -> float:
     sum TF's clip functions use, a repeated row counting twice)."""
     if t.__class__ is tf.IndexedSlices:
         t = t.values
-    a = np.asarray(t).reshape(-1)
+    a = _asarray(t).reshape(-1)
     if a.dtype.kind == "c":  # |z|^2 = re^2 + im^2: the float pairs, summed as floats
         a = a.view(a.real.dtype)
     if a.size <= CHUNK:
-        b = a.astype(_F64)
-        return float(_einsum("i,i->", b, b))
-    total = 0.0
-    for i in range(0, a.size, CHUNK):
-        b = a[i : i + CHUNK].astype(_F64)
-        total += float(_einsum("i,i->", b, b))
-    return total
+        return _square_sum(a)
+    return sum(_square_sum(a[i : i + CHUNK]) for i in range(0, a.size, CHUNK))
+
+
+def _square_sum(a: np.ndarray) -> float:
+    b = a.astype(_F64)  # a copy in float64: squares exact
+    _square(b, out=b)
+    return float(_sum(b))  # pairwise summation
 
 
 def read(w: Any) -> Any:
