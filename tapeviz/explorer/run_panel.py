@@ -155,10 +155,12 @@ def run_svg(data: RunData, bars: LayerBars) -> str:
         return left + max(0.0, min(1.0, math.log10(v / lo) / decades)) * plot_w
 
     rows_h = ROW * max(len(names), 1)
+    every = max(1, math.ceil(decades * 44 / plot_w))  # labels at least 44 px apart
     for e in range(round(math.log10(lo)), round(math.log10(hi)) + 1):
         x = bx(10.0**e)
         out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + rows_h}" stroke="#e3e3e3"/>')
-        out.append(_text(x, top + rows_h + 10, _decade_label(e), anchor="middle"))
+        if e % every == 0:
+            out.append(_text(x, top + rows_h + 10, _decade_label(e), anchor="middle"))
     at = {n: i for i, n in enumerate(bars.names)}
     seen: set[str] = set()
     for r, (full, name) in enumerate(zip(data.layers, names, strict=True)):
