@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
+from tapeviz.record.variable_reads import read_variables
 from tapeviz.training import squared_norms as sumsq
 
 keras = pytest.importorskip("keras")
@@ -49,22 +50,35 @@ def test_host_and_device_sums_equal_tf_in_float64(kind):
     assert sumsq.on_cpu([t])
     host = sumsq.host_sumsq(t)
     dev = sumsq.device_sums(None, [t]).numpy()
+    np.testing.assert_allclose(sumsq.host_sums([t]), [want], rtol=RTOL, atol=0)
     assert dev.dtype == np.float64 and dev.shape == (1,)
     np.testing.assert_allclose(host, want, rtol=RTOL, atol=0)
     np.testing.assert_allclose(dev[0], want, rtol=RTOL, atol=0)
+
+
+def test_a_step_of_many_tensors_is_summed_in_batches_equal_to_one_by_one():
+    rng = np.random.default_rng(3)
+    shapes = [(0,), (5,), (300, 300), (7, 9), (1 << 17,), (1000,), (2, 3, 4)]  # empty, over CHUNK, over BATCH
+    tensors = [tf.constant(rng.normal(size=s).astype("float32")) for s in shapes] + [TENSORS["indexed slices"](rng)]
+    tensors += [tf.constant(rng.normal(size=(1 << 16)).astype("float32")) for _ in range(5)]  # batches split
+    got = sumsq.host_sums(tensors)
+    want = [tf_sumsq64(t) for t in tensors]
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=0)
+    assert got[0] == 0.0 and sumsq.host_sums([tf.ones(2), tf.zeros(0)]) == [2.0, 0.0]
 
 
 def test_nonfinite_values_give_nonfinite_sums():
     for bad, want in ((np.nan, np.isnan), (np.inf, np.isinf)):
         t = tf.constant([1.0, bad, 2.0])
         assert want(sumsq.host_sumsq(t)) and want(sumsq.device_sums(None, [t]).numpy()[0])
+        assert want(sumsq.host_sums([tf.ones(3), t])[1])
 
 
 def test_a_variable_is_read_with_its_current_value_and_the_loss_leads_the_device_vector():
-    v = tf.Variable(tf.ones((4, 4)))
-    assert sumsq.host_sumsq(sumsq.read(v)) == 16.0
+    v, b = tf.Variable(tf.ones((4, 4))), tf.Variable(tf.fill([3], 2.0))
+    assert sumsq.host_sums(read_variables([v, b])) == [16.0, 12.0]  # one batched read
     v.assign_add(tf.ones((4, 4)))
-    assert sumsq.host_sumsq(sumsq.read(v)) == 64.0
+    assert sumsq.host_sums(read_variables([v])) == [64.0]
     got = sumsq.device_sums(tf.constant(2.5), [tf.constant([3.0, 4.0]), v]).numpy()
     np.testing.assert_array_equal(got, [2.5, 25.0, 64.0])
 

@@ -38,8 +38,9 @@ import numpy as np
 import tensorflow as tf
 
 from ..gradients.magnitude import Magnitude, MagnitudeScale, layer_of, magnitude
+from ..record.variable_reads import read_variables
 from .bounded_series import Buckets
-from .squared_norms import device_sums, host_sumsq, on_cpu, read
+from .squared_norms import device_sums, host_sums, on_cpu
 from .step_pictures import PictureStore
 from .step_warnings import BITS, KINDS, Flag, FlagDetector, Thresholds, kinds_of
 
@@ -793,17 +794,12 @@ def _measure(loss, grads, clipped, layout: _Layout) -> list[float] | tf.Tensor:
         if layout.has_clipped:
             tensors += [c for c, p in zip(clipped, layout.clipped_present, strict=True) if p]
         return device_sums(loss, tensors)
-    out = [float(np.asarray(loss))] if layout.loss_packed else []
-    for g, p in zip(grads, layout.present, strict=True):
-        if p:
-            out.append(host_sumsq(g))
-    for w in layout.weights:
-        out.append(host_sumsq(read(w)))
+    tensors = [g for g, p in zip(grads, layout.present, strict=True) if p]
+    tensors += read_variables(layout.weights)
     if layout.has_clipped:
-        for c, p in zip(clipped, layout.clipped_present, strict=True):
-            if p:
-                out.append(host_sumsq(c))
-    return out
+        tensors += [c for c, p in zip(clipped, layout.clipped_present, strict=True) if p]
+    out = host_sums(tensors)
+    return [float(np.asarray(loss)), *out] if layout.loss_packed else out
 
 
 def _fetch(items: list) -> np.ndarray:

@@ -2,13 +2,13 @@
 on the device that holds them.
 
 - **CPU.** ``np.asarray`` of an eager CPU tensor is a view of the tensor's own buffer (no
-  copy); each value is squared in float64 (exact: a float32 square needs 48 bits) and
-  summed pairwise by ``np.add.reduce``, in chunks of 2**16 values so a large tensor's
-  temporary stays in the cache (512 KiB). About 1.5-3 µs a tensor of 4k-16k values. (BLAS
-  ``ddot`` is faster alone but starts OpenBLAS threads that fight TensorFlow's for the
-  cores: a training step with it measured 2-5x slower on this 2-core machine.) A variable is read with one
-  ``tf.raw_ops.ReadVariableOp`` (5 µs; ``Variable.value()`` costs 8.5 µs through its
-  Python wrappers), which hands back its buffer without a copy.
+  copy). A step's small tensors are cast together into one float64 array (a float32
+  square is exact in float64), squared in place and summed per tensor by one
+  ``np.add.reduceat`` (:func:`host_sums`): four NumPy calls for the step; a tensor over
+  2**16 values is summed alone, pairwise, in chunks that keep its temporary in the cache.
+  The step's variables are read with one batched op (:mod:`tapeviz.record.variable_reads`).
+  BLAS ``ddot`` is not used: it starts OpenBLAS threads that fight TensorFlow's for the
+  cores (a training step measured 2-5x slower with it on this 2-core machine).
 - **Any other device (GPU).** One ``tf.function`` per step computes every sum on the device
   (XLA-compiled on a GPU, so one fused kernel) into one float64 vector that stays there;
   :class:`tapeviz.training.history.History` fetches the vectors of many steps together (one
@@ -18,7 +18,7 @@ Tolerance: the sums are float64 sums of exact squares, so they differ from
 ``tf.reduce_sum(tf.square(tf.cast(t, tf.float64)))`` (and the norms from ``tf.norm`` of
 the tensor cast to float64) only by the order of the additions: a relative difference of
 at most ``n * 2**-53`` for ``n`` values, in practice a few units in the last place
-(tests/test_history.py checks 1e-13 on tensors up to 2**21 values, and that the float32
+(tests/test_squared_norms.py checks 1e-13 on tensors up to 2**21 values, and that the float32
 values a History stores equal ``tf.norm`` in float64 rounded to float32). They are more
 exact than ``tf.norm`` of a float32 tensor, which sums in float32 (~1e-7 relative).
 """
@@ -26,14 +26,16 @@ exact than ``tf.norm`` of a float32 tensor, which sums in float32 (~1e-7 relativ
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["on_cpu", "host_sumsq", "read", "device_sums", "CHUNK"]
+__all__ = ["on_cpu", "host_sumsq", "host_sums", "device_sums", "CHUNK", "BATCH"]
 
 CHUNK = 1 << 16
+BATCH = 1 << 18  # values cast together in host_sums (2 MiB of float64)
 _F64 = np.float64
 # ufuncs called directly (C, no Python wrapper): BLAS ddot would start OpenBLAS threads that
 # fight TensorFlow's for the cores (a training step measured 2-5x slower with it here)
@@ -70,13 +72,43 @@ def _square_sum(a: np.ndarray) -> float:
     return float(_sum(b))  # pairwise summation
 
 
-def read(w: Any) -> Any:
-    """The current value of a variable as an eager tensor, read with one op. A variable
-    that is not a plain resource variable (a distributed one) is read its own way."""
-    handle = getattr(w, "handle", None)
-    if handle is None or isinstance(w, tf.distribute.DistributedValues):
-        return tf.convert_to_tensor(w)
-    return tf.raw_ops.ReadVariableOp(resource=handle, dtype=w.dtype)
+def host_sums(tensors: Sequence[Any]) -> list[float]:
+    """:func:`host_sumsq` of each CPU tensor, small ones batched: their values are cast
+    into one float64 array (at most ``BATCH`` values), squared in place and summed per
+    tensor by one ``np.add.reduceat``. Four NumPy calls for a whole step of a small model
+    instead of four per tensor; tensors larger than ``CHUNK`` go alone, in chunks."""
+    arrays = []
+    for t in tensors:
+        if t.__class__ is tf.IndexedSlices:
+            t = t.values
+        a = _asarray(t).reshape(-1)
+        arrays.append(a.view(a.real.dtype) if a.dtype.kind == "c" else a)
+    out = [0.0] * len(arrays)
+    group: list[int] = []
+    size = 0
+    for i, a in enumerate(arrays):
+        if a.size > CHUNK:
+            out[i] = host_sumsq(a)
+            continue
+        if size + a.size > BATCH:
+            _batch(arrays, group, out)
+            group, size = [], 0
+        group.append(i)
+        size += a.size
+    _batch(arrays, group, out)
+    return out
+
+
+def _batch(arrays, group: list[int], out: list[float]) -> None:
+    group = [i for i in group if arrays[i].size]  # an empty tensor's sum stays 0.0
+    if not group:
+        return
+    parts = [arrays[i] for i in group]
+    b = np.concatenate(parts, dtype=_F64, casting="unsafe") if len(parts) > 1 else parts[0].astype(_F64)
+    _square(b, out=b)
+    starts = list(accumulate([p.size for p in parts[:-1]], initial=0))
+    for i, v in zip(group, np.add.reduceat(b, starts).tolist(), strict=True):
+        out[i] = v
 
 
 def _sumsq(t):
