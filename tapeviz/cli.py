@@ -15,10 +15,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .messages import say
+from .picture.options import Options, option_help, option_names
 
 
 def _printed(printed: dict, lang: str = "en") -> str:
@@ -40,13 +42,12 @@ def export_example(
     path: str | os.PathLike,
     *,
     step: int | None = None,
-    theme: str | None = None,
-    show_all: bool = False,
-    lang: str = "en",
     progress: bool = True,
+    **options: Any,
 ) -> Path:
     """Run a built-in example and write its picture (.png/.svg) or animation (.gif).
-    A write that takes more than ~2 s shows a progress bar (``progress=False``: never)."""
+    A write that takes more than ~2 s shows a progress bar (``progress=False``: never).
+    ``options``: those of tv.Options (``theme``, ``lang``, ...)."""
     from . import api, examples
     from .output.export import check_path
 
@@ -58,11 +59,9 @@ def export_example(
         path,
         target=run.target,
         step=step,
-        caption=f"{ex.title}\n{_printed(run.printed, lang)}",
-        theme=theme,
-        show_all=show_all,
-        lang=lang,
+        caption=f"{ex.title}\n{_printed(run.printed, options.get('lang', Options().lang))}",
         progress=progress,
+        **options,
     )
 
 
@@ -284,6 +283,23 @@ def _terminate(proc: subprocess.Popen, timeout: float = 20.0) -> None:
         proc.wait(timeout=10)
 
 
+def _option_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per tv.Options field (``--show-all``, ``--theme dark``, ...), made from the
+    options themselves: a flag left out leaves the option's one default to tv.Options."""
+    for name, o in option_help().items():
+        flag = "--" + name.replace("_", "-")
+        if o["default"] is False:
+            parser.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=o["help"])
+        else:
+            parser.add_argument(
+                flag,
+                type=o["parse"] or str,
+                choices=o["choices"],
+                default=argparse.SUPPRESS,
+                help=f"{o['help']} (default: {o['default']})",
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tapeviz", description="See what tf.GradientTape records.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -297,21 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="backward step to show, 0 (the start) to the last (the finished pass, the default)",
     )
-    from .messages import LANGUAGES
-    from .picture.themes import THEMES
-
-    p_exp.add_argument(
-        "--theme",
-        choices=sorted(THEMES),
-        default=None,
-        help="light (default), dark (JupyterLab's dark colours) or projector (large text, thick lines)",
-    )
-    p_exp.add_argument(
-        "--show-all",
-        action="store_true",
-        help="draw every recorded op (no hiding of what carries nothing, no folding into chips)",
-    )
-    p_exp.add_argument("--lang", choices=LANGUAGES, default="en", help="language of the picture's words")
+    _option_flags(p_exp)
     p_demo = sub.add_parser(
         "demo", help="open the teaching notebooks in JupyterLab (--export: write every example as PNG/SVG/GIF)"
     )
@@ -351,9 +353,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tapeviz: no example named {args.name!r}; run `tapeviz examples` to list them.", file=sys.stderr)
             return 2
         try:
-            path = export_example(
-                args.name, args.output, step=args.step, theme=args.theme, show_all=args.show_all, lang=args.lang
-            )
+            options = {name: getattr(args, name) for name in option_names() if hasattr(args, name)}
+            path = export_example(args.name, args.output, step=args.step, **options)
         except (ValueError, OSError) as e:
             print(f"tapeviz: {e}", file=sys.stderr)
             return 2

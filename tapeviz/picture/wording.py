@@ -1,0 +1,115 @@
+"""Wording: the texts a picture writes on boxes and edges (titles, values, gradients).
+
+Every number comes from the records and the flow; every sentence from the message catalogue."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..messages import DEFAULT, say
+from ..record.graph import TapeGraph, format_value
+from .visibility import Shown
+
+
+def is_bad(value) -> bool:
+    """NaN or Inf anywhere in a float value (those are drawn in the theme's ``bad`` colour)."""
+    if value is None:
+        return False
+    a = np.asarray(value)
+    if a.dtype.kind not in "fc":
+        return False
+    if a.size == 1:
+        return not math.isfinite(abs(a.item()))
+    return not np.isfinite(a).all()
+
+
+def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str = DEFAULT) -> str:
+    """First line of a box: the user's name for it, else what it is."""
+    if display is not None and display.nx.nodes[node].get("kind") == "layer":
+        dd = display.nx.nodes[node]
+        if dd.get("group_kind") == "api":
+            return dd["layer"].removeprefix("tf.")
+        name = dd["layer"].split("/")[-1]
+        return f"{name} (call {dd['call'] + 1})" if dd.get("call") else name
+    if display is not None and display.nx.nodes[node].get("kind") == "inner":
+        return display.nx.nodes[node]["op_type"]
+    d = graph.nx.nodes[node]
+    if d.get("name"):
+        return d["name"]
+    if d["kind"] == "op":
+        return d.get("function") or d["op_type"]
+    return say("ui.kind.constant", lang) if d["kind"] == "constant" else d["label"]
+
+
+def _op_label(d) -> str:
+    """`Mul`, or `tf.function f` for a function call / custom-gradient entry."""
+    return f"{d['via']} {d['function']}" if d.get("via") else d["op_type"]
+
+
+def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: str = DEFAULT) -> str:
+    """Middle line: the op type when the title is the user's name for the op."""
+    if display is not None and display.nx.nodes[node].get("kind") == "layer":
+        members = display.members[node]
+        ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
+        key = "ui.group.api" if display.nx.nodes[node].get("group_kind") == "api" else "ui.group.layer"
+        return say(key, lang, n=ops)
+    if display is not None and display.nx.nodes[node].get("kind") == "inner":
+        fn = display.nx.nodes[node]["function"]
+        return say("ui.group.inner", lang, function=graph.nx.nodes[fn].get("function", ""))
+    d = graph.nx.nodes[node]
+    if d["kind"] != "op":
+        return ""
+    if d.get("name"):
+        return _op_label(d)
+    return d.get("via") or ""
+
+
+def node_value_text(graph: TapeGraph, node, display: Shown | None = None) -> str:
+    """Bottom line: the forward value (or its summary); a layer shows its output's."""
+    dd = display.nx.nodes[node] if display is not None else {}
+    if display is not None and dd.get("kind") == "layer":
+        ops = [m for m in display.members[node] if graph.nx.nodes[m]["kind"] == "op"]
+        node = ops[-1] if ops else display.members[node][-1]
+    elif dd.get("kind") == "inner":
+        # TF keeps no per-op values inside a function call; the ops it returns have the call's outputs
+        outs = graph.nx.nodes[dd["function"]].get("outputs") or []
+        j = dd.get("ret_index")
+        if j is None or j >= len(outs):
+            return ""
+        returned = graph.tensors[outs[j]]
+        return format_value(returned.value, returned.summary)
+    info = graph.output_info(node)
+    return "" if info is None else format_value(info.value, info.summary)
+
+
+#: Causes whose stops carry a short label of their own instead of their reason's code.
+OWN_EDGE_LABEL = frozenset({"not_registered", "never_used"})
+
+
+def edge_code(stop) -> str:
+    """The message key of a stop's short label: ``ui.edge.<cause>`` for a cause in
+    OWN_EDGE_LABEL (TF raises there; a branch that never ran), else ``ui.edge.<reason>``."""
+    cause = stop.cause.value
+    return f"ui.edge.{cause}" if cause in OWN_EDGE_LABEL else f"ui.edge.{stop.reason.value}"
+
+
+def grad_text(value) -> str:
+    """What a box shows under it for the gradient that reached it."""
+    return "∂ " + ("None" if value is None else format_value(np.asarray(value)))
+
+
+def compact(value) -> str:
+    """A shorter rendering of a value: its shape and norm (a scalar stays itself)."""
+    a = np.asarray(value)
+    if a.size <= 1:
+        return format_value(a)
+    return format_value(a, max_items=1)
+
+
+def norm_text(value) -> str:
+    if value is None:
+        return "None"
+    a = np.asarray(value)
+    return format_value(a) if a.size == 1 else f"{float(np.linalg.norm(a)):.3g}"
