@@ -20,7 +20,7 @@ import numpy as np
 
 from ..picture.fonts import text_width
 from ..picture.themes import FONT_FAMILIES
-from ..training.layer_plot import BAR, LayerBars, _color, _decades, _label, common_prefix, layer_bars
+from ..training.layer_plot import BAR, LayerBars, _color, _decades, _kind_word, _label, common_prefix, layer_bars
 from ..training.plot import FLAG_STYLE
 
 __all__ = ["RunData", "run_data", "run_svg", "step_svg"]
@@ -187,8 +187,8 @@ def run_svg(data: RunData, bars: LayerBars) -> str:
     x = left
     for kind, color in legend:
         out.append(f'<rect x="{x}" y="{y - 6}" width="14" height="12" fill="{color}"/>')
-        out.append(_text(x + 18, y, f"flag: {FLAG_STYLE[kind][2]} (condition holds at this step)"))
-        x += 18 + text_width(f"flag: {FLAG_STYLE[kind][2]} (condition holds at this step)", SMALL) + 20
+        out.append(_text(x + 18, y, f"flag: {_kind_word(kind)} (condition holds at this step)"))
+        x += 18 + text_width(f"flag: {_kind_word(kind)} (condition holds at this step)", SMALL) + 20
     height = y + (16 if legend else 0)
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="tv-run" width="{WIDTH:.0f}" height="{height:.0f}" '

@@ -25,6 +25,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from ..messages import say
 from .plot import FLAG_STYLE
 
 __all__ = ["LayerBars", "LayerChange", "NormTable", "layer_bars", "draw_bars", "plot_layers", "compare"]
@@ -116,6 +117,10 @@ def _decades(values: np.ndarray) -> tuple[float, float]:
     return 10.0**lo, 10.0**hi
 
 
+def _kind_word(kind: str) -> str:
+    return say(f"plot.kind.{kind}", "en")
+
+
 def _label(value: float, kinds) -> str:
     """The number written beside a bar, or why there is no bar, and the flag's name."""
     if np.isnan(value):
@@ -126,7 +131,7 @@ def _label(value: float, kinds) -> str:
         text = "0" if value == 0 else f"{value:.2g}"
     kind = _kind(kinds)
     if kind in ("vanishing", "exploding"):
-        text += f"  {_SYMBOL[kind]} {FLAG_STYLE[kind][2]}"
+        text += f"  {_SYMBOL[kind]} {_kind_word(kind)}"
     return text
 
 
@@ -229,7 +234,7 @@ def _flag_legend(fig: Figure, kinds_seen) -> None:
     handles = [Patch(color=BAR, label="gradient norm")]
     for kind in _ORDER:
         if kind in kinds_seen and kind in ("vanishing", "exploding"):
-            handles.append(Patch(color=FLAG_STYLE[kind][1], label=f"flag: {FLAG_STYLE[kind][2]}"))
+            handles.append(Patch(color=FLAG_STYLE[kind][1], label=f"flag: {_kind_word(kind)}"))
     if len(handles) > 1:
         _legend(fig, handles)
 
