@@ -147,3 +147,15 @@ def test_by_variable_marks_a_flagged_layer_on_its_name(run):
         vanishing = "vanishing" in flagged.get(layer, ())
         assert label.get_text().startswith("▼ ") == vanishing
         assert (label.get_color() == blue) == vanishing
+
+
+def test_plot_layers_and_compare_speak_chinese(run):
+    hist, _ = run
+    fig = hist.plot_layers(3, lang="zh")
+    words = [fig.texts[0].get_text(), fig.axes[0].get_xlabel(), *[t.get_text() for t in fig.legends[0].get_texts()]]
+    assert words[0].startswith("第 3 步各层的梯度范数") and "对数" in words[1] and "标记：梯度消失" in words
+    assert any("梯度消失" in t.get_text() for t in fig.axes[0].texts)
+    fig, _ = hist.compare(0, 11, lang="zh")
+    assert "第 0 步对比第 11 步" in fig.texts[0].get_text() and "第 11 步的 ‖g‖" in fig.axes[1].get_xlabel()
+    with pytest.raises(ValueError, match="No messages in language"):
+        hist.plot_layers(lang="fr")

@@ -730,23 +730,26 @@ class History:
 
         return plot_history(self, by=by, names=names, kind=kind, lang=lang)
 
-    def plot_layers(self, step: int | None = None, *, by: str = "layer", relative: bool = False) -> Figure:
+    def plot_layers(
+        self, step: int | None = None, *, by: str = "layer", relative: bool = False, lang: str = "en"
+    ) -> Figure:
         """A matplotlib Figure: the gradient norm of each layer at ``step`` (None: the
         last), one horizontal bar per layer on a log axis, first layer at the top, its name
         on the axis; layers where a flag's condition holds are coloured and named.
         ``by="variable"``: a layer's variables (kernel, bias) side by side;
-        ``relative=True``: a second panel with ``‖g‖ / ‖w‖``. See :mod:`tapeviz.training.layer_plot`."""
+        ``relative=True``: a second panel with ``‖g‖ / ‖w‖``; ``lang``: "en" or "zh".
+        See :mod:`tapeviz.training.layer_plot`."""
         from .layer_plot import plot_layers
 
-        return plot_layers(self, step, by=by, relative=relative)
+        return plot_layers(self, step, by=by, relative=relative, lang=lang)
 
-    def compare(self, a: int, b: int, *, by: str = "layer") -> tuple[Figure, NormTable]:
+    def compare(self, a: int, b: int, *, by: str = "layer", lang: str = "en") -> tuple[Figure, NormTable]:
         """What changed between steps ``a`` and ``b``: a Figure (both steps' norms by layer,
         and the ratio b / a) and a :class:`~tapeviz.training.layer_plot.NormTable` of per-layer
         ratios of ``‖g‖``, ``‖g‖ / ‖w‖`` and ``‖w‖``."""
         from .layer_plot import compare
 
-        return compare(self, a, b, by=by)
+        return compare(self, a, b, by=by, lang=lang)
 
     def callback(self, x: Any, y: Any = None, *, every: int = 10, sample_weight: Any = None) -> HistoryCallback:
         """A Keras callback for ``model.fit``: every ``every`` batches it computes the

@@ -21,11 +21,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..messages import say
+from ..messages import DEFAULT, check_lang, say
+from ..picture.fonts import matplotlib_families
 from .plot import FLAG_STYLE
 
 __all__ = ["LayerBars", "LayerChange", "NormTable", "layer_bars", "draw_bars", "plot_layers", "compare"]
@@ -33,7 +35,6 @@ __all__ = ["LayerBars", "LayerChange", "NormTable", "layer_bars", "draw_bars", "
 BAR = "#a9a9a9"  # a bar with no flag (grey: the flags' blue and red stand out)
 STEP_A, STEP_B = "#c8c8c8", "#3f5a78"  # compare: the earlier step light, the later dark
 VALUES = ("grad", "relative")
-_AXIS = {"grad": "‖g‖ (log scale)", "relative": "‖g‖ / ‖w‖ (log scale)"}
 _SYMBOL = {"vanishing": "▼", "exploding": "▲"}  # hist.plot's markers for these flags
 _ORDER = ("nan", "exploding", "vanishing", "no_gradient")  # the kind a bar is coloured by
 
@@ -117,21 +118,21 @@ def _decades(values: np.ndarray) -> tuple[float, float]:
     return 10.0**lo, 10.0**hi
 
 
-def _kind_word(kind: str) -> str:
-    return say(f"plot.kind.{kind}", "en")
+def _kind_word(kind: str, lang: str = DEFAULT) -> str:
+    return say(f"plot.kind.{kind}", lang)
 
 
-def _label(value: float, kinds) -> str:
+def _label(value: float, kinds, lang: str = DEFAULT) -> str:
     """The number written beside a bar, or why there is no bar, and the flag's name."""
     if np.isnan(value):
-        text = "NaN" if "nan" in kinds else "no gradient" if "no_gradient" in kinds else "—"
+        text = "NaN" if "nan" in kinds else _kind_word("no_gradient", lang) if "no_gradient" in kinds else "—"
     elif np.isinf(value):
         text = "Inf"
     else:
         text = "0" if value == 0 else f"{value:.2g}"
     kind = _kind(kinds)
     if kind in ("vanishing", "exploding"):
-        text += f"  {_SYMBOL[kind]} {_kind_word(kind)}"
+        text += f"  {_SYMBOL[kind]} {_kind_word(kind, lang)}"
     return text
 
 
@@ -152,6 +153,7 @@ def draw_bars(
     lim: tuple[float, float],
     value: str = "grad",
     labels: bool = True,
+    lang: str = DEFAULT,
 ) -> BarArtists:
     """Horizontal bars on a log axis: ``series`` is ``(label, values, kinds per row,
     colour)`` per bar drawn side by side in each row (row 0 at the top). A bar whose row
@@ -174,13 +176,19 @@ def draw_bars(
             for yy, v, kk in zip(y, values, kinds, strict=True):
                 x = v if np.isfinite(v) and v > lo else lo
                 t = ax.text(
-                    x * 1.15, yy, _label(v, kk), va="center", ha="left", fontsize=8 if k == 1 else 7, color="#333333"
+                    x * 1.15,
+                    yy,
+                    _label(v, kk, lang),
+                    va="center",
+                    ha="left",
+                    fontsize=8 if k == 1 else 7,
+                    color="#333333",
                 )
                 texts.append(t)
     ax.set_ylim(rows - 0.5, -0.5)
     ax.grid(True, which="major", axis="x", alpha=0.3)
     ax.set_axisbelow(True)
-    ax.set_xlabel(_AXIS[value])
+    ax.set_xlabel(say("plot.grad_log" if value == "grad" else "plot.rel_log", lang))
     return BarArtists(bars, texts, lo)
 
 
@@ -230,11 +238,11 @@ def _legend(fig: Figure, handles, title: str | None = None) -> None:
         )
 
 
-def _flag_legend(fig: Figure, kinds_seen) -> None:
-    handles = [Patch(color=BAR, label="gradient norm")]
+def _flag_legend(fig: Figure, kinds_seen, lang: str) -> None:
+    handles = [Patch(color=BAR, label=say("layers.bar", lang))]
     for kind in _ORDER:
         if kind in kinds_seen and kind in ("vanishing", "exploding"):
-            handles.append(Patch(color=FLAG_STYLE[kind][1], label=f"flag: {_kind_word(kind)}"))
+            handles.append(Patch(color=FLAG_STYLE[kind][1], label=say("plot.flag", lang, label=_kind_word(kind, lang))))
     if len(handles) > 1:
         _legend(fig, handles)
 
@@ -253,7 +261,20 @@ def _rows_of(data: LayerBars):
     return rows, leaves
 
 
-def plot_layers(hist, step: int | None = None, *, by: str = "layer", relative: bool = False) -> Figure:
+def plot_layers(
+    hist, step: int | None = None, *, by: str = "layer", relative: bool = False, lang: str = DEFAULT
+) -> Figure:
+    """See History.plot_layers; words in ``lang`` (CJK text falls back to a CJK font)."""
+    check_lang(lang)
+    with rc_context({"font.family": list(matplotlib_families())}):
+        return _plot_layers(hist, step, by=by, relative=relative, lang=lang)
+
+
+def _axis_label(prefix: str, lang: str) -> str:
+    return say("layers.axis_of", lang, prefix=prefix) if prefix else say("layers.axis", lang)
+
+
+def _plot_layers(hist, step: int | None, *, by: str, relative: bool, lang: str) -> Figure:
     _check("grad", by)
     data = layer_bars(hist, step, by)
     values = ["grad", "relative"] if relative else ["grad"]
@@ -268,17 +289,18 @@ def plot_layers(hist, step: int | None = None, *, by: str = "layer", relative: b
             series = [("gradient norm", data.values(value), data.kinds, BAR)]
         else:
             series = _leaf_series(data, rows, leaves, value)
-        draw_bars(ax, series, len(rows), lim=lim, value=value)
+        draw_bars(ax, series, len(rows), lim=lim, value=value, lang=lang)
     if leaves is not None:
         _legend(fig, axes[0].get_legend_handles_labels()[0])
     prefix = _set_names(axes[0], rows)
     if leaves is not None:
         _mark_layer_names(axes[0], rows, hist.flagged(data.step, by="layer"))
-    axes[0].set_ylabel("layer" + (f" of {prefix}" if prefix else ""))
+    axes[0].set_ylabel(_axis_label(prefix, lang))
     if leaves is None:
-        _flag_legend(fig, {k for kk in data.kinds for k in kk})
-    loss = f", loss {data.loss:.4g}" if np.isfinite(data.loss) else ""
-    fig.suptitle(f"Gradient norm by {by} at step {data.step}{loss}", x=0.01, ha="left", fontsize=11)
+        _flag_legend(fig, {k for kk in data.kinds for k in kk}, lang)
+    loss = say("layers.loss", lang, loss=f"{data.loss:.4g}") if np.isfinite(data.loss) else ""
+    title = say("layers.title", lang, by=say(f"plot.by.{by}", lang), step=data.step, loss=loss)
+    fig.suptitle(title, x=0.01, ha="left", fontsize=11)
     return fig
 
 
@@ -377,7 +399,14 @@ def _ratio(b: np.ndarray, a: np.ndarray) -> np.ndarray:
         return np.where((a > 0) & np.isfinite(a) & np.isfinite(b), b / a, np.nan)
 
 
-def compare(hist, a: int, b: int, *, by: str = "layer") -> tuple[Figure, NormTable]:
+def compare(hist, a: int, b: int, *, by: str = "layer", lang: str = DEFAULT) -> tuple[Figure, NormTable]:
+    """See History.compare; the figure's words in ``lang``."""
+    check_lang(lang)
+    with rc_context({"font.family": list(matplotlib_families())}):
+        return _compare(hist, a, b, by=by, lang=lang)
+
+
+def _compare(hist, a: int, b: int, *, by: str, lang: str) -> tuple[Figure, NormTable]:
     _check("grad", by)
     da, db = layer_bars(hist, a, by), layer_bars(hist, b, by)
     names = [n for n in da.names if n in db.names] + [n for n in db.names if n not in da.names]
@@ -412,16 +441,21 @@ def compare(hist, a: int, b: int, *, by: str = "layer") -> tuple[Figure, NormTab
         len(names),
         lim=lim,
         labels=False,
+        lang=lang,
     )
-    steps = [Patch(color=STEP_A, label=f"step {da.step}"), Patch(color=STEP_B, label=f"step {db.step}")]
-    _legend(fig, steps + _draw_ratio(ax_ratio, _ratio(gb, ga), da.step, db.step))
+    steps = [
+        Patch(color=STEP_A, label=say("compare.step", lang, step=da.step)),
+        Patch(color=STEP_B, label=say("compare.step", lang, step=db.step)),
+    ]
+    _legend(fig, steps + _draw_ratio(ax_ratio, _ratio(gb, ga), da.step, db.step, lang))
     prefix = _set_names(ax_norm, names)
-    ax_norm.set_ylabel("layer" + (f" of {prefix}" if prefix else ""))
-    fig.suptitle(f"Gradient norm by {by}: step {da.step} against step {db.step}", x=0.01, ha="left", fontsize=11)
+    ax_norm.set_ylabel(_axis_label(prefix, lang))
+    title = say("compare.title", lang, by=say(f"plot.by.{by}", lang), a=da.step, b=db.step)
+    fig.suptitle(title, x=0.01, ha="left", fontsize=11)
     return fig, table
 
 
-def _draw_ratio(ax: Axes, ratio: np.ndarray, a: int, b: int) -> list:
+def _draw_ratio(ax: Axes, ratio: np.ndarray, a: int, b: int, lang: str) -> list:
     """Bars from 1 to each ratio on a log axis (longer: changed more), ×k written beside."""
     ok = ratio[np.isfinite(ratio) & (ratio > 0)]
     span = max(10.0, float(np.max(np.maximum(ok, 1 / ok)))) if len(ok) else 10.0
@@ -439,10 +473,13 @@ def _draw_ratio(ax: Axes, ratio: np.ndarray, a: int, b: int) -> list:
             )
         else:
             ax.text(1.15, y, "—", va="center", ha="left", fontsize=8, color="grey")
-    ax.set_xlabel(f"‖g‖ at step {b} / ‖g‖ at step {a} (log scale)")
+    ax.set_xlabel(say("compare.ratio_axis", lang, a=a, b=b))
     ax.grid(True, which="major", axis="x", alpha=0.3)
     return [
         Patch(color=color, alpha=0.75, label=label)
-        for color, label, seen in (("#d62728", "‖g‖ grew", (ok > 1).any()), ("#1f77b4", "‖g‖ shrank", (ok < 1).any()))
+        for color, label, seen in (
+            ("#d62728", say("compare.grew", lang), (ok > 1).any()),
+            ("#1f77b4", say("compare.shrank", lang), (ok < 1).any()),
+        )
         if seen
     ]
