@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -57,29 +56,18 @@ def main(argv=None) -> int:
     if missing:
         print("bench_browser_training skipped, missing:", "; ".join(missing))
         return 0
-    from playwright.sync_api import sync_playwright
-
-    with (
-        tempfile.TemporaryDirectory(prefix="tapeviz-bench-") as tmp,
-        B.running_jupyterlab(Path(tmp)) as lab,
-        sync_playwright() as pw,
-    ):
-        browser = B.launch_chromium(pw)
-        try:
-            page = B.new_page(browser)
-            name = "bench_training.ipynb"
-            B.write_notebook(Path(lab.root) / name, [_PROGRAM.format(layers=args.layers, steps=args.steps)])
-            B.open_notebook(page, lab, name)
-            B.run_all(page)
-            page.locator(f"{EXPLORER} .tv-run-panel svg").wait_for()
-            page.locator(EXPLORER).scroll_into_view_if_needed()
-            page.evaluate(BB._INSTALL_JS.replace(".tv-canvas", ".tv-run-panel"), EXPLORER)
-            handle = page.locator(f"{EXPLORER} .tv-train-step .noUi-handle")
-            new = BB.press_series(page, handle, ["ArrowLeft"] * args.presses, args.settle)
-            cached = BB.press_series(page, handle, ["ArrowRight"] * args.presses, args.settle)
-            B.screenshot(page, "bench_browser_training")
-        finally:
-            browser.close()
+    with BB.lab_page() as (lab, page):
+        name = "bench_training.ipynb"
+        B.write_notebook(Path(lab.root) / name, [_PROGRAM.format(layers=args.layers, steps=args.steps)])
+        B.open_notebook(page, lab, name)
+        B.run_all(page)
+        page.locator(f"{EXPLORER} .tv-run-panel svg").wait_for()
+        page.locator(EXPLORER).scroll_into_view_if_needed()
+        page.evaluate(BB._INSTALL_JS.replace(".tv-canvas", ".tv-run-panel"), EXPLORER)
+        handle = page.locator(f"{EXPLORER} .tv-train-step .noUi-handle")
+        new = BB.press_series(page, handle, ["ArrowLeft"] * args.presses, args.settle)
+        cached = BB.press_series(page, handle, ["ArrowRight"] * args.presses, args.settle)
+        B.screenshot(page, "bench_browser_training")
     print(f"tv.explore(hist), norms-only History: {args.layers} layers, {args.steps} steps, JupyterLab + Chromium")
     print("| presses | key → SVG in DOM, median | **key → next frame, median** | p95 | missed |")
     print("|---|---|---|---|---|")
