@@ -143,7 +143,8 @@ def test_format_and_summarize():
     big = np.arange(100, dtype=np.float32)
     s = summarize(big)
     assert s["shape"] == (100,) and s["min"] == 0.0 and s["max"] == 99.0 and s["nan"] == 0
-    assert format_value(big).startswith("100 |.|=")
+    assert format_value(big).startswith("100 ‖·‖ ")  # shape, then the norm, as the legend explains
+    assert format_value(big.reshape(4, 25), norm="‖g‖").startswith("4×25 ‖g‖ ")
     s = summarize(np.array([1.0, np.nan, np.inf]))
     assert s["nan"] == 1 and s["inf"] == 1 and s["max"] == 1.0
     rng = np.random.default_rng(0)  # the short path for small arrays says what the summary says
@@ -153,7 +154,7 @@ def test_format_and_summarize():
             assert format_value(a) == format_value(None, summarize(a)), (shape, dtype)
     with_nan = np.array([1.0, 2.0, np.nan, 3.0, 4.0, 5.0, 6.0], np.float32)
     # NaN left out: sqrt(1+4+9+16+25+36)
-    assert format_value(with_nan) == format_value(None, summarize(with_nan)) == "7 |.|=9.54"
+    assert format_value(with_nan) == format_value(None, summarize(with_nan)) == "7 ‖·‖ 9.54"
 
 
 def test_value_of_and_display_name(fan):

@@ -36,8 +36,11 @@ def _every_default() -> dict:
 
 
 def test_the_options_and_their_one_default():
-    assert option_names() == ("theme", "lang", "show_all", "collapsed", "magnitude", "wrap")
-    assert Options() == Options(theme=AUTO, lang="en", show_all=False, collapsed=AUTO, magnitude=AUTO, wrap=None)
+    assert option_names() == ("theme", "lang", "show_all", "collapsed", "depth", "expand", "magnitude", "wrap")
+    assert Options() == Options(
+        theme=AUTO, lang="en", show_all=False, collapsed=AUTO, depth=None, expand=(), magnitude=AUTO, wrap=None
+    )
+    assert Options(expand="conv3_block2").expand == Options(expand=["conv3_block2"]).expand == ("conv3_block2",)
     assert all(o["help"] for o in option_help().values()), "every option says what it does (CLI --help)"
     with pytest.raises(dataclasses.FrozenInstanceError):
         Options().theme = "dark"  # type: ignore[misc]
@@ -62,6 +65,8 @@ def test_the_command_line_leaves_every_default_to_options(monkeypatch, tmp_path)
     assert seen[-1] == dict(theme="dark", lang="zh", show_all=True, collapsed=False, magnitude=True, wrap=3)
     assert cli.main(["export", "basic", "-o", str(tmp_path / "a.svg"), "--collapsed", "dense,clip_by_norm"]) == 0
     assert seen[-1] == dict(collapsed=("dense", "clip_by_norm"))
+    assert cli.main(["export", "basic", "-o", str(tmp_path / "a.svg"), "--depth", "2", "--expand", "a,b/c"]) == 0
+    assert seen[-1] == dict(depth=2, expand=("a", "b/c"))
 
 
 def test_left_out_or_given_as_their_defaults_the_pictures_are_the_same(tmp_path):

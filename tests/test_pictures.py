@@ -89,7 +89,7 @@ def test_clip_in_training_picture_shows_every_variable_gradient():
     model = run.extra["model"]
     view = tv.view(run.tape, run.target)
     for v, g in zip(model.trainable_variables, run.extra["gradients"], strict=True):
-        assert grad_label(view, v) == "∂ " + format_value(g.numpy())
+        assert grad_label(view, v) == "∂ " + format_value(g.numpy(), norm="‖g‖")
 
 
 def test_set_step_updates_artists_in_place():

@@ -209,7 +209,7 @@ def test_the_counter_sees_overlaps_and_escapes():
 def test_wrap_folds_a_picture_into_rows_of_at_most_k_boxes(wrap, tmp_path):
     """The CNN pictures of docs/pictures.md use wrap=4 so that a page column shows them readably."""
     tape, loss = training_step_tape(small_cnn)
-    wide, wrapped = tv.view(tape, loss), tv.view(tape, loss, wrap=wrap)
+    wide, wrapped = tv.view(tape, loss, wrap=100), tv.view(tape, loss, wrap=wrap)  # one row / rows of k
     assert len({x for x, _ in wide.pos.values()}) > wrap  # the test needs a picture that wraps
     columns_per_row: dict[float, set] = {}
     for x, y in wrapped.pos.values():

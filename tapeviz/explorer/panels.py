@@ -17,7 +17,7 @@ from ..gradients import clipping
 from ..gradients.diagnose import explain_flow
 from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, say
-from ..record.graph import TapeGraph, format_value
+from ..record.graph import VALUE_NORM, TapeGraph, format_value, shape_text
 
 __all__ = ["CSS", "clipping_panel", "inspector", "PANEL_ROWS"]
 
@@ -79,7 +79,7 @@ def _small(a: np.ndarray | None, max_items: int = 4) -> str:
     a = np.asarray(a)
     if a.size <= max_items:
         return format_value(a, max_items=max_items)
-    return f"{'x'.join(map(str, a.shape))} ‖·‖={float(np.linalg.norm(a)):.4g}"
+    return f"{shape_text(a.shape)} {VALUE_NORM} {float(np.linalg.norm(a)):.4g}"
 
 
 def _shown_names(rep: clipping.ClipReport) -> list[str]:

@@ -32,7 +32,7 @@ from ..output.view import GraphView
 from ..picture.marks import Hidden
 from ..picture.options import option_names
 from ..picture.visibility import Collapsed, Shown, decide
-from ..record.graph import TapeGraph, format_value
+from ..record.graph import GRAD_NORM, TapeGraph, format_value
 from . import panels, quiz
 from .quiz import TOLERANCE
 
@@ -58,6 +58,9 @@ _PICTURES = 128  # SVG documents kept per explorer (a slider going back and fort
 #: The picture's options (tv.Options) that the state holds as they are, by name, and hands
 #: to GraphView; ``collapsed`` is held as the groups themselves (see Explored.initial).
 _PICTURE_OPTIONS = tuple(n for n in option_names() if n != "collapsed")
+#: ``depth`` and ``expand`` choose the picture's default groups (Explored.default_shown);
+#: the GraphView of a state gets the groups themselves.
+_VIEW_OPTIONS = tuple(n for n in _PICTURE_OPTIONS if n not in ("depth", "expand"))
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,8 @@ class ExplorerState:
     clip_value: tuple[float, float] = (-1.0, 1.0)
     lr: float = 0.01  # learning rate of the SGD preview w - lr * g
     collapsed: frozenset | None = None  # groups drawn as one box; None: the picture's default
+    depth: int | None = None  # how many levels of groups the default opens (None: fit 30 boxes)
+    expand: tuple = ()  # groups the default opens, with the groups holding them
     functions: frozenset = frozenset()  # tf.function calls opened into their bodies
     show_all: bool = False  # every recorded op, nothing hidden or folded
     node: Any = None  # the node shown in the inspector
@@ -138,15 +143,30 @@ class Explored:
         if collapsed is None or collapsed == "auto" or isinstance(collapsed, frozenset):
             return state.replace(collapsed=None if collapsed == "auto" else collapsed)
         bodies = {f: self.graph.function_body(f) for f in state.functions}
-        shown = decide(self.graph, self.flow(state.target), show_all=state.show_all, collapsed=collapsed, bodies=bodies)
+        shown = decide(
+            self.graph,
+            self.flow(state.target),
+            show_all=state.show_all,
+            collapsed=collapsed,
+            bodies=bodies,
+            depth=state.depth,
+            expand=state.expand,
+        )
         return state.replace(collapsed=frozenset(shown.collapsed))
 
     def default_shown(self, state: ExplorerState) -> Shown:
         """The picture's own decision of what is shown for this target (no groups chosen)."""
-        key = (state.target, state.show_all, state.functions)
+        key = (state.target, state.show_all, state.functions, state.depth, state.expand)
         if key not in self._shown:
             bodies = {f: self.graph.function_body(f) for f in state.functions}
-            self._shown[key] = decide(self.graph, self.flow(state.target), show_all=state.show_all, bodies=bodies)
+            self._shown[key] = decide(
+                self.graph,
+                self.flow(state.target),
+                show_all=state.show_all,
+                bodies=bodies,
+                depth=state.depth,
+                expand=state.expand,
+            )
         return self._shown[key]
 
     def collapsed(self, state: ExplorerState) -> frozenset:
@@ -169,7 +189,7 @@ class Explored:
                 self.flow(state.target),
                 collapsed=set(key[1]),
                 functions=set(state.functions),
-                **{n: getattr(state, n) for n in _PICTURE_OPTIONS},
+                **{n: getattr(state, n) for n in _VIEW_OPTIONS},
             )
         view.overrides = clipped_texts(self, state)
         view.hidden = quiz_hidden(self, state)
@@ -261,7 +281,11 @@ def _clipped_texts(ex: Explored, rep: clipping.ClipReport) -> dict:
     out = {}
     for name, node in ex.variables().items():
         g = rep.clipped.get(name)
-        out[node] = f"∂ {format_value(rep.raw.get(name))} → {format_value(g)}" if g is not None else "∂ None"
+        out[node] = (
+            f"∂ {format_value(rep.raw.get(name), norm=GRAD_NORM)} → {format_value(g, norm=GRAD_NORM)}"
+            if g is not None
+            else "∂ None"
+        )
     return out
 
 

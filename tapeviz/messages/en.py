@@ -52,8 +52,8 @@ def _watch_call(subject, keras, **_):
     return f"tape.watch(v.value) with v the Keras variable {subject}" if keras else f"tape.watch({subject})"
 
 
-def _plural(n: int, word: str) -> str:
-    return word if n == 1 else word + "s"
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return word if n == 1 else plural or word + "s"
 
 
 def _hidden_note(hidden, folded, target, **_):
@@ -167,8 +167,11 @@ MESSAGES = {
     "ui.step.part": "Step {k}/{n}: {node} receives {value} through one of its {reads} reads",
     "ui.step.in_group": "{node} (in {group})",
     "ui.step.done": " (backward pass of {target} done)",
-    "ui.note.collapsed": lambda layers, calls, total, **_: " and ".join(
-        [f"{layers} {_plural(layers, 'layer')}"] * bool(layers) + [f"{calls} TF API {_plural(calls, 'call')}"] * bool(calls))
+    "ui.note.collapsed": lambda layers, calls, total, blocks=0, losses=0, **_: ", ".join(
+        [f"{blocks} {_plural(blocks, 'block')}"] * bool(blocks)
+        + [f"{layers} {_plural(layers, 'layer')}"] * bool(layers)
+        + [f"{losses} {_plural(losses, 'loss', 'losses')}"] * bool(losses)
+        + [f"{calls} TF API {_plural(calls, 'call')}"] * bool(calls))
         + f" collapsed ({total} nodes in all); expand them to see their ops",
     "ui.note.hidden": _hidden_note,
     "ui.note.unregistered": "No gradient registered for {op}: tape.gradient raises LookupError, and nothing reaches the ops before it",
@@ -240,14 +243,21 @@ MESSAGES = {
     "ui.kind.layer": "layer (collapsed)",
     "ui.kind.inner": "op inside a tf.function",
     "ui.group.layer": lambda n, **_: f"layer · {n} {_plural(n, 'op')}",
+    "ui.group.block": lambda n, **_: f"block · {n} {_plural(n, 'op')}",
+    "ui.group.loss": lambda n, **_: f"loss · {n} {_plural(n, 'op')}",
+    "ui.group.alike": "{name} ({n}\u00a0alike)",  # a no-break space: a second line starts at "("
     "ui.group.api": lambda n, **_: f"tf API · {n} {_plural(n, 'op')}",
     "ui.group.inner": "in tf.function {function}",
+    # A collapsed group's variables, too many to list under its box: their gradient's norm taken together.
+    "ui.group.grad_total": "‖g‖ {norm} over {n} variables",
     "ui.legend.forward": "→ forward computation",
     "ui.legend.flowing": "gradient that has flowed back",
     "ui.legend.active": "‹ this step: the gradient moves backward",
     "ui.legend.bad": "NaN / Inf gradient",
     "ui.legend.magnitude": "‖g‖/‖w‖ (log scale)",
     "ui.legend.stopped": "no gradient: {reason}",
+    # The notation of big tensors, shown once: a sample ("4×3 ‖g‖ 0.884"), then this.
+    "ui.legend.notation": "= a 4×3 gradient, norm 0.884 (‖·‖: a value's norm)",
     "ui.chip.value": "folded constant / shape",
     "ui.chip.input": "named input",
     "ui.chip.random": "random values",

@@ -62,8 +62,13 @@ def _hidden_note(hidden, folded, target, **_):
     return "；".join(parts) + "（show_all=True 可全部显示）"
 
 
-def _collapsed_note(layers, calls, total, **_):
-    parts = [f"{layers} 个层"] * bool(layers) + [f"{calls} 个 tf 函数调用"] * bool(calls)
+def _collapsed_note(layers, calls, total, blocks=0, losses=0, **_):
+    parts = (
+        [f"{blocks} 个模块"] * bool(blocks)
+        + [f"{layers} 个层"] * bool(layers)
+        + [f"{losses} 个损失"] * bool(losses)
+        + [f"{calls} 个 tf 函数调用"] * bool(calls)
+    )
     return "和".join(parts) + f"已折叠（共 {total} 个节点）；展开即可看到其中的运算"
 
 
@@ -174,14 +179,19 @@ MESSAGES = {
     "ui.kind.layer": "层（已折叠）",
     "ui.kind.inner": "tf.function 内部的运算",
     "ui.group.layer": "层 · {n} 个运算",
+    "ui.group.block": "模块 · {n} 个运算",
+    "ui.group.loss": "损失 · {n} 个运算",
+    "ui.group.alike": "{name}（{n} 个相同）",
     "ui.group.api": "tf 函数 · {n} 个运算",
     "ui.group.inner": "在 tf.function {function} 中",
+    "ui.group.grad_total": "‖g‖ {norm}（{n} 个变量合计）",
     "ui.legend.forward": "→ 前向计算",
     "ui.legend.flowing": "已经传回的梯度",
     "ui.legend.active": "‹ 当前步：梯度向后传",
     "ui.legend.bad": "NaN / Inf 梯度",
     "ui.legend.magnitude": "‖g‖/‖w‖（对数刻度）",
     "ui.legend.stopped": "没有梯度：{reason}",
+    "ui.legend.notation": "= 形状 4×3、范数 0.884 的梯度（‖·‖：前向值的范数）",
     "ui.chip.value": "折叠的常量 / 形状",
     "ui.chip.input": "有名字的输入",
     "ui.chip.random": "随机值",

@@ -390,7 +390,7 @@ def to_svg(view: Any, *, fit: bool = False) -> str:
 
     out.append('<g id="layer-nodes">\n')
     for n, b in sc.boxes.items():
-        parts = [w.box(b), *(w.text(t) for t in sc.labels[n])]
+        parts = [f"<title>{_esc(b.tip)}</title>" if b.tip else "", w.box(b), *(w.text(t) for t in sc.labels[n])]
         g = sc.grads[n]
         parts.append(w.text(g, gid=g.gid or f"grad-{n}", keep_empty=True))
         out.append(f'<g id="{_esc(b.gid)}">{"".join(parts)}</g>\n')

@@ -27,7 +27,7 @@ from ..picture.marks import Hidden
 from ..picture.scene import Scene
 from ..picture.style import DPI
 from ..picture.themes import Theme
-from ..picture.visibility import Collapsed, Shown
+from ..picture.visibility import Collapsed, Shown, leaf_groups
 from ..record.graph import TapeGraph
 from .artists import Artists, Chrome, chrome_artists, draw_scene, raster_dpi, restyle_artists, scene_as_drawn
 from .svg import to_svg
@@ -111,6 +111,8 @@ class GraphView:
         lang: str = DEFAULT,
         magnitude: bool = False,
         wrap: int | None = None,
+        depth: int | None = None,
+        expand: Iterable[str] = (),
     ):
         magnitudes = None
         if magnitude and flow is not None:
@@ -132,6 +134,8 @@ class GraphView:
             lang=lang,
             magnitudes=magnitudes,
             wrap=wrap,
+            depth=depth,
+            expand=expand,
         )
         self._user_ax = ax
         self._drawing: _Drawing | None = None
@@ -364,11 +368,13 @@ class GraphView:
         return view
 
     def expanded(self, *layers: str) -> GraphView:
-        """A new view with these layers opened (the others stay as they are)."""
-        unknown = set(layers) - set(self.layers)
-        if unknown:
-            raise ValueError(f"No layer named {sorted(unknown)}; layers are: {self.layers}")
-        return self._like(self.display.collapsed - set(layers), self.functions)
+        """A new view with these groups opened, and the groups holding them (the others
+        stay as they are). A group is named by its path or a unique end of it
+        ("conv3_block2" for "resnet50/conv3/conv3_block2")."""
+        tree = self.display.tree
+        ids = [tree.find(name) for name in layers]
+        opened = set(ids).union(*(tree.ancestors(i) for i in ids))
+        return self._like(self.display.collapsed - opened, self.functions)
 
     def expanded_function(self, *nodes: str) -> GraphView:
         """A new view with these tf.function call nodes (default: all) opened into the
@@ -378,8 +384,9 @@ class GraphView:
         return self._like(self.display.collapsed, self.functions | chosen)
 
     def collapsed_view(self, *layers: str) -> GraphView:
-        """A new view with these layers (all, when none are named) collapsed."""
-        chosen = set(layers) or set(self.layers)
+        """A new view with these groups (every innermost group, when none are named) collapsed."""
+        tree = self.display.tree
+        chosen = {tree.find(name) for name in layers} if layers else leaf_groups(tree)
         return self._like(self.display.collapsed | chosen, self.functions)
 
     def _repr_svg_(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..messages import DEFAULT, check_lang, say
+from ..record.graph import GRAD_NORM, TIMES
 from . import fonts
 from .marks import Label, Swatch
 from .style import CHIP_PAD, DPI, LW_ACTIVE_EDGE, LW_BOX, LW_CARRIES, LW_EDGE, LW_STOPPED, MARGIN, REASON_STYLE
@@ -21,6 +22,9 @@ class LegendSource(Protocol):
     chip_kinds: list
     has_bad: bool
     flow: Any
+
+
+NOTATION_SAMPLE = f"4{TIMES}3 {GRAD_NORM} 0.884"  # the legend's sample of how big tensors are written
 
 
 def legend_entries(scene: LegendSource) -> list[tuple[str, Any, str]]:
@@ -47,6 +51,8 @@ def legend_entries(scene: LegendSource) -> list[tuple[str, Any, str]]:
         )
     for kind in scene.chip_kinds:
         out.append(("chip", kind, say(f"ui.chip.{kind}", lang)))
+    if getattr(scene, "notation", False):
+        out.append(("note", NOTATION_SAMPLE, say("ui.legend.notation", lang)))
     scale = getattr(scene, "magnitude_scale", None)
     if scale is not None:
         colours = [mix(scale.color(scale.lo * (scale.hi / scale.lo) ** (i / 9)), th.background, 0.6) for i in range(10)]
@@ -64,6 +70,8 @@ def legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple[
     for kind, style, text in entries:
         if kind == "chip":
             w_sample = fonts.text_width("2.0", size - 1) + 2 * CHIP_PAD * (size - 1)
+        elif kind == "note":  # a sample text in the gradients' colour
+            w_sample = fonts.text_width(style, size)
         elif kind == "scale":  # the low end's label and ten colour steps; the high end's label leads the text
             colours, lo, hi = style
             w_sample = fonts.text_width(lo, size) + sep + 10 * 0.8 * sample_w
@@ -132,6 +140,11 @@ def legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple[
                     )
                 sw = Swatch(
                     "box", x_bar + 9 * seg, y - sample_h / 2, seg, sample_h, colours[-1], colours[-1], 0.0, "-", label
+                )
+            elif kind == "note":
+                chip = Label(x + w_sample / 2, y, style, size, color=th.grad_text)
+                sw = Swatch(
+                    "chip", x, y - sample_h / 2, w_sample, sample_h, None, th.grad_text, 0.0, "-", label, chip=chip
                 )
             else:
                 fc, ec, tc = th.chips[style]

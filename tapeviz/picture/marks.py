@@ -26,6 +26,7 @@ class Box:
     linestyle: Any = "-"
     visible: bool = True
     radius: float = 0.08  # corner rounding, in data units
+    tip: str = ""  # what hovering shows: the full name the title shortens
 
 
 @dataclass(slots=True)

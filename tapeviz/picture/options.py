@@ -46,6 +46,11 @@ def _collapsed(text: str) -> Collapsed:
         return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """A command-line value: group names separated by commas."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
 def _option(default: Any, help: str, parse: Callable[[str], Any] | None = None, choices: Any = None) -> Any:
     return field(default=default, metadata={"help": help, "parse": parse, "choices": choices})
 
@@ -64,9 +69,22 @@ class Options:
     show_all: bool = _option(False, "draw every recorded op: nothing hidden, no constant folded into a chip")
     collapsed: Collapsed = _option(
         AUTO,
-        "groups drawn as one box: auto (TF API calls; layers too when the picture would not fit "
-        "a screen), yes, no, or the group names (comma-separated)",
+        "groups drawn as one box: auto (the groups opened down to the deepest level that shows at "
+        "most 30 boxes; TF API calls and losses as one box each), yes (every innermost group), no, "
+        "or the group names (comma-separated)",
         parse=_collapsed,
+    )
+    depth: int | None = _option(
+        None,
+        "levels of groups to open (1: the outermost groups, e.g. the model, are boxes); "
+        "unset: the deepest level that shows at most 30 boxes",
+        int,
+    )
+    expand: tuple[str, ...] = _option(
+        (),
+        "groups to open, with the groups holding them (comma-separated; a group is named by its "
+        "path or a unique end of it: conv3_block2)",
+        parse=_names,
     )
     magnitude: bool | str = _option(
         AUTO,
@@ -84,6 +102,10 @@ class Options:
         if not isinstance(self.theme, Theme) and self.theme != AUTO and self.theme not in THEMES:
             raise ValueError(f"Unknown theme {self.theme!r}; use one of 'auto', {', '.join(map(repr, THEMES))}.")
         check_lang(self.lang)
+        if isinstance(self.expand, str):  # one group name
+            object.__setattr__(self, "expand", (self.expand,))
+        elif not isinstance(self.expand, tuple):
+            object.__setattr__(self, "expand", tuple(self.expand))
         if self.magnitude not in (True, False, AUTO):
             raise ValueError(f"magnitude={self.magnitude!r}: use True, False or 'auto'.")
 

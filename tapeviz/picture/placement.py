@@ -12,6 +12,7 @@ from ..messages import DEFAULT, Phrase, localize
 from ..record.graph import TapeGraph
 from . import fonts
 from .marks import Arrow, Box, Label
+from .names import name_lines
 from .routing import edge_plans, edge_route
 from .style import (
     BOX_H,
@@ -30,7 +31,7 @@ from .style import (
 )
 from .themes import LIGHT, Theme
 from .visibility import Shown
-from .wording import node_subtitle, node_title, node_value_text
+from .wording import box_names, node_subtitle, node_value_text
 
 
 def _nodes(graph: TapeGraph, display: Shown | None):
@@ -72,8 +73,10 @@ def box_specs(
     targets=(),
     display: Shown | None = None,
     theme: Theme = LIGHT,
+    names: Mapping[Any, tuple[str, str]] | None = None,
 ) -> dict[Any, Box]:
-    """One rounded box per node, styled by kind; targets get the theme's target outline."""
+    """One rounded box per node, styled by kind; targets get the theme's target outline;
+    ``names`` (from :func:`tapeviz.picture.wording.box_names`) give each its tooltip."""
     boxes = {}
     kinds = theme.kinds
     for n, d in _nodes(graph, display):
@@ -89,6 +92,7 @@ def box_specs(
             theme.target if target else ec,
             (LW_TARGET if target else LW_BOX) * theme.line,
             f"node-{n}",
+            tip=names[n][1] if names else "",
         )
     return boxes
 
@@ -112,17 +116,24 @@ def label_specs(
     theme: Theme = LIGHT,
     lang: str = DEFAULT,
     unit=(INCH_X * 72, INCH_Y * 72),
+    names: Mapping[Any, tuple[str, str]] | None = None,
 ) -> dict[Any, tuple[Label, Label, Label]]:
     """(title, subtitle, forward value) texts inside each box, fitted to its width and
-    stacked by their font heights (leaving a row for chips where the box has some)."""
+    stacked by their font heights (leaving a row for chips where the box has some). A
+    title too long for one line takes two (:func:`tapeviz.picture.names.name_lines`), never "…"."""
     labels = {}
     inner = BOX_W * unit[0] * 0.92  # points of text a box holds
     ppu_y = unit[1]
+    names = names if names is not None else box_names(graph, display, lang)
+    title_pitch = sum(fonts.line_box(fontsize, "bold"))
     for n, d in _nodes(graph, display):
         x, y = pos[n]
         sub = node_subtitle(graph, n, display, lang)
         chips = bool(d.get("chips"))
-        heights = box_lines(fontsize, bool(sub), chips)
+        title_lines = name_lines(names[n][0], inner, fontsize, "bold")
+        heights = list(box_lines(fontsize, bool(sub), chips))
+        if len(title_lines) > 1:
+            heights[0] = len(title_lines) * title_pitch
         gap = 2.0
         total = sum(heights) + gap * (sum(1 for h in heights if h) - 1)
         top = y + total / 2 / ppu_y
@@ -131,7 +142,7 @@ def label_specs(
             centres.append(top - h / 2 / ppu_y)
             if h:
                 top -= (h + gap) / ppu_y
-        title = fonts.fit(node_title(graph, n, display, lang), inner, fontsize, "bold", keep_tail=True)
+        title = "\n".join(title_lines)
         value = fonts.fit(node_value_text(graph, n, display), inner, fontsize - 0.5)
         labels[n] = (
             Label(x, centres[0], title, fontsize, color=theme.text, weight="bold"),

@@ -17,13 +17,34 @@ from .layout import BOX_H as _BOX_H
 from .layout import CAPTION_H as _CAPTION_H
 from .layout import STACK_GAP as _STACK_GAP
 
-__all__ = ["wrap_bands", "band_columns", "WRAP_COLUMNS"]
+__all__ = [
+    "wrap_bands",
+    "band_columns",
+    "row_lengths",
+    "WRAP_COLUMNS",
+    "PAGE_WIDTH",
+    "MAX_RATIO",
+    "NARROW_PAGE",
+    "PAGE_FIT_MOST",
+]
 
 Node = Hashable
 Point = tuple[float, float]
 
 #: Layouts wider than this many columns are wrapped into bands (see :func:`wrap_bands`).
 WRAP_COLUMNS = 16
+
+#: A default picture is laid out for a page this many pixels wide (at 100 dpi, full text
+#: size: a README column or a notebook cell scales it down by less than half), and is no
+#: wider than MAX_RATIO times its height (a strip's text shrinks with the page's width).
+PAGE_WIDTH = 1600
+MAX_RATIO = 3.5
+#: ... except a picture no wider than a notebook cell (~1,100 px), shown at full size whatever
+#: its shape: a chain of four boxes stays one row.
+NARROW_PAGE = 1100
+#: Layouts up to this many columns are folded to fit the page (about 12 rows of 5); longer
+#: ones (every op of a large model) are folded into bands as wide as a screen instead.
+PAGE_FIT_MOST = 60
 
 _LANE_GAP = 0.14  # between the lanes of edges that return to the next band
 _BAND_MARGIN = 0.2  # between a band's lowest caption and its first lane, and the last lane and the next band
@@ -34,6 +55,19 @@ def band_columns(n_columns: int, *, least: int = WRAP_COLUMNS, most: int = 24) -
     graphs, growing with the square root beyond (fewer, wider bands for very long ones),
     but at most ``most``: about as wide as a picture can be and still be read whole."""
     return min(most, max(least, math.ceil(math.sqrt(2.0 * n_columns))))
+
+
+def row_lengths(n_columns: int, *, least: int = 2) -> list[int]:
+    """Columns per row for one row, two rows, three... (balanced: 11 columns in 3 rows are
+    4 + 4 + 3), each length once, longest first, down to ``least``."""
+    out: list[int] = []
+    for rows in range(1, n_columns + 1):
+        columns = max(least, math.ceil(n_columns / rows))
+        if columns not in out:
+            out.append(columns)
+        if columns == least:
+            break
+    return out or [least]
 
 
 def wrap_bands(

@@ -37,7 +37,9 @@ every sentence from the message catalogue (:func:`tapeviz.messages.say`).
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,7 +47,7 @@ import numpy as np
 
 from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, check_lang, localize, say
-from ..record.graph import TapeGraph, format_value
+from ..record.graph import GRAD_NORM, VALUE_NORM, TapeGraph, format_value
 from . import fonts
 from .layout import layered_routes
 from .legend import legend_entries, legend_layout
@@ -61,7 +63,7 @@ from .placement import (
     label_specs,
 )
 from .routing import edge_plans, edge_route
-from .rows import band_columns, wrap_bands
+from .rows import MAX_RATIO, NARROW_PAGE, PAGE_FIT_MOST, PAGE_WIDTH, band_columns, row_lengths, wrap_bands
 from .style import (
     BAND_MOST,
     BOX_W,
@@ -84,7 +86,7 @@ from .style import (
 )
 from .themes import Theme, get_theme, mix
 from .visibility import Shown, collapse, decide
-from .wording import compact, edge_code, grad_text, is_bad, node_title, norm_text
+from .wording import box_names, compact, edge_code, grad_text, is_bad, node_title, norm_text
 
 __all__ = ["Scene"]
 
@@ -129,6 +131,8 @@ class Scene:
         theme: str | Theme | None = None,
         magnitudes=None,
         wrap: int | None = None,
+        depth: int | None = None,
+        expand=(),
     ):
         self.wrap = _checked_wrap(wrap)
         self.graph = graph
@@ -136,34 +140,48 @@ class Scene:
         self.theme = th = get_theme(theme)
         self.show_all = show_all
         self.flow = flow
-        self.display = self._decide_shown(collapsed, functions, placed=pos is not None)
-        self._place(pos, routes)
+        self.display = self._decide_shown(collapsed, functions, placed=pos is not None, depth=depth, expand=expand)
         self.font = th.font
         self.unit = (INCH_X * th.scale * 72.0, INCH_Y * th.scale * 72.0)  # points per data unit
         self._list_what_is_shown()
+        self.custom_title = title
+        self.title = title or ""
+        self.caption = self._caption(caption)
+        self._place(pos, routes, box_names(graph, self.display, self.lang), magnitudes)
+
+    def _build(self, pos, routes, lanes, names, magnitudes) -> None:
+        """Every record for these positions, routes and lanes, then the canvas around them."""
+        self.pos = pos
+        self.routes = routes  # (u, v) -> bend points; edges not in it run straight to their consumer's gap
+        self.lanes = lanes  # (u, v) -> lanes back to the next band, where the layout wraps
         label_h = (label_height(self.font - 1) + 1.0) / self.unit[1]
-        plans = edge_plans(graph, self.pos, self.routes, self.display, self.lanes, label_h=label_h)
-        self._make_records(plans)
+        plans = edge_plans(self.graph, self.pos, self.routes, self.display, self.lanes, label_h=label_h)
+        self._make_records(plans, names)
         self.magnitudes, self.magnitude_scale = self._magnitudes(magnitudes)
         self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
         self._grad_rooms = self._grad_allowance(plans, label_h)
         self.overrides: dict[Any, str] = {}
         self.hidden: Hidden | None = None  # numbers shown as "?" (set_step applies it)
         self._route_edges(plans)
-        self.custom_title = title
-        self.title = title or ""
-        self.caption = self._caption(caption)
         self.step: int = 0
         self._laid_out = False  # the title's record is made with the canvas
         self.set_step(None)  # the finished pass: the texts the canvas must hold
         self.has_bad = any(v[1] for k, v in self._texts.items() if k[0] == "edge")
+        self.notation = any(  # a shape and a norm written somewhere: the legend says how to read them
+            VALUE_NORM in t.text or GRAD_NORM in t.text
+            for t in (
+                *(t for trio in self.labels.values() for t in trio),
+                *self.grads.values(),
+                *self.edge_labels.values(),
+            )
+        )
         self._layout_canvas()
         self._laid_out = True
         self._restyle_clamped()
         self.set_title()
 
     # -- what is shown, and where ------------------------------------------------------
-    def _decide_shown(self, collapsed, functions, *, placed: bool) -> Shown:
+    def _decide_shown(self, collapsed, functions, *, placed: bool, depth=None, expand=()) -> Shown:
         """Which nodes become boxes (visibility.py), with the tf.function calls asked to open."""
         graph = self.graph
         self.functions = set(functions)
@@ -172,21 +190,44 @@ class Scene:
             raise ValueError(f"{sorted(unknown)} are not tf.function calls; those are: {graph.functions()}")
         bodies = {f: graph.function_body(f) for f in self.functions}
         if not placed:
-            return decide(graph, self.flow, show_all=self.show_all, collapsed=collapsed, bodies=bodies)
+            return decide(
+                graph, self.flow, show_all=self.show_all, collapsed=collapsed, bodies=bodies, depth=depth, expand=expand
+            )
         return collapse(graph.nx, False, bodies=bodies)  # the caller's positions name every node
 
-    def _place(self, pos, routes) -> None:
-        """Positions and edge routes: the layered layout, folded into rows (rows.py) when wide."""
+    def _place(self, pos, routes, names, magnitudes) -> None:
+        """Positions and edge routes (the layered layout, folded into rows by rows.py: the
+        fewest rows that fit the page and are not a strip, else the best miss), then every
+        record placed for them."""
         dg = self.display.nx
-        self.lanes: dict = {}  # (u, v) -> lanes back to the next band, where the layout wraps
-        if pos is None:
-            pos, computed = layered_routes(dg)
-            if routes is None:
-                n_columns = len({x for x, _ in pos.values()})
-                columns = self.wrap if self.wrap is not None else band_columns(n_columns, most=BAND_MOST)
-                pos, routes, self.lanes = wrap_bands(dg, pos, computed, columns=columns)
-        self.pos = pos
-        self.routes = routes or {}  # (u, v) -> bend points; edges not in it run straight to their consumer's gap
+        if pos is not None:
+            self._build(pos, routes or {}, {}, names, magnitudes)
+            return
+        pos, computed = layered_routes(dg)
+        if routes is not None:
+            self._build(pos, routes, {}, names, magnitudes)
+            return
+        n_columns = len({x for x, _ in pos.values()})
+        if self.wrap is not None:
+            choices = [self.wrap]
+        elif n_columns <= PAGE_FIT_MOST:
+            choices = row_lengths(n_columns)
+        else:  # too long for a page at full size: bands as wide as a screen can show
+            choices = [band_columns(n_columns, most=BAND_MOST)]
+        column_px = INCH_X * self.theme.scale * DPI
+        best = None
+        for i, columns in enumerate(choices):
+            if i < len(choices) - 1 and min(columns, n_columns) * column_px > PAGE_WIDTH:
+                continue  # its boxes alone are wider than the page
+            self._build(*wrap_bands(dg, pos, computed, columns=columns), names, magnitudes)
+            width, height = self.canvas
+            miss = (width > PAGE_WIDTH, NARROW_PAGE < width > MAX_RATIO * height, width)
+            if not (miss[0] or miss[1]):
+                return
+            if best is None or miss < best[0]:
+                best = (miss, columns)
+        if best is not None and best[1] != columns:
+            self._build(*wrap_bands(dg, pos, computed, columns=best[1]), names, magnitudes)
 
     def _list_what_is_shown(self) -> None:
         """The targets, kinds of boxes, stop reasons and chip kinds on the picture (the legend's entries)."""
@@ -211,13 +252,13 @@ class Scene:
             if any(c.kind == k for _, d in dg.nodes(data=True) for c in d.get("chips") or ())
         ]
 
-    def _make_records(self, plans) -> None:
+    def _make_records(self, plans, names) -> None:
         """One record per box, text, chip, gradient line, arrow and edge label (placement.py)."""
         graph, pos, disp, th = self.graph, self.pos, self.display, self.theme
         self._rooms = {e: p.room * self.unit[0] - 2 * LABEL_PAD * (self.font - 1) - 1.0 for e, p in plans.items()}
-        self.boxes = box_specs(graph, pos, targets=self.targets, display=disp, theme=th)
+        self.boxes = box_specs(graph, pos, targets=self.targets, display=disp, theme=th, names=names)
         self.labels = label_specs(
-            graph, pos, fontsize=self.font, display=disp, theme=th, lang=self.lang, unit=self.unit
+            graph, pos, fontsize=self.font, display=disp, theme=th, lang=self.lang, unit=self.unit, names=names
         )
         chip_rows = {
             n: trio[2].y - (sum(box_lines(self.font, True, True)[2:]) / 2 + 1.0) / self.unit[1]
@@ -481,14 +522,16 @@ class Scene:
     def _caption(self, caption: str | None) -> str:
         notes = [caption] if caption else []
         disp = self.display
-        if disp.collapsed:
-            calls = sum(1 for _, d in disp.nx.nodes(data=True) if d.get("group_kind") == "api")
+        kinds = Counter(d.get("group_kind") for _, d in disp.nx.nodes(data=True) if d.get("kind") == "layer")
+        if kinds:  # the group boxes drawn (not the closed groups inside them)
             notes.append(
                 say(
                     "ui.note.collapsed",
                     self.lang,
-                    layers=len(disp.collapsed) - calls,
-                    calls=calls,
+                    blocks=kinds["block"],
+                    layers=kinds["layer"],
+                    losses=kinds["loss"],
+                    calls=kinds["api"],
                     total=self.graph.nx.number_of_nodes(),
                 )
             )
@@ -522,13 +565,13 @@ class Scene:
     def _fit_value(self, value, room: float, size: float, prefix: str = "") -> str:
         """``prefix + value`` in ``room`` points: the value as written, else its shape and
         norm, else cut with an ellipsis."""
-        text = prefix + format_value(value)
+        text = prefix + format_value(value, norm=GRAD_NORM)
         if fonts.text_width(text, size) <= room:
             return text
         text = prefix + compact(value)
-        if fonts.text_width(text, size) <= room or "|.|=" not in text:
+        if fonts.text_width(text, size) <= room or GRAD_NORM not in text:
             return fonts.fit(text, room, size)
-        return fonts.fit(prefix + text[text.index("|.|=") :], room, size)  # the norm alone: the shape is on the box
+        return fonts.fit(prefix + text[text.index(GRAD_NORM) :], room, size)  # the norm alone: the shape is on the box
 
     def set_step(self, step: int | None) -> None:
         """Style every record for the flow as it stands after steps 0..`step` (None: the
@@ -648,13 +691,14 @@ class Scene:
         if kind == "inner":
             return "", th.grad_text
         if kind == "layer":
-            parts, bad = [], False
+            parts, bad, squares, clipped = [], False, 0.0, False
             for m in self.display.members[n]:
                 if g.nx.nodes[m]["kind"] != "variable":
                     continue
                 name = g.nx.nodes[m]["name"].split("/")[-1]
                 if m in self.overrides:
                     parts.append(f"{name} {self.overrides[m].removeprefix('∂ ')}")
+                    clipped = True
                     continue
                 s = fl.step_of(m)
                 if s is None or s > k:
@@ -662,7 +706,13 @@ class Scene:
                 value = fl.computed(m)
                 bad = bad or is_bad(value)
                 parts.append(f"{name} {norm_text(value)}")
-            text = ("∂‖·‖ " + " · ".join(parts)) if parts else ""
+                if value is not None:  # summed in float64 by buffered casts: no float64 copy of a big kernel
+                    flat = np.asarray(value).reshape(-1)
+                    squares += float(np.einsum("i,i->", flat, flat, dtype=np.float64))
+            text = (GRAD_NORM + " " + " · ".join(parts)) if parts else ""
+            if len(parts) > 1 and not clipped and fonts.text_width(text, size) > room:
+                # too many to list: their norm taken together (a group's variables as one vector)
+                text = say("ui.group.grad_total", self.lang, norm=f"{math.sqrt(squares):.3g}", n=len(parts))
             return fonts.fit(text, room, size), (th.bad if bad else th.grad_text)
         if n in self.overrides:
             return fonts.fit(self.overrides[n], room, size), th.grad_text
@@ -697,9 +747,11 @@ class Scene:
         st = fl.steps[k]
         n = fl.last_step
         if k == 0:
-            title = say("ui.step.start", self.lang, k=k, n=n, target=target, value=format_value(st.grad))
+            title = say(
+                "ui.step.start", self.lang, k=k, n=n, target=target, value=format_value(st.grad, norm=GRAD_NORM)
+            )
         else:
-            grad = format_value(st.grad if not isinstance(st.grad, list) else st.grad[0])
+            grad = format_value(st.grad if not isinstance(st.grad, list) else st.grad[0], norm=GRAD_NORM)
             to = sorted({localize(g.display_name(u), self.lang) for u, _, _ in st.edges})
             node = localize(g.display_name(st.node), self.lang)
             box = self.display.of.get(st.node, st.node)
@@ -715,6 +767,6 @@ class Scene:
                 title = say("ui.step.part", self.lang, k=k, n=n, node=node, value=grad, reads=len(reads))
             else:
                 if len(reads) > 1:  # the last part: the total, as TF added it up
-                    grad = format_value(fl.computed(st.node))
+                    grad = format_value(fl.computed(st.node), norm=GRAD_NORM)
                 title = say("ui.step.received", self.lang, k=k, n=n, node=node, value=grad)
         return title + say("ui.step.done", self.lang, target=target) if finished else title

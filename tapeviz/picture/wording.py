@@ -5,11 +5,13 @@ Every number comes from the records and the flow; every sentence from the messag
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from ..messages import DEFAULT, say
-from ..record.graph import TapeGraph, format_value
+from ..record.graph import GRAD_NORM, TapeGraph, format_value
+from .names import short_names
 from .visibility import Shown
 
 
@@ -30,8 +32,10 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         dd = display.nx.nodes[node]
         if dd.get("group_kind") == "api":
-            return dd["layer"].removeprefix("tf.")
-        name = dd["layer"].split("/")[-1]
+            return dd["name"].removeprefix("tf.")
+        name = dd["name"]
+        if dd.get("alike"):
+            name = say("ui.group.alike", lang, name=name, n=dd["alike"])
         return f"{name} (call {dd['call'] + 1})" if dd.get("call") else name
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         return display.nx.nodes[node]["op_type"]
@@ -41,6 +45,44 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
     if d["kind"] == "op":
         return d.get("function") or d["op_type"]
     return say("ui.kind.constant", lang) if d["kind"] == "constant" else d["label"]
+
+
+def _path(graph: TapeGraph, node, display: Shown | None) -> str:
+    """A box's full name when it has one: a layer's Keras path, a variable's or a tensor's
+    name (``generator/dense/kernel``, ``loss``); '' for ops and constants named by type."""
+    if display is not None:
+        dd = display.nx.nodes[node]
+        if dd.get("kind") == "layer":
+            return "" if dd.get("group_kind") == "api" else dd["layer"]
+        if dd.get("kind") == "inner":
+            return ""
+    return graph.nx.nodes[node].get("name") or ""
+
+
+def box_names(graph: TapeGraph, display: Shown | None = None, lang: str = DEFAULT) -> dict[Any, tuple[str, str]]:
+    """(title, full name) of every box. A named box's title is the shortest end of its path
+    that no other box's path ends with (see :func:`tapeviz.picture.names.short_names`): the
+    model's prefix and the parts every box shares drop away, the full name stays as the tooltip."""
+    nodes = list((display.nx if display is not None else graph.nx).nodes)
+    paths = {n: p for n in nodes if (p := _path(graph, n, display))}
+    short = short_names(paths)
+    out = {}
+    for n in nodes:
+        if n not in paths:
+            title = node_title(graph, n, display, lang)
+            out[n] = (title, title)
+            continue
+        dd = display.nx.nodes[n] if display is not None else {}
+        call, alike = dd.get("call"), dd.get("alike")
+        more = f" (call {call + 1})" if call else ""
+        if alike:  # a run of alike blocks: "conv3_block2–4 (3 alike)"
+            out[n] = (
+                say("ui.group.alike", lang, name=short[n], n=alike),
+                say("ui.group.alike", lang, name=paths[n], n=alike),
+            )
+            continue
+        out[n] = (short[n] + more, paths[n] + more)
+    return out
 
 
 def _op_label(d) -> str:
@@ -53,8 +95,7 @@ def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: st
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         members = display.members[node]
         ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
-        key = "ui.group.api" if display.nx.nodes[node].get("group_kind") == "api" else "ui.group.layer"
-        return say(key, lang, n=ops)
+        return say(f"ui.group.{display.nx.nodes[node].get('group_kind', 'layer')}", lang, n=ops)
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         fn = display.nx.nodes[node]["function"]
         return say("ui.group.inner", lang, function=graph.nx.nodes[fn].get("function", ""))
@@ -97,15 +138,15 @@ def edge_code(stop) -> str:
 
 def grad_text(value) -> str:
     """What a box shows under it for the gradient that reached it."""
-    return "∂ " + ("None" if value is None else format_value(np.asarray(value)))
+    return "∂ " + ("None" if value is None else format_value(np.asarray(value), norm=GRAD_NORM))
 
 
 def compact(value) -> str:
-    """A shorter rendering of a value: its shape and norm (a scalar stays itself)."""
+    """A shorter rendering of a gradient: its shape and norm (a scalar stays itself)."""
     a = np.asarray(value)
     if a.size <= 1:
         return format_value(a)
-    return format_value(a, max_items=1)
+    return format_value(a, max_items=1, norm=GRAD_NORM)
 
 
 def norm_text(value) -> str:

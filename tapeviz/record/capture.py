@@ -53,6 +53,7 @@ class Capture:
         side_state: dict,
         graph_mode: bool,
         unread: dict,
+        loss_scopes: frozenset = frozenset(),
     ):
         self._raw = raw
         self._unread = unread  # handle id -> a variable the block names but never read
@@ -75,6 +76,7 @@ class Capture:
         self._frame = frame
         self._side_state = side_state  # op index -> state its gradient function consumes (py_function)
         self.graph_mode = graph_mode
+        self.loss_scopes = loss_scopes  # name scopes a Keras loss object opened ("binary_crossentropy")
         self._ops: list[OpRecord] | None = None
         self._backward: dict[int, Callable] = {}
         self._keras_paths: dict | None = None

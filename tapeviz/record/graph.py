@@ -9,6 +9,7 @@ consumer, keyed by the consumer's input position: ``x * x`` gives two parallel e
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -92,6 +93,15 @@ def summarize(value: np.ndarray) -> dict:
     if not (value.size and np.issubdtype(value.dtype, np.number) and not np.iscomplexobj(value)):
         return s
     flat = value.reshape(-1)
+    if value.dtype.kind == "f":
+        # min and max are NaN or infinite when any element is: finite ones mean a clean
+        # array, summed in float64 by NumPy's buffered casts (no copy; ~15x faster)
+        lo, hi = float(flat.min()), float(flat.max())
+        if math.isfinite(lo) and math.isfinite(hi):
+            total = float(np.add.reduce(flat, dtype=np.float64))
+            sq = float(np.einsum("i,i->", flat, flat, dtype=np.float64))
+            s.update(nan=0, inf=0, min=lo, max=hi, mean=total / flat.size, norm=math.sqrt(sq))
+            return s
     nan = inf = count = 0
     lo, hi, total, sq = np.inf, -np.inf, 0.0, 0.0
     buf = np.empty(min(flat.size, _SUMMARY_CHUNK), np.float64)  # one scratch buffer for all chunks
@@ -123,26 +133,39 @@ def format_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def format_value(value: np.ndarray | None, summary: dict | None = None, max_items: int = 6) -> str:
-    """A short, readable rendering of a value for a node or edge label."""
+#: How a picture writes a tensor too big to list: its shape, then a norm. ``‖·‖`` is a
+#: forward value's norm, ``‖g‖`` a gradient's (the legend explains both once).
+TIMES = "×"
+VALUE_NORM, GRAD_NORM = "‖·‖", "‖g‖"
+
+
+def shape_text(shape) -> str:
+    """(4, 3) -> '4×3' (the multiplication sign, as a textbook writes a shape); () -> 'scalar'."""
+    return TIMES.join(str(d) for d in shape) or "scalar"
+
+
+def format_value(
+    value: np.ndarray | None, summary: dict | None = None, max_items: int = 6, *, norm: str = VALUE_NORM
+) -> str:
+    """A short, readable rendering of a value for a node or edge label: its components when
+    there are few, else its shape and norm ('4×3 ‖g‖ 0.884' with ``norm=GRAD_NORM``)."""
     if value is None:
         if not summary:
             return "?"
-        shape = "x".join(str(d) for d in summary.get("shape", ())) or "scalar"
+        shape = shape_text(summary.get("shape", ()))
         if "norm" in summary:
-            return f"{shape} |.|={summary['norm']:.3g}"
+            return f"{shape} {norm} {summary['norm']:.3g}"
         return shape
     a = np.asarray(value)
     if a.dtype.kind in "SUO":
         return str(a.tolist())[:24]
     if a.size <= max_items:
         return _fmt_nested(a)
-    shape = "x".join(str(d) for d in a.shape)
     if a.size <= 4096 and a.dtype.kind in "fiu":  # the common case, without summarize's other statistics
         v = a.astype(np.float64).reshape(-1)
         if np.isfinite(v).all():
-            return f"{shape} |.|={float(np.sqrt(np.dot(v, v))):.3g}"
-    return format_value(None, summarize(a))
+            return f"{shape_text(a.shape)} {norm} {float(np.sqrt(np.dot(v, v))):.3g}"
+    return format_value(None, summarize(a), norm=norm)
 
 
 def _fmt_nested(a: np.ndarray) -> str:

@@ -9,6 +9,7 @@ public dicts (variables, exported, reentries, seen).
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from typing import Any
@@ -21,7 +22,7 @@ from tensorflow.python.framework import ops as _ops
 from tensorflow.python.ops import script_ops as _script_ops
 
 from .blockvars import named_in_block
-from .callsites import ApiCalls, keras_paths_of
+from .callsites import ApiCalls, keras_paths_of, loss_scopes_at
 from .capture import Capture
 from .hooks import Patches
 from .hookstate import active as _active
@@ -95,6 +96,8 @@ class Recorder:
         self._started = False
         self._graph_mode = False
         self.api_calls = ApiCalls()  # the TF API calls unscoped ops ran in
+        self._scopes_seen: set[str] = set()
+        self._loss_scopes: set[str] = set()  # name scopes a Keras loss object opened
         self.capture: Capture | None = None
 
     # -- lifecycle -----------------------------------------------------------------
@@ -178,6 +181,7 @@ class Recorder:
         """
         tape, tld, append, is_stopped, rec = self.tape, self._tld, self.raw.append, _is_stopped, self
         side_ops, side_state, api_call = _SIDE_STATE_OPS, self._side_state, self.api_calls.current
+        scopes_seen, loss_scopes = self._scopes_seen, self._loss_scopes
         thread, get_ident = self._thread_id, _get_ident
 
         def callback(op_type, inputs, attrs, outputs, op_name=None, graph=None):
@@ -198,6 +202,9 @@ class Recorder:
             if op_type in side_ops:
                 side_state[len(rec.raw)] = _keep_pyfunc_state(attrs)
             scope = tld.scope_name
+            if scope and scope not in scopes_seen:
+                scopes_seen.add(scope)
+                loss_scopes.update(loss_scopes_at(scope, sys._getframe(1)))
             append(
                 (
                     op_type,
@@ -310,4 +317,5 @@ class Recorder:
             frame=info,
             side_state={i: s for i, s in self._side_state.items() if s is not None},
             graph_mode=False,
+            loss_scopes=frozenset(self._loss_scopes),
         )

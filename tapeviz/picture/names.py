@@ -1,0 +1,61 @@
+"""Names on boxes: the shortest part of a path that still says which one, and how a long
+name breaks onto a second line.
+
+A Keras variable is ``generator/dense_1/kernel`` and a layer of a nested model
+``encoder/block2/attention``: written whole, such names are cut to fit a box
+("…ator/dense_1/kernel") and the part that tells boxes apart is lost. Every box instead
+shows the shortest ``/``-suffix of its path that no other box's path ends with (so the
+model's own name, shared by all, drops away), and the whole path is the box's tooltip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+
+from . import fonts
+
+__all__ = ["short_names", "name_lines"]
+
+SEP = "/"
+_BREAK_AFTER = "/_-. "  # a name breaks after these before it breaks inside a word
+
+
+def short_names(paths: Mapping[Hashable, str]) -> dict[Hashable, str]:
+    """Each path's shortest ``/``-suffix that no other (different) path ends with.
+
+    ``{a: "gen/dense/kernel", b: "disc/dense_2/kernel", c: "gen/dense/bias"}`` gives
+    ``dense/kernel``, ``dense_2/kernel``, ``bias``. Equal paths (one layer called twice)
+    keep the same name: the caller tells them apart. Suffixes are counted in whole
+    components, so ``dense`` never matches the end of ``my_dense``."""
+    parts = {k: p.split(SEP) for k, p in paths.items()}
+    # how many distinct paths end with each suffix (a tuple of components)
+    ends: dict[tuple[str, ...], set[str]] = {}
+    for p, comps in zip(paths.values(), parts.values(), strict=True):
+        for i in range(len(comps)):
+            ends.setdefault(tuple(comps[i:]), set()).add(p)
+    out = {}
+    for k, comps in parts.items():
+        n = len(comps)
+        out[k] = next(
+            (SEP.join(comps[n - j :]) for j in range(1, n + 1) if len(ends[tuple(comps[n - j :])]) == 1),
+            paths[k],
+        )
+    return out
+
+
+def name_lines(name: str, width: float, size: float, weight="normal", *, lines: int = 2) -> list[str]:
+    """``name`` broken into at most ``lines`` lines of at most ``width`` points: after a
+    ``/``, ``_``, ``-``, ``.`` or space where one fits, else inside a word; only a name longer
+    than all the lines together is cut (with "…", at the end of the last line)."""
+    out: list[str] = []
+    rest = name
+    while rest and len(out) < lines - 1 and fonts.text_width(rest, size, weight) > width:
+        head = fonts.fit(rest, width, size, weight).removesuffix(fonts.ELLIPSIS)
+        if not head:
+            break
+        cut = max((head.rfind(c) for c in _BREAK_AFTER), default=-1) + 1
+        cut = cut if cut > len(head) // 3 else len(head)  # a break near the start wastes the line
+        out.append(rest[:cut].rstrip(" "))
+        rest = rest[cut:]
+    out.append(fonts.fit(rest, width, size, weight))
+    return [line for line in out if line]

@@ -1,0 +1,125 @@
+"""Issue 20's "done when", on the architectures people bring after the tutorial
+(tests/gallery_models.py: ResNet50, MobileNetV2, DenseNet121, EfficientNetB0, a subclassed
+Transformer, a U-Net, a seq2seq LSTM, a GAN, a VAE). Every default picture:
+
+- has at most 30 boxes;
+- fits a 1,600 px page at full text size and is no wider than 3.5 x its height;
+- cuts no title with "…" (a long name takes a second line) and has 0 overlaps (the
+  placement checks of tests/test_placement.py, at the first, a middle and the last step);
+- names each named box in its SVG <title> (hover shows the full path);
+
+and the numbers it shows are TensorFlow's: the flow equals tape.gradient bit for bit.
+Each model is built and recorded once per module (small inputs: ~15 s for all nine).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from gallery_models import GALLERY
+from test_placement import check
+
+import tapeviz as tv
+from tapeviz.output.svg import to_svg
+from tapeviz.picture.names import short_names
+from tapeviz.picture.rows import MAX_RATIO, PAGE_WIDTH
+from tapeviz.picture.scene import Scene
+from tapeviz.picture.wording import box_names
+
+MOST_BOXES = 30
+ELLIPSIS = "…"
+SVG = "{http://www.w3.org/2000/svg}"
+
+MODELS = list(GALLERY)
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    """name -> (Step, GradientFlow, default Scene), each made once per module, on demand."""
+    made: dict = {}
+
+    def get(name: str):
+        if name not in made:
+            step = GALLERY[name]()
+            fl = tv.flow(step.tape, step.loss)
+            made[name] = (step, fl, Scene(step.tape.graph, fl))
+        return made[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_default_picture_has_at_most_30_boxes(recorded, name):
+    _, _, scene = recorded(name)
+    assert len(scene.boxes) <= MOST_BOXES, (name, len(scene.boxes))
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_default_picture_fits_a_page_and_is_not_a_strip(recorded, name):
+    _, _, scene = recorded(name)
+    width, height = scene.canvas
+    assert width <= PAGE_WIDTH, (name, round(width))
+    assert width <= MAX_RATIO * height, (name, round(width), round(height))
+
+
+@pytest.mark.parametrize("name", GALLERY)
+def test_default_picture_cuts_no_title_and_has_no_overlaps(recorded, name):
+    _, _, scene = recorded(name)
+    cut = [trio[0].text for trio in scene.labels.values() if ELLIPSIS in trio[0].text]
+    assert cut == [], (name, cut[:5])
+    check(scene, name)
+
+
+@pytest.mark.parametrize("name", ["Transformer", "GAN", "VAE"])
+def test_each_named_box_shows_its_full_path_on_hover(recorded, name):
+    step, _, scene = recorded(name)
+    root = ET.fromstring(to_svg(scene).split("?>", 1)[1])
+    tips = {g.get("id"): g.find(f"{SVG}title") for g in root.iter(f"{SVG}g") if g.get("id", "").startswith("node-")}
+    names = box_names(step.tape.graph, scene.display, scene.lang)
+    for n, box in scene.boxes.items():
+        title, full = names[n]
+        tip = tips[box.gid]
+        assert (tip.text if tip is not None else "") == box.tip == full
+        assert full.endswith(title), (title, full)
+    shortened = [(t, full) for t, full in names.values() if "/" in full]
+    assert shortened and all(len(t) < len(full) for t, full in shortened)  # Keras paths, the model's prefix dropped
+
+
+@pytest.mark.parametrize("name", GALLERY)
+def test_flow_equals_tape_gradient_bit_for_bit(recorded, name):
+    step, fl, _ = recorded(name)
+    grads = step.tape.gradient(step.loss, step.variables)
+    assert step.variables and all(g is not None for g in grads)
+    for v, g in zip(step.variables, grads, strict=True):
+        np.testing.assert_array_equal(fl.grad(v), tf.convert_to_tensor(g).numpy(), err_msg=v.path)
+
+
+# --------------------------------------------------------------------------- names
+
+
+def test_short_names_keep_the_shortest_suffix_no_other_path_ends_with():
+    paths = {
+        1: "generator/dense/kernel",
+        2: "discriminator/dense_2/kernel",
+        3: "generator/dense/bias",
+        4: "encoder/block1/attention",
+        5: "encoder/block2/attention",
+        6: "loss",
+        7: "encoder/my_dense",
+        8: "encoder/dense",  # "dense" alone: no other path ends with it ("…/dense/kernel" ends with kernel)
+    }
+    assert short_names(paths) == {
+        1: "dense/kernel",
+        2: "dense_2/kernel",
+        3: "bias",
+        4: "block1/attention",
+        5: "block2/attention",
+        6: "loss",
+        7: "my_dense",
+        8: "dense",
+    }
+    assert short_names({1: "a/b", 2: "a/b"}) == {1: "b", 2: "b"}  # one layer called twice: the caller tells them apart
+    assert short_names({}) == {}
