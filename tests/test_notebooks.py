@@ -85,6 +85,8 @@ PRINTED = {
         "11_watching_training": [
             "step  0  vanishing  sig/d0",
             "matches tf.norm: True",
+            "equals tf.norm in float64: True",
+            "| layer | ‖g‖ at 0 | ‖g‖ at 29 | ‖g‖ b/a",
             "step  6  exploding  seq/rnn/simple_rnn_cell",
             "step  7  nan        loss",
             "so the update stayed bounded",
@@ -130,6 +132,8 @@ PRINTED = {
         "11_watching_training": [
             "step  0  vanishing  sig/d0",
             "与 tf.norm 一致: True",
+            "等于 float64 的 tf.norm: True",
+            "| layer | ‖g‖ at 0 | ‖g‖ at 29 | ‖g‖ b/a",
             "step  6  exploding  seq/rnn/simple_rnn_cell",
             "step  7  nan        loss",
             "ReLU + He 初始化时梯度消失的标记数: 0",
