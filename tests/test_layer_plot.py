@@ -3,7 +3,6 @@ plain tf.GradientTape loop, every bar equal to the norm of the gradients TF comp
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import tensorflow as tf
 from matplotlib.backends.backend_agg import FigureCanvasAgg

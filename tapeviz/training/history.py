@@ -10,8 +10,8 @@ the cheapest way measured on its device (see :mod:`tapeviz.training.squared_norm
 float32 BLAS dot on each tensor's buffer in place (no eager op but one batched read of the
 variables; norms within 1e-6 of ``tf.norm`` in float64); on a GPU one tf.function a step
 leaves a vector on the device. Every ``flush_every`` steps (and before any query) the
-device vectors are fetched together and all steps are judged together with array operations, so a step pays no device-to-host
-copy and no per-step Python analysis.
+device vectors are fetched together and all steps are judged together with array
+operations, so a step pays no device-to-host copy and no per-step Python analysis.
 
 Memory: norms go into :class:`~tapeviz.training.bounded_series.Buckets` (``capacity`` points; past that,
 neighbouring steps merge, keeping min, max and last, so spikes stay visible); flags are

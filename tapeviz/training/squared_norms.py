@@ -84,7 +84,7 @@ def host_sums(tensors: Sequence[Any]) -> list[float]:
     (:func:`host_sumsq`): so a huge but finite gradient keeps a finite sum, and only a
     real Inf / NaN value gives a non-finite one."""
     out = []
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflowing float32 dot is summed again in float64: no warning
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflowing dot is summed again in float64
         for t in tensors:
             out.append(_host_sum(t))
     return out
