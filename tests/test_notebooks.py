@@ -85,7 +85,7 @@ PRINTED = {
         "11_watching_training": [
             "step  0  vanishing  sig/d0",
             "matches tf.norm: True",
-            "equals tf.norm in float64: True",
+            "within 1e-6 of tf.norm in float64: True",
             "| layer | ‖g‖ at 0 | ‖g‖ at 29 | ‖g‖ b/a",
             "step  6  exploding  seq/rnn/simple_rnn_cell",
             "step  7  nan        loss",
@@ -132,7 +132,7 @@ PRINTED = {
         "11_watching_training": [
             "step  0  vanishing  sig/d0",
             "与 tf.norm 一致: True",
-            "等于 float64 的 tf.norm: True",
+            "与 float64 的 tf.norm 相差不到 1e-6: True",
             "| layer | ‖g‖ at 0 | ‖g‖ at 29 | ‖g‖ b/a",
             "step  6  exploding  seq/rnn/simple_rnn_cell",
             "step  7  nan        loss",
