@@ -26,14 +26,15 @@ import numpy as np
 from ..gcpause import gc_paused
 from ..gradients import clipping
 from ..gradients.flow import GradientFlow
-from ..messages import DEFAULT, check_lang
+from ..messages import DEFAULT, check_lang, say
 from ..output.svg import to_svg
 from ..output.view import GraphView
+from ..picture.frames import group_frames
 from ..picture.visibility import Shown, decide
 from ..record.graph import GRAD_NORM, TapeGraph, format_value
 from . import panels
 
-__all__ = ["ExplorerState", "Explored", "picture", "panel", "inspector", "gradients", "clipped_texts"]
+__all__ = ["ExplorerState", "Explored", "picture", "panel", "inspector", "gradients", "clipped_texts", "tips", "box_at"]
 
 _PICTURES = 128  # SVG documents kept per explorer (a slider going back and forth reuses them)
 
@@ -89,6 +90,7 @@ class Explored:
         self._measures: dict[str, clipping.Measures] = {}
         self._pictures: OrderedDict = OrderedDict()
         self._texts: dict[tuple, dict] = {}
+        self._tips: dict[tuple, dict] = {}
 
     # -- what is computed once -------------------------------------------------------
     def flow(self, target: str) -> GradientFlow:
@@ -209,6 +211,7 @@ class Explored:
         self._measures.clear()
         self._pictures.clear()
         self._texts.clear()
+        self._tips.clear()
 
 
 # --------------------------------------------------------------------------- what a state shows
@@ -255,7 +258,7 @@ def picture(ex: Explored, state: ExplorerState) -> str:
 
     def make() -> str:
         with gc_paused():
-            svg = to_svg(ex.view(state), fit=True)
+            svg = to_svg(ex.view(state), fit=True, frames=True)
         return svg[svg.find("<svg") :]
 
     return ex.cached_picture(key, make)
@@ -280,3 +283,56 @@ def gradients(ex: Explored, state: ExplorerState, clipped: bool = True) -> dict[
         return {k: clipping.to_numpy(v) for k, v in raw.items()}
     out = clipping.clip(raw, state.clip, state.clip_norm, state.clip_range)
     return {k: clipping.to_numpy(v) for k, v in out.items()}
+
+
+def _structure_key(ex: Explored, state: ExplorerState) -> tuple:
+    return state.structure[:1] + (ex.collapsed(state),) + state.structure[2:]
+
+
+def box_at(ex: Explored, state: ExplorerState, element_id: str) -> tuple[str, Any] | None:
+    """What a canvas element of this state's picture is: ("open", group id) for a closed
+    group's box, ("close", group id) for an open group's frame, ("select", node) for
+    any other box of the graph; None for anything else."""
+    display = ex.view(state).scene.display
+    if element_id.startswith("group-"):
+        gid = element_id[len("group-") :]
+        return ("close", gid) if gid in display.tree else None
+    for n, d in display.nx.nodes(data=True):
+        if f"node-{n}" == element_id:
+            if d.get("kind") == "layer" and d.get("layer") in display.tree:
+                return "open", d["layer"]
+            return ("select", n) if n in ex.graph.nx else None
+    return None
+
+
+def tips(ex: Explored, state: ExplorerState) -> dict[str, str]:
+    """Hover text per canvas element id: a box's full name, what it is, its value's shape and
+    summary, its gradient's summary (TF's, from the flow), and what a click does."""
+    key = (_structure_key(ex, state), state.lang)
+    got = ex._tips.get(key)
+    if got is not None:
+        return got
+    lang, graph, fl = state.lang, ex.graph, ex.flow(state.target)
+    scene = ex.view(state).scene
+    out: dict[str, str] = {}
+    for n, b in scene.boxes.items():
+        d = scene.display.nx.nodes[n] if n in scene.display.nx else {}
+        lines = [b.tip or str(d.get("name") or d.get("label") or n)]
+        if d.get("kind") == "layer":
+            lines.append(say("ui.canvas.open", lang))
+        elif n in graph.nx:
+            info = graph.output_info(n)
+            if info is not None:
+                lines.append(say("ui.canvas.shape", lang, dtype=info.dtype, shape=info.shape))
+                lines.append(say("ui.canvas.value", lang, summary=format_value(info.value, info.summary)))
+            grad = fl.grad(n)
+            shown = "None" if grad is None else format_value(grad[0] if isinstance(grad, list) else grad, norm=GRAD_NORM)
+            lines.append(say("ui.canvas.grad", lang, summary=shown))
+            lines.append(say("ui.canvas.select", lang))
+        out[b.gid] = "\n".join(lines)
+    for f in group_frames(scene):
+        out[f"group-{f.gid}"] = f"{f.gid}\n{say('ui.canvas.close', lang)}"
+    if len(ex._tips) >= 32:
+        ex._tips.pop(next(iter(ex._tips)))
+    ex._tips[key] = out
+    return out

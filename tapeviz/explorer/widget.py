@@ -23,6 +23,7 @@ from ..output.view import GraphView
 from ..picture.names import short_names
 from . import panels
 from . import state as st
+from .canvas import Canvas, make_canvas
 from .keyboard import attach_keys
 from .notebook_theme import PageTheme
 from .state import Explored, ExplorerState
@@ -116,7 +117,13 @@ class Explorer(W.VBox):
         )
         self.controls = c
 
-        self.canvas = W.HTML(layout=W.Layout(overflow="auto")).add_class("tv-canvas")
+        # The canvas (canvas.py): patched in place, clicks open / close groups and select boxes;
+        # today's HTML picture where anywidget's front end is missing.
+        self.canvas = make_canvas(
+            reset_label=say("ui.canvas.reset", lang), fallback_note=say("ui.canvas.fallback", lang)
+        ).add_class("tv-canvas")
+        if isinstance(self.canvas, Canvas):
+            self.canvas.on_click(self._on_canvas_click)
         self.panel = W.HTML().add_class("tv-panel")
         self.inspector = W.HTML().add_class("tv-inspect")
         self.message = W.HTML().add_class("tv-message")
@@ -266,6 +273,25 @@ class Explorer(W.VBox):
         self._set(collapsed=frozenset(groups - opened), functions=functions)
         self._sync_groups()
 
+    def _on_canvas_click(self, element_id: str) -> None:
+        """A click on the picture: a closed group's box opens it (its groups inside stay
+        closed), an open group's frame closes it, any other box goes to the inspector."""
+        hit = st.box_at(self.model, self.state, element_id)
+        if hit is None:
+            return
+        what, x = hit
+        if what == "select":
+            self.controls["node"].value = x  # the node menu sets state.node, as a pick there does
+            return
+        tree = self.model.default_shown(self.state).tree
+        collapsed = set(self.model.collapsed(self.state))
+        if what == "open":
+            collapsed = (collapsed - {x}) | set(tree.groups[x].children)
+        else:
+            collapsed.add(x)
+        self._set(collapsed=frozenset(collapsed))
+        self._sync_groups()
+
     def _sync_groups(self) -> None:
         """The 'expanded' list: this picture's groups as a tree (indented) and its
         tf.function calls, open ones selected."""
@@ -326,6 +352,10 @@ class Explorer(W.VBox):
 
     def _set_canvas(self, svg: str) -> None:
         if self.canvas.value != svg:
+            if isinstance(self.canvas, Canvas):
+                tips = st.tips(self.model, self.state)
+                if self.canvas.tips is not tips:
+                    self.canvas.tips = tips
             self.canvas.value = svg
 
     # -- output --------------------------------------------------------------------------
