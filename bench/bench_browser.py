@@ -99,35 +99,6 @@ def pct(values, q):
     return values[lo] + (values[hi] - values[lo]) * (k - lo)
 
 
-def kernel_client(lab):
-    from jupyter_client import BlockingKernelClient
-
-    kernels = lab.api("api/kernels")
-    if len(kernels) != 1:
-        raise RuntimeError(f"expected one kernel, found {len(kernels)}")
-    cf = lab.state_dir / "runtime" / f"kernel-{kernels[0]['id']}.json"
-    kc = BlockingKernelClient(connection_file=str(cf))
-    kc.load_connection_file()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=30)
-    return kc
-
-
-def kernel_eval(kc, code: str) -> str:
-    out = []
-
-    def hook(msg):
-        if msg["msg_type"] == "stream":
-            out.append(msg["content"]["text"])
-        elif msg["msg_type"] == "error":
-            out.append("\n".join(msg["content"]["traceback"]))
-
-    reply = kc.execute_interactive(code, output_hook=hook, timeout=60)
-    if reply["content"]["status"] != "ok":
-        raise RuntimeError("kernel code failed:\n" + "".join(out))
-    return "".join(out)
-
-
 def press_series(page, handle, keys, settle_s: float):
     """Press each key, wait for the canvas to change; return (mutation, frame, paint ms lists, misses)."""
     page.evaluate(
@@ -213,9 +184,9 @@ def main(argv=None) -> int:
             time.sleep(1.0)
             page.evaluate(_INSTALL_JS, EXPLORER)
 
-            kc = kernel_client(lab)
+            kc = B.kernel_client(lab)
             try:
-                svg_chars = int(kernel_eval(kc, _KERNEL_WRAP).strip() or 0)
+                svg_chars = int(B.kernel_eval(kc, _KERNEL_WRAP).strip() or 0)
                 step = page.locator(f"{EXPLORER} .tv-step .noUi-handle")
                 n_steps = int(step.get_attribute("aria-valuemax").split(".")[0])
                 half = args.presses // 2
@@ -226,14 +197,14 @@ def main(argv=None) -> int:
                 while len(step_keys) < max(args.presses, 20):
                     back = max(1, min(half, n_steps, (max(args.presses, 20) - len(step_keys)) // 2))
                     step_keys += ["ArrowLeft"] * back + ["ArrowRight"] * back
-                kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
+                B.kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
                 results["step"] = press_series(page, step, step_keys, args.settle)
-                k_step = json.loads(kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
+                k_step = json.loads(B.kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
                 # clip_norm: down by 0.01 per key and back up; every value below the largest norm clips
                 clip_keys = ["ArrowLeft"] * half + ["ArrowRight"] * (max(args.presses, 20) - half)
-                kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
+                B.kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
                 results["clip_norm"] = press_series(page, clip, clip_keys, args.settle)
-                k_clip = json.loads(kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
+                k_clip = json.loads(B.kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
             finally:
                 kc.stop_channels()
             B.screenshot(page, "bench_browser_last")
