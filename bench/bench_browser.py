@@ -75,7 +75,7 @@ _INSTALL_JS = r"""
 _KERNEL_WRAP = r"""
 import time as _tvb_time
 import tapeviz.explorer.state as _tvb_state
-_tvb = {"_show": [], "_svg": []}
+_tvb = {"_show": [], "_svg": [], "bytes": []}
 def _tvb_timed(name, f):
     def timed(*a, **k):
         t = _tvb_time.perf_counter()
@@ -84,9 +84,14 @@ def _tvb_timed(name, f):
         finally:
             _tvb[name].append(_tvb_time.perf_counter() - t)
     return timed
-ex._show = _tvb_timed("_show", ex._show)  # the widget's one callback: state -> picture, panel, inspector
+_tvb_show = _tvb_timed("_show", ex._show)  # the widget's one callback: state -> picture, panel, inspector
+def _tvb_show_sent():
+    _tvb_show()
+    _tvb["bytes"].append(getattr(ex.canvas, "sent_bytes", len(ex.canvas.value)))  # HTML: the whole SVG each move
+ex._show = _tvb_show_sent
 _tvb_state.to_svg = _tvb_timed("_svg", _tvb_state.to_svg)  # SVG writing, on picture-cache misses
 print(len(ex.canvas.value))
+print(type(ex.canvas).__name__)
 """
 
 
@@ -186,7 +191,7 @@ def main(argv=None) -> int:
 
             kc = B.kernel_client(lab)
             try:
-                svg_chars = int(B.kernel_eval(kc, _KERNEL_WRAP).strip() or 0)
+                svg_chars, canvas_kind = B.kernel_eval(kc, _KERNEL_WRAP).split()
                 step = page.locator(f"{EXPLORER} .tv-step .noUi-handle")
                 n_steps = int(step.get_attribute("aria-valuemax").split(".")[0])
                 half = args.presses // 2
@@ -219,7 +224,8 @@ def main(argv=None) -> int:
 
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     print(
-        f"\n### Explorer latency, {args.notebook} (run all {run_s:.1f} s, canvas SVG {svg_chars / 1024:.0f} KiB, "
+        f"\n### Explorer latency, {args.notebook}, canvas {canvas_kind} (run all {run_s:.1f} s, "
+        f"canvas SVG {int(svg_chars) / 1024:.0f} KiB, "
         f"{os.cpu_count()} CPUs, load average {load})\n"
     )
     print(
@@ -237,9 +243,9 @@ def main(argv=None) -> int:
     print("\n### Where the time goes (kernel callbacks timed inside the kernel, per key press)\n")
     print(
         "| slider | kernel callback, median | SVG writing (cache misses), median | p95 callback "
-        "| rest = next frame − callback (comm + widgets + DOM), median |"
+        "| rest = next frame − callback (comm + widgets + DOM), median | bytes sent per move, median |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for name, k in (("step", k_step), ("clip_norm", k_clip)):
         handler = k["_show"]
         frame = results[name][1]
@@ -247,7 +253,7 @@ def main(argv=None) -> int:
         med_svg = median(k["_svg"]) * 1000
         print(
             f"| {name} | {ms(med_h)} ms | {ms(med_svg)} ms | {ms(pct([h * 1000 for h in handler], 0.95))} ms | "
-            f"{ms(median(frame) - med_h)} ms |"
+            f"{ms(median(frame) - med_h)} ms | {median(k['bytes']) / 1024:.1f} KiB |"
         )
     if args.json:
         kernel = {"step": k_step, "clip_norm": k_clip}

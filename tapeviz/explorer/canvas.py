@@ -189,7 +189,7 @@ function render({ model, el }) {
   const onFrame = () => {
     const f = model.get("frame");
     if (!f || f.seq === undefined) return;
-    if (f.kind === "full") full(f.markup, f.seq);
+    if (f.kind === "full") { full(f.markup, f.seq); tip.style.display = "none"; tip.dataset.for = ""; }
     else if (me.svg && f.base === me.seq) { tvApply(me.svg, f.patch); me.seq = f.seq; }
     else {
       const twin = [...LIVE.get(model)].find((o) => o !== me && o.svg && o.seq === f.seq);
