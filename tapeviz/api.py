@@ -18,6 +18,7 @@ from .output.view import GraphView
 from .picture.themes import Theme
 from .picture.visibility import Collapsed
 from .record.graph import TapeGraph
+from .record.step import RecordedStep, record_step
 from .record.tape import GradientTape, Recording, graph_of, record
 from .training.history import Flag, History
 
@@ -34,6 +35,8 @@ __all__ = [
     "GradientTape",
     "record",
     "Recording",
+    "record_step",
+    "RecordedStep",
     "flow",
     "view",
     "draw",

@@ -181,7 +181,7 @@ class Explored:
 
     def raw_gradients(self, state: ExplorerState) -> dict[str, Any]:
         fl = self.flow(state.target)
-        return {name: fl.grad_tensor(node) for name, node in self.variables().items()}
+        return {name: fl.computed_tensor(node) for name, node in self.variables().items()}
 
     def cached_texts(self, key, make: Callable[[], dict]) -> dict:
         """The clipped texts of one clip setting (a picture key and its view both need them)."""

@@ -105,7 +105,7 @@ def flow_magnitudes(flow) -> list[Magnitude]:
         if not g.tensors[read_id].trainable:
             continue  # an integer variable (a seed, a step counter): no gradient to measure
         read = g.capture.tensor(read_id)
-        grad = flow.grad_tensor(node)
+        grad = flow.computed_tensor(node)
         grad_norm = None if grad is None else float(tf.norm(_values(grad)))
         weight_norm = float(tf.norm(read))
         out.append(magnitude(d["name"], grad_norm, weight_norm, layer=layer_of(d.get("path") or d["name"]), node=node))

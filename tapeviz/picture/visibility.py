@@ -232,8 +232,11 @@ class Shown:
                 d.edges[du, dv, "merged"]["members"].append((u, v, k))
             else:
                 d.add_edge(du, dv, key="merged", members=[(u, v, k)], kind=data.get("kind", "data"))
-        for u, v in links:  # a value that left TF, to where it most likely came back
-            du, dv = self.of.get(u), self.of.get(v)
+        # A value that left TF, to where it most likely came back: a tensor made from NumPy
+        # is usually folded into a chip, so the link ends at the box that holds the chip.
+        holder = {m: consumer for consumer, cs in chips.items() for c in cs for m in c.members}
+        for u, v in links:
+            du, dv = self.of.get(u), self.of.get(v, self.of.get(holder.get(v)))
             if du is not None and dv is not None and du != dv:
                 d.add_edge(du, dv, key="left", members=[], kind="outside", likely=True)
         self.nx = d
@@ -437,12 +440,15 @@ class _Decision:
         self.order = graph.forward_order
         self.live = {n for n in G if self._is_live(n)}
         reach = self._reaching_targets()
+        # The target is always drawn, even when it depends on nothing watched (a value
+        # that came back from NumPy, a sum of constants): it is what the picture is about.
+        targets = set(flow.target_nodes) if flow is not None else set()
         self.boxes: set = set()
         self.folded: set = set()
         for n in self.order:
             if n not in reach:
                 continue
-            if n in self.live or self._kept_anyway(n):
+            if n in targets or n in self.live or self._kept_anyway(n):
                 self.boxes.add(n)
             elif self._foldable(n):
                 self.folded.add(n)
@@ -471,7 +477,11 @@ class _Decision:
     def _reaching_targets(self) -> set:
         G = self.G
         fl = self.flow
-        targets = list(fl.target_nodes) if fl is not None else [n for n in G if G.out_degree(n) == 0]
+        targets = (
+            list(fl.target_nodes)
+            if fl is not None
+            else [n for n in G if G.out_degree(n) == 0 and not G.nodes[n].get("unread")]
+        )
         reach: set = set()
         for t in targets:
             reach |= nx.ancestors(G, t) | {t}
@@ -480,6 +490,9 @@ class _Decision:
             if n in reach:
                 continue
             d = G.nodes[n]
+            if fl is not None and d.get("unread"):
+                extra.add(n)  # a variable the block names but never read: its gradient is None, say why
+                continue
             if (
                 d["kind"] == "op"
                 and d["op_type"] in STATEFUL_OPS
@@ -499,8 +512,8 @@ class _Decision:
         G = self.G
         d = G.nodes[n]
         kind = d["kind"]
-        if kind == "variable":
-            return self._float_value(n)  # a float variable nobody watches: one expects its gradient
+        if kind == "variable":  # a float variable nobody watches (or the block never read): one expects its gradient
+            return self._float_value(n) or bool(d.get("unread"))
         if kind == "watched":
             return True  # the user watched it, whatever its dtype
         if kind == "input":

@@ -116,6 +116,17 @@ def node_value_text(graph: TapeGraph, node, display: Shown | None = None) -> str
     return "" if info is None else format_value(info.value, info.summary)
 
 
+#: Causes whose stops carry a short label of their own instead of their reason's code.
+OWN_EDGE_LABEL = frozenset({"not_registered", "never_used"})
+
+
+def edge_code(stop) -> str:
+    """The message key of a stop's short label: ``ui.edge.<cause>`` for a cause in
+    OWN_EDGE_LABEL (TF raises there; a branch that never ran), else ``ui.edge.<reason>``."""
+    cause = stop.cause.value
+    return f"ui.edge.{cause}" if cause in OWN_EDGE_LABEL else f"ui.edge.{stop.reason.value}"
+
+
 def grad_text(value) -> str:
     """What a box shows under it for the gradient that reached it."""
     return "∂ " + ("None" if value is None else format_value(np.asarray(value), norm=GRAD_NORM))
