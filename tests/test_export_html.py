@@ -123,8 +123,9 @@ def test_names_appear_only_escaped(tmp_path):
     assert "alert(1)" in page, "the name is on the page, as text"
     assert not re.search(r"<script>\s*alert", page, re.I)
     assert not re.search(r"alert\(1\)</script", page, re.I)
-    # Exactly the page's own script tags: require.js config, require.js, the manager, the state, the view.
-    assert len(re.findall(r"<script\b", page, re.I)) == 5
+    # Exactly the page's own script tags: require.js config, require.js, the manager, the state, the view,
+    # the canvas's (hover tips, zoom, pan)
+    assert len(re.findall(r"<script\b", page, re.I)) == 6
     assert f"<title>tapeviz: backward pass of {html.escape(EVIL)}</title>" in page
     state = widget_state(page)
     ((_, stack),) = models(state, "StackModel")

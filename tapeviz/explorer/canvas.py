@@ -326,6 +326,9 @@ def make_canvas(*, reset_label: str, fallback_note: str) -> W.DOMWidget:
 _PAGE = r"""
 // tapeviz: hover tips, zoom and pan on the exported page's pictures (no kernel here).
 (function () {
+  const style = document.createElement("style");
+  style.textContent = TV_CSS;
+  document.head.appendChild(style);
   const done = new WeakSet();
   const setup = () => {
     document.querySelectorAll(".tv-frames").forEach((stack, i) => {
@@ -351,9 +354,11 @@ _PAGE = r"""
 def page_script(tips: list[dict[str, str]], reset_label: str) -> str:
     """The exported page's inline ``<script>`` body: the canvas's hover tips (one map per
     target's pictures, in page order), zoom and pan, with no anywidget and no kernel."""
-    data = json.dumps(tips).replace("</", "<\\/")
-    label = json.dumps(reset_label)[1:-1]
-    return f"window.TAPEVIZ_TIPS = {data};\n{_CORE}\n{_PAGE.replace('RESET_LABEL', label)}"
+    def js(x) -> str:  # JSON with no "<" at all: nothing in it can open or close a tag
+        return json.dumps(x).replace("<", "\\u003c")
+
+    page = _PAGE.replace('"RESET_LABEL"', js(reset_label))
+    return f"window.TAPEVIZ_TIPS = {js(tips)};\nconst TV_CSS = {js(_CSS)};\n{_CORE}\n{page}"
 
 
 #: The page script with no tips (for tests and docs).
