@@ -5,7 +5,6 @@ test_browser_canvas.py (JupyterLab, Voilà) and test_export_html.py (the exporte
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np

@@ -354,6 +354,7 @@ _PAGE = r"""
 def page_script(tips: list[dict[str, str]], reset_label: str) -> str:
     """The exported page's inline ``<script>`` body: the canvas's hover tips (one map per
     target's pictures, in page order), zoom and pan, with no anywidget and no kernel."""
+
     def js(x) -> str:  # JSON with no "<" at all: nothing in it can open or close a tag
         return json.dumps(x).replace("<", "\\u003c")
 

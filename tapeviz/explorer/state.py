@@ -326,7 +326,8 @@ def tips(ex: Explored, state: ExplorerState) -> dict[str, str]:
                 lines.append(say("ui.canvas.shape", lang, dtype=info.dtype, shape=info.shape))
                 lines.append(say("ui.canvas.value", lang, summary=format_value(info.value, info.summary)))
             grad = fl.grad(n)
-            shown = "None" if grad is None else format_value(grad[0] if isinstance(grad, list) else grad, norm=GRAD_NORM)
+            first = grad[0] if isinstance(grad, list) else grad  # several outputs: the first, as the box shows
+            shown = "None" if first is None else format_value(first, norm=GRAD_NORM)
             lines.append(say("ui.canvas.grad", lang, summary=shown))
             lines.append(say("ui.canvas.select", lang))
         out[b.gid] = "\n".join(lines)
