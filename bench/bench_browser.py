@@ -32,7 +32,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -173,33 +172,22 @@ def main(argv=None) -> int:
         print("bench_browser skipped, missing:", "; ".join(missing))
         return 0
 
-    from playwright.sync_api import sync_playwright
-
     modes = ["html", "canvas"] if args.canvas == "both" else [args.canvas]
     measured = {}  # mode -> (run seconds, svg chars, canvas kind, browser results, kernel timings)
-    with (
-        tempfile.TemporaryDirectory(prefix="tapeviz-bench-") as tmp,
-        B.running_jupyterlab(Path(tmp)) as lab,
-        sync_playwright() as pw,
-    ):
-        browser = B.launch_chromium(pw)
+    with B.lab_and_page() as (lab, page):
+        if args.ops:
+            args.notebook = f"bench_{args.ops}_ops.ipynb"
+            B.write_notebook(Path(lab.root) / args.notebook, [_BIG_PROGRAM.format(blocks=max(1, args.ops // 6))])
+        B.open_notebook(page, lab, args.notebook)
+        kc = B.kernel_client(lab)
         try:
-            page = B.new_page(browser)
-            if args.ops:
-                args.notebook = f"bench_{args.ops}_ops.ipynb"
-                B.write_notebook(Path(lab.root) / args.notebook, [_BIG_PROGRAM.format(blocks=max(1, args.ops // 6))])
-            B.open_notebook(page, lab, args.notebook)
-            kc = B.kernel_client(lab)
-            try:
-                for mode in modes:  # one JupyterLab, one kernel, one page: the explorers side by side in time
-                    # the explorer made by the next Run All: today's HTML picture, or the canvas
-                    B.kernel_eval(kc, f"import os; os.environ['TAPEVIZ_CANVAS'] = {mode!r}")
-                    measured[mode] = _measure(page, kc, args)
-            finally:
-                kc.stop_channels()
-            B.screenshot(page, "bench_browser_last")
+            for mode in modes:  # one JupyterLab, one kernel, one page: the explorers side by side in time
+                # the explorer made by the next Run All: today's HTML picture, or the canvas
+                B.kernel_eval(kc, f"import os; os.environ['TAPEVIZ_CANVAS'] = {mode!r}")
+                measured[mode] = _measure(page, kc, args)
         finally:
-            browser.close()
+            kc.stop_channels()
+        B.screenshot(page, "bench_browser_last")
 
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     for mode, (run_s, svg_chars, canvas_kind, results, kernel) in measured.items():

@@ -507,6 +507,26 @@ def new_page(browser, timeout_ms: int = DEFAULT_TIMEOUT_MS):
     return page
 
 
+@contextlib.contextmanager
+def lab_and_page(prefix: str = "tapeviz-bench-") -> Iterator[tuple[JupyterServer, object]]:
+    """A JupyterLab on a temp copy of the notebooks and a Chromium page, both closed after
+    (the benchmarks' setup: no pytest there)."""
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    with (
+        tempfile.TemporaryDirectory(prefix=prefix) as tmp,
+        running_jupyterlab(Path(tmp)) as lab,
+        sync_playwright() as pw,
+    ):
+        browser = launch_chromium(pw)
+        try:
+            yield lab, new_page(browser)
+        finally:
+            browser.close()
+
+
 # --------------------------------------------------------------------------- notebooks
 
 KERNELSPEC_METADATA = {
