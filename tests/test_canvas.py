@@ -57,6 +57,71 @@ def test_patches_turn_every_step_and_clip_setting_into_the_fresh_picture(nested)
         prev = new
 
 
+class _Page:
+    """What canvas.py's front end does with frames and the patches "ahead", in Python."""
+
+    def __init__(self, c):
+        self.c, self.table = c, {"f": {}, "b": {}}
+        self.markup, self.seq, self.at = c.frame["markup"], c.frame["seq"], c.frame["at"]
+        self.merge()
+
+    def merge(self):
+        a = self.c.ahead
+        if a.get("seq") != self.seq:
+            return
+        for d in "fb":
+            self.table[d].update({int(k): p for k, p in a[d].items()})
+
+    def walk(self, to) -> bool:
+        d, ks = ("f", range(self.at, to)) if to >= self.at else ("b", range(self.at, to, -1))
+        if any(k not in self.table[d] for k in ks):
+            return False
+        for k in ks:
+            self.markup = patches.apply(self.markup, self.table[d][k])
+        self.at = to
+        return True
+
+    def receive(self, frame):
+        if frame["kind"] == "full":
+            self.markup = frame["markup"]
+        else:
+            assert frame["base"] == self.seq and (self.at == frame["from"] or self.walk(frame["from"]))
+            self.markup = patches.apply(self.markup, frame["patch"])
+        self.seq, self.at, self.table = frame["seq"], frame["at"], {"f": {}, "b": {}}
+
+
+def test_the_page_steps_by_itself_and_the_kernel_sends_nothing_it_can_do(nested):
+    _, tape, loss, _ = nested
+    ex = tv.explore(tape, loss, theme="light", depth=1)
+    c = ex.canvas
+    c._on_msg(c, {"event": "click", "id": "node-layer:net"}, [])  # a new layout: a whole picture
+    page = _Page(c)
+    last = c._at
+    seen = []
+    for to in [last - 1, last - 2, last - 1, 2, 1, 0, last]:
+        local = page.walk(to)  # the slider moved in the browser: the page goes first
+        before = c.frame
+        ex.controls["step"].value = to  # then the kernel hears of it
+        if c.frame is not before:
+            assert not local, "the kernel sent a picture the page had made itself"
+            page.receive(c.frame)
+        page.merge()
+        seen.append(local)
+        assert page.at == to and page.markup == c.value == st.picture(ex.model, ex.state)
+    assert seen[:3] == [True, True, True] and seen[4:6] == [True, True]
+    # other settings with the same picture at this step: a new seq, so old step patches are not used
+    ex.controls["step"].value = last - 1
+    page.walk(last - 1) or page.receive(c.frame)
+    page.merge()
+    before = c.frame
+    ex.controls["clip"].value = "by_value"  # clipped texts show on the last step only
+    assert c.frame is not before and c.frame["kind"] == "patch" and c.frame["patch"]["set"] == {}
+    page.receive(c.frame)
+    page.merge()
+    assert page.walk(last) and page.markup == st.picture(ex.model, ex.state.replace(step=last))
+    ex.close()
+
+
 def test_a_new_layout_gives_no_patch_and_bad_documents_none():
     assert patches.parse("<div>not svg</div>") is None
     assert patches.parse('<svg a="1">\n<g id="x">\n<rect/>\n</g>\n</svg>\n') is None  # a line without an id
@@ -86,12 +151,14 @@ def test_canvas_value_is_the_whole_picture_and_steps_send_patches(nested):
     assert isinstance(c, cv.Canvas)
     assert c.value == st.picture(ex.model, ex.state)
     assert c.frame["kind"] == "full" and c.frame["markup"] == c.value
-    before = c.value
-    ex.controls["step"].value = ex.controls["step"].value - 1
-    assert c.frame["kind"] == "patch" and c.frame["base"] == c.frame["seq"] - 1
-    assert patches.apply(before, c.frame["patch"]) == c.value == st.picture(ex.model, ex.state)
-    assert c.sent_bytes < len(c.value) / 3
-    assert c.get_state()["frame"] == {"kind": "full", "seq": c._seq, "markup": c.value}  # a reload gets it whole
+    before, frame, last = c.value, c.frame, c._at
+    assert ("b", last) in c._sent  # the patch to the step before went ahead with the picture
+    ex.controls["step"].value = last - 1
+    assert c.frame is frame and c.sent_bytes < len(c.value) / 3  # the page does it alone: no picture sent
+    assert patches.apply(before, c._sent["b", last]) == c.value == st.picture(ex.model, ex.state)
+    ex.controls["step"].value = 0  # out of reach of the patches sent: a patch of the page's picture
+    assert c.frame["kind"] == "patch" and c.frame["from"] == last - 1 and c.frame["at"] == 0
+    assert c.get_state()["frame"] == {"kind": "full", "seq": c._seq, "at": c._at, "markup": c.value}  # a reload
     ex.controls["step"].value = ex.controls["step"].max
 
 

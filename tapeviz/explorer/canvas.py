@@ -173,10 +173,28 @@ _ESM = (
     _CORE
     + r"""
 const LIVE = new WeakMap();  // model -> its views' state (a second view of one model starts from a live one)
+const TABLES = new WeakMap();  // model -> the patches between neighbouring steps ("ahead"), per picture seq
+
+function tableOf(model) {
+  let t = TABLES.get(model);
+  if (!t) { t = { seq: -1, f: new Map(), b: new Map() }; TABLES.set(model, t); }
+  return t;
+}
+
+function initialize({ model }) {
+  model.on("change:ahead", () => {
+    const a = model.get("ahead");
+    if (!a || a.seq === undefined) return;
+    const t = tableOf(model);
+    if (t.seq !== a.seq) { t.seq = a.seq; t.f = new Map(); t.b = new Map(); }
+    for (const [k, p] of Object.entries(a.f)) t.f.set(Number(k), p);
+    for (const [k, p] of Object.entries(a.b)) t.b.set(Number(k), p);
+  });
+}
 
 function render({ model, el }) {
   const { viewport, content, tip, reset } = tvFrame(el, model.get("reset_label"));
-  const me = { svg: null, seq: -1 };
+  const me = { svg: null, seq: -1, step: null, asked: "" };
   if (!LIVE.has(model)) LIVE.set(model, new Set());
   LIVE.get(model).add(me);
 
@@ -186,22 +204,56 @@ function render({ model, el }) {
     if (me.svg) tvStrip(me.svg);
     me.seq = seq;
   };
+  // Walk the picture from the step it shows to step `to` with the patches at hand.
+  const walk = (to) => {
+    const t = tableOf(model);
+    if (me.svg === null || me.step === null || me.step === undefined || t.seq !== me.seq) return false;
+    const chain = [];
+    if (to >= me.step) {
+      for (let k = me.step; k < to; k++) { const p = t.f.get(k); if (!p) return false; chain.push(p); }
+    } else {
+      for (let k = me.step; k > to; k--) { const p = t.b.get(k); if (!p) return false; chain.push(p); }
+    }
+    for (const p of chain) tvApply(me.svg, p);
+    me.step = to;
+    return true;
+  };
+  const mark = () => { el.dataset.tvSeq = String(me.seq); el.dataset.tvStep = String(me.step); };
+  // Show the slider's step: at once when the patches are here, else ask the kernel (once per need).
+  const sync = () => {
+    const want = model.get("step");
+    if (me.svg === null || me.step === null || me.step === undefined || want === me.step) return;
+    if (walk(want)) { mark(); return; }
+    const key = `${me.seq}:${me.step}:${want}`;
+    if (me.asked !== key) { me.asked = key; model.send({ event: "need", seq: me.seq, step: me.step }); }
+  };
   const onFrame = () => {
     const f = model.get("frame");
     if (!f || f.seq === undefined) return;
-    if (f.kind === "full") { full(f.markup, f.seq); tip.style.display = "none"; tip.dataset.for = ""; }
-    else if (me.svg && f.base === me.seq) { tvApply(me.svg, f.patch); me.seq = f.seq; }
-    else {
+    if (f.kind === "full") {
+      full(f.markup, f.seq);
+      me.step = f.at;
+      tip.style.display = "none";
+      tip.dataset.for = "";
+    } else if (me.svg && f.base === me.seq && (f.from === null || f.from === undefined || f.from === me.step || walk(f.from))) {
+      tvApply(me.svg, f.patch);
+      me.seq = f.seq;
+      me.step = f.at;
+    } else {
       const twin = [...LIVE.get(model)].find((o) => o !== me && o.svg && o.seq === f.seq);
       if (twin) {
         content.replaceChildren(twin.svg.cloneNode(true));
         me.svg = content.querySelector("svg");
         me.seq = f.seq;
+        me.step = twin.step;
       } else model.send({ event: "resync" });
     }
-    el.dataset.tvSeq = String(me.seq);
+    mark();
+    sync();
   };
   model.on("change:frame", onFrame);
+  model.on("change:step", sync);
+  model.on("change:ahead", sync);
   onFrame();
 
   const nav = tvNavigate(viewport, content, (e) => {
@@ -212,11 +264,13 @@ function render({ model, el }) {
   tvTips(viewport, tip, () => me.svg, () => model.get("tips"));
   return () => {
     model.off("change:frame", onFrame);
+    model.off("change:step", sync);
+    model.off("change:ahead", sync);
     LIVE.get(model).delete(me);
   };
 }
 
-export default { render };
+export default { initialize, render };
 """
 )
 
@@ -240,8 +294,15 @@ class Canvas(anywidget.AnyWidget):
     """An SVG picture sent whole once, then as per-id patches; clicks come back to Python.
 
     ``value``: the current picture's complete markup (from ``<svg``); set it to show
-    another picture. ``tips``: hover text per element id. ``on_click(f)``: ``f(element
+    another picture, or call :meth:`show` to say which backward step it is, so the page
+    can step on its own. ``tips``: hover text per element id. ``on_click(f)``: ``f(element
     id)`` for a click (not a drag) on a box (``node-…``) or a group frame (``group-…``).
+
+    Stepping without the kernel: ``step`` is linked in the browser to the explorer's step
+    slider, and ``ahead`` carries the patches between neighbouring steps of the picture on
+    the page (a few steps either way; more when pictures are cheap). A slider move then
+    patches the page at once; when the kernel gets the same move, it finds the page could
+    do it alone and sends nothing, and sends the patches for the steps beyond.
     """
 
     _esm = _ESM
@@ -249,38 +310,144 @@ class Canvas(anywidget.AnyWidget):
 
     value = T.Unicode("", help="the current picture's complete SVG markup (Python side only)")
     frame = T.Dict(help="what the page gets: a whole picture or a patch of the last one").tag(sync=True)
+    ahead = T.Dict(help="patches to neighbouring steps of the picture on the page").tag(sync=True)
+    step = T.Int(0, help="the step the page should show (linked in the browser to the step slider)").tag(sync=True)
     tips = T.Dict(help="hover text per element id").tag(sync=True)
     reset_label = T.Unicode("reset zoom and pan").tag(sync=True)
+
+    #: Pictures computed ahead per move: as many as fit this budget (seconds), at least 1 each way.
+    AHEAD_BUDGET = 0.03
+    AHEAD_MOST = 8
 
     def __init__(self, **kwargs) -> None:
         self._doc: patches.Document | None = None
         self._seq = 0
+        self._at: int | None = None  # the backward step the picture shows (None: not a step picture)
+        self._family: Any = None  # what, besides the step, decides the picture
+        self._from: int | None = None  # the step of the picture the last patch applies to
+        self._sent: dict[tuple[str, int], dict] = {}  # ("f", k): patch k -> k+1 sent; ("b", k): k -> k-1
+        self._docs: dict[str, patches.Document | None] = {}
+        self._local = False
         self._clicks: list[Callable[[str], Any]] = []
         super().__init__(**kwargs)
         self.on_msg(self._on_msg)
         self.sent_bytes = 0  # what the last picture change sent (a benchmark reads it)
 
+    # -- pictures ----------------------------------------------------------------------
+    def show(
+        self,
+        markup: str,
+        *,
+        step: int | None = None,
+        family: Any = None,
+        picture_at: Callable[[int], str] | None = None,
+        last: int | None = None,
+    ) -> None:
+        """Show ``markup``, the picture of backward ``step`` among the pictures
+        ``picture_at(0..last)`` of one ``family`` (the same layout and settings): moves
+        between them are patched by the page itself once their patches are there."""
+        same = family is not None and family == self._family and self._at is not None and step is not None
+        self._local = same and step != self._at and self._reaches(self._at, step)
+        before = self._at
+        self._family, self._at, self._from = family, step, before
+        try:
+            if markup != self.value:
+                self.value = markup
+            elif not same and self._doc is not None:  # other settings, same picture here: the
+                self._patch_frame({"drop": [], "put": [], "set": {}})  # steps around it differ: new seq
+        finally:
+            self._local = False
+        if picture_at is not None and step is not None and last is not None:
+            self._send_ahead(markup, step, last, picture_at)
+
+    def _reaches(self, a: int | None, b: int | None) -> bool:
+        if a is None or b is None:
+            return False
+        if b >= a:
+            return all(("f", k) in self._sent for k in range(a, b))
+        return all(("b", k) in self._sent for k in range(b + 1, a + 1))
+
+    def _parsed(self, markup: str) -> patches.Document | None:
+        doc = self._docs.get(markup)
+        if doc is None:
+            if len(self._docs) > 2 * self.AHEAD_MOST + 4:
+                self._docs.clear()
+            doc = self._docs[markup] = patches.parse(markup)
+        return doc
+
+    def _send_ahead(self, markup: str, step: int, last: int, picture_at: Callable[[int], str]) -> None:
+        """Patches between the pictures around ``step`` the page does not have yet."""
+        import time
+
+        add: dict[str, dict[str, Any]] = {"f": {}, "b": {}}
+        start = time.perf_counter()
+        docs = {step: self._parsed(markup)}
+        for reach in range(1, self.AHEAD_MOST + 1):
+            for k in (step + reach, step - reach):
+                near = k - 1 if k > step else k + 1  # its neighbour towards step, read already
+                if not 0 <= k <= last or docs.get(near) is None:
+                    continue
+                lo, hi = min(k, near), max(k, near)
+                docs[k] = self._parsed(picture_at(k))
+                if ("f", lo) in self._sent and ("b", hi) in self._sent:
+                    continue
+                a, b = (docs[near], docs[k]) if k > near else (docs[k], docs[near])
+                up = patches.diff(a, b) if a is not None and b is not None else None
+                down = patches.diff(b, a) if up is not None else None
+                if up is None or down is None:
+                    docs[k] = None  # another layout: the page asks, the kernel sends it whole
+                    continue
+                add["f"][str(lo)], add["b"][str(hi)] = self._sent["f", lo], self._sent["b", hi] = up, down
+            if time.perf_counter() - start > self.AHEAD_BUDGET:
+                break
+        if add["f"] or add["b"]:
+            self.ahead = {"seq": self._seq, "f": add["f"], "b": add["b"], "n": len(self._sent)}
+            self.sent_bytes += len(json.dumps(self.ahead))
+
     @T.observe("value")
     def _picture_changed(self, change) -> None:
         markup = change["new"]
-        doc = patches.parse(markup)
+        doc = self._parsed(markup)
+        if self._local:  # the page steps there itself with the patches it has
+            self._doc = doc
+            self.sent_bytes = 0
+            return
         patch = patches.diff(self._doc, doc) if self._doc is not None and doc is not None else None
         self._doc = doc
         self._seq += 1
+        self._sent = {}
         if patch is not None:
             size = len(json.dumps(patch))
             if size < len(markup) // 2:  # a patch half the picture's size: the whole picture is simpler
                 self.sent_bytes = size
-                self.frame = {"kind": "patch", "seq": self._seq, "base": self._seq - 1, "patch": patch}
+                self._patch_frame(patch, bumped=True)
                 return
         self.sent_bytes = len(markup)
-        self.frame = {"kind": "full", "seq": self._seq, "markup": markup}
+        self.frame = self._whole()
+
+    def _patch_frame(self, patch: dict, bumped: bool = False) -> None:
+        """Send a patch of the page's picture as a new picture seq (the step patches sent so far
+        belong to the old one)."""
+        if not bumped:
+            self._seq += 1
+            self._sent = {}
+        self.frame = {
+            "kind": "patch",
+            "seq": self._seq,
+            "base": self._seq - 1,
+            "from": self._from,
+            "at": self._at,
+            "patch": patch,
+        }
+
+    def _whole(self) -> dict:
+        return {"kind": "full", "seq": self._seq, "at": self._at, "markup": self.value}
 
     def get_state(self, key=None, drop_defaults=False):
         """A front end asking for the whole state (a page reload) gets the whole picture."""
         state = super().get_state(key, drop_defaults)
         if key is None and self.frame.get("kind") == "patch":
-            state["frame"] = {"kind": "full", "seq": self._seq, "markup": self.value}
+            state["frame"] = self._whole()
         return state
 
     def on_click(self, callback: Callable[[str], Any]) -> None:
@@ -290,12 +457,28 @@ class Canvas(anywidget.AnyWidget):
     def _on_msg(self, _widget, content, _buffers) -> None:
         if not isinstance(content, dict):
             return
-        if content.get("event") == "resync":  # a view that missed the picture a patch applies to
+        event = content.get("event")
+        if event == "need" and self._can_reach(content):
+            # a page that lost the patches it was sent (a reload): the ones from its step to ours again
+            a, b = content["step"], self._at
+            keys = [("f", k) for k in range(a, b)] if b >= a else [("b", k) for k in range(b + 1, a + 1)]
+            again: dict[str, dict] = {"f": {}, "b": {}}
+            for d, k in keys:
+                again[d][str(k)] = self._sent[d, k]
+            self.ahead = {"seq": self._seq, **again, "n": -len(keys)}  # "n": a new value every time
+        elif event in ("resync", "need"):
+            # a view that missed what a patch applies to, or steps no patch was sent for
             self._seq += 1
-            self.frame = {"kind": "full", "seq": self._seq, "markup": self.value}
-        elif content.get("event") == "click" and isinstance(content.get("id"), str):
+            self._sent = {}
+            self.frame = self._whole()
+        elif event == "click" and isinstance(content.get("id"), str):
             for f in self._clicks:
                 f(content["id"])
+
+    def _can_reach(self, content: dict) -> bool:
+        """A page at (seq, step) asking for help: can it get to our step with what was sent?"""
+        step = content.get("step")
+        return content.get("seq") == self._seq and isinstance(step, int) and self._reaches(step, self._at)
 
 
 def canvas_available() -> bool:

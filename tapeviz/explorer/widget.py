@@ -122,8 +122,11 @@ class Explorer(W.VBox):
         self.canvas = make_canvas(
             reset_label=say("ui.canvas.reset", lang), fallback_note=say("ui.canvas.fallback", lang)
         ).add_class("tv-canvas")
+        self._canvas_link: W.Widget | None = None
         if isinstance(self.canvas, Canvas):
             self.canvas.on_click(self._on_canvas_click)
+            # the page shows the slider's step by itself when it has the patches (canvas.py)
+            self._canvas_link = W.jslink((c["step"], "value"), (self.canvas, "step"))
         self.panel = W.HTML().add_class("tv-panel")
         self.inspector = W.HTML().add_class("tv-inspect")
         self.message = W.HTML().add_class("tv-message")
@@ -351,12 +354,22 @@ class Explorer(W.VBox):
         self.inspector.value = st.inspector(self.model, self.state)
 
     def _set_canvas(self, svg: str) -> None:
-        if self.canvas.value != svg:
-            if isinstance(self.canvas, Canvas):
-                tips = st.tips(self.model, self.state)
-                if self.canvas.tips is not tips:
-                    self.canvas.tips = tips
-            self.canvas.value = svg
+        if not isinstance(self.canvas, Canvas):
+            if self.canvas.value != svg:
+                self.canvas.value = svg
+            return
+        model, state = self.model, self.state
+        tips = st.tips(model, state)
+        if self.canvas.tips is not tips:
+            self.canvas.tips = tips
+        # the pictures of every step in these settings: the page steps between them by itself
+        self.canvas.show(
+            svg,
+            step=st.step_of(model, state),
+            family=(model, state.replace(step=None, node=None, lr=0.0)),
+            picture_at=lambda k: st.picture(model, state.replace(step=k)),
+            last=model.flow(state.target).last_step,
+        )
 
     # -- output --------------------------------------------------------------------------
     def save(self, path) -> Any:
@@ -414,6 +427,7 @@ class Explorer(W.VBox):
             self.page_theme.close()
         for w in [
             self._link,
+            *([self._canvas_link] if self._canvas_link is not None else []),
             *self.controls.values(),
             self.canvas,
             self.panel,
