@@ -235,7 +235,7 @@ function render({ model, el }) {
       me.step = f.at;
       tip.style.display = "none";
       tip.dataset.for = "";
-    } else if (me.svg && f.base === me.seq && (f.from === null || f.from === undefined || f.from === me.step || walk(f.from))) {
+    } else if (me.svg && f.base === me.seq && (f.from == null || f.from === me.step || walk(f.from))) {
       tvApply(me.svg, f.patch);
       me.seq = f.seq;
       me.step = f.at;
