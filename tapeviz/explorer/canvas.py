@@ -328,6 +328,7 @@ class Canvas(anywidget.AnyWidget):
         self._sent: dict[tuple[str, int], dict] = {}  # ("f", k): patch k -> k+1 sent; ("b", k): k -> k-1
         self._docs: dict[str, patches.Document | None] = {}
         self._local = False
+        self._asked = 0  # answers to pages that asked for patches again
         self._clicks: list[Callable[[str], Any]] = []
         super().__init__(**kwargs)
         self.on_msg(self._on_msg)
@@ -392,8 +393,9 @@ class Canvas(anywidget.AnyWidget):
                 if ("f", lo) in self._sent and ("b", hi) in self._sent:
                     continue
                 a, b = (docs[near], docs[k]) if k > near else (docs[k], docs[near])
-                up = patches.diff(a, b) if a is not None and b is not None else None
-                down = patches.diff(b, a) if up is not None else None
+                up = down = None
+                if a is not None and b is not None:
+                    up, down = patches.diff(a, b), patches.diff(b, a)
                 if up is None or down is None:
                     docs[k] = None  # another layout: the page asks, the kernel sends it whole
                     continue
@@ -460,12 +462,13 @@ class Canvas(anywidget.AnyWidget):
         event = content.get("event")
         if event == "need" and self._can_reach(content):
             # a page that lost the patches it was sent (a reload): the ones from its step to ours again
-            a, b = content["step"], self._at
+            a, b = content["step"], self._at or 0  # _can_reach: not None
             keys = [("f", k) for k in range(a, b)] if b >= a else [("b", k) for k in range(b + 1, a + 1)]
             again: dict[str, dict] = {"f": {}, "b": {}}
             for d, k in keys:
                 again[d][str(k)] = self._sent[d, k]
-            self.ahead = {"seq": self._seq, **again, "n": -len(keys)}  # "n": a new value every time
+            self._asked += 1
+            self.ahead = {"seq": self._seq, **again, "n": -self._asked}  # "n": a new value every time
         elif event in ("resync", "need"):
             # a view that missed what a patch applies to, or steps no patch was sent for
             self._seq += 1
