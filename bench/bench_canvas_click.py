@@ -78,7 +78,8 @@ _ARM_JS = r"""
 def _click(page, kc, element: str, want: str) -> tuple[float, float, float]:
     """Click ``element``; wait until ``want`` (an id; "!id": gone) holds; (dom ms, frame ms, kernel ms)."""
     page.evaluate(_ARM_JS, [CANVAS, want])
-    page.locator(f'{CANVAS} g[id="{element}"]').click()
+    target = page.locator(f'{CANVAS} g[id="{element}"]')
+    (target.locator("text").first if element.startswith("group-") else target).click()  # a frame: on its name
     page.wait_for_function("() => window.__tvClick.frame !== null", polling=10, timeout=120_000)
     got = page.evaluate("() => window.__tvClick")
     kernel = json.loads(B.kernel_eval(kc, "import json; print(json.dumps(_tvc[-1:]))"))
