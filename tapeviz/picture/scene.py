@@ -159,6 +159,7 @@ class Scene:
         self._make_records(plans, names)
         self.magnitudes, self.magnitude_scale = self._magnitudes(magnitudes)
         self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
+        self._variable_facts: dict = {}  # a group member variable -> (bad, norm text, squared norm)
         self._grad_rooms = self._grad_allowance(plans, label_h)
         self.overrides: dict[Any, str] = {}
         self._route_edges(plans)
@@ -688,12 +689,17 @@ class Scene:
                 s = fl.step_of(m)
                 if s is None or s > k:
                     continue
-                value = fl.computed(m)
-                bad = bad or is_bad(value)
-                parts.append(f"{name} {norm_text(value)}")
-                if value is not None:  # summed in float64 by buffered casts: no float64 copy of a big kernel
-                    flat = np.asarray(value).reshape(-1)
-                    squares += float(np.einsum("i,i->", flat, flat, dtype=np.float64))
+                facts = self._variable_facts.get(m)
+                if facts is None:  # once per scene, not per step: a ResNet block's kernels are millions of numbers
+                    value = fl.computed(m)
+                    square = 0.0
+                    if value is not None:  # summed in float64 by buffered casts: no float64 copy of a big kernel
+                        flat = np.asarray(value).reshape(-1)
+                        square = float(np.einsum("i,i->", flat, flat, dtype=np.float64))
+                    facts = self._variable_facts[m] = (is_bad(value), norm_text(value), square)
+                bad = bad or facts[0]
+                parts.append(f"{name} {facts[1]}")
+                squares += facts[2]
             text = (GRAD_NORM + " " + " · ".join(parts)) if parts else ""
             if len(parts) > 1 and not clipped and fonts.text_width(text, size) > room:
                 # too many to list: their norm taken together (a group's variables as one vector)
