@@ -131,7 +131,7 @@ def main(argv=None) -> int:
         f"\n### Click to open a block, ResNet50 (32×32, no weights; run all {run_s:.1f} s, default picture "
         f"{chars / 1024:.0f} KiB, {os.cpu_count()} CPUs, load average {load})\n"
     )
-    print("(kernel: the whole click handler, incl. what it does after the picture left: the groups list, steps ahead)\n")
+    print("(kernel: the whole click handler, with what it does after the picture left: groups list, steps ahead)\n")
     print("| block | open (cold): click → frame, kernel | close: click → frame, kernel | open again (warm) |")
     print("|---|---|---|---|")
     for gid, cold, shut, warm in rows:
