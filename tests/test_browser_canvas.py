@@ -10,6 +10,7 @@ Waits use Playwright's retrying expectations; nothing here asserts how long anyt
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from browser import kernel_client, kernel_eval, notebook_root, run_notebook, screenshot, write_notebook
@@ -63,17 +64,28 @@ class Canvas:
 
     def check_contract(self) -> dict:
         """Wait until the page shows the kernel's current picture, then compare the DOMs."""
-        state = json.loads(self.kernel("import json; print(json.dumps([ex.canvas._seq, ex.canvas.frame['kind']]))"))
+        # the kernel has heard of the slider's last move (its step is the slider's), then read its state
+        slider = self.page.locator(f"{self.root} .tv-step .noUi-handle").get_attribute("aria-valuetext")
+        code = "import json; print(json.dumps([ex.canvas._seq, ex.canvas.frame['kind'], ex.canvas._at]))"
+        for _ in range(200):
+            state = json.loads(self.kernel(code))
+            if str(state[2]) == slider:
+                break
+            time.sleep(0.05)
+        # the page has the kernel's picture seq and shows its step (walked there by itself, or sent)
         self.page.wait_for_function(
-            "([sel, seq]) => { const e = document.querySelector(`${sel}.tv-canvas-view, ${sel} .tv-canvas-view`);"
-            " return e && Number(e.dataset.tvSeq) >= seq; }",
-            arg=[self.sel, state[0]],
+            "([sel, seq, at]) => { const e = document.querySelector(`${sel}.tv-canvas-view, ${sel} .tv-canvas-view`);"
+            " return e && Number(e.dataset.tvSeq) >= seq && e.dataset.tvStep === String(at); }",
+            arg=[self.sel, state[0], state[2]],
             polling=50,
         )
         markup = json.loads(self.kernel("import json; print(json.dumps(ex.canvas.value))"))
         got = self.page.evaluate(_SAME_AS_FRESH_JS, [self.sel, markup])
-        assert got["page"] == got["fresh"], "the patched SVG differs from a fresh SVG of the same state"
-        return {"seq": state[0], "kind": state[1]}
+        a, b = got["page"], got["fresh"]
+        at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        where = f"{at}:\n{a[at - 300 : at + 300]}\n{b[at - 300 : at + 300]}"
+        assert a == b, f"the patched SVG differs from a fresh SVG of the same state at {where}"
+        return {"seq": state[0], "kind": state[1], "at": state[2]}
 
 
 def _open(page, server, kernel: bool = True) -> Canvas:
@@ -105,25 +117,40 @@ def test_canvas_clicks_hover_zoom_keys_and_patches_in_jupyterlab(jupyterlab, pag
         c.box("node-layer:net/block").click()
         expect(c.box("group-net/block")).to_have_count(1)
         expect(c.box("node-layer:net/block/a")).to_have_count(1)
-        c.check_contract()
+        opened = c.check_contract()
         screenshot(page, "canvas_opened")
         closed = json.loads(c.kernel("import json; print(json.dumps(sorted(ex.model.collapsed(ex.state))))"))
         assert "net/block" not in closed
 
-        # -- steps are patches, and the page equals a fresh picture after each --------------
+        # -- steps: the page walks them with the patches sent ahead (the kernel sends no
+        # picture), and equals a fresh picture after each --------------------------------------
         step = page.locator(f"{c.root} .tv-step .noUi-handle")
         last = int(step.get_attribute("aria-valuetext"))
         for key in ("ArrowLeft", "ArrowLeft", "ArrowLeft", "ArrowRight"):
             step.press(key)
             page.wait_for_timeout(150)
         expect(step).to_have_attribute("aria-valuetext", str(last - 2))
-        assert c.check_contract()["kind"] == "patch"
-        # a clip move on the finished pass changes the variables' texts: a patch too
-        step.press("ArrowRight")
-        step.press("ArrowRight")
+        assert c.check_contract()["seq"] == opened["seq"], "the kernel sent a picture for a step the page had"
+        # a burst of keys, faster than the kernel answers: the page still ends on the slider's step
+        for _ in range(4):
+            step.press("ArrowLeft")
+        for _ in range(6):
+            step.press("ArrowRight")
         expect(step).to_have_attribute("aria-valuetext", str(last))
+        c.check_contract()
+        # a jump out of reach of the patches sent (Home: step 0), then back: patches from the kernel
+        step.press("Home")
+        expect(step).to_have_attribute("aria-valuetext", "0")
+        c.check_contract()
+        step.press("End")
+        expect(step).to_have_attribute("aria-valuetext", str(last))
+        c.check_contract()
+        # a clip move on the finished pass changes the variables' texts: a patch from the kernel
         page.locator(f"{c.root} .tv-clip-mode select").select_option("tf.clip_by_value")
         page.wait_for_timeout(300)
+        assert c.check_contract()["kind"] == "patch"
+        step.press("ArrowLeft")  # other settings: a new seq, its own step patches
+        expect(step).to_have_attribute("aria-valuetext", str(last - 1))
         c.check_contract()
 
         # -- a click on an open group's frame closes it ---------------------------------
@@ -170,7 +197,7 @@ def test_canvas_clicks_hover_zoom_keys_and_patches_in_jupyterlab(jupyterlab, pag
         pan = c.viewport.get_attribute("data-tv-pan")
         assert pan and pan != "0,0"
         step.press("ArrowLeft")
-        expect(step).to_have_attribute("aria-valuetext", str(last - 1))
+        expect(step).to_have_attribute("aria-valuetext", str(last - 2))
         c.check_contract()
         assert c.viewport.get_attribute("data-tv-scale") == f"{scale:.3f}"
         assert c.viewport.get_attribute("data-tv-pan") == pan
@@ -182,9 +209,9 @@ def test_canvas_clicks_hover_zoom_keys_and_patches_in_jupyterlab(jupyterlab, pag
         # -- keyboard, once the canvas has focus -------------------------------------------
         c.box("title").click()  # the picture's title: no box, focuses the explorer
         page.keyboard.press("ArrowLeft")
-        expect(step).to_have_attribute("aria-valuetext", str(last - 2))
+        expect(step).to_have_attribute("aria-valuetext", str(last - 3))
         page.keyboard.press("ArrowRight")
-        expect(step).to_have_attribute("aria-valuetext", str(last - 1))
+        expect(step).to_have_attribute("aria-valuetext", str(last - 2))
         c.check_contract()
     finally:
         if c.kc is not None:
@@ -205,7 +232,8 @@ def test_canvas_in_voila(voila, page):
         step.press("ArrowLeft")
         expect(step).to_have_attribute("aria-valuetext", str(last - 1))
         view = page.locator(f"{c.sel}.tv-canvas-view, {c.sel} .tv-canvas-view")
-        expect(view).to_have_attribute("data-tv-seq", "3")  # full, full (the group opened), patch
+        expect(view).to_have_attribute("data-tv-step", str(last - 1))
+        expect(view).to_have_attribute("data-tv-seq", "2")  # the first picture, the group opened: the step walked
         screenshot(page, "canvas_voila")
     finally:
         if c.kc is not None:

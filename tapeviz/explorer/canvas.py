@@ -173,28 +173,20 @@ _ESM = (
     _CORE
     + r"""
 const LIVE = new WeakMap();  // model -> its views' state (a second view of one model starts from a live one)
-const TABLES = new WeakMap();  // model -> the patches between neighbouring steps ("ahead"), per picture seq
 
-function tableOf(model) {
-  let t = TABLES.get(model);
-  if (!t) { t = { seq: -1, f: new Map(), b: new Map() }; TABLES.set(model, t); }
-  return t;
-}
-
-function initialize({ model }) {
-  model.on("change:ahead", () => {
-    const a = model.get("ahead");
-    if (!a || a.seq === undefined) return;
-    const t = tableOf(model);
-    if (t.seq !== a.seq) { t.seq = a.seq; t.f = new Map(); t.b = new Map(); }
-    for (const [k, p] of Object.entries(a.f)) t.f.set(Number(k), p);
-    for (const [k, p] of Object.entries(a.b)) t.b.set(Number(k), p);
-  });
+// Merge the patches "ahead" into a view's table (per view: anywidget hands each view its own model proxy).
+function merge(t, a) {
+  if (!a || a.seq === undefined) return;
+  if (t.seq !== a.seq) { t.seq = a.seq; t.f = new Map(); t.b = new Map(); }
+  for (const [k, p] of Object.entries(a.f)) t.f.set(Number(k), p);
+  for (const [k, p] of Object.entries(a.b)) t.b.set(Number(k), p);
 }
 
 function render({ model, el }) {
   const { viewport, content, tip, reset } = tvFrame(el, model.get("reset_label"));
-  const me = { svg: null, seq: -1, step: null, asked: "" };
+  const me = { svg: null, seq: -1, step: null, asked: "", timer: 0 };
+  const table = { seq: -1, f: new Map(), b: new Map() };
+  const tableOf = () => table;
   if (!LIVE.has(model)) LIVE.set(model, new Set());
   LIVE.get(model).add(me);
 
@@ -206,7 +198,7 @@ function render({ model, el }) {
   };
   // Walk the picture from the step it shows to step `to` with the patches at hand.
   const walk = (to) => {
-    const t = tableOf(model);
+    const t = tableOf();
     if (me.svg === null || me.step === null || me.step === undefined || t.seq !== me.seq) return false;
     const chain = [];
     if (to >= me.step) {
@@ -218,14 +210,28 @@ function render({ model, el }) {
     me.step = to;
     return true;
   };
-  const mark = () => { el.dataset.tvSeq = String(me.seq); el.dataset.tvStep = String(me.step); };
+  const mark = () => {
+    el.dataset.tvSeq = String(me.seq);
+    el.dataset.tvStep = String(me.step);
+    const t = tableOf();
+    el.dataset.tvAhead = `${t.seq}:${t.f.size}/${t.b.size}`;  // what the page can walk (tests read it)
+  };
   // Show the slider's step: at once when the patches are here, else ask the kernel (once per need).
   const sync = () => {
     const want = model.get("step");
     if (me.svg === null || me.step === null || me.step === undefined || want === me.step) return;
-    if (walk(want)) { mark(); return; }
+    let walked = false;
+    try { walked = walk(want); } catch (err) { el.dataset.tvError = String(err); }
+    mark();
+    if (walked) return;
     const key = `${me.seq}:${me.step}:${want}`;
-    if (me.asked !== key) { me.asked = key; model.send({ event: "need", seq: me.seq, step: me.step }); }
+    if (me.asked !== key) { me.asked = key; model.send({ event: "need", seq: me.seq, step: me.step, want }); }
+    // still not there a moment later (patches lost, or a race with the kernel): the whole picture
+    clearTimeout(me.timer);
+    me.timer = setTimeout(() => {
+      if (me.svg !== null && model.get("step") !== me.step && !walk(model.get("step"))) model.send({ event: "resync" });
+      else mark();
+    }, 600);
   };
   const onFrame = () => {
     const f = model.get("frame");
@@ -251,10 +257,12 @@ function render({ model, el }) {
     mark();
     sync();
   };
+  const onAhead = () => { merge(table, model.get("ahead")); sync(); };
   model.on("change:frame", onFrame);
   model.on("change:step", sync);
-  model.on("change:ahead", sync);
+  model.on("change:ahead", onAhead);
   onFrame();
+  merge(table, model.get("ahead"));
 
   const nav = tvNavigate(viewport, content, (e) => {
     const item = tvItem(e.target, me.svg);
@@ -265,12 +273,13 @@ function render({ model, el }) {
   return () => {
     model.off("change:frame", onFrame);
     model.off("change:step", sync);
-    model.off("change:ahead", sync);
+    model.off("change:ahead", onAhead);
+    clearTimeout(me.timer);
     LIVE.get(model).delete(me);
   };
 }
 
-export default { initialize, render };
+export default { render };
 """
 )
 
@@ -329,6 +338,7 @@ class Canvas(anywidget.AnyWidget):
         self._docs: dict[str, patches.Document | None] = {}
         self._local = False
         self._asked = 0  # answers to pages that asked for patches again
+        self._ahead_of: tuple | None = None  # (step, last, picture_at) of the last picture shown
         self._clicks: list[Callable[[str], Any]] = []
         super().__init__(**kwargs)
         self.on_msg(self._on_msg)
@@ -359,7 +369,10 @@ class Canvas(anywidget.AnyWidget):
         finally:
             self._local = False
         if picture_at is not None and step is not None and last is not None:
+            self._ahead_of = (step, last, picture_at)
             self._send_ahead(markup, step, last, picture_at)
+        else:
+            self._ahead_of = None
 
     def _reaches(self, a: int | None, b: int | None) -> bool:
         if a is None or b is None:
@@ -460,28 +473,34 @@ class Canvas(anywidget.AnyWidget):
         if not isinstance(content, dict):
             return
         event = content.get("event")
-        if event == "need" and self._can_reach(content):
-            # a page that lost the patches it was sent (a reload): the ones from its step to ours again
-            a, b = content["step"], self._at or 0  # _can_reach: not None
-            keys = [("f", k) for k in range(a, b)] if b >= a else [("b", k) for k in range(b + 1, a + 1)]
-            again: dict[str, dict] = {"f": {}, "b": {}}
-            for d, k in keys:
-                again[d][str(k)] = self._sent[d, k]
-            self._asked += 1
-            self.ahead = {"seq": self._seq, **again, "n": -self._asked}  # "n": a new value every time
+        if event == "need" and self._resend(content):
+            pass
         elif event in ("resync", "need"):
             # a view that missed what a patch applies to, or steps no patch was sent for
             self._seq += 1
             self._sent = {}
             self.frame = self._whole()
+            if self._ahead_of is not None:
+                self._send_ahead(self.value, *self._ahead_of)
         elif event == "click" and isinstance(content.get("id"), str):
             for f in self._clicks:
                 f(content["id"])
 
-    def _can_reach(self, content: dict) -> bool:
-        """A page at (seq, step) asking for help: can it get to our step with what was sent?"""
-        step = content.get("step")
-        return content.get("seq") == self._seq and isinstance(step, int) and self._reaches(step, self._at)
+    def _resend(self, content: dict) -> bool:
+        """A page at (seq, step) that cannot walk to the step it wants: send the patches again
+        (a reload lost them) when they were sent in this seq; False when they were not."""
+        a, want = content.get("step"), content.get("want")
+        if content.get("seq") != self._seq or not isinstance(a, int) or not isinstance(want, int):
+            return False
+        if not self._reaches(a, want):
+            return self._at is not None and self._at != want  # the kernel has not got there yet: it will
+        keys = [("f", k) for k in range(a, want)] if want >= a else [("b", k) for k in range(want + 1, a + 1)]
+        again: dict[str, dict] = {"f": {}, "b": {}}
+        for d, k in keys:
+            again[d][str(k)] = self._sent[d, k]
+        self._asked += 1
+        self.ahead = {"seq": self._seq, **again, "n": -self._asked}  # "n": a new value every time
+        return True
 
 
 def canvas_available() -> bool:
