@@ -356,7 +356,8 @@ class Canvas(anywidget.AnyWidget):
     ) -> None:
         """Show ``markup``, the picture of backward ``step`` among the pictures
         ``picture_at(0..last)`` of one ``family`` (the same layout and settings): moves
-        between them are patched by the page itself once their patches are there."""
+        between them are patched by the page itself once their patches are there
+        (:meth:`look_ahead` sends them)."""
         same = family is not None and family == self._family and self._at is not None and step is not None
         self._local = same and step != self._at and self._reaches(self._at, step)
         before = self._at
@@ -368,11 +369,14 @@ class Canvas(anywidget.AnyWidget):
                 self._patch_frame({"drop": [], "put": [], "set": {}})  # steps around it differ: new seq
         finally:
             self._local = False
-        if picture_at is not None and step is not None and last is not None:
-            self._ahead_of = (step, last, picture_at)
-            self._send_ahead(markup, step, last, picture_at)
-        else:
-            self._ahead_of = None
+        has_steps = picture_at is not None and step is not None and last is not None
+        self._ahead_of = (step, last, picture_at) if has_steps else None
+
+    def look_ahead(self) -> None:
+        """Send the patches to the steps around the one shown (call when the rest of the view
+        is up to date: this computes neighbouring pictures)."""
+        if self._ahead_of is not None:
+            self._send_ahead(self.value, *self._ahead_of)
 
     def _reaches(self, a: int | None, b: int | None) -> bool:
         if a is None or b is None:
@@ -480,8 +484,7 @@ class Canvas(anywidget.AnyWidget):
             self._seq += 1
             self._sent = {}
             self.frame = self._whole()
-            if self._ahead_of is not None:
-                self._send_ahead(self.value, *self._ahead_of)
+            self.look_ahead()
         elif event == "click" and isinstance(content.get("id"), str):
             for f in self._clicks:
                 f(content["id"])

@@ -352,6 +352,8 @@ class Explorer(W.VBox):
         if self.panel.value != panel:
             self.panel.value = panel
         self.inspector.value = st.inspector(self.model, self.state)
+        if isinstance(self.canvas, Canvas):
+            self.canvas.look_ahead()  # last: the patches to the steps around this one
 
     def _set_canvas(self, svg: str) -> None:
         if not isinstance(self.canvas, Canvas):
@@ -359,9 +361,6 @@ class Explorer(W.VBox):
                 self.canvas.value = svg
             return
         model, state = self.model, self.state
-        tips = st.tips(model, state)
-        if self.canvas.tips is not tips:
-            self.canvas.tips = tips
         # the pictures of every step in these settings: the page steps between them by itself
         self.canvas.show(
             svg,
@@ -370,6 +369,9 @@ class Explorer(W.VBox):
             picture_at=lambda k: st.picture(model, state.replace(step=k)),
             last=model.flow(state.target).last_step,
         )
+        tips = st.tips(model, state)  # after the picture: what the eye is on goes first
+        if self.canvas.tips is not tips:
+            self.canvas.tips = tips
 
     # -- output --------------------------------------------------------------------------
     def save(self, path) -> Any:
