@@ -105,6 +105,9 @@ def pct(values, q):
     return values[lo] + (values[hi] - values[lo]) * (k - lo)
 
 
+lab_page = B.lab_and_page  # a JupyterLab and a Chromium page (bench_browser_training uses it too)
+
+
 def press_series(page, handle, keys, settle_s: float):
     """Press each key, wait for the canvas to change; return (mutation, frame, paint ms lists, misses)."""
     page.evaluate(

@@ -55,7 +55,10 @@ print(json.dumps(dict(flow=t1 - t0, picture=t2 - t1, svg=t3 - t2, boxes=len(sc.b
 def one_round(package_dir: Path, model: str) -> dict:
     env = dict(os.environ, PYTHONPATH=str(package_dir), TF_CPP_MIN_LOG_LEVEL="3")
     code = ROUND.format(tests=str(ROOT / "tests"), model=model)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    # cwd: "-c" puts the working directory first on sys.path, which must not be another copy
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=package_dir
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -2,7 +2,7 @@
 then runs this): every part is there, and no page needs anything from the internet.
 
 The build itself is strict (sphinx -W: any warning fails it); these tests check what the
-pages hold: the README's sections (one copy of the text, included), every notebook with
+pages hold: every guide page with its sections, linked from the home page, every notebook with
 the outputs of its run, every built-in example in the gallery, every public function in
 the API reference, and, in headless Chromium, a notebook's explorer drawn from scripts
 the site serves itself.
@@ -24,7 +24,9 @@ from tapeviz.examples import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "docs" / "_build" / "html"
-NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted(
+    p.relative_to(ROOT / "notebooks").with_suffix("").as_posix() for p in (ROOT / "notebooks").glob("*/*.ipynb")
+)
 # A resource the browser would fetch from another host: script/img/link/iframe/source URLs and CSS url().
 EXTERNAL = re.compile(
     r"""<(?:script|img|iframe|source|link)\b[^>]*?\b(?:src|href)\s*=\s*["']?(?:https?:)?//"""
@@ -49,14 +51,19 @@ def text_of(markup: str) -> str:
     return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", markup)))
 
 
-def test_home_page_is_the_readme_with_every_section():
-    home = text_of(page("index.html"))
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    headings = [re.sub(r"[`*]", "", h).strip() for h in re.findall(r"^#{1,4} (.+)$", readme, re.M)]
-    assert len(headings) > 5
-    missing = [h for h in headings if re.sub(r"\s+", " ", h) not in home]
-    assert not missing, f"README sections not on the docs' home page: {missing}"
-    assert (SITE / "_images" / "stop_gradient.png").is_file(), "the README's picture travels with it"
+def test_every_guide_page_is_built_with_its_sections_and_linked_from_home():
+    home = page("index.html")
+    assert "tv.explore" in text_of(home).replace(" . ", "."), "the home page shows the README's first example"
+    assert (SITE / "_images" / "stop_gradient.png").is_file(), "the home page's picture travels with it"
+    for source in sorted((ROOT / "docs").glob("*.md")):
+        if source.stem == "index":
+            continue
+        assert f'href="{source.stem}.html"' in home, f"{source.name} is not linked from the home page"
+        built = text_of(page(f"{source.stem}.html"))
+        text = source.read_text(encoding="utf-8")
+        headings = [re.sub(r"[`*]", "", h).strip() for h in re.findall(r"^#{1,4} (.+)$", text, re.M)]
+        missing = [h for h in headings if re.sub(r"\s+", " ", h) not in built]
+        assert not missing, f"{source.name}: sections not on its page: {missing}"
 
 
 def test_every_notebook_is_rendered_with_its_outputs():
@@ -67,8 +74,12 @@ def test_every_notebook_is_rendered_with_its_outputs():
         assert "application/vnd.jupyter.widget-view+json" in markup, f"{name}: the explorer's view is missing"
         assert "application/vnd.jupyter.widget-state+json" in markup, f"{name}: the widget state is missing"
         assert "Traceback" not in markup, f"{name}: a cell raised"
-    first = text_of(page("notebooks/01_basics.html"))
+    assert {n.split("/")[0] for n in NOTEBOOKS} == {"en", "zh"}, "both lesson sets are on the site"
+    first = text_of(page("notebooks/zh/01_basics.html"))
     assert "梯度: 6.0" in first and "tapeviz: 6.0 TensorFlow: 6.0" in first  # printed by TF at build time
+    assert "gradient: 6.0" in text_of(page("notebooks/en/01_basics.html"))
+    teaching = text_of(page("teaching.html"))
+    assert "Voilà" in teaching and "QUIZ = True" in teaching
 
 
 def test_gallery_has_every_example_as_svg_gif_and_png():
@@ -156,7 +167,7 @@ def test_notebook_page_shows_the_explorer_offline():
                 pg.route("**/*", route)
                 pg.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
                 pg.on("pageerror", lambda e: errors.append(str(e)))
-                pg.goto(f"{base}/notebooks/01_basics.html")
+                pg.goto(f"{base}/notebooks/en/01_basics.html")
                 explorer = pg.locator(".tv-explorer")
                 explorer.wait_for(state="visible", timeout=60_000)
                 assert explorer.count() == 1

@@ -1,9 +1,10 @@
-"""Regenerate the README's pictures: python notebooks/img/regenerate.py (from the repo root).
+"""Regenerate the pictures of README.md and docs/pictures.md: python notebooks/img/regenerate.py (from the repo root).
 
 "before" is every recorded op (show_all=True), "after" the default picture (what carries
 nothing to the target hidden, constants folded into chips, TF API calls collapsed).
 """
 
+import sys
 from pathlib import Path
 
 import keras
@@ -14,13 +15,13 @@ import tapeviz as tv
 from tapeviz import cli, examples
 
 HERE = Path(__file__).resolve().parent
-# "after" pictures in rows of at most 4 boxes: ~1,100 px wide, so a README column (~880 px)
+# "after" pictures in rows of at most 4 boxes: ~1,100 px wide, so a page column (~880 px)
 # shows their text at a readable size ("before" pictures stay as wide as they are).
 README_ROW = 4
 
 
 def small_cnn_model():
-    """The README's small CNN and a batch for it: (model, (x,), labels)."""
+    """The small CNN of docs/pictures.md and a batch for it: (model, (x,), labels)."""
     keras.utils.set_random_seed(0)
     model = keras.Sequential(
         [
@@ -60,6 +61,19 @@ def export_both(name: str, stem: str) -> None:
         tv.save(run.tape, HERE / f"{stem}_{when}.png", target=run.target, caption=caption, show_all=show_all, wrap=wrap)
 
 
+def higher_order() -> None:
+    """docs/higher-order.md's pictures: the PINN and WGAN-GP default pictures (the test
+    programs of tests/higher_order_models.py) and a Hessian's heatmap."""
+    sys.path.insert(0, str(HERE.parents[1] / "tests"))
+    from higher_order_models import hessian_program, pinn, wgan_gp
+
+    for stem, program in (("pinn", pinn()), ("wgan_gp", wgan_gp())):
+        tv.save(program.tape, HERE / f"{stem}_default.png", target=program.loss)
+    outer, _, g, hessian = hessian_program()
+    hessian.figure(row=1).savefig(HERE / "hessian_heatmap.png")
+    tv.save(outer, HERE / "hessian_row1.png", target=g, output_gradients=hessian.seed(1))
+
+
 def main() -> None:
     export_both("clip_in_training", "mlp")
     export_both("clip_by_norm", "clip_by_norm")
@@ -69,6 +83,7 @@ def main() -> None:
     for show_all, when in ((True, "before"), (False, "after")):
         wrap = None if show_all else README_ROW
         tv.save(tape, HERE / f"cnn_{when}.png", target=loss, caption=caption, show_all=show_all, wrap=wrap)
+    higher_order()
 
 
 if __name__ == "__main__":

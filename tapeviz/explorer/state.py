@@ -30,13 +30,40 @@ from ..messages import DEFAULT, check_lang, say
 from ..output.svg import to_svg
 from ..output.view import GraphView
 from ..picture.frames import group_frames
-from ..picture.visibility import Shown, decide
+from ..picture.marks import Hidden
+from ..picture.options import option_names
+from ..picture.visibility import Collapsed, Shown, decide
 from ..record.graph import GRAD_NORM, TapeGraph, format_value
-from . import panels
+from . import panels, quiz
+from .quiz import TOLERANCE
 
-__all__ = ["ExplorerState", "Explored", "picture", "panel", "inspector", "gradients", "clipped_texts", "tips", "box_at"]
+__all__ = [
+    "tips",
+    "box_at",
+    "ExplorerState",
+    "Explored",
+    "picture",
+    "panel",
+    "inspector",
+    "gradients",
+    "clipped_texts",
+    "quiz_hidden",
+    "quiz_open",
+    "quiz_panel",
+    "answer",
+    "reveal",
+    "reset_score",
+]
 
 _PICTURES = 128  # SVG documents kept per explorer (a slider going back and forth reuses them)
+
+
+#: The picture's options (tv.Options) that the state holds as they are, by name, and hands
+#: to GraphView; ``collapsed`` is held as the groups themselves (see Explored.initial).
+_PICTURE_OPTIONS = tuple(n for n in option_names() if n != "collapsed")
+#: ``depth`` and ``expand`` choose the picture's default groups (Explored.default_shown);
+#: the GraphView of a state gets the groups themselves.
+_VIEW_OPTIONS = tuple(n for n in _PICTURE_OPTIONS if n not in ("depth", "expand"))
 
 
 @dataclass(frozen=True)
@@ -58,6 +85,10 @@ class ExplorerState:
     lang: str = DEFAULT
     theme: str = "light"
     magnitude: bool = False  # boxes coloured by ||g|| / ||w||
+    wrap: int | None = None  # rows of at most this many boxes; None: only pictures wider than a screen wrap
+    quiz: bool = False  # predict, then reveal: a step's numbers are hidden until answered
+    answers: tuple = ()  # quiz.Answer per answered step (of every target)
+    tolerance: float = TOLERANCE  # how close a right prediction is (relative, at least absolute)
 
     def replace(self, **changes) -> ExplorerState:
         return dataclasses.replace(self, **changes)
@@ -69,9 +100,14 @@ class ExplorerState:
         return lo, hi
 
     @property
+    def my_answers(self) -> tuple:
+        """The quiz answers given for this state's target."""
+        return tuple(a for a in self.answers if a.target == self.target)
+
+    @property
     def structure(self) -> tuple:
         """What decides the picture's layout (its boxes and where they are)."""
-        return (self.target, self.collapsed, self.functions, self.show_all, self.lang, self.theme, self.magnitude)
+        return (self.target, self.collapsed, self.functions, *(getattr(self, n) for n in _PICTURE_OPTIONS))
 
 
 class Explored:
@@ -100,11 +136,27 @@ class Explored:
             self._flows[target] = self._flow_factory(self.targets[target])
         return self._flows[target]
 
-    def initial(self, **settings) -> ExplorerState:
-        """The state an explorer opens in: the first target, its finished pass."""
+    def initial(self, *, collapsed: Collapsed | frozenset | None = None, **settings) -> ExplorerState:
+        """The state an explorer opens in: the first target, its finished pass (a quiz: its
+        first step, the seed, with every number still to predict). ``collapsed``: as
+        tv.Options takes it ("auto", True, False or group names), or the groups themselves;
+        "auto" and None leave it to the picture."""
         state = ExplorerState(target=next(iter(self.targets)), **settings)
         check_lang(state.lang)
-        return state.replace(step=self.flow(state.target).last_step)
+        state = state.replace(step=0 if state.quiz else self.flow(state.target).last_step)
+        if collapsed is None or collapsed == "auto" or isinstance(collapsed, frozenset):
+            return state.replace(collapsed=None if collapsed == "auto" else collapsed)
+        bodies = {f: self.graph.function_body(f) for f in state.functions}
+        shown = decide(
+            self.graph,
+            self.flow(state.target),
+            show_all=state.show_all,
+            collapsed=collapsed,
+            bodies=bodies,
+            depth=state.depth,
+            expand=state.expand,
+        )
+        return state.replace(collapsed=frozenset(shown.collapsed))
 
     def default_shown(self, state: ExplorerState) -> Shown:
         """The picture's own decision of what is shown for this target (no groups chosen)."""
@@ -141,12 +193,10 @@ class Explored:
                 self.flow(state.target),
                 collapsed=set(key[1]),
                 functions=set(state.functions),
-                show_all=state.show_all,
-                lang=state.lang,
-                theme=state.theme,
-                magnitude=state.magnitude,
+                **{n: getattr(state, n) for n in _VIEW_OPTIONS},
             )
         view.overrides = clipped_texts(self, state)
+        view.hidden = quiz_hidden(self, state)
         view.set_step(state.step)
         return view
 
@@ -254,6 +304,7 @@ def picture(ex: Explored, state: ExplorerState) -> str:
         state.structure[:1] + (ex.collapsed(state),) + state.structure[2:],
         step_of(ex, state),
         tuple(sorted((str(k), v) for k, v in overrides.items())),
+        quiz_hidden(ex, state),
     )
 
     def make() -> str:
@@ -265,13 +316,17 @@ def picture(ex: Explored, state: ExplorerState) -> str:
 
 
 def panel(ex: Explored, state: ExplorerState) -> str:
-    """The clipping panel's HTML for this state (raises ValueError on bad settings)."""
+    """The clipping panel's HTML for this state (raises ValueError on bad settings). In a
+    quiz it would give the answers away: it waits until the last step is answered."""
+    if _quiz_pending(ex, state):
+        return f"<div class='tv-panel tv-none'>{panels._esc(say('quiz.hidden_panel', state.lang))}</div>"
     return panels.clipping_panel(ex.report(state), ex.flow(state.target), ex.variables(), state.lang)
 
 
 def inspector(ex: Explored, state: ExplorerState) -> str:
-    """The inspector's HTML for the state's node ('' when none is chosen)."""
-    if state.node is None:
+    """The inspector's HTML for the state's node ('' when none is chosen; in a quiz, until
+    the last step is answered)."""
+    if state.node is None or _quiz_pending(ex, state):
         return ""
     return panels.inspector(ex.graph, ex.flow(state.target), state.node, state.lang)
 
@@ -337,3 +392,56 @@ def tips(ex: Explored, state: ExplorerState) -> dict[str, str]:
         ex._tips.pop(next(iter(ex._tips)))
     ex._tips[key] = out
     return out
+
+
+# --------------------------------------------------------------------------- the quiz
+
+
+def _quiz_pending(ex: Explored, state: ExplorerState) -> bool:
+    """A quiz whose last step is not answered yet (the gradients' table would give it away)."""
+    last = ex.flow(state.target).last_step
+    return state.quiz and quiz.answered(state.answers, last, state.target) is None
+
+
+def quiz_hidden(ex: Explored, state: ExplorerState) -> Hidden | None:
+    """What this state's picture hides: the numbers of every step not answered yet."""
+    if not state.quiz:
+        return None
+    answered = [a.step for a in state.my_answers]
+    return quiz.hidden(ex.flow(state.target), step_of(ex, state), answered, state.lang)
+
+
+def quiz_open(ex: Explored, state: ExplorerState) -> bool:
+    """Whether this state's step still waits for an answer."""
+    return state.quiz and quiz.answered(state.answers, step_of(ex, state), state.target) is None
+
+
+def quiz_panel(ex: Explored, state: ExplorerState) -> str:
+    """The quiz's HTML in this state: question, verdict, score ('' outside quiz mode)."""
+    if not state.quiz:
+        return ""
+    return quiz.quiz_panel(ex.flow(state.target), step_of(ex, state), state.my_answers, state.lang)
+
+
+def answer(ex: Explored, state: ExplorerState, typed: str) -> tuple[ExplorerState, str | None]:
+    """The state after a student typed ``typed`` at this step: judged right or wrong against
+    TensorFlow's number, and revealed. A text with no number (or the wrong count) changes
+    nothing and comes back with the sentence that says what to type."""
+    fl = ex.flow(state.target)
+    q = quiz.question(fl, step_of(ex, state))
+    outcome = quiz.judge(q, typed, state.tolerance)
+    if outcome is None:
+        return state, say("quiz.unreadable", state.lang)
+    done = quiz.Answer(q.step, outcome, typed.strip(), state.target)
+    return state.replace(answers=quiz.record(state.answers, done)), None
+
+
+def reveal(ex: Explored, state: ExplorerState) -> ExplorerState:
+    """The state with this step revealed (no prediction)."""
+    done = quiz.Answer(step_of(ex, state), "revealed", "", state.target)
+    return state.replace(answers=quiz.record(state.answers, done))
+
+
+def reset_score(state: ExplorerState) -> ExplorerState:
+    """Every step hidden again and the score back to zero (the teacher's reset)."""
+    return state.replace(answers=())

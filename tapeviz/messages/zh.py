@@ -62,12 +62,13 @@ def _hidden_note(hidden, folded, target, **_):
     return "；".join(parts) + "（show_all=True 可全部显示）"
 
 
-def _collapsed_note(layers, calls, total, blocks=0, losses=0, **_):
+def _collapsed_note(layers, calls, total, blocks=0, losses=0, derivatives=0, **_):
     parts = (
         [f"{blocks} 个模块"] * bool(blocks)
         + [f"{layers} 个层"] * bool(layers)
         + [f"{losses} 个损失"] * bool(losses)
-        + [f"{calls} 个 TF API 调用"] * bool(calls)
+        + [f"{calls} 个 tf 函数调用"] * bool(calls)
+        + [f"{derivatives} 个内层求导"] * bool(derivatives)
     )
     return "和".join(parts) + f"已折叠（共 {total} 个节点）；展开即可看到其中的运算"
 
@@ -181,7 +182,9 @@ MESSAGES = {
     "ui.group.layer": "层 · {n} 个运算",
     "ui.group.block": "模块 · {n} 个运算",
     "ui.group.loss": "损失 · {n} 个运算",
-    "ui.group.api": "TF API · {n} 个运算",
+    "ui.group.alike": "{name}（{n} 个相同）",
+    "ui.group.api": "tf 函数 · {n} 个运算",
+    "ui.group.derivative": "{call} · {n} 个运算",
     "ui.group.inner": "在 tf.function {function} 中",
     "ui.group.grad_total": "‖g‖ {norm}（{n} 个变量合计）",
     "ui.legend.forward": "→ 前向计算",
@@ -194,16 +197,16 @@ MESSAGES = {
     "ui.chip.value": "折叠的常量 / 形状",
     "ui.chip.input": "有名字的输入",
     "ui.chip.random": "随机值",
-    # 折叠输入的标签：TF 的参数名（与用户代码里写的一致，不翻译），“指数”除外（tf.pow 的参数叫 y）。
+    # 折叠输入的标签：TF 参数的中文名（中文图片里除了运算名和变量名不出现英文单词）。
     "ui.chip.random_mask": "随机掩码",
     "ui.chip.random_value": "随机",
     "ui.chip.role.exponent": "指数 {value}",
-    "ui.chip.role.axis": "axis {value}",
-    "ui.chip.role.shape": "shape {value}",
-    "ui.chip.role.perm": "perm {value}",
-    "ui.chip.role.multiples": "multiples {value}",
-    "ui.chip.role.paddings": "paddings {value}",
-    "ui.chip.role.depth": "depth {value}",
+    "ui.chip.role.axis": "轴 {value}",
+    "ui.chip.role.shape": "形状 {value}",
+    "ui.chip.role.perm": "维度顺序 {value}",
+    "ui.chip.role.multiples": "重复次数 {value}",
+    "ui.chip.role.paddings": "填充 {value}",
+    "ui.chip.role.depth": "深度 {value}",
     "ui.edge.stop_gradient": "stop_gradient",
     "ui.edge.not_recorded": "未记录",
     "ui.edge.not_watched": "未监视",
@@ -213,7 +216,7 @@ MESSAGES = {
     "ui.edge.never_used": "从未使用",
     "ui.node.none_because": "∂ None：{code}",
     "ui.edge.stateful": "写入变量",
-    "ui.edge.outside_tf": "离开 TF",
+    "ui.edge.outside_tf": "离开 TensorFlow",
     "ui.edge.unconnected": "未连通",
     "ui.edge.stopped_n": "{code}（{n}）",
     "ui.edge.parts": "{n} 个梯度",
@@ -248,6 +251,9 @@ MESSAGES = {
     "ui.keys.on": "按键已启用：← / → 单步，空格键播放 / 暂停",
     "ui.history.flags": "第 {step} 步的警示：",
     "ui.history.no_flags": "第 {step} 步没有警示。",
+    "ui.history.since": "（第 {first} 步发出，这一步条件仍然成立）",
+    "ui.history.no_picture": "第 {step} 步没有保存反向传播的图；保存了图的步：{steps}。",
+    "ui.history.norms_only": "这次训练只记录了范数（在你自己的 tf.GradientTape 循环里调用 hist.add）。想同时看到某一步的反向传播，请用 tv.GradientTape 记录那一步并传入：hist.add(step, ..., tape=tape)。",
     "panel.head.variable": "变量",
     "panel.head.raw": "原始 g",
     "panel.head.clipped": "裁剪后 g",
@@ -304,7 +310,61 @@ MESSAGES = {
     "ui.slope.title": "{y} 随 {x} 的变化",
     "ui.slope.tangent": "{x} = {x0} 处的切线：斜率 d{y}/d{x} = {slope}（TensorFlow 算出的梯度）",
     "ui.slope.none": "d{y}/d{x} 为 None（{reason}）：没有切线，即使曲线在变化",
-    "ui.slope.sum": "{y} 的形状是 {shape}：曲线画的是它的和（TF 对非标量目标求的梯度就是其和的梯度）",
+    "ui.slope.sum": "{y} 的形状是 {shape}：曲线画的是它的和（TensorFlow 对非标量目标求的梯度就是其和的梯度）",
     "ui.slope.failed": "函数在 {total} 个采样点中的 {n} 个上失败（曲线上的空缺）",
     "ui.slope.legend": "切线，斜率 {slope}",
+    # ---- 测验：先预测，再揭晓 ------------------------------------------------------------
+    "quiz.title": "第 {k}/{n} 步：{node}：先预测标着 ? 的数",
+    "quiz.q.seed": "反向传播从 {target} 开始。d{target}/d{target} 是多少？",
+    "quiz.q.edge": "{node} 收到了 {value}。它传回给 {to} 的梯度是多少？",
+    "quiz.q.node": "{target} 对 {node} 的梯度是多少？",
+    "quiz.hint.number": "请输入一个数。",
+    "quiz.hint.tensor": "请输入它的 {size} 个数；如果全都相等，输入一个数即可。",
+    "quiz.hint.norm": "它是一个 {shape} 的张量：请输入它的范数 ‖·‖。",
+    "quiz.right": "答对了！你输入的是 {typed}，TensorFlow 算出的是 {value}。",
+    "quiz.wrong": "不对：你输入的是 {typed}，TensorFlow 算出的是 {value}。",
+    "quiz.revealed": "已揭晓：TensorFlow 算出的是 {value}。",
+    "quiz.unreadable": "请先输入一个数（或题目要求的全部数），或者按“揭晓”。",
+    "quiz.score": "得分：答对 {right}，答错 {wrong}，揭晓 {revealed}（共 {steps} 步）",
+    "quiz.check": "检查",
+    "quiz.reveal": "揭晓",
+    "quiz.reset": "重置得分",
+    "quiz.placeholder": "你的预测",
+    "quiz.table": "梯度表格（会泄露答案）",
+    "quiz.hidden_panel": "回答完最后一步后，梯度表格才会出现。",
+    # ---- hist.plot ---------------------------------------------------------------------
+    "plot.loss": "损失",
+    "plot.no_loss": "没有记录损失",
+    "plot.title": "训练历史：{n} 步{note}",
+    "plot.merged": "（{points} 个点，带最小–最大范围）",
+    "plot.grad_log": "‖g‖（对数）",
+    "plot.rel_log": "‖g‖ / ‖w‖（对数）",
+    "plot.by.layer": "层",
+    "plot.by.variable": "变量",
+    "plot.colorbar": "{by}（0 = 第一个，{last} = 最后一个）",
+    "plot.raw": "原始",
+    "plot.clipped": "裁剪后",
+    "plot.nan": "NaN / Inf 梯度",
+    "plot.flag": "标记：{label}",
+    "plot.kind.vanishing": "梯度消失",
+    "plot.kind.exploding": "梯度爆炸",
+    "plot.kind.nan": "NaN / Inf",
+    "plot.kind.no_gradient": "没有梯度",
+    "layers.title": "第 {step} 步各{by}的梯度范数{loss}",
+    "layers.loss": "，损失 {loss}",
+    "layers.axis": "层",
+    "layers.axis_of": "{prefix} 的层",
+    "layers.bar": "梯度范数",
+    "compare.title": "各{by}的梯度范数：第 {a} 步对比第 {b} 步",
+    "compare.step": "第 {step} 步",
+    "compare.grew": "‖g‖ 变大",
+    "compare.shrank": "‖g‖ 变小",
+    "compare.ratio_axis": "第 {b} 步的 ‖g‖ / 第 {a} 步的 ‖g‖（对数刻度）",
+    "plot.norms": "每个{by}的梯度范数",
+    "plot.norms_rel": "每个{by}的梯度范数 / 权重范数",
+    "plot.clip_global": "梯度裁剪：所有梯度共用一个全局比例，{steps} 步中有 {engaged} 步起作用（{fraction}），最强 ×{scale}",
+    "plot.clip_each": "梯度裁剪：每个{by}裁剪后 / 原始的范数（图例：裁剪的步数 / 记录的步数）",
+    "plot.every": "所有梯度",
+    "plot.clip_axis": "裁剪后 / 原始",
+    "plot.step": "步骤",
 }

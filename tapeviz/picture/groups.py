@@ -11,6 +11,9 @@ call-site facts, and this module turns them into one tree of plain records:
   executing eagerly; capture names the call on the stack);
 - **Keras losses and metrics** (loss objects open a name scope; capture notes which
   scopes a ``keras.losses.Loss`` opened; loss *functions* are named like TF API calls);
+- **derivatives**: the ops an inner ``tape.gradient`` / ``jacobian`` call ran while the
+  tape recorded ("du = ∂u/∂pts", see record.derivatives), whatever scopes they ran in; a
+  call made inside another's nests in it;
 - **name prefixes** in flat functional models, whose layers are all siblings but whose
   names carry the structure: ``conv3_block2_1_conv`` sits in ``conv3`` → ``conv3_block2``
   → ``conv3_block2_1``. Only consecutive siblings share a prefix group.
@@ -24,6 +27,7 @@ linear in the boxes times the depth of their scopes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -33,7 +37,7 @@ __all__ = ["Group", "GroupTree", "build_tree", "ALWAYS_CLOSED"]
 
 Node = Hashable
 #: Group kinds drawn as one box by default whatever the picture's size (they open like any group).
-ALWAYS_CLOSED = frozenset({"api", "loss"})
+ALWAYS_CLOSED = frozenset({"api", "loss", "derivative"})
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,8 @@ class Group:
     ``id`` is its full path in the tree (``"resnet50/conv3/conv3_block2"``), unique in the
     picture; ``name`` the last part (what its box is titled); ``kind`` one of "layer"
     (a name scope holding ops only), "block" (a scope or name prefix holding groups),
-    "api" (a TF API call) or "loss" (a Keras loss or metric); ``level`` 1 for the
+    "api" (a TF API call), "loss" (a Keras loss or metric) or "derivative" (an inner
+    gradient call; ``note`` is the call, "t1.gradient"); ``level`` 1 for the
     outermost groups; ``children`` the ids of the groups directly inside, in forward order;
     ``size`` how many boxes it holds when open all the way down.
     """
@@ -55,6 +60,7 @@ class Group:
     level: int
     children: tuple[str, ...]
     size: int
+    note: str = ""
 
 
 class GroupTree:
@@ -138,11 +144,12 @@ class GroupTree:
 class _Raw:
     """A group while the tree is built (mutable; becomes a Group at the end)."""
 
-    __slots__ = ("name", "kind", "items")
+    __slots__ = ("name", "kind", "items", "note")
 
-    def __init__(self, name: str, kind: str):
+    def __init__(self, name: str, kind: str, note: str = ""):
         self.name = name
         self.kind = kind
+        self.note = note
         self.items: list = []  # child _Raw groups and box nodes, in forward order
 
 
@@ -155,6 +162,7 @@ def build_tree(
     loss_scopes: Iterable[str] = (),
     prefixes: bool = True,
     loose: Iterable[Node] = (),
+    derivatives: Mapping[Node, tuple[tuple[int, str, str], ...]] | None = None,
 ) -> GroupTree:
     """The group tree of the boxes ``boxes`` of graph ``g`` (nodes carry ``kind`` and, for
     ops, ``scope``), visited in forward ``order``.
@@ -162,11 +170,14 @@ def build_tree(
     ``apis`` maps unscoped ops to (name, call number, kind) of the API call that ran them
     ("tf.clip_by_norm", 3, "api"); ``loss_scopes`` are the scopes a Keras loss opened;
     ``prefixes`` adds groups for name prefixes shared by consecutive sibling layers;
-    ``loose`` nodes stay outside every group (the targets, always drawn as themselves).
+    ``loose`` nodes stay outside every group (the targets, always drawn as themselves);
+    ``derivatives`` maps ops an inner gradient call ran to those calls, outermost first, as
+    (record index, title, call): they group by call before anything else.
     """
     boxes = set(boxes)
     loose = set(loose)
     apis = apis or {}
+    derivatives = derivatives or {}
     losses = set(loss_scopes)
     root = _Raw("", "block")
     by_key: dict[tuple, _Raw] = {}
@@ -187,7 +198,9 @@ def build_tree(
             root.items.append(n)
             continue
         scope = d.get("scope") or ""
-        if scope:
+        if n in derivatives:
+            parent = _derivative_group(root, by_key, derivatives[n])
+        elif scope:
             parent = _scope_group(scope, by_scope, root, losses)
         elif n in apis:
             name, call, kind = apis[n]
@@ -203,11 +216,26 @@ def build_tree(
         where[n] = parent
     for n in joiners:  # a variable or constant joins the group of its first consumer drawn
         first = next((v for _, v in g.out_edges(n) if v in where), None)
-        (where[first] if first is not None else root).items.append(n)
+        group = where[first] if first is not None else root
+        if group.kind == "derivative" and g.nodes[n]["kind"] == "variable":
+            group = root  # what an inner gradient differentiates by is its input, not part of it
+        group.items.append(n)
     if prefixes:
         _add_prefix_groups(root)
     _dissolve_singletons(root, set(joiners))
     return _freeze(root)
+
+
+def _derivative_group(root: _Raw, by_key: dict, calls: tuple[tuple[int, str, str], ...]) -> _Raw:
+    """The group of the innermost of ``calls`` (outermost first), made with its parents."""
+    parent = root
+    for index, title, call in calls:
+        made = by_key.get(("\0derivative", index))
+        if made is None:
+            made = by_key[("\0derivative", index)] = _Raw(title, "derivative", call)
+            parent.items.append(made)
+        parent = made
+    return parent
 
 
 def _scope_group(scope: str, by_scope: dict[str, _Raw], root: _Raw, losses: set) -> _Raw:
@@ -231,8 +259,28 @@ def _scope_group(scope: str, by_scope: dict[str, _Raw], root: _Raw, losses: set)
     return parent
 
 
+_STAGE_BLOCK = re.compile(r"([A-Za-z]+\d+)([a-z]+)")  # EfficientNet's "block2a": stage 2, block a
+
+
 def _tokens(item) -> list[str] | None:
-    return item.name.split("_") if isinstance(item, _Raw) and item.kind == "layer" or _is_block(item) else None
+    """A layer's name in the words a prefix is made of: ``conv3_block2_1_conv`` ->
+    conv3, block2, 1, conv; a word such as ``block2a`` is two (block2, a), so
+    EfficientNet's block2a and block2b share the stage block2."""
+    if not (isinstance(item, _Raw) and item.kind == "layer" or _is_block(item)):
+        return None
+    out: list[str] = []
+    for word in item.name.split("_"):
+        m = _STAGE_BLOCK.fullmatch(word)
+        out.extend(m.groups() if m else (word,))
+    return out
+
+
+def _prefix_name(name: str, tokens: list[str], k: int) -> str:
+    """The part of ``name`` its first ``k`` tokens spell (with the underscores between them)."""
+    end = 0
+    for t in tokens[:k]:
+        end = name.index(t, end) + len(t)
+    return name[:end]
 
 
 def _is_block(item) -> bool:
@@ -272,7 +320,7 @@ def _add_prefix_groups(root: _Raw) -> None:
                 out.append(items[i])
                 i += 1
                 continue
-            block = _Raw("_".join(toks[:k]), "block")
+            block = _Raw(_prefix_name(items[i].name, toks, k), "block")
             block.items = items[i:j]
             out.append(block)
             todo.append((block, k + 1))
@@ -298,7 +346,8 @@ def _dissolve_singletons(root: _Raw, joiners: set) -> None:
     for raw in reversed(_all(root)):  # children before parents
         items: list = []
         for it in raw.items:
-            if isinstance(it, _Raw) and sum(1 for x in it.items if x not in joiners) == 1:
+            # a derivative keeps its box even for one op: its name says what the op computes
+            if isinstance(it, _Raw) and it.kind != "derivative" and sum(1 for x in it.items if x not in joiners) == 1:
                 if it.kind == "loss":  # compile_loss holding only mse: mse is the loss
                     for x in it.items:
                         if isinstance(x, _Raw) and x.kind != "api":
@@ -334,7 +383,7 @@ def _freeze(root: _Raw) -> GroupTree:
                 ids[id(it)] = gid
                 levels[id(it)] = levels[id(raw)] + 1
                 prefix[id(it)] = prefix[id(raw)] + (gid,)
-                groups[gid] = Group(gid, it.name if k == 1 else f"{it.name} #{k}", it.kind, None, 0, (), 0)
+                groups[gid] = Group(gid, it.name if k == 1 else f"{it.name} #{k}", it.kind, None, 0, (), 0, it.note)
                 made.append((it, gid, ids[id(raw)] or None))
                 stack.append(it)
             else:
@@ -342,5 +391,5 @@ def _freeze(root: _Raw) -> GroupTree:
     for it, gid, parent in made:
         children = tuple(ids[id(c)] for c in it.items if isinstance(c, _Raw))
         old = groups[gid]
-        groups[gid] = Group(gid, old.name, old.kind, parent, levels[id(it)], children, sizes[id(it)])
+        groups[gid] = Group(gid, old.name, old.kind, parent, levels[id(it)], children, sizes[id(it)], old.note)
     return GroupTree(groups, paths)

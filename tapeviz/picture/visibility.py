@@ -27,9 +27,10 @@ recorded op, grouped by name scope only, as before this stage existed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 import networkx as nx
 
@@ -149,6 +150,29 @@ def owners(tree: GroupTree, closed) -> dict[Node, str]:
     return out
 
 
+def derivative_paths(graph: TapeGraph, boxes: Iterable[Node]) -> dict[Node, tuple[tuple[int, str, str], ...]]:
+    """Ops an inner ``tape.gradient`` / ``jacobian`` call ran (capture's derivative records):
+    op node -> the calls it ran in, outermost first, as (record index, title, call): a
+    ``t2.gradient`` made inside another call's gradient function nests in it. Titles are
+    how the user wrote the call ("du = ∂u/∂pts", see record.derivatives)."""
+    records = graph.capture.derivatives
+    if not records:
+        return {}
+    ops = graph.capture.ops
+    out: dict[Node, tuple[tuple[int, str, str], ...]] = {}
+    for n in boxes:
+        d = graph.nx.nodes[n]
+        if d["kind"] != "op" or ops[d["op_index"]].derivative is None:
+            continue
+        path = []
+        k = ops[d["op_index"]].derivative
+        while k is not None:
+            path.append((k, records[k].title, records[k].call))
+            k = records[k].parent
+        out[n] = tuple(reversed(path))
+    return out
+
+
 # --------------------------------------------------------------------------- the display graph
 
 
@@ -157,7 +181,8 @@ class Shown:
 
     ``nx`` has the original nodes that stay boxes plus one node per collapsed group
     (id ``"layer:<name>"``, attributes ``kind="layer"``, ``layer``, ``group_kind``
-    ("layer" or "api") and ``members``); every node carries its ``chips``. Edges between
+    (see picture.groups; a derivative's ``note`` is its call, "t1.gradient") and
+    ``members``); every node carries its ``chips``. Edges between
     two visible original nodes keep their keys; edges into or out of a collapsed group
     are merged into one edge per pair of display nodes whose ``members`` lists the
     original edges it stands for. Edges inside a group, and edges to hidden or folded
@@ -177,8 +202,11 @@ class Shown:
         hidden=(),
         folded=(),
         calls: Mapping[Node, int] | None = None,
+        runs: Mapping[str, Run] | None = None,
     ):
         self.source = g
+        self.calls = calls
+        self.runs = dict(runs or {})  # group id -> the run of alike sibling boxes drawn as one
         self.tree = tree
         self.collapsed = {c for c in collapsed if c is not None}
         self.group_names = [grp.id for grp in tree.walk()]  # parents first, in forward order
@@ -195,17 +223,22 @@ class Shown:
             layer = owner.get(n)
             if layer is not None:
                 call = calls.get(n, 0) if calls else 0
+                run = self.runs.get(layer)
+                if run is not None:
+                    layer = run.id
                 dn = f"layer:{layer}" if call == 0 else f"layer:{layer}#{call + 1}"
                 if dn not in d:
-                    grp = tree.groups[layer]
+                    grp = tree.groups[run.groups[0] if run is not None else layer]
                     d.add_node(
                         dn,
                         kind="layer",
                         layer=layer,
-                        name=grp.name,
+                        name=run.name if run is not None else grp.name,
                         level=grp.level,
                         call=call,
                         group_kind=grp.kind,
+                        note=grp.note,
+                        alike=len(run.groups) if run is not None else 0,
                         members=[],
                         chips=[],
                     )
@@ -293,6 +326,108 @@ class Shown:
     @property
     def n_hidden_ops(self) -> int:
         return sum(1 for n in self.hidden if self.source.nodes[n]["kind"] == "op")
+
+
+def derivative_sources(graph: TapeGraph) -> set[Node]:
+    """The nodes of what inner gradient calls differentiated by (their ``sources``)."""
+    out = set()
+    for record in graph.capture.derivatives:
+        for key in record.source_ids:
+            node = f"var{key}" if f"var{key}" in graph.nx else getattr(graph.tensors.get(key), "node", None)
+            if node is not None:
+                out.add(node)
+    return out
+
+
+def differentiated_groups(g: nx.MultiDiGraph, tree: GroupTree, sources: Iterable[Node] = ()) -> set[str]:
+    """The outermost groups an inner gradient differentiates through: those whose ops feed
+    a derivative group (its backward ops read their activations). They are closed by
+    default, whatever the picture's size: the inner gradient treats them as one function
+    (u = pinn(pts)), and drawn open they would send an edge from every internal
+    activation into the derivative's box. A group holding one of the ``sources`` an inner
+    gradient differentiates by stays as the picture has it: the source must be seen."""
+    inside: dict[Node, str] = {}  # node -> the outermost derivative group holding it
+    for n, path in tree.paths.items():
+        kinds = [tree.groups[gid].kind for gid in path]
+        if "derivative" in kinds:
+            inside[n] = path[kinds.index("derivative")]
+    out: set[str] = set()
+    for n, gid in inside.items():
+        for p in g.predecessors(n):
+            feeding = tree.paths.get(p)
+            if feeding and inside.get(p) != gid and tree.groups[feeding[0]].kind != "derivative":
+                out.add(feeding[0])
+    return out - {held[0] for n in sources if (held := tree.paths.get(n))}
+
+
+class Run(NamedTuple):
+    """Consecutive sibling groups that are alike (the same ops and variable shapes, each
+    feeding only the next), drawn as one box: ResNet50's identity blocks conv3_block2–4."""
+
+    id: str  # "resnet50/conv3/conv3_block2–4"
+    name: str  # "conv3_block2–4"
+    groups: tuple[str, ...]  # the group ids, in order
+
+
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+
+
+def alike_runs(display: Shown) -> dict[str, Run]:
+    """{group id: its Run} for every run of two or more closed sibling groups drawn as one
+    box each, numbered consecutively (``block2``, ``block3``), alike, and chained: each
+    one's only edges go into the next, so one box for the run keeps every number true (its
+    input is the first's, its output the last's, its gradient line the norm of all their
+    variables, its steps theirs)."""
+    tree, d = display.tree, display.nx
+    runs: dict[str, Run] = {}
+    siblings = [[g.id for g in tree.walk() if g.parent is None]] + [g.children for g in tree.groups.values()]
+    for names in siblings:
+        names = [x for x in names if tree.groups[x].kind == "block"]  # blocks of layers, not layers
+        chain: list[str] = []
+        for gid in [*names, None]:
+            if gid is not None and chain and _continues(display, chain[-1], gid):
+                chain.append(gid)
+                continue
+            if len(chain) >= 2:
+                run = _run(tree, chain)
+                runs.update((x, run) for x in chain)
+            chain = [gid] if gid is not None and f"layer:{gid}" in d and f"layer:{gid}#2" not in d else []
+    return runs
+
+
+def _continues(display: Shown, a: str, b: str) -> bool:
+    d, tree = display.nx, display.tree
+    da, db = f"layer:{a}", f"layer:{b}"
+    if db not in d or f"layer:{b}#2" in d:
+        return False
+    ma, mb = _NUMBERED.match(tree.groups[a].name), _NUMBERED.match(tree.groups[b].name)
+    if not (ma and mb and ma.group(1) == mb.group(1) and int(mb.group(2)) == int(ma.group(2)) + 1):
+        return False
+    if any(u != da for u in d.predecessors(db)) or any(v != db for v in d.successors(da)):
+        return False  # not a chain: a box for the run would hide an edge
+    return _signature(display, da) == _signature(display, db)
+
+
+def _signature(display: Shown, dn) -> tuple:
+    """What makes two groups alike: their ops' types in order and their variables' shapes."""
+    G = display.source
+    out = []
+    for m in display.members[dn]:
+        nd = G.nodes[m]
+        if nd["kind"] == "variable":
+            out.append(("variable", tuple(getattr(nd.get("variable"), "shape", ()))))
+        else:
+            out.append((nd["kind"], nd.get("op_type")))
+    return tuple(out)
+
+
+def _run(tree: GroupTree, chain: list[str]) -> Run:
+    first, last = tree.groups[chain[0]], tree.groups[chain[-1]]
+    prefix = _NUMBERED.match(first.name)
+    end = _NUMBERED.match(last.name)
+    assert prefix is not None and end is not None  # _continues matched both
+    name = f"{first.name}–{end.group(2)}"
+    return Run(f"{first.parent}/{name}" if first.parent else name, name, tuple(chain))
 
 
 def choose_closed(
@@ -577,10 +712,13 @@ class _Decision:
         apis, loss_scopes = _call_sites(self.graph, self.boxes)
         # groups in the order their ops ran (a topological order can visit a ReLU layer late)
         order = sorted(self.boxes, key=lambda n: G.nodes[n].get("op_index", -1))
-        tree = build_tree(G, self.boxes, order, apis=apis, loss_scopes=loss_scopes, loose=targets)
+        derivatives = derivative_paths(self.graph, self.boxes - targets)
+        tree = build_tree(
+            G, self.boxes, order, apis=apis, loss_scopes=loss_scopes, loose=targets, derivatives=derivatives
+        )
         links = getattr(self.flow, "left_links", ()) if self.flow is not None else ()
 
-        def make(ch, calls=None):
+        def make(ch, calls=None, runs=None):
             return Shown(
                 G,
                 tree,
@@ -592,18 +730,26 @@ class _Decision:
                 hidden=self.hidden,
                 folded=self.folded,
                 calls=calls,
+                runs=runs,
             )
 
         fitted: list[int] = []
 
+        differentiated = differentiated_groups(G, tree, derivative_sources(self.graph))
+
         def default() -> set:
             fitted.append(fitting_level(tree, self.boxes, fit))
-            return tree.closed_below(fitted[0])
+            return tree.closed_below(fitted[0]) | differentiated
 
         chosen = choose_closed(tree, collapsed, depth=depth, expand=expand, default=default)
         display = _acyclic(make, G, tree, chosen)
         level = fitted[0] if fitted and not expand else 0
         while level > 1 and display.nx.number_of_nodes() > fit:
             level -= 1  # a group split per call added boxes the count did not see
-            display = _acyclic(make, G, tree, tree.closed_below(level))
+            display = _acyclic(make, G, tree, tree.closed_below(level) | differentiated)
+        runs = alike_runs(display)
+        if runs:
+            merged = make(display.collapsed, display.calls, runs)
+            if nx.is_directed_acyclic_graph(merged.nx):
+                display = merged
         return display

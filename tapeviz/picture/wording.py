@@ -34,6 +34,8 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
         if dd.get("group_kind") == "api":
             return dd["name"].removeprefix("tf.")
         name = dd["name"]
+        if dd.get("alike"):
+            name = say("ui.group.alike", lang, name=name, n=dd["alike"])
         return f"{name} (call {dd['call'] + 1})" if dd.get("call") else name
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         return display.nx.nodes[node]["op_type"]
@@ -51,7 +53,8 @@ def _path(graph: TapeGraph, node, display: Shown | None) -> str:
     if display is not None:
         dd = display.nx.nodes[node]
         if dd.get("kind") == "layer":
-            return "" if dd.get("group_kind") == "api" else dd["layer"]
+            # an API call and a derivative ("du = ∂u/∂pts": its "/" is a fraction bar) are their name
+            return "" if dd.get("group_kind") in ("api", "derivative") else dd["layer"]
         if dd.get("kind") == "inner":
             return ""
     return graph.nx.nodes[node].get("name") or ""
@@ -70,8 +73,15 @@ def box_names(graph: TapeGraph, display: Shown | None = None, lang: str = DEFAUL
             title = node_title(graph, n, display, lang)
             out[n] = (title, title)
             continue
-        call = display.nx.nodes[n].get("call") if display is not None else None
+        dd = display.nx.nodes[n] if display is not None else {}
+        call, alike = dd.get("call"), dd.get("alike")
         more = f" (call {call + 1})" if call else ""
+        if alike:  # a run of alike blocks: "conv3_block2–4 (3 alike)"
+            out[n] = (
+                say("ui.group.alike", lang, name=short[n], n=alike),
+                say("ui.group.alike", lang, name=paths[n], n=alike),
+            )
+            continue
         out[n] = (short[n] + more, paths[n] + more)
     return out
 
@@ -86,7 +96,8 @@ def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: st
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         members = display.members[node]
         ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
-        return say(f"ui.group.{display.nx.nodes[node].get('group_kind', 'layer')}", lang, n=ops)
+        dd = display.nx.nodes[node]
+        return say(f"ui.group.{dd.get('group_kind', 'layer')}", lang, n=ops, call=dd.get("note") or "")
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         fn = display.nx.nodes[node]["function"]
         return say("ui.group.inner", lang, function=graph.nx.nodes[fn].get("function", ""))
