@@ -13,7 +13,8 @@ import json
 import time
 
 import pytest
-from browser import kernel_client, kernel_eval, notebook_root, run_notebook, screenshot, write_notebook
+from browser import kernel_client, kernel_eval, run_notebook, screenshot, write_notebook
+from test_browser_frontends import ExplorerOnPage
 
 pytestmark = pytest.mark.browser
 
@@ -48,11 +49,12 @@ _SAME_AS_FRESH_JS = r"""
 """
 
 
-class Canvas:
+class Canvas(ExplorerOnPage):
+    """The explorer's parts on a page, its canvas's too, and a kernel client to compare with."""
+
     def __init__(self, page, server):
-        self.page = page
-        self.root = f"{notebook_root(server)} .tv-explorer"
-        self.sel = f"{self.root} .tv-canvas"
+        super().__init__(page, server)
+        self.sel = self.canvas
         self.viewport = page.locator(f"{self.sel} .tv-viewport")
         self.kc = None
 
