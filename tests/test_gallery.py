@@ -25,7 +25,7 @@ from test_placement import check
 import tapeviz as tv
 from tapeviz.output.svg import to_svg
 from tapeviz.picture.names import short_names
-from tapeviz.picture.rows import MAX_RATIO, PAGE_WIDTH
+from tapeviz.picture.rows import CELL_WIDTH, MAX_RATIO, PAGE_WIDTH
 from tapeviz.picture.scene import Scene, box_names
 
 MOST_BOXES = 30
@@ -89,6 +89,19 @@ def test_each_named_box_shows_its_full_path_on_hover(recorded, name):
         assert full.endswith(title), (title, full)
     shortened = [(t, full) for t, full in names.values() if "/" in full]
     assert shortened and all(len(t) < len(full) for t, full in shortened)  # Keras paths, the model's prefix dropped
+
+
+@pytest.mark.parametrize("name", ["Transformer", "U-Net", "VAE"])
+def test_explorer_picture_fits_a_notebook_cell_at_full_text_size(recorded, name):
+    """The explorer lays its picture out for a cell (CELL_WIDTH), so it shows whole at the
+    theme's own text size: not scrolled, and not shrunk (to_svg(fit=True) never shrinks the
+    default theme's text)."""
+    step, _, page_scene = recorded(name)
+    explorer = tv.explore(step.tape, step.loss)
+    scene = explorer.view.scene
+    assert scene.canvas[0] <= CELL_WIDTH < page_scene.canvas[0], (name, round(scene.canvas[0]))
+    assert set(scene.boxes) == set(page_scene.boxes)  # the same picture, in more rows
+    check(scene, (name, "explorer"))
 
 
 @pytest.mark.parametrize("name", GALLERY)

@@ -29,6 +29,7 @@ from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, check_lang
 from ..output.svg import to_svg
 from ..output.view import GraphView
+from ..picture.rows import CELL_WIDTH
 from ..picture.visibility import Shown, decide
 from ..record.graph import GRAD_NORM, TapeGraph, format_value
 from . import panels
@@ -134,6 +135,7 @@ class Explored:
                 lang=state.lang,
                 theme=state.theme,
                 magnitude=state.magnitude,
+                page=CELL_WIDTH,
             )
         view.overrides = clipped_texts(self, state)
         view.set_step(state.step)

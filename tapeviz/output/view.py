@@ -23,6 +23,7 @@ from matplotlib.text import Text
 
 from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT
+from ..picture.rows import PAGE_WIDTH
 from ..picture.scene import DPI, Label, Scene
 from ..picture.themes import Theme
 from ..picture.visibility import Collapsed, Shown
@@ -115,6 +116,7 @@ class GraphView:
         lang: str = DEFAULT,
         magnitude: bool = False,
         wrap: int | None = None,
+        page: float = PAGE_WIDTH,
     ):
         magnitudes = None
         if magnitude and flow is not None:
@@ -136,6 +138,7 @@ class GraphView:
             lang=lang,
             magnitudes=magnitudes,
             wrap=wrap,
+            page=page,
         )
         self._user_ax = ax
         self._drawing: _Drawing | None = None
@@ -395,6 +398,7 @@ class GraphView:
             lang=sc.lang,
             magnitude=self.magnitude,
             wrap=sc.wrap,
+            page=sc.page,
         )
         view.overrides = self.overrides
         view.set_step(self.step)

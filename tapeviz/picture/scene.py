@@ -1000,6 +1000,7 @@ class Scene:
         theme: str | Theme | None = None,
         magnitudes=None,
         wrap: int | None = None,
+        page: float = PAGE_WIDTH,
     ):
         if wrap is not None and (isinstance(wrap, bool) or not isinstance(wrap, int) or wrap < 2):
             raise ValueError(
@@ -1007,6 +1008,7 @@ class Scene:
                 "or None to wrap only pictures wider than a screen"
             )
         self.wrap = wrap
+        self.page = page  # pixels: the width the rows are chosen for (the explorer's is a notebook cell's)
         self.graph = graph
         self.lang = check_lang(lang)
         self.theme = th = get_theme(theme)
@@ -1065,11 +1067,11 @@ class Scene:
         column_px = INCH_X * th.scale * DPI
         best = None
         for i, columns in enumerate(choices):
-            if i < len(choices) - 1 and min(columns, n_columns) * column_px > PAGE_WIDTH:
+            if i < len(choices) - 1 and min(columns, n_columns) * column_px > page:
                 continue  # its boxes alone are wider than the page
             self._place(*wrap_bands(dg, pos, computed, columns=columns), names, magnitudes)
             width, height = self.canvas
-            miss = (width > PAGE_WIDTH, NARROW_PAGE < width > MAX_RATIO * height, width)
+            miss = (width > page, min(page, NARROW_PAGE) < width > MAX_RATIO * height, width)
             if not (miss[0] or miss[1]):
                 return
             if best is None or miss < best[0]:
