@@ -71,6 +71,8 @@ def view(
     lang: str = DEFAULT,
     magnitude: bool = False,
     wrap: int | None = None,
+    depth: int | None = None,
+    expand: Sequence[str] = (),
 ) -> GraphView:
     """A GraphView of what ``tape`` recorded; with a target, its backward pass at ``step``
     (0 seeds the target; None, the default, is the last step: the finished pass).
@@ -84,7 +86,13 @@ def view(
     ``magnitude=True`` colours each variable's box (a collapsed layer's, its variables together)
     by ``‖g‖/‖w‖`` on a log scale, with a colour bar: vanishing and exploding layers stand out.
     ``wrap=k`` folds the picture into rows of at most k boxes (for a page, a slide or a
-    README); by default only pictures wider than a screen (16 columns) wrap."""
+    README); by default only pictures wider than a screen (16 columns) wrap.
+
+    Groups nest (a model's stages hold blocks, blocks hold layers, layers hold ops): by
+    default the picture opens them down to the deepest level that still shows at most 30
+    boxes, with TF API calls and Keras losses as one box each. ``depth=n`` opens n levels
+    (1: the outermost groups are boxes); ``expand=["conv3_block2"]`` opens those groups
+    and the groups holding them (a group is named by its path or a unique end of it)."""
     graph = graph_of(tape)
     with gc_paused():
         fl = flow(tape, target, output_gradients=output_gradients) if target is not None else None
@@ -100,6 +108,8 @@ def view(
             lang=lang,
             magnitude=magnitude,
             wrap=wrap,
+            depth=depth,
+            expand=expand,
         )
         if step is not None:
             v.set_step(step)
@@ -121,6 +131,8 @@ def draw(
     lang: str = DEFAULT,
     magnitude: bool = False,
     wrap: int | None = None,
+    depth: int | None = None,
+    expand: Sequence[str] = (),
 ) -> Figure:
     """A matplotlib Figure of the recorded graph and, given a target, its gradient flow.
 
@@ -141,6 +153,8 @@ def draw(
         lang=lang,
         magnitude=magnitude,
         wrap=wrap,
+        depth=depth,
+        expand=expand,
     ).figure
 
 
@@ -160,6 +174,8 @@ def save(
     lang: str = DEFAULT,
     magnitude: bool = False,
     wrap: int | None = None,
+    depth: int | None = None,
+    expand: Sequence[str] = (),
     every_step: bool = False,
     progress: bool = True,
 ) -> Path:
@@ -181,6 +197,8 @@ def save(
         lang=lang,
         magnitude=magnitude,
         wrap=wrap,
+        depth=depth,
+        expand=expand,
     )
     with gc_paused():
         return save_view(v, path, dpi=dpi, fps=fps, every_step=every_step, progress=progress)
@@ -196,14 +214,18 @@ def explore(
     show_all: bool = False,
     presenter: bool = False,
     magnitude: bool | None = None,
+    depth: int | None = None,
+    expand: Sequence[str] = (),
 ) -> Explorer:
     """A live Explorer widget: ``targets`` is one tensor or {name: tensor} (persistent tapes).
 
     ``lang``: "en" or "zh"; ``theme``: "auto" (the page's: dark in JupyterLab's dark theme,
     else light), "light", "dark" or "projector"; ``show_all``: every
     recorded op; ``presenter``: only the picture and the step buttons, full width;
-    ``magnitude``: boxes coloured by ``‖g‖/‖w‖``. Given a :class:`tv.History`, the explorer
-    scrubs its training steps (``controls["train_step"]``) instead."""
+    ``magnitude``: boxes coloured by ``‖g‖/‖w‖``; ``depth`` / ``expand``: how far the groups
+    open (see :func:`view`; the explorer's "expanded" list opens and closes any). Given a
+    :class:`tv.History`, the explorer scrubs its training steps (``controls["train_step"]``)
+    instead."""
     from .explorer.widget import Explorer
 
     if isinstance(tape, History):
@@ -220,7 +242,16 @@ def explore(
     if targets is None:
         raise TypeError("explore() needs the target: tv.explore(tape, loss) or tv.explore(tape, {'f1': f1, 'f2': f2}).")
     explored = _explored(tape, targets, output_gradients)
-    return Explorer(explored, presenter=presenter, lang=lang, theme=theme, show_all=show_all, magnitude=bool(magnitude))
+    return Explorer(
+        explored,
+        presenter=presenter,
+        lang=lang,
+        theme=theme,
+        show_all=show_all,
+        magnitude=bool(magnitude),
+        depth=depth,
+        expand=_names(expand),
+    )
 
 
 def interact(
@@ -252,6 +283,11 @@ def interact(
     from .explorer.whatif import interact as build
 
     return build(fn, ranges, lang=check_lang(lang), theme=theme, show_all=show_all, presenter=presenter)
+
+
+def _names(expand: Sequence[str]) -> tuple[str, ...]:
+    """``expand`` as the tuple an ExplorerState holds (one name may be passed as a str)."""
+    return (expand,) if isinstance(expand, str) else tuple(expand)
 
 
 def _explored(tape: Any, targets: Any, output_gradients: Any) -> Explored:
@@ -286,6 +322,8 @@ def export_html(
     clip_norms: Sequence[float] | None = None,
     lang: str = "en",
     theme: str = "light",
+    depth: int | None = None,
+    expand: Sequence[str] = (),
 ) -> Path:
     """Write a standalone .html page that steps through the backward pass of ``target`` with
     no Python kernel (a slider and a play button over pictures rendered now).
@@ -295,13 +333,14 @@ def export_html(
     the clipping the panel shows; ``clip_norms=[...]``: the panel for each of those
     positions, picked by a slider in the page. The page loads its widget scripts from
     public CDNs unless ``embed_url`` / ``requirejs_url`` point at local copies: see
-    :func:`tapeviz.explorer.html_page.write_page`. Returns the path.
+    :func:`tapeviz.explorer.html_page.write_page`. ``depth`` / ``expand``: how far the groups open (see
+    :func:`view`). Returns the path.
     """
     from .explorer.html_page import write_page
 
     check_path(path, formats=(".html", ".htm"))  # fail before any drawing work
     explored = _explored(tape, target, output_gradients)
-    state = explored.initial(lang=lang, theme=theme, clip=clip, clip_norm=clip_norm)
+    state = explored.initial(lang=lang, theme=theme, clip=clip, clip_norm=clip_norm, depth=depth, expand=_names(expand))
     try:
         return write_page(
             explored,

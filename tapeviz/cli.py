@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -44,9 +45,12 @@ def export_example(
     show_all: bool = False,
     lang: str = "en",
     progress: bool = True,
+    depth: int | None = None,
+    expand: Sequence[str] = (),
 ) -> Path:
     """Run a built-in example and write its picture (.png/.svg) or animation (.gif).
-    A write that takes more than ~2 s shows a progress bar (``progress=False``: never)."""
+    A write that takes more than ~2 s shows a progress bar (``progress=False``: never).
+    ``depth`` / ``expand``: how far the groups open (see :func:`tapeviz.view`)."""
     from . import api, examples
     from .output.export import check_path
 
@@ -63,6 +67,8 @@ def export_example(
         show_all=show_all,
         lang=lang,
         progress=progress,
+        depth=depth,
+        expand=expand,
     )
 
 
@@ -312,6 +318,19 @@ def main(argv: list[str] | None = None) -> int:
         help="draw every recorded op (no hiding of what carries nothing, no folding into chips)",
     )
     p_exp.add_argument("--lang", choices=LANGUAGES, default="en", help="language of the picture's words")
+    p_exp.add_argument(
+        "--depth",
+        type=int,
+        default=None,
+        help="levels of groups to open (1: the outermost groups are boxes; default: the deepest that fits 30 boxes)",
+    )
+    p_exp.add_argument(
+        "--expand",
+        action="append",
+        default=[],
+        metavar="GROUP",
+        help="open this group and the groups holding it (repeat for several)",
+    )
     p_demo = sub.add_parser(
         "demo", help="open the teaching notebooks in JupyterLab (--export: write every example as PNG/SVG/GIF)"
     )
@@ -352,7 +371,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         try:
             path = export_example(
-                args.name, args.output, step=args.step, theme=args.theme, show_all=args.show_all, lang=args.lang
+                args.name,
+                args.output,
+                step=args.step,
+                theme=args.theme,
+                show_all=args.show_all,
+                lang=args.lang,
+                depth=args.depth,
+                expand=args.expand,
             )
         except (ValueError, OSError) as e:
             print(f"tapeviz: {e}", file=sys.stderr)

@@ -83,7 +83,7 @@ def test_small_graphs_stay_expanded_and_unknown_layers_are_refused():
     tape, loss, ws, bs = scoped_program(2)
     view = tv.view(tape, loss)
     assert view.display.collapsed == set()
-    with pytest.raises(ValueError, match="No layer named"):
+    with pytest.raises(ValueError, match="No group named"):
         view.expanded("nope")
     forced = tv.view(tape, loss, collapsed=True)
     assert forced.display.collapsed == {"block0", "block1"}

@@ -32,11 +32,7 @@ MOST_BOXES = 30
 ELLIPSIS = "…"
 SVG = "{http://www.w3.org/2000/svg}"
 
-# The Keras applications draw one box per layer until the hierarchy of groups (issue 20,
-# items 1-2) folds their stages and blocks: 158-431 boxes, so neither 30 boxes nor a page.
-FLAT_TODAY = {"ResNet50", "MobileNetV2", "DenseNet121", "EfficientNetB0"}
-_flat = pytest.mark.xfail(reason="needs the hierarchy of groups (issue 20 items 1-2)", strict=True)
-MODELS = [pytest.param(n, marks=_flat) if n in FLAT_TODAY else n for n in GALLERY]
+MODELS = list(GALLERY)
 
 
 @pytest.fixture(scope="module")

@@ -268,7 +268,9 @@ def test_collapsed_picture_of_a_layer_left_and_entered_again(make, tmp_path):
     shown = view.display.nx
     assert nx.is_directed_acyclic_graph(shown)
     boxes = [d for _, d in shown.nodes(data=True) if d.get("kind") == "layer"]
-    assert {d["layer"] for d in boxes} == set(view.layers)  # every layer is collapsed
+    tree = view.display.tree
+    innermost = {gid for gid in view.layers if not tree.groups[gid].children}
+    assert {d["layer"] for d in boxes} == innermost  # every layer (innermost group) is collapsed
     tv.save(tape, tmp_path / "x.svg", target=loss, collapsed=True)
     if make is _shared_layer_model:
         calls = sorted(d["call"] for d in boxes if d["layer"] == "shared/inner")

@@ -50,6 +50,8 @@ class ExplorerState:
     clip_value: tuple[float, float] = (-1.0, 1.0)
     lr: float = 0.01  # learning rate of the SGD preview w - lr * g
     collapsed: frozenset | None = None  # groups drawn as one box; None: the picture's default
+    depth: int | None = None  # how many levels of groups the default opens (None: fit 30 boxes)
+    expand: tuple = ()  # groups the default opens, with the groups holding them
     functions: frozenset = frozenset()  # tf.function calls opened into their bodies
     show_all: bool = False  # every recorded op, nothing hidden or folded
     node: Any = None  # the node shown in the inspector
@@ -105,10 +107,17 @@ class Explored:
 
     def default_shown(self, state: ExplorerState) -> Shown:
         """The picture's own decision of what is shown for this target (no groups chosen)."""
-        key = (state.target, state.show_all, state.functions)
+        key = (state.target, state.show_all, state.functions, state.depth, state.expand)
         if key not in self._shown:
             bodies = {f: self.graph.function_body(f) for f in state.functions}
-            self._shown[key] = decide(self.graph, self.flow(state.target), show_all=state.show_all, bodies=bodies)
+            self._shown[key] = decide(
+                self.graph,
+                self.flow(state.target),
+                show_all=state.show_all,
+                bodies=bodies,
+                depth=state.depth,
+                expand=state.expand,
+            )
         return self._shown[key]
 
     def collapsed(self, state: ExplorerState) -> frozenset:

@@ -249,26 +249,37 @@ class Explorer(W.VBox):
         self._show()
 
     def _on_layers(self, chosen) -> None:
+        """Open the groups ticked in the list, with the groups holding them; unticking a
+        group closes it and the groups inside it."""
         if self._muted:
             return
+        tree = self.model.default_shown(self.state).tree
         groups = set(self.model.groups(self.state))
+        before = groups - set(self.model.collapsed(self.state))
         opened = {x for kind, x in chosen if kind == "layer"}
+        for gid in before - opened:  # unticked: what it holds closes with it
+            opened = {x for x in opened if gid not in tree.ancestors(x)}
+        for gid in list(opened):
+            opened.update(tree.ancestors(gid))
         functions = frozenset(x for kind, x in chosen if kind == "function")
         self._set(collapsed=frozenset(groups - opened), functions=functions)
+        self._sync_groups()
 
     def _sync_groups(self) -> None:
-        """The 'expanded' list: this picture's groups and tf.function calls, open ones selected."""
+        """The 'expanded' list: this picture's groups as a tree (indented) and its
+        tf.function calls, open ones selected."""
         groups = self.model.groups(self.state)
+        tree = self.model.default_shown(self.state).tree
         collapsed = self.model.collapsed(self.state)
         g = self.model.graph
         functions = [(f"tf.function {g.nx.nodes[f]['function']} ({f})", ("function", f)) for f in g.functions()]
         w = self.controls["layers"]
         with self._quiet():
-            w.options = [(x, ("layer", x)) for x in groups] + functions
+            w.options = [(_indented(tree.groups[x]), ("layer", x)) for x in groups] + functions
             w.value = tuple(
                 [("layer", x) for x in groups if x not in collapsed] + [("function", f) for f in self.state.functions]
             )
-            w.rows = max(1, min(6, len(w.options)))
+            w.rows = max(1, min(8, len(w.options)))
         w.layout.display = None if w.options else "none"
 
     def show_model(self, explored: Explored, state: ExplorerState) -> None:
@@ -394,3 +405,9 @@ class Explorer(W.VBox):
             out.append(w)
             todo.extend(getattr(w, "children", ()))
         return out
+
+
+def _indented(group) -> str:
+    """A group's line in the explorer's list: its name, indented by its level (no-break
+    spaces: a <select> collapses ordinary ones)."""
+    return "\u00a0\u00a0\u00a0" * (group.level - 1) + group.name

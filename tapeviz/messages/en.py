@@ -230,6 +230,8 @@ MESSAGES = {
     "ui.kind.layer": "layer (collapsed)",
     "ui.kind.inner": "op inside a tf.function",
     "ui.group.layer": lambda n, **_: f"layer · {n} {_plural(n, 'op')}",
+    "ui.group.block": lambda n, **_: f"block · {n} {_plural(n, 'op')}",
+    "ui.group.loss": lambda n, **_: f"loss · {n} {_plural(n, 'op')}",
     "ui.group.api": lambda n, **_: f"tf API · {n} {_plural(n, 'op')}",
     "ui.group.inner": "in tf.function {function}",
     # A collapsed group's variables, too many to list under its box: their gradient's norm taken together.

@@ -168,6 +168,8 @@ MESSAGES = {
     "ui.kind.layer": "层（已折叠）",
     "ui.kind.inner": "tf.function 内部的运算",
     "ui.group.layer": "层 · {n} 个运算",
+    "ui.group.block": "模块 · {n} 个运算",
+    "ui.group.loss": "损失 · {n} 个运算",
     "ui.group.api": "TF API · {n} 个运算",
     "ui.group.inner": "在 tf.function {function} 中",
     "ui.group.grad_total": "‖g‖ {norm}（{n} 个变量合计）",

@@ -26,7 +26,7 @@ from ..messages import DEFAULT
 from ..picture.rows import PAGE_WIDTH
 from ..picture.scene import DPI, Label, Scene
 from ..picture.themes import Theme
-from ..picture.visibility import Collapsed, Shown
+from ..picture.visibility import Collapsed, Shown, leaf_groups
 from ..record.graph import TapeGraph
 from .artists import Z_EDGE, Artists, Chrome, chrome_artists, draw_scene, mark_artists, raster_dpi
 from .svg import to_svg
@@ -117,6 +117,8 @@ class GraphView:
         magnitude: bool = False,
         wrap: int | None = None,
         page: float = PAGE_WIDTH,
+        depth: int | None = None,
+        expand: Iterable[str] = (),
     ):
         magnitudes = None
         if magnitude and flow is not None:
@@ -139,6 +141,8 @@ class GraphView:
             magnitudes=magnitudes,
             wrap=wrap,
             page=page,
+            depth=depth,
+            expand=expand,
         )
         self._user_ax = ax
         self._drawing: _Drawing | None = None
@@ -405,11 +409,13 @@ class GraphView:
         return view
 
     def expanded(self, *layers: str) -> GraphView:
-        """A new view with these layers opened (the others stay as they are)."""
-        unknown = set(layers) - set(self.layers)
-        if unknown:
-            raise ValueError(f"No layer named {sorted(unknown)}; layers are: {self.layers}")
-        return self._like(self.display.collapsed - set(layers), self.functions)
+        """A new view with these groups opened, and the groups holding them (the others
+        stay as they are). A group is named by its path or a unique end of it
+        ("conv3_block2" for "resnet50/conv3/conv3_block2")."""
+        tree = self.display.tree
+        ids = [tree.find(name) for name in layers]
+        opened = set(ids).union(*(tree.ancestors(i) for i in ids))
+        return self._like(self.display.collapsed - opened, self.functions)
 
     def expanded_function(self, *nodes: str) -> GraphView:
         """A new view with these tf.function call nodes (default: all) opened into the
@@ -419,8 +425,9 @@ class GraphView:
         return self._like(self.display.collapsed, self.functions | chosen)
 
     def collapsed_view(self, *layers: str) -> GraphView:
-        """A new view with these layers (all, when none are named) collapsed."""
-        chosen = set(layers) or set(self.layers)
+        """A new view with these groups (every innermost group, when none are named) collapsed."""
+        tree = self.display.tree
+        chosen = {tree.find(name) for name in layers} if layers else leaf_groups(tree)
         return self._like(self.display.collapsed | chosen, self.functions)
 
     def _repr_svg_(self) -> str:

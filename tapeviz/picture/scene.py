@@ -237,8 +237,8 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         dd = display.nx.nodes[node]
         if dd.get("group_kind") == "api":
-            return dd["layer"].removeprefix("tf.")
-        name = dd["layer"].split("/")[-1]
+            return dd["name"].removeprefix("tf.")
+        name = dd["name"]
         return f"{name} (call {dd['call'] + 1})" if dd.get("call") else name
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         return display.nx.nodes[node]["op_type"]
@@ -290,8 +290,7 @@ def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: st
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         members = display.members[node]
         ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
-        key = "ui.group.api" if display.nx.nodes[node].get("group_kind") == "api" else "ui.group.layer"
-        return say(key, lang, n=ops)
+        return say(f"ui.group.{display.nx.nodes[node].get('group_kind', 'layer')}", lang, n=ops)
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         fn = display.nx.nodes[node]["function"]
         return say("ui.group.inner", lang, function=graph.nx.nodes[fn].get("function", ""))
@@ -1001,6 +1000,8 @@ class Scene:
         magnitudes=None,
         wrap: int | None = None,
         page: float = PAGE_WIDTH,
+        depth: int | None = None,
+        expand=(),
     ):
         if wrap is not None and (isinstance(wrap, bool) or not isinstance(wrap, int) or wrap < 2):
             raise ValueError(
@@ -1020,7 +1021,9 @@ class Scene:
             raise ValueError(f"{sorted(unknown)} are not tf.function calls; those are: {graph.functions()}")
         bodies = {f: graph.function_body(f) for f in self.functions}
         if pos is None:
-            self.display = decide(graph, flow, show_all=show_all, collapsed=collapsed, bodies=bodies)
+            self.display = decide(
+                graph, flow, show_all=show_all, collapsed=collapsed, bodies=bodies, depth=depth, expand=expand
+            )
         else:  # the caller's positions name every node
             self.display = collapse(graph.nx, False, bodies=bodies)
         dg = self.display.nx

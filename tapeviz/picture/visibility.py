@@ -36,8 +36,9 @@ import networkx as nx
 from ..gradients.stop_reasons import Reason
 from ..messages import Phrase
 from ..record.graph import STATEFUL_OPS, TapeGraph, format_value
+from .groups import GroupTree, build_tree
 
-__all__ = ["Shown", "Chip", "decide", "collapse", "layer_groups", "FIT_BOXES", "COLLAPSE_THRESHOLD"]
+__all__ = ["Shown", "Chip", "decide", "collapse", "choose_closed", "layer_groups", "FIT_BOXES", "COLLAPSE_THRESHOLD"]
 
 Node = Hashable
 #: What a picture collapses: "auto", True (every group), False (none) or the group names.
@@ -103,63 +104,48 @@ class Chip:
 
 
 def layer_groups(g: nx.MultiDiGraph) -> dict[Node, str | None]:
-    """Node -> the layer it belongs to (a name scope), or None for nodes outside layers.
-
-    Ops group by name scope. An outer scope whose ops sit in two or more inner scopes is
-    a container (a Keras model: ``cnn/conv2d``, ``cnn/dense``), so its layers are one
-    level deeper and the model does not become one giant box; a loss beside it keeps its
-    own scope. A variable or constant joins the layer of its first consumer; inputs and
-    watched tensors stay visible on their own.
-    """
-    scopes = {n: d.get("scope") or "" for n, d in g.nodes(data=True) if d.get("kind") == "op"}
-    inner: dict[str, set] = {}
-    for s in scopes.values():
-        parts = s.split("/")
-        if s:
-            inner.setdefault(parts[0], set()).add(parts[1] if len(parts) > 1 else None)
-    containers = {top for top, below in inner.items() if len(below - {None}) >= 2}
-    group: dict[Node, str | None] = {}
-    for n, s in scopes.items():
-        if not s:
-            group[n] = None
-            continue
-        parts = s.split("/")
-        group[n] = "/".join(parts[:2]) if parts[0] in containers and len(parts) > 1 else parts[0]
-    _join_consumers(g, group)
-    return group
+    """Node -> its innermost name-scope group (a layer), or None for nodes outside every
+    layer. A variable or constant joins the layer of its first consumer."""
+    tree = scope_tree(g)
+    return {n: (tree.paths.get(n) or (None,))[-1] for n in g}
 
 
-def _join_consumers(g: nx.MultiDiGraph, group: dict) -> None:
-    for n, d in g.nodes(data=True):
-        if d.get("kind") in ("variable", "constant"):
-            first = next((v for _, v in g.out_edges(n) if group.get(v)), None)
-            group[n] = group.get(first) if first is not None else None
-        elif n not in group:
-            group[n] = None
+def scope_tree(g: nx.MultiDiGraph) -> GroupTree:
+    """The groups of every recorded node by name scope only (what ``show_all`` shows)."""
+    return build_tree(g, g.nodes, list(g), prefixes=False)
 
 
-def _api_groups(graph: TapeGraph, boxes: set, group: dict) -> dict[Node, str]:
-    """Unscoped ops run by one call of a public TF function, named after it
-    ("tf.clip_by_norm", "tf.clip_by_norm #2" for a second call): only calls that
-    leave two or more boxes make a group."""
+def _call_sites(graph: TapeGraph, boxes: set) -> tuple[dict[Node, tuple[str, int, str]], set[str]]:
+    """The API calls unscoped ops ran in ({node: (name, call, kind)}: "tf.clip_by_norm";
+    a Keras loss or metric function by its own name, kind "loss"), and the scopes Keras
+    loss objects opened."""
     ops = graph.capture.ops
-    calls: dict[tuple[str, int], list] = {}
+    apis: dict[Node, tuple[str, int, str]] = {}
     for n in boxes:
         d = graph.nx.nodes[n]
-        if d["kind"] != "op" or group.get(n):
+        if d["kind"] != "op" or d.get("scope"):
             continue
         op = ops[d["op_index"]]
         if op.api:
-            calls.setdefault((op.api, op.api_call), []).append(n)
-    seen: dict[str, int] = {}
-    out: dict[Node, str] = {}
-    for (api, _), members in sorted(calls.items(), key=lambda kv: kv[0][1]):
-        if len(members) < 2:
-            continue
-        seen[api] = seen.get(api, 0) + 1
-        name = api if seen[api] == 1 else f"{api} #{seen[api]}"
-        for n in members:
-            out[n] = name
+            keras_fn = op.api.startswith("keras.")
+            name = op.api.rsplit(".", 1)[-1] if keras_fn else op.api
+            apis[n] = (name, op.api_call, "loss" if keras_fn else "api")
+    return apis, set(getattr(graph.capture, "loss_scopes", ()))
+
+
+def leaf_groups(tree: GroupTree) -> set[str]:
+    """The innermost groups (holding no group): every layer as one box."""
+    return {gid for gid, grp in tree.groups.items() if not grp.children}
+
+
+def owners(tree: GroupTree, closed) -> dict[Node, str]:
+    """Node -> the closed group whose box shows it (nodes in no closed group are left out)."""
+    out = {}
+    for n, path in tree.paths.items():
+        for gid in path:
+            if gid in closed:
+                out[n] = gid
+                break
     return out
 
 
@@ -181,7 +167,7 @@ class Shown:
     def __init__(
         self,
         g: nx.MultiDiGraph,
-        groups: Mapping[Node, str | None],
+        tree: GroupTree,
         collapsed,
         bodies=None,
         *,
@@ -190,34 +176,36 @@ class Shown:
         links=(),
         hidden=(),
         folded=(),
-        group_kinds: Mapping[str, str] | None = None,
-        names=(),
         calls: Mapping[Node, int] | None = None,
     ):
         self.source = g
+        self.tree = tree
         self.collapsed = {c for c in collapsed if c is not None}
-        self.group_names = sorted(set(names) or {x for x in groups.values() if x is not None})
+        self.group_names = [grp.id for grp in tree.walk()]  # parents first, in forward order
         self.hidden = set(hidden)  # original nodes with no path to the target
         self.folded = set(folded)  # original nodes folded into chips
         self.of: dict[Node, Node] = {}
         self.members: dict[Node, list[Node]] = {}
-        kinds = group_kinds or {}
         chips = chips or {}
+        owner = owners(tree, self.collapsed)
         d = nx.MultiDiGraph()
         for n, data in g.nodes(data=True):
             if boxes is not None and n not in boxes:
                 continue
-            layer = groups.get(n)
-            if layer is not None and layer in self.collapsed:
+            layer = owner.get(n)
+            if layer is not None:
                 call = calls.get(n, 0) if calls else 0
                 dn = f"layer:{layer}" if call == 0 else f"layer:{layer}#{call + 1}"
                 if dn not in d:
+                    grp = tree.groups[layer]
                     d.add_node(
                         dn,
                         kind="layer",
                         layer=layer,
+                        name=grp.name,
+                        level=grp.level,
                         call=call,
-                        group_kind=kinds.get(layer, "layer"),
+                        group_kind=grp.kind,
                         members=[],
                         chips=[],
                     )
@@ -304,33 +292,62 @@ class Shown:
         return sum(1 for n in self.hidden if self.source.nodes[n]["kind"] == "op")
 
 
-def _chosen_groups(collapsed, names: set, default: set) -> set:
+def choose_closed(
+    tree: GroupTree,
+    collapsed,
+    *,
+    depth: int | None = None,
+    expand: Iterable[str] = (),
+    default: Callable[[], set] | None = None,
+) -> set[str]:
+    """The groups drawn closed (as one box each).
+
+    ``collapsed``: "auto" (``default()``, or with ``depth=n`` the hierarchy opened n levels
+    deep: groups at level n and deeper are boxes; TF API calls and losses stay boxes),
+    True (every innermost group), False (none) or group names. ``expand`` then opens the
+    named groups and every group holding them."""
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
+        raise ValueError(f"depth={depth!r}: pass a whole number of levels >= 1 (1 shows the outermost groups as boxes)")
+    if isinstance(expand, str):
+        expand = [expand]
     if collapsed == "auto":
-        return default
-    if collapsed is True:
-        return set(names)
-    if collapsed is False or collapsed is None:
-        return set()
-    chosen = set(collapsed)
-    unknown = chosen - names
-    if unknown:
-        raise ValueError(f"No layer named {sorted(unknown)}; layers are: {sorted(names)}")
-    return chosen
+        closed = tree.closed_below(depth) if depth is not None else (default() if default else set())
+    elif depth is not None:
+        raise ValueError("depth= chooses what collapsed='auto' opens; pass depth= or collapsed=, not both")
+    elif collapsed is True:
+        closed = leaf_groups(tree)
+    elif collapsed is False or collapsed is None:
+        closed = set()
+    else:
+        closed = {tree.find(name) for name in ([collapsed] if isinstance(collapsed, str) else collapsed)}
+    for name in expand:
+        gid = tree.find(name)
+        closed -= {gid, *tree.ancestors(gid)}
+    return closed
 
 
-def _acyclic(make: Callable[..., Shown], g: nx.MultiDiGraph, groups: Mapping, chosen: set) -> Shown:
+def fitting_level(tree: GroupTree, boxes: Iterable[Node], fit: int) -> int:
+    """The default depth: the hierarchy opened down to the deepest level whose picture
+    still has at most ``fit`` boxes (API calls and losses closed at every level), else 1."""
+    boxes = list(boxes)
+    for level in range(tree.depth + 1, 1, -1):
+        if tree.count_boxes(boxes, tree.closed_below(level)) <= fit:
+            return level
+    return 1
+
+
+def _acyclic(make: Callable[..., Shown], g: nx.MultiDiGraph, tree: GroupTree, chosen: set) -> Shown:
     """The display for the chosen groups, with a box per call where a group is left and
     entered again (a box with edges out and back in would be a cycle)."""
     display = make(chosen)
     if chosen and not nx.is_directed_acyclic_graph(display.nx):
-        calls = layer_calls(g, groups)
-        display = make(chosen, calls)
+        display = make(chosen, layer_calls(g, owners(tree, chosen)))
         # One box holds a call's ops even where no path joins them, so boxes can still
         # close a cycle no path of the graph makes: such groups stay open.
         while not nx.is_directed_acyclic_graph(display.nx):
             cycle = nx.find_cycle(display.nx)
             chosen = chosen - {display.nx.nodes[e[0]].get("layer") for e in cycle}
-            display = make(chosen, calls)
+            display = make(chosen, layer_calls(g, owners(tree, chosen)))
     return display
 
 
@@ -364,16 +381,26 @@ def layer_calls(g: nx.MultiDiGraph, groups: Mapping[Node, str | None]) -> dict[N
     return calls
 
 
-def collapse(g: nx.MultiDiGraph, collapsed="auto", *, threshold: int = COLLAPSE_THRESHOLD, bodies=None) -> Shown:
-    """Every recorded node as a box, layers (name scopes) collapsed: ``"auto"`` collapses
-    every layer when the graph has more than ``threshold`` ops, ``True``/``False`` all or
-    none, or pass the set of layer names to collapse. ``bodies`` maps tf.function nodes
-    to open to their bodies. (What ``show_all=True`` shows.)"""
-    groups = layer_groups(g)
-    names = {x for x in groups.values() if x is not None}
+def collapse(
+    g: nx.MultiDiGraph,
+    collapsed="auto",
+    *,
+    threshold: int = COLLAPSE_THRESHOLD,
+    bodies=None,
+    depth: int | None = None,
+    expand: Iterable[str] = (),
+) -> Shown:
+    """Every recorded node as a box, grouped by name scope: ``"auto"`` collapses every
+    innermost group (layer) when the graph has more than ``threshold`` ops, ``True``/``False``
+    all or none, or pass the group names to collapse (``depth`` / ``expand`` as in
+    :func:`choose_closed`). ``bodies`` maps tf.function nodes to open to their bodies.
+    (What ``show_all=True`` shows.)"""
+    tree = scope_tree(g)
     n_ops = sum(1 for _, d in g.nodes(data=True) if d.get("kind") == "op")
-    chosen = _chosen_groups(collapsed, names, names if n_ops > threshold else set())
-    return _acyclic(lambda ch, calls=None: Shown(g, groups, ch, bodies, calls=calls), g, groups, chosen)
+    chosen = choose_closed(
+        tree, collapsed, depth=depth, expand=expand, default=lambda: leaf_groups(tree) if n_ops > threshold else set()
+    )
+    return _acyclic(lambda ch, calls=None: Shown(g, tree, ch, bodies, calls=calls), g, tree, chosen)
 
 
 # --------------------------------------------------------------------------- the decision
@@ -387,12 +414,16 @@ def decide(
     collapsed: Collapsed = "auto",
     bodies=None,
     fit: int = FIT_BOXES,
+    depth: int | None = None,
+    expand: Iterable[str] = (),
 ) -> Shown:
     """What a picture of ``graph`` (and ``flow``'s backward pass) shows (see the module
-    docstring). ``collapsed``: "auto", True, False, or the group names to collapse."""
+    docstring). ``collapsed``: "auto", True, False, or the group names to collapse;
+    ``depth`` and ``expand`` choose how far the hierarchy of groups opens (see
+    :func:`choose_closed`)."""
     if show_all:
-        return collapse(graph.nx, collapsed, bodies=bodies)
-    return _Decision(graph, flow).shown(collapsed, bodies, fit)
+        return collapse(graph.nx, collapsed, bodies=bodies, depth=depth, expand=expand)
+    return _Decision(graph, flow).shown(collapsed, bodies, fit, depth=depth, expand=expand)
 
 
 class _Decision:
@@ -527,29 +558,19 @@ class _Decision:
         return Chip(Phrase(f"ui.chip.role.{role}", value=value) if role else value, "value", index, members)
 
     # -- groups and the display graph ------------------------------------------------
-    def shown(self, collapsed, bodies, fit: int) -> Shown:
+    def shown(self, collapsed, bodies, fit: int, *, depth=None, expand=()) -> Shown:
         G = self.G
-        scoped = layer_groups(G)
         targets = set(self.flow.target_nodes) if self.flow is not None else set()
-        group = {n: (scoped.get(n) if n in self.boxes and n not in targets else None) for n in G}
-        api = _api_groups(self.graph, self.boxes - targets, group)
-        group.update(api)
-        for n in list(group):  # a variable or constant joins its first consumer's group
-            if n in self.boxes and G.nodes[n]["kind"] in ("variable", "constant"):
-                first = next((v for _, v in G.out_edges(n) if v in self.boxes and group.get(v)), None)
-                group[n] = group.get(first) if first is not None else None
-        kinds = {name: "api" for name in api.values()}
-        names = {x for n, x in group.items() if x is not None and n in self.boxes}
-        layers = names - set(kinds)
-        default = set(kinds) & names
-        if len(self.boxes) > fit:
-            default |= layers
-        chosen = _chosen_groups(collapsed, names, default)
+        apis, loss_scopes = _call_sites(self.graph, self.boxes)
+        # groups in the order their ops ran (a topological order can visit a ReLU layer late)
+        order = sorted(self.boxes, key=lambda n: G.nodes[n].get("op_index", -1))
+        tree = build_tree(G, self.boxes, order, apis=apis, loss_scopes=loss_scopes, loose=targets)
         links = getattr(self.flow, "left_links", ()) if self.flow is not None else ()
-        return _acyclic(
-            lambda ch, calls=None: Shown(
+
+        def make(ch, calls=None):
+            return Shown(
                 G,
-                group,
+                tree,
                 ch,
                 bodies,
                 boxes=self.boxes,
@@ -557,11 +578,19 @@ class _Decision:
                 links=links,
                 hidden=self.hidden,
                 folded=self.folded,
-                group_kinds=kinds,
-                names=names,
                 calls=calls,
-            ),
-            G,
-            group,
-            chosen,
-        )
+            )
+
+        fitted: list[int] = []
+
+        def default() -> set:
+            fitted.append(fitting_level(tree, self.boxes, fit))
+            return tree.closed_below(fitted[0])
+
+        chosen = choose_closed(tree, collapsed, depth=depth, expand=expand, default=default)
+        display = _acyclic(make, G, tree, chosen)
+        level = fitted[0] if fitted and not expand else 0
+        while level > 1 and display.nx.number_of_nodes() > fit:
+            level -= 1  # a group split per call added boxes the count did not see
+            display = _acyclic(make, G, tree, tree.closed_below(level))
+        return display

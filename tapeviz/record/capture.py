@@ -424,17 +424,30 @@ _api_names: dict | None = None  # code object of a public TF function -> its pub
 # or None (other code); keyed by id like _code_kinds (the walk looks up 10-20 codes per op)
 _code_api: dict[int, tuple[types.CodeType, str | None]] = {}
 _TF_INNER = ""
+_keras_api_dirs: tuple = ()  # Keras's folders: its code lies between the user and TF
 
 
 def _public_api_names() -> dict:
     """{code object: "tf.clip_by_norm"} for the public functions of tf and its main
-    namespaces (decorators unwrapped; the shortest public name wins). Built once."""
-    global _api_names
-    if _api_names is not None:
+    namespaces (decorators unwrapped; the shortest public name wins), and, once Keras is
+    imported, {code: "keras.losses.binary_crossentropy"} for Keras's loss and metric
+    functions. Built once (the Keras part when Keras first appears)."""
+    global _api_names, _keras_api_dirs
+    if _api_names is not None and (_keras_api_dirs or "keras.losses" not in sys.modules):
         return _api_names
     import inspect
 
-    names: dict = {}
+    names: dict = dict(_api_names or {})
+
+    def add(obj, full: str) -> None:
+        if not callable(obj) or isinstance(obj, type):
+            return
+        try:
+            code = getattr(inspect.unwrap(obj), "__code__", None)
+        except Exception:  # noqa: BLE001 - an odd wrapper: not an API function we can see
+            return
+        if code is not None and (code not in names or len(full) < len(names[code])):
+            names[code] = full
 
     def scan(mod, prefix: str, depth: int) -> None:
         for attr in dir(mod):
@@ -448,28 +461,35 @@ def _public_api_names() -> dict:
                 if depth == 0 and attr in _API_MODULES and obj.__name__.startswith("tensorflow"):
                     scan(obj, f"{prefix}{attr}.", 1)
                 continue
-            if not callable(obj) or isinstance(obj, type):
-                continue
-            try:
-                code = getattr(inspect.unwrap(obj), "__code__", None)
-            except Exception:  # noqa: BLE001 - an odd wrapper: not an API function we can see
-                continue
-            full = prefix + attr
-            if code is not None and (code not in names or len(full) < len(names[code])):
-                names[code] = full
+            add(obj, prefix + attr)
 
-    scan(tf, "tf.", 0)
+    if _api_names is None:
+        scan(tf, "tf.", 0)
+    keras_losses = sys.modules.get("keras.losses")
+    if keras_losses is not None:
+        # named by the function's own name: keras.losses.mse is mean_squared_error
+        for mod in (keras_losses, sys.modules.get("keras.metrics")):
+            for attr in dir(mod) if mod is not None else ():
+                obj = getattr(mod, attr, None)
+                if isinstance(obj, types.FunctionType):
+                    names.setdefault(getattr(inspect.unwrap(obj), "__code__", None), f"keras.losses.{obj.__name__}")
+        names.pop(None, None)
+        package = os.path.dirname(sys.modules["keras"].__file__ or keras_losses.__file__ or "")
+        _keras_api_dirs = tuple({package + os.sep, os.path.realpath(package) + os.sep})
+        _code_api.clear()  # Keras code walked before this was "the user's": look again
     _api_names = names
     return names
 
 
 def _code_role(code):
     """What a frame's code is to an API-call walk (see _code_api), computed once per code."""
-    names = _api_names if _api_names is not None else _public_api_names()
+    names = _public_api_names()
     role = names.get(code)
     if role is None:
         file = code.co_filename
-        role = _TF_INNER if file == __file__ or file.startswith(_TF_DIRS) else None
+        keras = bool(_keras_api_dirs) and file.startswith(_keras_api_dirs)
+        inner = keras or file == __file__ or file.startswith(_TF_DIRS)
+        role = _TF_INNER if inner else None
     _code_api[id(code)] = (code, role)
     return role
 
@@ -502,6 +522,48 @@ def _api_call(rec: Recorder) -> tuple[str, int] | None:
         rec._api_seq += 1
     # the walk returns only frames of named public functions (no assert: this runs in the op hook)
     return cast(str, _code_api[id(outer.f_code)][1]), rec._api_seq
+
+
+_loss_codes: frozenset | None = None  # code objects of Keras's Loss.__call__ (and overrides)
+
+
+def _keras_loss_codes() -> frozenset:
+    """The code objects of ``keras.losses.Loss.__call__`` and its subclasses' overrides
+    (CompileLoss): a loss object opens its name scope there. Empty until Keras is imported."""
+    global _loss_codes
+    if _loss_codes is not None:
+        return _loss_codes
+    base = getattr(sys.modules.get("keras.src.losses.loss"), "Loss", None)
+    if not isinstance(base, type):
+        return frozenset()
+    codes, classes, seen = set(), [base], set()
+    while classes:
+        cls = classes.pop()
+        if cls not in seen:
+            seen.add(cls)
+            classes.extend(cls.__subclasses__())
+            code = getattr(vars(cls).get("__call__"), "__code__", None)
+            if code is not None:
+                codes.add(code)
+    _loss_codes = frozenset(codes)
+    return _loss_codes
+
+
+def _loss_scopes_at(scope: str, f) -> list[str]:
+    """The parts of name scope ``scope`` that Keras loss objects running at frame ``f``
+    opened (``compile_loss``, ``compile_loss/mse``): a call-site fact, read once per scope."""
+    codes = _keras_loss_codes()
+    names = set()
+    for _ in range(2 * _API_DEPTH):
+        if f is None or not codes:
+            break
+        if f.f_code in codes:
+            name = getattr(f.f_locals.get("self"), "name", None)
+            if isinstance(name, str):
+                names.add(name)
+        f = f.f_back
+    parts = scope.rstrip("/").split("/")
+    return ["/".join(parts[: i + 1]) for i, part in enumerate(parts) if part in names]
 
 
 def _passed_by_user(value, frame) -> bool:
@@ -855,6 +917,7 @@ class Capture:
         frame: FrameInfo | None,
         side_state: dict,
         graph_mode: bool,
+        loss_scopes: frozenset = frozenset(),
     ):
         self._raw = raw
         self._seen = seen  # tensor id -> EagerTensor (every tensor the records name)
@@ -876,6 +939,7 @@ class Capture:
         self._frame = frame
         self._side_state = side_state  # op index -> state its gradient function consumes (py_function)
         self.graph_mode = graph_mode
+        self.loss_scopes = loss_scopes  # name scopes a Keras loss object opened ("binary_crossentropy")
         self._ops: list[OpRecord] | None = None
         self._backward: dict[int, Callable] = {}
         self._keras_paths: dict | None = None
@@ -1162,6 +1226,8 @@ class Recorder:
         self._graph_mode = False
         self._api_frame = None  # the frame of the TF API call the last unscoped op ran in
         self._api_seq = 0
+        self._scopes_seen: set[str] = set()
+        self._loss_scopes: set[str] = set()  # name scopes a Keras loss object opened
         self.capture: Capture | None = None
 
     # -- lifecycle -----------------------------------------------------------------
@@ -1242,6 +1308,7 @@ class Recorder:
         """
         tape, tld, append, is_stopped, rec = self.tape, self._tld, self._raw.append, _is_stopped, self
         side_ops, side_state, api_call = _SIDE_STATE_OPS, self._side_state, _api_call
+        scopes_seen, loss_scopes = self._scopes_seen, self._loss_scopes
         thread, get_ident = self._thread_id, _get_ident
 
         def callback(op_type, inputs, attrs, outputs, op_name=None, graph=None):
@@ -1262,6 +1329,9 @@ class Recorder:
             if op_type in side_ops:
                 side_state[len(rec._raw)] = _keep_pyfunc_state(attrs)
             scope = tld.scope_name
+            if scope and scope not in scopes_seen:
+                scopes_seen.add(scope)
+                loss_scopes.update(_loss_scopes_at(scope, sys._getframe(1)))
             append(
                 (
                     op_type,
@@ -1371,6 +1441,7 @@ class Recorder:
             frame=info,
             side_state={i: s for i, s in self._side_state.items() if s is not None},
             graph_mode=False,
+            loss_scopes=frozenset(self._loss_scopes),
         )
 
 

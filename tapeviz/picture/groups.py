@@ -1,0 +1,330 @@
+"""The hierarchy of groups a picture can open and close: models, blocks, layers, calls.
+
+People think of a network in nested parts: ResNet50's stages hold blocks, a block holds
+conv / batch-norm / relu layers, a TransformerBlock holds a MultiHeadAttention that holds
+its query / key / value projections. The recording knows these parts from four
+call-site facts, and this module turns them into one tree of plain records:
+
+- **name scopes** (Keras layer paths: ``encoder/block0/multi_head_attention/query``):
+  every scope prefix is a group, so nested models and layers inside layers nest;
+- **TF API calls** the user wrote (``tf.clip_by_norm``: TF sets no scope for them when
+  executing eagerly; capture names the call on the stack);
+- **Keras losses and metrics** (loss objects open a name scope; capture notes which
+  scopes a ``keras.losses.Loss`` opened; loss *functions* are named like TF API calls);
+- **name prefixes** in flat functional models, whose layers are all siblings but whose
+  names carry the structure: ``conv3_block2_1_conv`` sits in ``conv3`` → ``conv3_block2``
+  → ``conv3_block2_1``. Only consecutive siblings share a prefix group.
+
+A group with a single member is not a group: it is replaced by that member (a ReLU
+layer of one op is that op; ``compile_loss`` holding only ``mse`` is ``mse``).
+
+The tree is built iteratively (no recursion: a 5,000-op model is a deep tree) in time
+linear in the boxes times the depth of their scopes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
+
+import networkx as nx
+
+__all__ = ["Group", "GroupTree", "build_tree", "ALWAYS_CLOSED"]
+
+Node = Hashable
+#: Group kinds drawn as one box by default whatever the picture's size (they open like any group).
+ALWAYS_CLOSED = frozenset({"api", "loss"})
+
+
+@dataclass(frozen=True)
+class Group:
+    """One group of the hierarchy, as plain data.
+
+    ``id`` is its full path in the tree (``"resnet50/conv3/conv3_block2"``), unique in the
+    picture; ``name`` the last part (what its box is titled); ``kind`` one of "layer"
+    (a name scope holding ops only), "block" (a scope or name prefix holding groups),
+    "api" (a TF API call) or "loss" (a Keras loss or metric); ``level`` 1 for the
+    outermost groups; ``children`` the ids of the groups directly inside, in forward order;
+    ``size`` how many boxes it holds when open all the way down.
+    """
+
+    id: str
+    name: str
+    kind: str
+    parent: str | None
+    level: int
+    children: tuple[str, ...]
+    size: int
+
+
+class GroupTree:
+    """Groups by id and each box's path (its groups, outermost first)."""
+
+    def __init__(self, groups: Mapping[str, Group], paths: Mapping[Node, tuple[str, ...]]):
+        self.groups = dict(groups)
+        self.paths = dict(paths)
+        self.depth = max((g.level for g in self.groups.values()), default=0)
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def __contains__(self, gid: object) -> bool:
+        return gid in self.groups
+
+    def walk(self) -> list[Group]:
+        """Every group, parents before children, siblings in forward order."""
+        roots = [g for g in self.groups.values() if g.parent is None]
+        out: list[Group] = []
+        stack = list(reversed(roots))
+        while stack:
+            g = stack.pop()
+            out.append(g)
+            stack.extend(self.groups[c] for c in reversed(g.children))
+        return out
+
+    def ancestors(self, gid: str) -> list[str]:
+        """The groups holding ``gid``, innermost first."""
+        out = []
+        parent = self.groups[gid].parent
+        while parent is not None:
+            out.append(parent)
+            parent = self.groups[parent].parent
+        return out
+
+    def find(self, name: str) -> str:
+        """The id of the group called ``name``: its id, or a unique ending of it at a ``/``
+        (``"conv3_block2"`` finds ``"resnet50/conv3/conv3_block2"``)."""
+        if name in self.groups:
+            return name
+        hits = [gid for gid in self.groups if gid.endswith("/" + name)]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            raise ValueError(f"The group name {name!r} is ambiguous: it ends {sorted(hits)}; pass one of those.")
+        raise ValueError(f"No group named {name!r}; groups are: {[g.id for g in self.walk()]}")
+
+    def owner(self, node: Node, closed: set | frozenset) -> str | None:
+        """The closed group whose box shows ``node`` (its outermost closed group), or None."""
+        for gid in self.paths.get(node, ()):
+            if gid in closed:
+                return gid
+        return None
+
+    def closed_below(self, depth: int) -> set[str]:
+        """The groups closed when the picture opens the hierarchy ``depth`` levels deep:
+        groups at level ``depth`` and deeper are boxes, and so is every group holding only
+        ops (a layer) until ``depth`` passes the deepest group, which opens them all. API
+        calls and losses are boxes at every level."""
+        every_layer = depth > self.depth
+        return {
+            gid
+            for gid, g in self.groups.items()
+            if g.level >= depth or g.kind in ALWAYS_CLOSED or (not g.children and not every_layer)
+        }
+
+    def count_boxes(self, boxes: Iterable[Node], closed: set | frozenset) -> int:
+        """How many boxes a picture of ``boxes`` has with these groups closed (before a
+        group left and entered again is split per call)."""
+        shown: set = set()
+        for n in boxes:
+            owner = self.owner(n, closed)
+            shown.add(n if owner is None else owner)
+        return len(shown)
+
+
+# --------------------------------------------------------------------------- building
+
+
+class _Raw:
+    """A group while the tree is built (mutable; becomes a Group at the end)."""
+
+    __slots__ = ("name", "kind", "items")
+
+    def __init__(self, name: str, kind: str):
+        self.name = name
+        self.kind = kind
+        self.items: list = []  # child _Raw groups and box nodes, in forward order
+
+
+def build_tree(
+    g: nx.MultiDiGraph,
+    boxes: Iterable[Node],
+    order: Iterable[Node],
+    *,
+    apis: Mapping[Node, tuple[str, int, str]] | None = None,
+    loss_scopes: Iterable[str] = (),
+    prefixes: bool = True,
+    loose: Iterable[Node] = (),
+) -> GroupTree:
+    """The group tree of the boxes ``boxes`` of graph ``g`` (nodes carry ``kind`` and, for
+    ops, ``scope``), visited in forward ``order``.
+
+    ``apis`` maps unscoped ops to (name, call number, kind) of the API call that ran them
+    ("tf.clip_by_norm", 3, "api"); ``loss_scopes`` are the scopes a Keras loss opened;
+    ``prefixes`` adds groups for name prefixes shared by consecutive sibling layers;
+    ``loose`` nodes stay outside every group (the targets, always drawn as themselves).
+    """
+    boxes = set(boxes)
+    loose = set(loose)
+    apis = apis or {}
+    losses = set(loss_scopes)
+    root = _Raw("", "block")
+    by_key: dict[tuple, _Raw] = {}
+    where: dict[Node, _Raw] = {}
+    joiners = []
+    for n in order:
+        if n not in boxes:
+            continue
+        d = g.nodes[n]
+        if n in loose:
+            root.items.append(n)
+            continue
+        if d["kind"] in ("variable", "constant"):
+            joiners.append(n)
+            continue
+        if d["kind"] != "op":
+            root.items.append(n)
+            continue
+        scope = d.get("scope") or ""
+        if scope:
+            parent, key = root, ()
+            for part in scope.split("/"):
+                key = key + (part,)
+                raw = by_key.get(key)
+                if raw is None:
+                    raw = by_key[key] = _Raw(part, "loss" if "/".join(key) in losses else "layer")
+                    parent.items.append(raw)
+                parent = raw
+        elif n in apis:
+            name, call, kind = apis[n]
+            key = ("\0api", name, call)
+            parent = by_key.get(key)
+            if parent is None:
+                parent = by_key[key] = _Raw(name, kind)
+                root.items.append(parent)
+        else:
+            parent = root
+        parent.items.append(n)
+        where[n] = parent
+    for n in joiners:  # a variable or constant joins the group of its first consumer drawn
+        first = next((v for _, v in g.out_edges(n) if v in where), None)
+        (where[first] if first is not None else root).items.append(n)
+    if prefixes:
+        _add_prefix_groups(root)
+    _dissolve_singletons(root, set(joiners))
+    return _freeze(root)
+
+
+def _tokens(item) -> list[str] | None:
+    return item.name.split("_") if isinstance(item, _Raw) and item.kind == "layer" or _is_block(item) else None
+
+
+def _is_block(item) -> bool:
+    return isinstance(item, _Raw) and item.kind == "block"
+
+
+def _prefix_ok(tokens: list[str], k: int) -> bool:
+    """Whether ``tokens[:k]`` may name a group: a stage / block name (``conv3``,
+    ``block_5``, ``block1a``) or two words or more (``expanded_conv``), and not Keras's
+    numbering of same-named layers (``dense_1`` is not part of a ``dense``)."""
+    if k >= len(tokens):
+        return False
+    rest = tokens[k:]
+    if len(rest) == 1 and rest[0].isdigit():
+        return False
+    return k >= 2 or any(c.isdigit() for c in tokens[k - 1])
+
+
+def _add_prefix_groups(root: _Raw) -> None:
+    """Group consecutive sibling layers whose names share a prefix, level by level."""
+    todo = [(raw, 1) for raw in _all(root)]
+    while todo:
+        raw, start = todo.pop()
+        items = raw.items
+        out: list = []
+        i = 0
+        while i < len(items):
+            toks = _tokens(items[i])
+            k = next((k for k in range(start, len(toks)) if _prefix_ok(toks, k)), None) if toks else None
+            j = i + 1
+            while k is not None and j < len(items):
+                other = _tokens(items[j])
+                if not other or other[:k] != toks[:k] or not _prefix_ok(other, k):
+                    break
+                j += 1
+            if k is None or j - i < 2:
+                out.append(items[i])
+                i += 1
+                continue
+            block = _Raw("_".join(toks[:k]), "block")
+            block.items = items[i:j]
+            out.append(block)
+            todo.append((block, k + 1))
+            i = j
+        raw.items = out
+
+
+def _all(root: _Raw) -> list[_Raw]:
+    """Every group under ``root`` (and root), parents before children."""
+    out: list[_Raw] = []
+    stack = [root]
+    while stack:
+        raw = stack.pop()
+        out.append(raw)
+        stack.extend(it for it in raw.items if isinstance(it, _Raw))
+    return out
+
+
+def _dissolve_singletons(root: _Raw, joiners: set) -> None:
+    """Replace every group holding a single member by what it holds (children first).
+    Variables and constants that joined a group are not members: a layer of one op and
+    its kernel is that op (with its kernel beside it)."""
+    for raw in reversed(_all(root)):  # children before parents
+        items: list = []
+        for it in raw.items:
+            if isinstance(it, _Raw) and sum(1 for x in it.items if x not in joiners) == 1:
+                if it.kind == "loss":  # compile_loss holding only mse: mse is the loss
+                    for x in it.items:
+                        if isinstance(x, _Raw) and x.kind != "api":
+                            x.kind = "loss"
+                items.extend(it.items)
+            else:
+                items.append(it)
+        raw.items = items
+        if raw.kind == "layer" and any(isinstance(it, _Raw) for it in items):
+            raw.kind = "block"
+
+
+def _freeze(root: _Raw) -> GroupTree:
+    groups: dict[str, Group] = {}
+    paths: dict[Node, tuple[str, ...]] = {}
+    sizes: dict[int, int] = {}
+    for raw in reversed(_all(root)):  # sizes, children first
+        sizes[id(raw)] = sum(sizes[id(it)] if isinstance(it, _Raw) else 1 for it in raw.items)
+    ids: dict[int, str] = {id(root): ""}
+    levels: dict[int, int] = {id(root): 0}
+    prefix: dict[int, tuple[str, ...]] = {id(root): ()}
+    made: list[tuple[_Raw, str, str | None]] = []
+    stack = [root]
+    while stack:
+        raw = stack.pop()
+        for it in raw.items:
+            if isinstance(it, _Raw):
+                base = f"{ids[id(raw)]}/{it.name}" if ids[id(raw)] else it.name
+                gid, k = base, 1
+                while gid in groups:
+                    k += 1
+                    gid = f"{base} #{k}"
+                ids[id(it)] = gid
+                levels[id(it)] = levels[id(raw)] + 1
+                prefix[id(it)] = prefix[id(raw)] + (gid,)
+                groups[gid] = Group(gid, it.name if k == 1 else f"{it.name} #{k}", it.kind, None, 0, (), 0)
+                made.append((it, gid, ids[id(raw)] or None))
+                stack.append(it)
+            else:
+                paths[it] = prefix[id(raw)]
+    for it, gid, parent in made:
+        children = tuple(ids[id(c)] for c in it.items if isinstance(c, _Raw))
+        old = groups[gid]
+        groups[gid] = Group(gid, old.name, old.kind, parent, levels[id(it)], children, sizes[id(it)])
+    return GroupTree(groups, paths)
