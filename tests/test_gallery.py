@@ -24,8 +24,9 @@ from test_placement import check
 
 import tapeviz as tv
 from tapeviz.output.svg import to_svg
-from tapeviz.picture.names import short_names
-from tapeviz.picture.rows import CELL_WIDTH, MAX_RATIO, PAGE_WIDTH
+from tapeviz.picture import fonts
+from tapeviz.picture.names import name_lines, short_names
+from tapeviz.picture.rows import CELL_WIDTH, MAX_RATIO, PAGE_WIDTH, row_lengths
 from tapeviz.picture.scene import Scene, box_names
 
 MOST_BOXES = 30
@@ -135,3 +136,26 @@ def test_short_names_keep_the_shortest_suffix_no_other_path_ends_with():
     }
     assert short_names({1: "a/b", 2: "a/b"}) == {1: "b", 2: "b"}  # one layer called twice: the caller tells them apart
     assert short_names({}) == {}
+
+
+def test_a_long_name_takes_a_second_line_broken_after_a_separator():
+    width, size = 100.0, 8.0  # a box's text width at the default theme's size (points)
+    assert name_lines("dense", width, size, "bold") == ["dense"]
+    lines = name_lines("sparse_categorical_crossentropy", width, size, "bold")
+    assert lines == ["sparse_categorical_", "crossentropy"]
+    assert all(fonts.text_width(line, size, "bold") <= width for line in lines)
+    lines = name_lines("encoder/block1/multi_head_attention", width, size, "bold")
+    assert "".join(lines) == "encoder/block1/multi_head_attention" and len(lines) == 2
+    assert lines[0].endswith(("/", "_"))
+    # no separator: broken where the line is full; only a name longer than two lines is cut
+    lines = name_lines("x" * 30, width, size, "bold")
+    assert "".join(lines) == "x" * 30 and len(lines) == 2
+    lines = name_lines("x" * 80, width, size, "bold")
+    assert len(lines) == 2 and lines[1].endswith(ELLIPSIS)
+
+
+def test_row_lengths_are_balanced_and_each_tried_once():
+    assert row_lengths(26) == [26, 13, 9, 7, 6, 5, 4, 3, 2]
+    assert row_lengths(9) == [9, 5, 3, 2]  # 3 rows of 3, not 4 + 4 + 1
+    assert row_lengths(2) == [2]
+    assert row_lengths(1) == [2]  # at least two columns a row (wrap_bands leaves one row alone)
