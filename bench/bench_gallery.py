@@ -25,6 +25,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,11 +33,16 @@ ROOT = Path(__file__).resolve().parent.parent
 # One round, in a fresh process: PYTHONPATH picks the package, tests/ gives the model.
 ROUND = r"""
 import json, os, sys, time
+import tapeviz
+assert tapeviz.__file__.startswith({package!r}), tapeviz.__file__
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 sys.path.insert(0, {tests!r})
 import gallery_models
 import tapeviz as tv
-from tapeviz.output.svg import to_svg
+try:
+    from tapeviz.output.svg import to_svg
+except ImportError:  # a baseline from before the stage folders
+    from tapeviz.svg import to_svg
 
 step = gallery_models.GALLERY[{model!r}]()
 t0 = time.perf_counter()
@@ -54,8 +60,11 @@ print(json.dumps(dict(flow=t1 - t0, picture=t2 - t1, svg=t3 - t2, boxes=len(sc.b
 
 def one_round(package_dir: Path, model: str) -> dict:
     env = dict(os.environ, PYTHONPATH=str(package_dir), TF_CPP_MIN_LOG_LEVEL="3")
-    code = ROUND.format(tests=str(ROOT / "tests"), model=model)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    code = ROUND.format(tests=str(ROOT / "tests"), model=model, package=str(package_dir))
+    # cwd: not a checkout (python -c puts the working directory first on sys.path)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -1406,7 +1406,8 @@ class Scene:
         text = prefix + format_value(value, norm=GRAD_NORM)
         if fonts.text_width(text, size) <= room:
             return text
-        text = prefix + _compact(value)
+        if GRAD_NORM not in text:  # (a shape and norm already: _compact would write the same)
+            text = prefix + _compact(value)
         if fonts.text_width(text, size) <= room or GRAD_NORM not in text:
             return fonts.fit(text, room, size)
         return fonts.fit(prefix + text[text.index(GRAD_NORM) :], room, size)  # the norm alone: the shape is on the box
