@@ -22,7 +22,7 @@ import keras  # noqa: E402  (after the device configuration)
 from tensorflow.python.eager import context  # noqa: E402
 
 import tapeviz as tv  # noqa: E402
-from tapeviz.record import capture  # noqa: E402
+from tapeviz.record import hooks, replay  # noqa: E402
 
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 with strategy.scope():
@@ -85,7 +85,7 @@ def all_reduce_step(x, tape_class):
         try:
             tv.flow(tape, loss)
             entry[rid]["flow"] = "ok"
-        except capture.ReplayError as e:
+        except replay.ReplayError as e:
             entry[rid]["flow"] = str(e)
     return loss
 
@@ -101,7 +101,7 @@ print(
             "plain": plain,
             "tapeviz": seen,
             "all_reduce": reduced,
-            "hooks_left": capture.hooks_installed(),
+            "hooks_left": hooks.hooks_installed(),
             "callbacks_left": len(context.context().op_callbacks),
         }
     )

@@ -100,7 +100,7 @@ def _open_explorer(page, lab, notebook: str):
 def test_clip_norm_slider_and_step_slider(jupyterlab, page):
     from playwright.sync_api import expect
 
-    from tapeviz.picture.scene import C_ACTIVE
+    from tapeviz.picture.style import C_ACTIVE
 
     _open_explorer(page, jupyterlab, "08_clipping_in_training.ipynb")
     svg0 = _svg(page)

@@ -80,7 +80,7 @@ class ExplorerOnPage:
     def expect_picture_of_step(self, k: int, last: int, old_svg: str) -> str:
         """Wait until the picture shows step ``k`` of ``last`` (the slider's max: the
         finished pass), then check it was repainted; returns its SVG."""
-        from tapeviz.picture.scene import C_ACTIVE
+        from tapeviz.picture.style import C_ACTIVE
 
         # Steps are numbered 0..last; the last one finishes the pass and says so.
         pattern = rf"^Step {k}/{last}\b" + (r".*\(backward pass of .* done\)$" if k == last else "")

@@ -12,7 +12,7 @@ from tensorflow.python.framework import ops as tf_ops
 from tensorflow.python.ops import resource_variable_ops
 
 import tapeviz as tv
-from tapeviz.record import capture
+from tapeviz.record import callsites, hooks
 
 
 def current_functions():
@@ -33,8 +33,8 @@ ORIGINALS = current_functions()
 
 
 def assert_clean():
-    assert not capture.hooks_installed()
-    assert capture.callbacks_on_this_thread() == 0
+    assert not hooks.hooks_installed()
+    assert hooks.callbacks_on_this_thread() == 0
     now = current_functions()
     for k, f in ORIGINALS.items():
         assert now[k] is f, f"{k} is still patched: {now[k]!r}"
@@ -55,8 +55,8 @@ def test_hooks_only_inside_block_normal_exit():
     assert_clean()
     x = tf.Variable(3.0)
     with tv.GradientTape() as tape:
-        assert capture.hooks_installed()
-        assert capture.callbacks_on_this_thread() == 1
+        assert hooks.hooks_installed()
+        assert hooks.callbacks_on_this_thread() == 1
         assert pywrap_tfe.TFE_Py_FastPathExecute is not ORIGINALS["fast"]
         y = x * x
     assert_clean()
@@ -96,8 +96,8 @@ def test_hooks_removed_after_exception_with_tv_record():
     x = tf.Variable(3.0)
     with pytest.raises(Boom):
         with tf.GradientTape() as tape, tv.record(tape) as rec:
-            assert capture.hooks_installed()
-            assert capture.callbacks_on_this_thread() == 1
+            assert hooks.hooks_installed()
+            assert hooks.callbacks_on_this_thread() == 1
             y = x * 2.0
             raise Boom()
     assert_clean()
@@ -109,10 +109,10 @@ def test_nested_hooks_reference_counted():
     x = tf.Variable(3.0)
     with tv.GradientTape() as outer:
         with tv.GradientTape():
-            assert capture.callbacks_on_this_thread() == 2
+            assert hooks.callbacks_on_this_thread() == 2
             y = x * x
-        assert capture.hooks_installed()
-        assert capture.callbacks_on_this_thread() == 1
+        assert hooks.hooks_installed()
+        assert hooks.callbacks_on_this_thread() == 1
         z = y * 2.0
     assert_clean()
     assert tv.flow(outer, z).grad(x) == 12.0
@@ -895,8 +895,8 @@ def test_keras_code_is_told_by_the_keras_package_folder():
 
     import keras  # the Keras variable classes must be loaded
 
-    codes = capture._keras_variable_codes()
+    codes = callsites._keras_variable_codes()
     user = compile("x = 1", os.path.join(os.sep, "home", "me", "keras", "train.py"), "exec")
-    assert capture._code_kind(user, codes) == capture._OTHER
+    assert callsites._code_kind(user, codes) == callsites._OTHER
     ours = keras.layers.Dense.call.__code__
-    assert capture._code_kind(ours, codes) == capture._KERAS
+    assert callsites._code_kind(ours, codes) == callsites._KERAS

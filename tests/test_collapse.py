@@ -56,7 +56,7 @@ def test_expanding_a_layer_shows_its_ops_and_keeps_totals(big):
     assert "block5" not in opened.display.collapsed
     w5 = tape.graph.node_of(ws[5])
     assert w5 in opened.display.nx and "layer:block5" not in opened.display.nx
-    assert opened.artists.grads[w5].get_text() == tv.picture.scene.grad_text(tape.gradient(loss, ws[5]).numpy())
+    assert opened.artists.grads[w5].get_text() == tv.picture.wording.grad_text(tape.gradient(loss, ws[5]).numpy())
     op_types = {
         tape.graph.nx.nodes[n]["op_type"]
         for n in opened.display.members
@@ -175,7 +175,7 @@ def test_tf_function_opens_into_its_body_and_keeps_totals():
     assert (
         opened.artists.grads[x_node].get_text()
         == view.artists.grads[x_node].get_text()
-        == tv.picture.scene.grad_text(want)
+        == tv.picture.wording.grad_text(want)
     )
     out_edges = [e for e in opened.artists.arrows if e[0] == ident]
     assert out_edges and opened.artists.edge_labels[out_edges[0]].get_text() == "2.0"

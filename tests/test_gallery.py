@@ -27,7 +27,8 @@ from tapeviz.output.svg import to_svg
 from tapeviz.picture import fonts
 from tapeviz.picture.names import name_lines, short_names
 from tapeviz.picture.rows import CELL_WIDTH, MAX_RATIO, PAGE_WIDTH, row_lengths
-from tapeviz.picture.scene import Scene, box_names
+from tapeviz.picture.scene import Scene
+from tapeviz.picture.wording import box_names
 
 MOST_BOXES = 30
 ELLIPSIS = "…"

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz.record import capture
+from tapeviz.record import callsites, hooks
 
 L = keras.layers
 
@@ -192,7 +192,7 @@ def _assert_named_by_path(g, net):
 @pytest.fixture
 def fresh_paths(monkeypatch):
     """Forget what earlier tests' reads showed: the paths must come from this block."""
-    monkeypatch.setattr(capture, "_paths", {})
+    monkeypatch.setattr(callsites, "_paths", {})
 
 
 def test_subclassed_trainer_with_self_model_names_variables_by_keras_path(fresh_paths):
@@ -206,7 +206,7 @@ def test_subclassed_trainer_with_self_model_names_variables_by_keras_path(fresh_
         for v, grad in zip(net.trainable_variables, grads, strict=True):
             np.testing.assert_array_equal(fl.grad(v), grad.numpy(), err_msg=v.path)
             np.testing.assert_array_equal(fl.grad(v), tape.gradient(loss, v).numpy(), err_msg=v.path)
-    assert not capture.hooks_installed()
+    assert not hooks.hooks_installed()
 
 
 def test_model_held_in_a_dict_or_a_closure_is_named_by_keras_path(fresh_paths):
@@ -262,13 +262,13 @@ def test_tv_record_on_a_plain_tape_in_a_trainer_names_variables_by_keras_path(fr
 def test_plain_tf_variables_keep_their_names_and_are_looked_at_once(fresh_paths, monkeypatch):
     ws = [tf.Variable(float(i + 1), name=f"w{i}") for i in range(3)]
     walks = []
-    real = capture._keras_path_on_stack
+    real = callsites._keras_path_on_stack
 
     def counting(*args):
         walks.append(1)
         return real(*args)
 
-    monkeypatch.setattr(capture, "_keras_path_on_stack", counting)
+    monkeypatch.setattr(callsites, "_keras_path_on_stack", counting)
     for _ in range(3):
         with tv.GradientTape() as tape:
             loss = ws[0] * ws[1] + ws[2] * ws[0]

@@ -21,7 +21,7 @@ from PIL import Image
 
 import tapeviz as tv
 from tapeviz.picture.visibility import collapse, layer_calls, layer_groups
-from tapeviz.record import capture
+from tapeviz.record import hooks
 
 L = keras.layers
 
@@ -150,7 +150,7 @@ def test_flow_equals_tape_gradient_on_a_persistent_tape(name):
     g = fl.graph
     for v in model.trainable_variables:
         assert g.nx.nodes[g.node_of(v)]["name"] == v.path
-    assert not capture.hooks_installed()
+    assert not hooks.hooks_installed()
 
 
 @pytest.mark.parametrize("order", ["flow first", "gradient first"])
@@ -169,7 +169,7 @@ def test_non_persistent_tape_gives_the_plain_tapes_gradients(name, order):
     for v, got, w in zip(model.trainable_variables, user, want, strict=True):
         assert np.array_equal(dense(got), w), v.path  # the user's call is untouched
     assert_flow_matches(fl, model, want)
-    assert not capture.hooks_installed()
+    assert not hooks.hooks_installed()
 
 
 @pytest.mark.parametrize("name", LAYERS)

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz.record import capture
+from tapeviz.record import callsites, hooks
 
 L = keras.layers
 
@@ -130,7 +130,7 @@ def test_flow_equals_tape_gradient_and_step_runs(make, how):
     # The flow's own gradients (TF values) feed the optimizer just as well.
     flowed = [fl.grad_tensor(v) for v in model.trainable_variables]
     opt.apply_gradients(zip(flowed, model.trainable_variables, strict=True))
-    assert not capture.hooks_installed()
+    assert not hooks.hooks_installed()
     del tape
 
 
@@ -147,7 +147,7 @@ def test_non_persistent_training_loop(make):
         fl = tv.flow(tape, loss)  # after the step: recorded values, not the updated weights
         for v, g in zip(model.trainable_variables, grads, strict=True):
             np.testing.assert_array_equal(fl.grad(v), dense(g), err_msg=v.path)
-    assert not capture.hooks_installed()
+    assert not hooks.hooks_installed()
 
 
 def test_tv_tape_gradients_identical_to_tf_tape():
@@ -261,7 +261,7 @@ class _Trainer:
 
 @pytest.mark.parametrize("make", MODELS, ids=lambda m: m.__name__)
 def test_model_reached_through_an_attribute_is_named_by_keras_path(make, monkeypatch):
-    monkeypatch.setattr(capture, "_paths", {})  # learn the paths in this very block
+    monkeypatch.setattr(callsites, "_paths", {})  # learn the paths in this very block
     net, args, y = build(make)
     tape, loss = _Trainer(net).step(args, y)
     g = tape.graph

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from test_properties import build, programs
 
 import tapeviz as tv
-from tapeviz.record import capture
+from tapeviz.record import hooks
 
 
 def run(prog, mode):
@@ -84,7 +84,7 @@ def test_results_and_errors_identical_with_or_without_tapeviz(prog):
         for key in ("target", "grads", "zeros", "second", "jac"):
             same(got[key], plain[key], f"{mode} {key}")
         assert got["error"] == plain["error"]
-        assert not capture.hooks_installed()
+        assert not hooks.hooks_installed()
 
 
 def _py_function_run(cls, flow_at=None, want=None):
@@ -114,4 +114,4 @@ def test_py_function_gradient_calls_behave_as_without_tapeviz(flow_at):
     got = _py_function_run(tv.GradientTape, flow_at, want=plain[0])
     np.testing.assert_array_equal(got[0], plain[0])
     assert got[1] == plain[1]
-    assert not capture.hooks_installed()
+    assert not hooks.hooks_installed()

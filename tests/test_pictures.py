@@ -10,7 +10,7 @@ from PIL import Image
 import tapeviz as tv
 from tapeviz import examples
 from tapeviz.output.view import GraphView
-from tapeviz.picture.scene import BOX_H, BOX_W, C_STOP
+from tapeviz.picture.style import BOX_H, BOX_W, C_STOP
 from tapeviz.record.graph import format_value
 
 SVG_NS = "{http://www.w3.org/2000/svg}"

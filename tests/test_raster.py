@@ -19,7 +19,7 @@ from tapeviz.output.gif import GifStream, Palette
 from tapeviz.output.raster import FrameRenderer, png_bytes
 from tapeviz.output.svg import to_svg
 from tapeviz.output.svg_elements import cjk_font_files, parse_svg
-from tapeviz.picture.scene import C_GRAD
+from tapeviz.picture.style import C_GRAD
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

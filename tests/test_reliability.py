@@ -12,15 +12,15 @@ import tensorflow as tf
 from tensorflow.python import pywrap_tfe
 
 import tapeviz as tv
-from tapeviz.record import capture
+from tapeviz.record import hooks
 
 ORIGINAL_FAST_PATH = pywrap_tfe.TFE_Py_FastPathExecute
 ORIGINAL_NUMPY = tf.constant(1.0).__class__.numpy
 
 
 def assert_no_hooks():
-    assert not capture.hooks_installed()
-    assert capture.callbacks_on_this_thread() == 0
+    assert not hooks.hooks_installed()
+    assert hooks.callbacks_on_this_thread() == 0
     assert pywrap_tfe.TFE_Py_FastPathExecute is ORIGINAL_FAST_PATH
     assert tf.constant(1.0).__class__.numpy is ORIGINAL_NUMPY
 
@@ -45,7 +45,7 @@ def test_generator_leaving_the_block_early_removes_hooks():
 
     gen = steps()
     next(gen)
-    assert capture.hooks_installed()
+    assert hooks.hooks_installed()
     gen.close()
     assert_no_hooks()
 
@@ -228,7 +228,7 @@ def test_nan_gradients_are_red_not_hidden():
     assert not np.isfinite(g)
     np.testing.assert_array_equal(g, tape.gradient(y, x).numpy())  # TF's NaN/Inf, not a cleaned number
     view = tv.view(tape, y)
-    from tapeviz.picture.scene import C_BAD
+    from tapeviz.picture.style import C_BAD
 
     assert view.artists.grads[tape.graph.node_of(x)].get_color() == C_BAD
     ex = tv.explore(tape, y)

@@ -11,7 +11,7 @@ from tapeviz import examples
 from tapeviz.output.artists import draw_edge_labels, draw_edges
 from tapeviz.output.view import GraphView
 from tapeviz.picture.layout import count_crossings, layered_layout, layered_routes
-from tapeviz.picture.scene import BOX_H, BOX_W, C_FORWARD, C_GRAD
+from tapeviz.picture.style import BOX_H, BOX_W, C_FORWARD, C_GRAD
 
 
 def skip_example():

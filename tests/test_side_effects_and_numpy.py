@@ -15,7 +15,7 @@ import tensorflow as tf
 
 import tapeviz as tv
 from tapeviz.gradients.stop_reasons import Cause, Reason
-from tapeviz.record import capture
+from tapeviz.record import hooks, records
 
 
 def _square_in_python(a):
@@ -45,7 +45,7 @@ def test_py_function_gives_tfs_number_in_either_order(persistent, flow_first):
             plain.gradient(want_y, x)
         with pytest.raises(tf.errors.UnknownError, match="pyfunc"):
             tape.gradient(y, x)
-    assert not capture.hooks_installed()
+    assert not hooks.hooks_installed()
 
 
 def test_py_function_cache_is_left_as_tf_left_it():
@@ -163,9 +163,9 @@ def test_tape_inside_tf_function_names_the_cause_and_the_fix():
         return tape.gradient(y, x)
 
     assert float(step()) == 4.0  # the user's gradient inside the function is untouched
-    with pytest.raises(capture.GraphModeError, match=r"tf\.function.*run_eagerly=True.*run_functions_eagerly"):
+    with pytest.raises(records.GraphModeError, match=r"tf\.function.*run_eagerly=True.*run_functions_eagerly"):
         tv.flow(kept["tape"], tf.constant(1.0))
-    assert not capture.hooks_installed()
+    assert not hooks.hooks_installed()
 
 
 def test_compiled_keras_train_step_names_the_cause():
@@ -299,12 +299,12 @@ def test_reasons_compare_as_their_codes_and_print_as_them():
 def test_subprocess_tape_in_function_does_not_install_hooks():
     code = textwrap.dedent("""
         import tensorflow as tf, tapeviz as tv
-        from tapeviz.record import capture
+        from tapeviz.record import hooks
         x = tf.Variable(2.0)
         @tf.function
         def f():
             with tv.GradientTape() as t:
-                assert not capture.hooks_installed()
+                assert not hooks.hooks_installed()
                 y = x * x
             return t.gradient(y, x)
         print(float(f()))

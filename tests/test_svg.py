@@ -21,7 +21,7 @@ from tapeviz.examples import EXAMPLES
 from tapeviz.output.export import save_view
 from tapeviz.output.svg import draws_whole_figure, head_and_line, to_svg
 from tapeviz.output.view import GraphView
-from tapeviz.picture.scene import BOX_W, C_GRAD, C_STOP
+from tapeviz.picture.style import BOX_W, C_GRAD, C_STOP
 
 NS = "{http://www.w3.org/2000/svg}"
 NUM = re.compile(r"-?\d+(?:\.\d+)?")

@@ -20,6 +20,7 @@ from ..gradients import clipping
 from ..gradients.flow import GradientFlow
 from ..messages import say
 from ..output.view import GraphView
+from ..picture.names import short_names
 from . import panels
 from . import state as st
 from .keyboard import attach_keys
@@ -275,7 +276,8 @@ class Explorer(W.VBox):
         functions = [(f"tf.function {g.nx.nodes[f]['function']} ({f})", ("function", f)) for f in g.functions()]
         w = self.controls["layers"]
         with self._quiet():
-            w.options = [(_indented(tree.groups[x]), ("layer", x)) for x in groups] + functions
+            names = short_names({x: x for x in groups})  # unique labels: a <select> tells options by label
+            w.options = [(_indented(tree.groups[x], names[x]), ("layer", x)) for x in groups] + functions
             w.value = tuple(
                 [("layer", x) for x in groups if x not in collapsed] + [("function", f) for f in self.state.functions]
             )
@@ -407,7 +409,7 @@ class Explorer(W.VBox):
         return out
 
 
-def _indented(group) -> str:
+def _indented(group, name: str) -> str:
     """A group's line in the explorer's list: its name, indented by its level (no-break
     spaces: a <select> collapses ordinary ones)."""
-    return "\u00a0\u00a0\u00a0" * (group.level - 1) + group.name
+    return "\u00a0\u00a0\u00a0" * (group.level - 1) + name

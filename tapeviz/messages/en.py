@@ -52,8 +52,8 @@ def _watch_call(subject, keras, **_):
     return f"tape.watch(v.value) with v the Keras variable {subject}" if keras else f"tape.watch({subject})"
 
 
-def _plural(n: int, word: str) -> str:
-    return word if n == 1 else word + "s"
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return word if n == 1 else plural or word + "s"
 
 
 def _hidden_note(hidden, folded, target, **_):
@@ -161,8 +161,11 @@ MESSAGES = {
     "ui.step.part": "Step {k}/{n}: {node} receives {value} through one of its {reads} reads",
     "ui.step.in_group": "{node} (in {group})",
     "ui.step.done": " (backward pass of {target} done)",
-    "ui.note.collapsed": lambda layers, calls, total, **_: " and ".join(
-        [f"{layers} {_plural(layers, 'layer')}"] * bool(layers) + [f"{calls} TF API {_plural(calls, 'call')}"] * bool(calls))
+    "ui.note.collapsed": lambda layers, calls, total, blocks=0, losses=0, **_: ", ".join(
+        [f"{blocks} {_plural(blocks, 'block')}"] * bool(blocks)
+        + [f"{layers} {_plural(layers, 'layer')}"] * bool(layers)
+        + [f"{losses} {_plural(losses, 'loss', 'losses')}"] * bool(losses)
+        + [f"{calls} TF API {_plural(calls, 'call')}"] * bool(calls))
         + f" collapsed ({total} nodes in all); expand them to see their ops",
     "ui.note.hidden": _hidden_note,
     # ---- the explorer ------------------------------------------------------------------

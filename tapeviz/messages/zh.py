@@ -62,8 +62,13 @@ def _hidden_note(hidden, folded, target, **_):
     return "；".join(parts) + "（show_all=True 可全部显示）"
 
 
-def _collapsed_note(layers, calls, total, **_):
-    parts = [f"{layers} 个层"] * bool(layers) + [f"{calls} 个 TF API 调用"] * bool(calls)
+def _collapsed_note(layers, calls, total, blocks=0, losses=0, **_):
+    parts = (
+        [f"{blocks} 个模块"] * bool(blocks)
+        + [f"{layers} 个层"] * bool(layers)
+        + [f"{losses} 个损失"] * bool(losses)
+        + [f"{calls} 个 TF API 调用"] * bool(calls)
+    )
     return "和".join(parts) + f"已折叠（共 {total} 个节点）；展开即可看到其中的运算"
 
 

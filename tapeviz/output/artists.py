@@ -13,12 +13,13 @@ glyph (:func:`tapeviz.picture.fonts.matplotlib_families`).
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from matplotlib.axes import Axes
-from matplotlib.colors import to_rgba
+from matplotlib.colors import to_hex, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.markers import MarkerStyle
@@ -27,23 +28,20 @@ from matplotlib.path import Path
 from matplotlib.text import Text
 
 from ..picture.fonts import matplotlib_families
-from ..picture.scene import (
-    FONT,
-    Arrow,
-    Box,
-    Label,
-    Scene,
-    Swatch,
-    _legend_layout_for,
-    arrow_specs,
-    edge_label_specs,
-    label_specs,
-)
+from ..picture.legend import legend_layout_for
+from ..picture.marks import Arrow, Box, Label, Swatch
+from ..picture.placement import arrow_specs, edge_label_specs, label_specs
+from ..picture.scene import Scene
+from ..picture.style import FONT
 from ..picture.themes import LIGHT, Theme
 from ..record.graph import TapeGraph
+from .painter import Painter
 from .raster import MAX_PNG_PIXELS
 
 __all__ = [
+    "MplPainter",
+    "restyle_artists",
+    "scene_as_drawn",
     "box_artist",
     "text_artist",
     "arrow_artist",
@@ -176,6 +174,37 @@ def mark_artists(ax: Axes, a: Arrow, scene: Scene) -> list[Line2D]:
     return out
 
 
+class MplPainter(Painter):
+    """The matplotlib painter: one artist per record, graph records on ``ax`` (data units),
+    chrome records (``px=True``: title, caption, legend) on ``figure`` (canvas pixels)."""
+
+    def __init__(self, scene: Scene, ax: Axes | None = None, figure: Figure | None = None):
+        self.scene, self.ax, self.figure = scene, ax, figure
+
+    def box(self, b: Box) -> FancyBboxPatch:
+        assert self.ax is not None
+        return box_artist(self.ax, b)
+
+    def text(self, t: Label, zorder: float = Z_TEXT, *, px: bool = False) -> Text:
+        if px:
+            assert self.figure is not None
+            return _fig_text(self.figure, t, self.scene)
+        assert self.ax is not None
+        return text_artist(self.ax, t, zorder, self.scene.theme)
+
+    def arrow(self, a: Arrow) -> FancyArrowPatch:
+        assert self.ax is not None
+        return arrow_artist(self.ax, a, self.scene.theme)
+
+    def marks(self, a: Arrow) -> list[Line2D]:
+        assert self.ax is not None
+        return mark_artists(self.ax, a, self.scene)
+
+    def swatch(self, sw: Swatch) -> list:
+        assert self.figure is not None
+        return _swatch_artists(self.figure, sw, self.scene)
+
+
 # --------------------------------------------------------------------------- the chrome
 
 
@@ -268,19 +297,20 @@ def _swatch_artists(fig: Figure, sw: Swatch, scene: Scene) -> list:
 
 def chrome_artists(fig: Figure, scene: Scene) -> Chrome:
     """Title, caption and legend of the scene, drawn on ``fig`` (whose size is the scene's canvas)."""
-    title = _fig_text(fig, scene.title_label, scene)
-    caption = _fig_text(fig, scene.caption_label, scene)
+    paint = MplPainter(scene, figure=fig)
+    title = paint.text(scene.title_label, px=True)
+    caption = paint.text(scene.caption_label, px=True)
     samples, texts = [], []
     for sw in scene.legend:
-        samples.extend(_swatch_artists(fig, sw, scene))
-        texts.append(_fig_text(fig, sw.label, scene))
+        samples.extend(paint.swatch(sw))
+        texts.append(paint.text(sw.label, px=True))
     return Chrome(fig, title, caption, LegendArtists(samples, texts))
 
 
 def draw_legend(fig: Figure, reasons=(), kinds=(), *, theme: str | Theme | None = None, lang: str = "en"):
     """A legend of node kinds, edges and these stop reasons, laid out by a scene for
     ``fig``'s width and drawn at its bottom; returns the legend's artists."""
-    scene = _legend_layout_for(tuple(fig.get_size_inches()), list(reasons), list(kinds), theme=theme, lang=lang)
+    scene = legend_layout_for(tuple(fig.get_size_inches()), list(reasons), list(kinds), theme=theme, lang=lang)
     samples, texts = [], []
     for sw in scene.legend:
         samples.extend(_swatch_artists(fig, sw, scene))
@@ -331,21 +361,92 @@ class Artists:
 
 def draw_scene(ax: Axes, scene: Scene, chrome: Chrome) -> Artists:
     """Every record of ``scene`` as an artist on ``ax`` (limits set to the scene's)."""
-    th = scene.theme
+    paint = MplPainter(scene, ax)
     ax.set_axis_off()
     (x0, x1), (y0, y1) = scene.limits
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
-    arrows = {e: arrow_artist(ax, a, th) for e, a in scene.arrows.items()}
-    marks = [m for a in scene.arrows.values() if a.marks for m in mark_artists(ax, a, scene)]
+    arrows = {e: paint.arrow(a) for e, a in scene.arrows.items()}
+    marks = [m for a in scene.arrows.values() if a.marks for m in paint.marks(a)]
     return Artists(
-        boxes={n: box_artist(ax, b) for n, b in scene.boxes.items()},
-        labels={n: tuple(text_artist(ax, t, theme=th) for t in trio) for n, trio in scene.labels.items()},
-        grads={n: text_artist(ax, t, theme=th) for n, t in scene.grads.items()},
+        boxes={n: paint.box(b) for n, b in scene.boxes.items()},
+        labels={n: tuple(paint.text(t) for t in trio) for n, trio in scene.labels.items()},
+        grads={n: paint.text(t) for n, t in scene.grads.items()},
         arrows=arrows,
-        edge_labels={e: text_artist(ax, t, Z_EDGE_LABEL, th) for e, t in scene.edge_labels.items()},
+        edge_labels={e: paint.text(t, Z_EDGE_LABEL) for e, t in scene.edge_labels.items()},
         title=chrome.title,
         legend=chrome.legend,
-        chips={n: [text_artist(ax, t, Z_TEXT, th) for t in tags] for n, tags in scene.chips.items()},
+        chips={n: [paint.text(t, Z_TEXT) for t in tags] for n, tags in scene.chips.items()},
         marks=marks,
     )
+
+
+def restyle_artists(ax: Axes, scene: Scene, artists: Artists, title: Text) -> None:
+    """After the scene restyled its records (a step, overrides): the same texts and colours
+    on the artists that exist. Scene -> artists only; positions never change."""
+    title.set_text(scene.title_label.text)
+    a = artists
+    for e, arrow in a.arrows.items():
+        edge, label, text = scene.arrows[e], scene.edge_labels[e], a.edge_labels[e]
+        arrow.set_color(edge.color)
+        arrow.set_linestyle(edge.linestyle)
+        arrow.set_linewidth(edge.lw)
+        arrow.set_zorder(Z_EDGE + edge.lw / 100)  # thicker edges on top, as svg.py orders them
+        text.set_text(label.text)
+        text.set_color(label.color)
+        text.set_fontstyle(label.style)
+    for m in a.marks:
+        m.remove()
+    paint = MplPainter(scene, ax)
+    a.marks = [m for ar in scene.arrows.values() if ar.marks for m in paint.marks(ar)]
+    for n, box in a.boxes.items():
+        spec, grad = scene.boxes[n], scene.grads[n]
+        box.set_edgecolor(spec.ec)
+        box.set_linewidth(spec.lw)
+        a.grads[n].set_text(grad.text)
+        a.grads[n].set_color(grad.color)
+
+
+def scene_as_drawn(scene: Scene, artists: Artists, chrome: Chrome) -> Scene:
+    """A copy of the scene whose records show what someone did to the artists (colours,
+    widths, dashes, texts, visibility, text positions): what an SVG of a restyled
+    figure must show. The scene itself is never written to."""
+    sc = copy.copy(scene)
+    a = artists
+    sc.boxes, sc.labels, sc.grads = dict(scene.boxes), dict(scene.labels), dict(scene.grads)
+    sc.arrows, sc.edge_labels, sc.chips = dict(scene.arrows), dict(scene.edge_labels), dict(scene.chips)
+    for n, box in a.boxes.items():
+        rec = sc.boxes[n] = copy.copy(scene.boxes[n])
+        rec.fc, rec.ec = _hex(box.get_facecolor()), _hex(box.get_edgecolor())
+        rec.lw, rec.linestyle, rec.visible = box.get_linewidth(), box.get_linestyle(), box.get_visible()
+        title, sub, value = (_as_drawn(art, label) for art, label in zip(a.labels[n], scene.labels[n], strict=True))
+        sc.labels[n] = (title, sub, value)
+        sc.grads[n] = _as_drawn(a.grads[n], scene.grads[n])
+    for e, arrow in a.arrows.items():
+        edge = sc.arrows[e] = copy.copy(scene.arrows[e])
+        edge.color, edge.lw = _hex(arrow.get_edgecolor()), arrow.get_linewidth()
+        edge.linestyle, edge.visible = arrow.get_linestyle(), arrow.get_visible()
+        sc.edge_labels[e] = _as_drawn(a.edge_labels[e], scene.edge_labels[e])
+    for n, tags in a.chips.items():
+        sc.chips[n] = [_as_drawn(art, label) for art, label in zip(tags, scene.chips[n], strict=True)]
+    for name, art in (("title_label", chrome.title), ("caption_label", chrome.caption)):
+        label = copy.copy(getattr(scene, name))
+        label.text, label.color = art.get_text(), _hex(art.get_color())
+        setattr(sc, name, label)
+    return sc
+
+
+def _hex(color) -> str:
+    """A matplotlib colour as the hex form records hold (#rrggbb, or #rrggbbaa when translucent)."""
+    h = to_hex(color, keep_alpha=True)
+    return h[:7] if h.endswith("ff") else h
+
+
+def _as_drawn(art: Text, label: Label) -> Label:
+    out = copy.copy(label)
+    out.text = art.get_text()
+    out.color = _hex(art.get_color())
+    out.visible = art.get_visible()
+    x, y = art.get_position()
+    out.x, out.y = float(x), float(y)
+    return out

@@ -7,8 +7,9 @@ caption, legend) the scene laid out. It needs no matplotlib Figure or renderer: 
 scene placed everything with the same text metrics (:mod:`tapeviz.picture.fonts`) this module
 uses to size label backgrounds and to put each line's baseline where matplotlib's text
 layout puts it, so a PNG from :mod:`tapeviz.output.artists` and this SVG show the same picture.
-When a view's matplotlib artists exist and someone restyled them, the view copies their
-state back into the scene's records before writing (``GraphView.synced_scene``), so the
+When a view's matplotlib artists exist and someone restyled them, the SVG is written
+from a copy of the scene's records restyled as the artists are
+(``GraphView.scene_as_drawn``; the scene itself is never written back to), so the
 restyling shows here too.
 
 Coordinates are pixels at ``scene.DPI`` with y down, so the picture lines up with
@@ -28,10 +29,13 @@ import re
 from typing import Any
 
 from ..picture import fonts
-from ..picture.scene import CURVE4, DPI, MOVETO, Arrow, Box, Label, Scene, Swatch
+from ..picture.marks import Arrow, Box, Label, Swatch
+from ..picture.scene import Scene
+from ..picture.style import CURVE4, DPI, MOVETO
 from ..picture.themes import FONT_FAMILIES, rgba
+from .painter import Painter
 
-__all__ = ["to_svg", "draws_whole_figure", "head_and_line", "chevron"]
+__all__ = ["to_svg", "SvgPainter", "draws_whole_figure", "head_and_line", "chevron"]
 
 SVG_NS = "http://www.w3.org/2000/svg"
 HEAD_LENGTH, HEAD_WIDTH = 0.4, 0.2  # matplotlib's "-|>" head, in units of the mutation scale
@@ -78,8 +82,9 @@ def _dashes(linestyle, lw_pt: float) -> tuple[float, list[float]] | None:
     return offset * lw_pt, [s * lw_pt for s in seq]
 
 
-class _Writer:
-    """Per-document state: the pixel scale and caches of colours and styles."""
+class SvgPainter(Painter):
+    """The SVG painter: one element (as text) per record. Per-document state: the pixel
+    scale and caches of colours and styles."""
 
     def __init__(self, scene: Scene):
         self.scene = scene
@@ -246,6 +251,26 @@ class _Writer:
             out.append(f'<path d="{d}" style="{style}"/>')
         return "".join(out)
 
+    def swatch(self, sw: Swatch) -> str:
+        H = self.height
+        if sw.kind == "box":
+            style = self.stroke(sw.ec, sw.lw, sw.linestyle, fill=sw.fc)
+            return (
+                f'<rect x="{sw.x:.2f}" y="{H - sw.y - sw.h:.2f}" width="{sw.w:.2f}" height="{sw.h:.2f}" '
+                f'rx="{2 * self.px:.2f}" style="{style}"/>'
+            )
+        if sw.chip is not None:  # a "chip" swatch: its sample is a tag
+            return self.text(sw.chip, px=True)
+        y = H - sw.y
+        line = self.stroke(sw.ec, sw.lw, sw.linestyle)
+        out = f'<path d="M{sw.x:.2f} {y:.2f}L{sw.x + sw.w:.2f} {y:.2f}" style="{line}"/>'
+        if sw.mark:
+            pts = chevron(sw.x + sw.w / 2, y, -1.0, 0.0, CHEVRON * self.scene.theme.line * self.px)
+            d = "M" + "L".join(f"{a:.2f} {b:.2f}" for a, b in pts) + "Z"
+            mark = self.stroke(self.scene.theme.background, 0.8, fill=sw.ec, join="round")
+            out += f'<path d="{d}" style="{mark}"/>'
+        return out
+
 
 def chevron(x: float, y: float, dx: float, dy: float, length: float) -> list[tuple[float, float]]:
     """The three corners of a backward marker: a triangle centred at (x, y) pointing along
@@ -307,8 +332,8 @@ def _path_d(verts, codes) -> str:
 def _scene_of(view) -> Scene:
     if isinstance(view, Scene):
         return view
-    synced = getattr(view, "synced_scene", None)
-    return synced() if synced is not None else view.scene
+    as_drawn = getattr(view, "scene_as_drawn", None)
+    return as_drawn() if as_drawn is not None else view.scene
 
 
 def draws_whole_figure(view) -> bool:
@@ -339,7 +364,7 @@ def to_svg(view, *, fit: bool = False) -> str:
     label), ``marks`` (the backward chevrons), ``title``, ``caption``, ``legend``.
     """
     sc = _scene_of(view)
-    w = _Writer(sc)
+    w = SvgPainter(sc)
     W, H, px = w.width, w.height, w.px
     style = "white-space:pre"
     shrink = MIN_FIT_TEXT / sc.theme.font
@@ -387,27 +412,8 @@ def to_svg(view, *, fit: bool = False) -> str:
     if sc.legend:
         out.append('<g id="legend">')
         for sw in sc.legend:
-            out.append(_swatch(w, sc, sw))
+            out.append(w.swatch(sw))
             out.append(w.text(sw.label, px=True))
         out.append("</g>\n")
     out.append("</svg>\n")
     return "".join(out)
-
-
-def _swatch(w: _Writer, sc: Scene, sw: Swatch) -> str:
-    H = w.height
-    if sw.kind == "box":
-        style = w.stroke(sw.ec, sw.lw, sw.linestyle, fill=sw.fc)
-        return (
-            f'<rect x="{sw.x:.2f}" y="{H - sw.y - sw.h:.2f}" width="{sw.w:.2f}" height="{sw.h:.2f}" '
-            f'rx="{2 * w.px:.2f}" style="{style}"/>'
-        )
-    if sw.chip is not None:  # a "chip" swatch: its sample is a tag
-        return w.text(sw.chip, px=True)
-    y = H - sw.y
-    out = f'<path d="M{sw.x:.2f} {y:.2f}L{sw.x + sw.w:.2f} {y:.2f}" style="{w.stroke(sw.ec, sw.lw, sw.linestyle)}"/>'
-    if sw.mark:
-        pts = chevron(sw.x + sw.w / 2, y, -1.0, 0.0, CHEVRON * sc.theme.line * w.px)
-        d = "M" + "L".join(f"{a:.2f} {b:.2f}" for a, b in pts) + "Z"
-        out += f'<path d="{d}" style="{w.stroke(sc.theme.background, 0.8, fill=sw.ec, join="round")}"/>'
-    return out

@@ -4,9 +4,10 @@ The view sits above both writers: its scene is written as SVG by :mod:`tapeviz.o
 (files, the explorer's canvas, Jupyter's display) with no artist made, and drawn by
 :mod:`tapeviz.output.artists` (PNG, GIF, ``view.figure``, ``view.artists``) only when someone
 asks for artists. When the step or the shown gradients change, the scene restyles its
-records and the view copies the new texts and colours onto the artists that exist;
-when someone restyles an artist, :meth:`GraphView.synced_scene` copies it back into
-the records before an SVG is written, so the file shows it too.
+records and the matplotlib writer restyles the artists that exist (scene -> artists, one
+way); when someone restyles an artist, an SVG is written from a copy of the records
+restyled as the artists are (:meth:`GraphView.scene_as_drawn`), so the file shows it too
+and the scene stays as the view made it.
 """
 
 from __future__ import annotations
@@ -17,18 +18,18 @@ from typing import Any, NamedTuple
 
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
-from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT
 from ..picture.rows import PAGE_WIDTH
-from ..picture.scene import DPI, Label, Scene
+from ..picture.scene import Scene
+from ..picture.style import DPI
 from ..picture.themes import Theme
 from ..picture.visibility import Collapsed, Shown, leaf_groups
 from ..record.graph import TapeGraph
-from .artists import Z_EDGE, Artists, Chrome, chrome_artists, draw_scene, mark_artists, raster_dpi
+from .artists import Artists, Chrome, chrome_artists, draw_scene, raster_dpi, restyle_artists, scene_as_drawn
 from .svg import to_svg
 
 __all__ = ["GraphView", "TapeFigure"]
@@ -77,12 +78,6 @@ class _Drawing(NamedTuple):
     artists: Artists
 
 
-def _hex(color) -> str:
-    """A matplotlib colour as the hex form records hold (#rrggbb, or #rrggbbaa when translucent)."""
-    h = to_hex(color, keep_alpha=True)
-    return h[:7] if h.endswith("ff") else h
-
-
 class GraphView:
     """A picture of a graph whose gradient state can be changed in place.
 
@@ -116,9 +111,9 @@ class GraphView:
         lang: str = DEFAULT,
         magnitude: bool = False,
         wrap: int | None = None,
-        page: float = PAGE_WIDTH,
         depth: int | None = None,
         expand: Iterable[str] = (),
+        page: float = PAGE_WIDTH,
     ):
         magnitudes = None
         if magnitude and flow is not None:
@@ -140,9 +135,9 @@ class GraphView:
             lang=lang,
             magnitudes=magnitudes,
             wrap=wrap,
-            page=page,
             depth=depth,
             expand=expand,
+            page=page,
         )
         self._user_ax = ax
         self._drawing: _Drawing | None = None
@@ -323,59 +318,17 @@ class GraphView:
                 return False
         return True
 
-    def synced_scene(self) -> Scene:
-        """The scene, with what someone did to the artists (colours, widths, dashes, texts,
-        visibility, text positions) copied back into its records: what to_svg writes."""
-        sc = self.scene
+    def scene_as_drawn(self) -> Scene:
+        """What an SVG of this view shows: the scene, or, once its artists exist, a copy of
+        it restyled as someone restyled the artists (the scene itself is not changed)."""
         d = self._drawing
-        if d is None:
-            return sc
-        a = d.artists
-        for n, box in a.boxes.items():
-            rec = sc.boxes[n]
-            rec.fc, rec.ec = _hex(box.get_facecolor()), _hex(box.get_edgecolor())
-            rec.lw, rec.linestyle, rec.visible = box.get_linewidth(), box.get_linestyle(), box.get_visible()
-            for art, label in zip(a.labels[n], sc.labels[n], strict=True):
-                _sync_text(art, label)
-            _sync_text(a.grads[n], sc.grads[n])
-        for e, arrow in a.arrows.items():
-            edge = sc.arrows[e]
-            edge.color, edge.lw = _hex(arrow.get_edgecolor()), arrow.get_linewidth()
-            edge.linestyle, edge.visible = arrow.get_linestyle(), arrow.get_visible()
-            _sync_text(a.edge_labels[e], sc.edge_labels[e])
-        for n, tags in a.chips.items():
-            for art, label in zip(tags, sc.chips[n], strict=True):
-                _sync_text(art, label)
-        for art, label in ((d.chrome.title, sc.title_label), (d.chrome.caption, sc.caption_label)):
-            label.text, label.color = art.get_text(), _hex(art.get_color())
-        return sc
+        return self.scene if d is None else scene_as_drawn(self.scene, d.artists, d.chrome)
 
     def _push(self) -> None:
-        """Copy the scene's current texts and colours onto the artists that exist."""
-        sc = self.scene
+        """The scene restyled its records: the same on the artists that exist."""
         d = self._drawing
-        if d is None:
-            return
-        d.chrome.title.set_text(sc.title_label.text)
-        a = d.artists
-        for e, arrow in a.arrows.items():
-            edge, label, text = sc.arrows[e], sc.edge_labels[e], a.edge_labels[e]
-            arrow.set_color(edge.color)
-            arrow.set_linestyle(edge.linestyle)
-            arrow.set_linewidth(edge.lw)
-            arrow.set_zorder(Z_EDGE + edge.lw / 100)  # thicker edges on top, as svg.py orders them
-            text.set_text(label.text)
-            text.set_color(label.color)
-            text.set_fontstyle(label.style)
-        for m in a.marks:
-            m.remove()
-        a.marks = [m for ar in sc.arrows.values() if ar.marks for m in mark_artists(d.ax, ar, sc)]
-        for n, box in a.boxes.items():
-            spec, grad = sc.boxes[n], sc.grads[n]
-            box.set_edgecolor(spec.ec)
-            box.set_linewidth(spec.lw)
-            a.grads[n].set_text(grad.text)
-            a.grads[n].set_color(grad.color)
+        if d is not None:
+            restyle_artists(d.ax, self.scene, d.artists, d.chrome.title)
 
     # -- changing what is shown ----------------------------------------------------
 
@@ -447,11 +400,3 @@ class GraphView:
         buf = io.BytesIO()
         self.figure.savefig(buf, format="png", dpi=raster_dpi(self.figure, dpi), facecolor=self.scene.theme.background)
         return buf.getvalue()
-
-
-def _sync_text(art: Text, label: Label) -> None:
-    label.text = art.get_text()
-    label.color = _hex(art.get_color())
-    label.visible = art.get_visible()
-    x, y = art.get_position()
-    label.x, label.y = float(x), float(y)

@@ -170,6 +170,7 @@ def build_tree(
     losses = set(loss_scopes)
     root = _Raw("", "block")
     by_key: dict[tuple, _Raw] = {}
+    by_scope: dict[str, _Raw] = {}
     where: dict[Node, _Raw] = {}
     joiners = []
     for n in order:
@@ -187,21 +188,15 @@ def build_tree(
             continue
         scope = d.get("scope") or ""
         if scope:
-            parent, key = root, ()
-            for part in scope.split("/"):
-                key = key + (part,)
-                raw = by_key.get(key)
-                if raw is None:
-                    raw = by_key[key] = _Raw(part, "loss" if "/".join(key) in losses else "layer")
-                    parent.items.append(raw)
-                parent = raw
+            parent = _scope_group(scope, by_scope, root, losses)
         elif n in apis:
             name, call, kind = apis[n]
             key = ("\0api", name, call)
-            parent = by_key.get(key)
-            if parent is None:
-                parent = by_key[key] = _Raw(name, kind)
-                root.items.append(parent)
+            call_group = by_key.get(key)
+            if call_group is None:
+                call_group = by_key[key] = _Raw(name, kind)
+                root.items.append(call_group)
+            parent = call_group
         else:
             parent = root
         parent.items.append(n)
@@ -213,6 +208,27 @@ def build_tree(
         _add_prefix_groups(root)
     _dissolve_singletons(root, set(joiners))
     return _freeze(root)
+
+
+def _scope_group(scope: str, by_scope: dict[str, _Raw], root: _Raw, losses: set) -> _Raw:
+    """The group of name scope ``scope``, made with any missing outer scopes (each scope
+    string is split once: linear in the scopes' lengths, however deep they nest)."""
+    raw = by_scope.get(scope)
+    if raw is not None:
+        return raw
+    missing = [scope]
+    parent = root
+    while "/" in missing[-1]:
+        outer = missing[-1].rsplit("/", 1)[0]
+        if outer in by_scope:
+            parent = by_scope[outer]
+            break
+        missing.append(outer)
+    for s in reversed(missing):
+        raw = by_scope[s] = _Raw(s.rsplit("/", 1)[-1], "loss" if s in losses else "layer")
+        parent.items.append(raw)
+        parent = raw
+    return parent
 
 
 def _tokens(item) -> list[str] | None:
@@ -244,8 +260,8 @@ def _add_prefix_groups(root: _Raw) -> None:
         out: list = []
         i = 0
         while i < len(items):
-            toks = _tokens(items[i])
-            k = next((k for k in range(start, len(toks)) if _prefix_ok(toks, k)), None) if toks else None
+            toks = _tokens(items[i]) or []
+            k = next((k for k in range(start, len(toks)) if _prefix_ok(toks, k)), None)
             j = i + 1
             while k is not None and j < len(items):
                 other = _tokens(items[j])

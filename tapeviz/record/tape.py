@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 import tensorflow as tf
 
-from .capture import GRAPH_MODE_MESSAGE, GraphModeError, Recorder, tape_is_recording
 from .graph import DEFAULT_BUDGET_BYTES, DEFAULT_MAX_VALUE_BYTES, TapeGraph
+from .recorder import Recorder, tape_is_recording
+from .records import GRAPH_MODE_MESSAGE, GraphModeError
 
 __all__ = ["GradientTape", "Recording", "record", "graph_of"]
 

@@ -1,0 +1,129 @@
+"""Wording: the texts a picture writes on boxes and edges (titles, values, gradients).
+
+Every number comes from the records and the flow; every sentence from the message catalogue."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..messages import DEFAULT, say
+from ..record.graph import GRAD_NORM, TapeGraph, format_value
+from .names import short_names
+from .visibility import Shown
+
+
+def is_bad(value) -> bool:
+    """NaN or Inf anywhere in a float value (those are drawn in the theme's ``bad`` colour)."""
+    if value is None:
+        return False
+    a = np.asarray(value)
+    if a.dtype.kind not in "fc":
+        return False
+    if a.size == 1:
+        return not math.isfinite(abs(a.item()))
+    return not np.isfinite(a).all()
+
+
+def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str = DEFAULT) -> str:
+    """First line of a box: the user's name for it, else what it is."""
+    if display is not None and display.nx.nodes[node].get("kind") == "layer":
+        dd = display.nx.nodes[node]
+        if dd.get("group_kind") == "api":
+            return dd["name"].removeprefix("tf.")
+        name = dd["name"]
+        return f"{name} (call {dd['call'] + 1})" if dd.get("call") else name
+    if display is not None and display.nx.nodes[node].get("kind") == "inner":
+        return display.nx.nodes[node]["op_type"]
+    d = graph.nx.nodes[node]
+    if d.get("name"):
+        return d["name"]
+    if d["kind"] == "op":
+        return d.get("function") or d["op_type"]
+    return say("ui.kind.constant", lang) if d["kind"] == "constant" else d["label"]
+
+
+def _path(graph: TapeGraph, node, display: Shown | None) -> str:
+    """A box's full name when it has one: a layer's Keras path, a variable's or a tensor's
+    name (``generator/dense/kernel``, ``loss``); '' for ops and constants named by type."""
+    if display is not None:
+        dd = display.nx.nodes[node]
+        if dd.get("kind") == "layer":
+            return "" if dd.get("group_kind") == "api" else dd["layer"]
+        if dd.get("kind") == "inner":
+            return ""
+    return graph.nx.nodes[node].get("name") or ""
+
+
+def box_names(graph: TapeGraph, display: Shown | None = None, lang: str = DEFAULT) -> dict[Any, tuple[str, str]]:
+    """(title, full name) of every box. A named box's title is the shortest end of its path
+    that no other box's path ends with (see :func:`tapeviz.picture.names.short_names`): the
+    model's prefix and the parts every box shares drop away, the full name stays as the tooltip."""
+    nodes = list((display.nx if display is not None else graph.nx).nodes)
+    paths = {n: p for n in nodes if (p := _path(graph, n, display))}
+    short = short_names(paths)
+    out = {}
+    for n in nodes:
+        if n not in paths:
+            title = node_title(graph, n, display, lang)
+            out[n] = (title, title)
+            continue
+        call = display.nx.nodes[n].get("call") if display is not None else None
+        more = f" (call {call + 1})" if call else ""
+        out[n] = (short[n] + more, paths[n] + more)
+    return out
+
+
+def _op_label(d) -> str:
+    """`Mul`, or `tf.function f` for a function call / custom-gradient entry."""
+    return f"{d['via']} {d['function']}" if d.get("via") else d["op_type"]
+
+
+def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: str = DEFAULT) -> str:
+    """Middle line: the op type when the title is the user's name for the op."""
+    if display is not None and display.nx.nodes[node].get("kind") == "layer":
+        members = display.members[node]
+        ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
+        return say(f"ui.group.{display.nx.nodes[node].get('group_kind', 'layer')}", lang, n=ops)
+    if display is not None and display.nx.nodes[node].get("kind") == "inner":
+        fn = display.nx.nodes[node]["function"]
+        return say("ui.group.inner", lang, function=graph.nx.nodes[fn].get("function", ""))
+    d = graph.nx.nodes[node]
+    if d["kind"] != "op":
+        return ""
+    if d.get("name"):
+        return _op_label(d)
+    return d.get("via") or ""
+
+
+def node_value_text(graph: TapeGraph, node, display: Shown | None = None) -> str:
+    """Bottom line: the forward value (or its summary); a layer shows its output's."""
+    dd = display.nx.nodes[node] if display is not None else {}
+    if display is not None and dd.get("kind") == "layer":
+        ops = [m for m in display.members[node] if graph.nx.nodes[m]["kind"] == "op"]
+        node = ops[-1] if ops else display.members[node][-1]
+    elif dd.get("kind") == "inner":
+        # TF keeps no per-op values inside a function call; the ops it returns have the call's outputs
+        outs = graph.nx.nodes[dd["function"]].get("outputs") or []
+        j = dd.get("ret_index")
+        if j is None or j >= len(outs):
+            return ""
+        returned = graph.tensors[outs[j]]
+        return format_value(returned.value, returned.summary)
+    info = graph.output_info(node)
+    return "" if info is None else format_value(info.value, info.summary)
+
+
+def grad_text(value) -> str:
+    """What a box shows under it for the gradient that reached it."""
+    return "∂ " + ("None" if value is None else format_value(np.asarray(value), norm=GRAD_NORM))
+
+
+def compact(value) -> str:
+    """A shorter rendering of a gradient: its shape and norm (a scalar stays itself)."""
+    a = np.asarray(value)
+    if a.size <= 1:
+        return format_value(a)
+    return format_value(a, max_items=1, norm=GRAD_NORM)

@@ -1,0 +1,314 @@
+"""The recorder: one tape's op log on the current thread, from start() to stop().
+
+While a tape records, an op callback logs every eagerly executed op together with the
+tape's recording state and name scope (cheaply: a tuple per op; OpRecords are built after
+the block). The patches of hooks.py are installed with the first active recorder and
+removed with the last one, on every exit path; what they see lands in the recorder's
+public dicts (variables, exported, reentries, seen).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.python import pywrap_tfe
+from tensorflow.python.eager import context as _context
+from tensorflow.python.framework import op_callbacks as _op_callbacks
+from tensorflow.python.framework import ops as _ops
+from tensorflow.python.ops import script_ops as _script_ops
+
+from .callsites import ApiCalls, keras_paths_of, loss_scopes_at
+from .capture import Capture
+from .hooks import Patches
+from .hookstate import active as _active
+from .numpy_exports import Export, Reentry
+from .records import R_ATTRS, R_BACKWARD, R_OUT, R_SCOPE, R_TYPE
+from .user_frame import scan_frame
+
+_is_stopped = pywrap_tfe.TFE_Py_TapeSetIsStopped
+_get_ident = threading.get_ident
+_UNSET = object()
+
+
+def tape_is_recording(tape: tf.GradientTape) -> bool:
+    """Whether we are inside `tape`'s block (tv.record must be entered there)."""
+    return bool(tape._recording) and tape._tape is not None
+
+
+# Registered gradient functions that consume state their forward op left behind, so a
+# second backward pass over the same op fails unless the state is kept and put back.
+# EagerPyFunc (tf.py_function) pops the tape its Python body was recorded on from
+# script_ops.tape_cache, keyed by the op's "token" attribute.
+_SIDE_STATE_OPS = frozenset({b"EagerPyFunc", "EagerPyFunc"})
+
+
+def _attr(attrs, name):
+    for i in range(0, len(attrs) - 1, 2):
+        if attrs[i] == name:
+            return attrs[i + 1]
+    return None
+
+
+def _keep_pyfunc_state(attrs) -> tuple | None:
+    """(cache key, tape_cache entry) of a py_function that just ran, or None.
+
+    The entry's tape is persistent when the function ran on this recording thread
+    (see _ScriptBackprop); an entry whose tape is not cannot be replayed without
+    using it up, so it is kept as unreplayable."""
+    token = _attr(attrs, "token")
+    if token is None:
+        return None
+    key = token if isinstance(token, bytes) else str(token).encode()
+    entry = _script_ops.tape_cache.get(key)
+    if entry is None:
+        return None
+    return (key, entry if getattr(entry[0], "_persistent", False) else None)
+
+
+class Recorder:
+    """Logs ops for one tape on the current thread; use start()/stop() in try/finally."""
+
+    def __init__(self, tape: tf.GradientTape):
+        if not isinstance(tape, tf.GradientTape):
+            raise TypeError(
+                f"tapeviz.record() needs a tf.GradientTape, got {type(tape).__name__}. "
+                "Use it as: with tf.GradientTape() as tape, tv.record(tape) as rec: ..."
+            )
+        self.tape = tape
+        # Filled while the block runs, by the op callback and by the hooks (hooks.py,
+        # numpy_exports.py) on this thread; handed to the Capture when it stops.
+        self.raw: list[tuple] = []  # one tuple per op (positions records.R_*)
+        self.variables: dict[int, Any] = {}
+        self.exported: dict[int, Export] = {}
+        self.reentries: dict[int, Reentry] = {}
+        self.seen: dict[int, Any] = {}
+        self._watched: dict[int, Any] = {}
+        self._side_state: dict[int, Any] = {}
+        self._generations: list[Any] = []
+        self._live: Any = _UNSET  # the tape object of generation self._gen
+        self._gen = -1
+        self._watch_log: list = []
+        self._started = False
+        self._graph_mode = False
+        self.api_calls = ApiCalls()  # the TF API calls unscoped ops ran in
+        self._scopes_seen: set[str] = set()
+        self._loss_scopes: set[str] = set()  # name scopes a Keras loss object opened
+        self.capture: Capture | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+    def start(self) -> None:
+        if self._started:
+            raise RuntimeError("This tapeviz recorder is already recording; use a new one.")
+        self._thread_id = _get_ident()
+        self._started = True
+        # Inside a tf.function the block is traced, not executed: there is nothing to
+        # record, so no hook is installed and flow() explains why.
+        self._graph_mode = not _context.executing_eagerly()
+        if self._graph_mode:
+            return
+        self._start_uid = _ops.uid()
+        self._tld = _context.context()._thread_local_data  # name scope of this thread
+        self._hook = self._make_callback()
+        Patches.acquire()
+        try:
+            _active().append(self)
+            # Op callbacks are per thread: ops of other threads never reach this one.
+            _op_callbacks.add_op_callback(self._hook)
+        except BaseException:
+            self._detach()
+            self._started = False
+            raise
+
+    def _detach(self) -> None:
+        recs = _active()
+        if self in recs:
+            recs.remove(self)
+        try:
+            _op_callbacks.remove_op_callback(self._hook)
+        except (KeyError, ValueError):
+            pass
+        Patches.release()
+
+    def stop(self, frame=None) -> Capture:
+        """Remove every hook, then settle which ops this tape recorded."""
+        if not self._started:
+            raise RuntimeError("This tapeviz recorder was never started.")
+        self._started = False
+        if self._graph_mode:
+            self.capture = self._empty_capture()
+            return self.capture
+        self._detach()
+        self.api_calls.forget_frame()  # a frame keeps its locals alive
+        self.capture = self._finish(frame)
+        return self.capture
+
+    def note_watch(self, tensors) -> None:
+        """Called from GradientTape.watch: remember tensors the user asked to watch."""
+        if self._graph_mode:
+            return
+        gen = self._generation()
+        for t in tf.nest.flatten(tensors):
+            if isinstance(t, tf.Variable):
+                # the tape lists its variables itself; only the moment is noted here
+                self._watch_log.append((t.handle._id, gen, len(self.raw)))
+            elif isinstance(t, _ops.EagerTensor):
+                self._watched[t._id] = t
+                self.seen[t._id] = t
+                self._watch_log.append((t._id, gen, len(self.raw)))
+
+    def _generation(self) -> int:
+        """Index of the tape object live now (tape.reset() replaces it)."""
+        live = self.tape._tape
+        if live is not self._live:
+            if not self._generations or self._generations[-1] is not live:
+                self._generations.append(live)
+            self._live, self._gen = live, len(self._generations) - 1
+        return self._gen
+
+    # -- the callback ----------------------------------------------------------------
+    def _make_callback(self):
+        """The op callback: runs for every eager op while recording, so it only stores.
+
+        A closure over locals rather than a method: no attribute lookups on the hot path.
+        """
+        tape, tld, append, is_stopped, rec = self.tape, self._tld, self.raw.append, _is_stopped, self
+        side_ops, side_state, api_call = _SIDE_STATE_OPS, self._side_state, self.api_calls.current
+        scopes_seen, loss_scopes = self._scopes_seen, self._loss_scopes
+        thread, get_ident = self._thread_id, _get_ident
+
+        def callback(op_type, inputs, attrs, outputs, op_name=None, graph=None):
+            if graph is not None:  # graph construction (tf.function tracing) is not an execution
+                return None
+            # Callbacks are per thread, except where TF shares one list between threads
+            # (MirroredStrategy's replica threads run with their caller's list): only
+            # the recording thread's own ops are this tape's.
+            if get_ident() != thread:
+                return None
+            if tape._tape is not rec._live:
+                rec._generation()
+            if outputs.__class__ is list:
+                # TF hands multi-output ops (Unpack, Split) a list that its caller may
+                # empty later (Keras's recurrent loop sets the entries to None): keep a
+                # snapshot of what the op returned.
+                outputs = tuple(outputs)
+            if op_type in side_ops:
+                side_state[len(rec.raw)] = _keep_pyfunc_state(attrs)
+            scope = tld.scope_name
+            if scope and scope not in scopes_seen:
+                scopes_seen.add(scope)
+                loss_scopes.update(loss_scopes_at(scope, sys._getframe(1)))
+            append(
+                (
+                    op_type,
+                    inputs,
+                    attrs,
+                    outputs,
+                    scope,
+                    tape._recording and not is_stopped(),
+                    rec._gen,
+                    None,
+                    None if scope else api_call(),
+                )
+            )
+            return None
+
+        return callback
+
+    def note_record(self, op_type, outputs, inputs, backward) -> None:
+        """record.record_operation puts an entry with its own backward function on the tape.
+
+        A tf.function call runs with recording stopped and is recorded by hand right
+        after: that is the call op the callback already logged, so it gets the backward
+        function in place. A tf.custom_gradient entry re-declares outputs other ops
+        computed: it is logged as an op of its own (graph.py makes it their producer).
+        """
+        if _get_ident() != self._thread_id or not _context.executing_eagerly():
+            return
+        outputs, inputs = tuple(outputs), tuple(inputs)
+        if not all(isinstance(t, _ops.EagerTensor) for t in outputs + inputs):
+            return  # symbolic tensors: a graph being traced, not an eager execution
+        if isinstance(op_type, bytes):
+            op_type = op_type.decode()
+        tape = self.tape
+        gen = self._generation()
+        recording = bool(tape._recording) and not _is_stopped()
+        out_ids = [o._id for o in outputs]
+        raw = self.raw
+        for i in range(len(raw) - 1, max(len(raw) - 17, -1), -1):  # the call op ran just before
+            r = raw[i]
+            rtype = r[R_TYPE].decode() if type(r[R_TYPE]) is bytes else r[R_TYPE]
+            call_out = [o._id for o in (r[R_OUT] or ()) if o is not None]
+            # The forward function may return extra outputs (intermediates kept for its
+            # backward pass); the tape records only the leading, user-visible ones.
+            if r[R_BACKWARD] is None and rtype == op_type and call_out[: len(out_ids)] == out_ids:
+                raw[i] = (op_type, inputs, r[R_ATTRS], outputs, r[R_SCOPE], recording, gen, backward, None)
+                return
+        raw.append((op_type, inputs, (), outputs, self._tld.scope_name, recording, gen, backward, None))
+
+    # -- after the block -------------------------------------------------------------
+    def _empty_capture(self) -> Capture:
+        tape = self.tape
+        return Capture(
+            raw=[],
+            seen={},
+            variables={},
+            access_paths={},
+            watched_variables=(),
+            watched={},
+            exported={},
+            reentries={},
+            start_uid=0,
+            names={},
+            persistent=bool(tape._persistent),
+            thread_id=self._thread_id,
+            tape_ref=weakref.ref(tape),
+            final_generation=-1,
+            watch_log=[],
+            watch_accessed_variables=bool(tape._watch_accessed_variables),
+            reset_count=0,
+            frame=None,
+            side_state={},
+            graph_mode=True,
+        )
+
+    def _finish(self, frame) -> Capture:
+        """Snapshot the tape's state now; the per-op bookkeeping waits for Capture.settle()."""
+        tape = self.tape
+        final_tape = tape._tape
+        # Which generation is "the" tape: the last live one (gradient() on a
+        # non-persistent tape sets _tape to None, reset() starts a new one).
+        if final_tape is not None:
+            final_gen = self._generation()  # also right after a reset() that no op followed
+        else:
+            final_gen = next(
+                (i for i in range(len(self._generations) - 1, -1, -1) if self._generations[i] is not None), -1
+            )
+        watched_vars = final_tape.watched_variables() if final_tape is not None else tape._watched_variables
+        info = scan_frame(frame) if frame is not None else None
+        return Capture(
+            raw=self.raw,
+            seen=self.seen,
+            variables=self.variables,
+            access_paths=keras_paths_of(self.variables),
+            watched_variables=tuple(watched_vars),
+            watched=self._watched,
+            exported=self.exported,
+            reentries=self.reentries,
+            start_uid=self._start_uid,
+            names=info.names if info is not None else {},
+            persistent=bool(tape._persistent),
+            thread_id=self._thread_id,
+            tape_ref=weakref.ref(tape),
+            final_generation=final_gen,
+            watch_log=self._watch_log,
+            watch_accessed_variables=bool(tape._watch_accessed_variables),
+            reset_count=max(0, len([g for g in self._generations if g is not None]) - 1),
+            frame=info,
+            side_state={i: s for i, s in self._side_state.items() if s is not None},
+            graph_mode=False,
+            loss_scopes=frozenset(self._loss_scopes),
+        )
