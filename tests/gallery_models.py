@@ -40,11 +40,11 @@ def _images(seed: int = 0) -> tuple[tf.Tensor, tf.Tensor]:
     return x, tf.constant(rng.integers(0, CLASSES, size=BATCH))
 
 
-def _classifier_step(model: keras.Model) -> Step:
-    """One step of an image classifier: sparse cross-entropy on its logits."""
-    x, y = _images()
-    model(x)  # build the weights before the tape
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+def _step(model: keras.Model, x, y, loss_fn=None) -> Step:
+    """One training step of ``model`` on (x, y): its weights built before the tape, then the
+    loss (sparse cross-entropy on logits unless given) recorded on a persistent tapeviz tape."""
+    loss_fn = loss_fn or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model(x)
     with tv.GradientTape(persistent=True) as tape:
         loss = loss_fn(y, model(x, training=True))
     return Step(tape, loss, list(model.trainable_variables))
@@ -54,7 +54,7 @@ def _application(cls: Callable) -> Callable[[], Step]:
     def make() -> Step:
         keras.utils.set_random_seed(0)
         model = cls(weights=None, input_shape=IMAGE, classes=CLASSES, classifier_activation=None)
-        return _classifier_step(model)
+        return _step(model, *_images())
 
     make.__name__ = cls.__name__
     return make
@@ -102,12 +102,7 @@ def transformer() -> Step:
     model = TransformerEncoder(name="encoder")
     rng = np.random.default_rng(0)
     ids = tf.constant(rng.integers(0, 50, size=(BATCH, 8)))
-    y = tf.constant(rng.integers(0, CLASSES, size=BATCH))
-    model(ids)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    with tv.GradientTape(persistent=True) as tape:
-        loss = loss_fn(y, model(ids, training=True))
-    return Step(tape, loss, list(model.trainable_variables))
+    return _step(model, ids, tf.constant(rng.integers(0, CLASSES, size=BATCH)))
 
 
 # ----------------------------------------------------------------------------- U-Net
@@ -132,11 +127,7 @@ def unet() -> Step:
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(BATCH, 32, 32, 1)).astype("float32"))
     y = tf.constant((rng.random(size=(BATCH, 32, 32, 1)) > 0.5).astype("float32"))
-    model(x)
-    loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
-    with tv.GradientTape(persistent=True) as tape:
-        loss = loss_fn(y, model(x, training=True))
-    return Step(tape, loss, list(model.trainable_variables))
+    return _step(model, x, y, keras.losses.BinaryCrossentropy(from_logits=True))
 
 
 # ----------------------------------------------------------------------------- seq2seq
@@ -156,11 +147,7 @@ def seq2seq() -> Step:
     rng = np.random.default_rng(0)
     src = tf.constant(rng.integers(0, 30, size=(BATCH, 6)).astype("int32"))
     tgt = tf.constant(rng.integers(0, 30, size=(BATCH, 6)).astype("int32"))
-    model([src, tgt[:, :-1]])
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    with tv.GradientTape(persistent=True) as tape:
-        loss = loss_fn(tgt[:, 1:], model([src, tgt[:, :-1]], training=True))
-    return Step(tape, loss, list(model.trainable_variables))
+    return _step(model, [src, tgt[:, :-1]], tgt[:, 1:])
 
 
 # ----------------------------------------------------------------------------- GAN

@@ -26,7 +26,7 @@ import tapeviz as tv
 from tapeviz.output.svg import to_svg
 from tapeviz.picture import fonts
 from tapeviz.picture.names import name_lines, short_names
-from tapeviz.picture.rows import CELL_WIDTH, MAX_RATIO, PAGE_WIDTH, row_lengths
+from tapeviz.picture.rows import CELL_WIDTH, MAX_RATIO, PAGE_WIDTH, row_lengths, row_starts
 from tapeviz.picture.scene import Scene
 from tapeviz.picture.wording import box_names
 
@@ -160,3 +160,18 @@ def test_row_lengths_are_balanced_and_each_tried_once():
     assert row_lengths(9) == [9, 5, 3, 2]  # 3 rows of 3, not 4 + 4 + 1
     assert row_lengths(2) == [2]
     assert row_lengths(1) == [2]  # at least two columns a row (wrap_bands leaves one row alone)
+
+
+def test_rows_are_cut_where_the_fewest_edges_return():
+    """Each edge crossing a cut is a lane back under its row. A chain 0..5 with a skip 1 -> 4,
+    in two rows of at most 4: every cut (before column 2, 3 or 4) crosses 2 edges, so the
+    even one wins; with a second skip 0 -> 3, the cut before 4 crosses fewest."""
+    import networkx as nx
+
+    g = nx.DiGraph([(i, i + 1) for i in range(5)] + [(1, 4)])
+    pos = {i: (float(i), 0.0) for i in range(6)}
+    assert row_starts(g, pos, 4) == [0, 3]
+    g.add_edge(0, 3)  # crossings before columns 2, 3, 4: 3, 3, 2
+    assert row_starts(g, pos, 4) == [0, 4]
+    assert row_starts(g, pos, 6) == [0]  # one row holds it
+    assert row_starts(g, pos, 2) == [0, 2, 4]  # no choice

@@ -63,7 +63,16 @@ from .placement import (
     label_specs,
 )
 from .routing import edge_plans, edge_route
-from .rows import MAX_RATIO, NARROW_PAGE, PAGE_FIT_MOST, PAGE_WIDTH, band_columns, row_lengths, wrap_bands
+from .rows import (
+    MAX_RATIO,
+    NARROW_PAGE,
+    PAGE_FIT_MOST,
+    PAGE_WIDTH,
+    band_columns,
+    row_lengths,
+    row_starts,
+    wrap_bands,
+)
 from .style import (
     BAND_MOST,
     BOX_W,
@@ -221,7 +230,7 @@ class Scene:
         for i, columns in enumerate(choices):
             if i < len(choices) - 1 and min(columns, n_columns) * column_px > self.page:
                 continue  # its boxes alone are wider than the page
-            self._build(*wrap_bands(dg, pos, computed, columns=columns), names, magnitudes)
+            self._build(*self._rows(pos, computed, columns), names, magnitudes)
             width, height = self.canvas
             miss = (width > self.page, min(self.page, NARROW_PAGE) < width > MAX_RATIO * height, width)
             if not (miss[0] or miss[1]):
@@ -229,7 +238,14 @@ class Scene:
             if best is None or miss < best[0]:
                 best = (miss, columns)
         if best is not None and best[1] != columns:
-            self._build(*wrap_bands(dg, pos, computed, columns=best[1]), names, magnitudes)
+            self._build(*self._rows(pos, computed, best[1]), names, magnitudes)
+
+    def _rows(self, pos, routes, columns: int):
+        """The layout folded into rows of at most ``columns``: wrap=k's rows are k long; the
+        rows chosen here are cut where the fewest edges return to the next row."""
+        dg = self.display.nx
+        starts = None if self.wrap is not None else row_starts(dg, pos, columns)
+        return wrap_bands(dg, pos, routes, columns=columns, starts=starts)
 
     def _list_what_is_shown(self) -> None:
         """The targets, kinds of boxes, stop reasons and chip kinds on the picture (the legend's entries)."""
