@@ -44,20 +44,20 @@ PROGRAMS = {
 import tensorflow as tf
 import tapeviz as tv
 
-def f(x, w):
+def f(x=1.0, w=1.5):
     return x**2 * w
 
-ex = tv.interact(f, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))
+ex = tv.interact(f, x=(-3.0, 3.0, 0.1), w=(0.0, 2.0, 0.02))
 ex""",
     "clip_by_norm (notebook 10) + w": """\
 import tensorflow as tf
 import tapeviz as tv
 
-def clipping(x, w):
+def clipping(x=1.0, w=1.5):
     g = tf.stack([x, 2 * x, 3 * x]) * w
     return {"clipped": tf.clip_by_norm(g, 5.0), "norm": tf.norm(g)}
 
-ex = tv.interact(clipping, x=(0.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))
+ex = tv.interact(clipping, x=(0.0, 3.0, 0.05), w=(0.0, 2.0, 0.02))
 ex""",
 }
 

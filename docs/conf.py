@@ -1,9 +1,9 @@
 """Sphinx configuration for tapeviz's docs. Build with `make docs` (strict: any warning fails).
 
 Sphinx rather than MkDocs: autodoc reads the API reference straight from tapeviz's
-docstrings, myst-parser includes README.md (one copy of the text, headings and all), and
-myst-nb executes the notebooks with nbclient at build time without pandoc. The default
-theme (alabaster) and these extensions load nothing from the internet.
+docstrings, myst-parser reads the guide's Markdown pages (and includes the README's first
+example from there: one copy), and myst-nb executes the notebooks with nbclient at build
+time without pandoc. The default theme (alabaster) and these extensions load nothing from the internet.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_default_options = {"members": True, "undoc-members": False}
 
-# MyST: README.md is included as it is (GitHub Markdown).
+# MyST: the pages are GitHub Markdown; headings get anchors for links like page.md#section.
 myst_heading_anchors = 3
 
 # Notebooks: committed without outputs, executed here by nbclient (a failing cell fails the

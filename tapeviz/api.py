@@ -12,12 +12,12 @@ from matplotlib.figure import Figure
 
 from .gcpause import gc_paused
 from .gradients.flow import GradientFlow, flow_over
-from .messages import DEFAULT, check_lang
+from .messages import check_lang
 from .output.export import check_path, save_view
 from .output.view import GraphView
-from .picture.themes import Theme
-from .picture.visibility import Collapsed
+from .picture.options import Options, option_names
 from .record.graph import TapeGraph
+from .record.step import RecordedStep, record_step
 from .record.tape import GradientTape, Recording, graph_of, record
 from .training.history import Flag, History
 
@@ -34,6 +34,8 @@ __all__ = [
     "GradientTape",
     "record",
     "Recording",
+    "record_step",
+    "RecordedStep",
     "flow",
     "view",
     "draw",
@@ -47,6 +49,7 @@ __all__ = [
     "GraphView",
     "History",
     "Flag",
+    "Options",
 ]
 
 
@@ -65,52 +68,22 @@ def view(
     title: str | None = None,
     caption: str | None = None,
     output_gradients: Any = None,
-    collapsed: Collapsed = "auto",
-    show_all: bool = False,
-    theme: str | Theme | None = None,
-    lang: str = DEFAULT,
-    magnitude: bool = False,
-    wrap: int | None = None,
-    depth: int | None = None,
-    expand: Sequence[str] = (),
+    options: Options | None = None,
+    **option_keywords: Any,
 ) -> GraphView:
     """A GraphView of what ``tape`` recorded; with a target, its backward pass at ``step``
     (0 seeds the target; None, the default, is the last step: the finished pass).
 
-    What is shown: ops that carry nothing to the target are hidden, constants and
-    shape plumbing fold into chips on the ops that use them (``show_all=True`` draws
-    every recorded op). ``collapsed``: "auto" (TF API calls collapse; layers when the
-    picture would not fit a screen), True, False, or the names of groups to collapse.
-    ``theme``: "light" (default), "dark" (JupyterLab's dark theme) or "projector" (large
-    text, thick lines); ``lang``: the language of the picture's words (tapeviz.messages.LANGUAGES);
-    ``magnitude=True`` colours each variable's box (a collapsed layer's, its variables together)
-    by ``‖g‖/‖w‖`` on a log scale, with a colour bar: vanishing and exploding layers stand out.
-    ``wrap=k`` folds the picture into rows of at most k boxes (for a page, a slide or a
-    README); by default only pictures wider than a screen (16 columns) wrap.
-
-    Groups nest (a model's stages hold blocks, blocks hold layers, layers hold ops): by
-    default the picture opens them down to the deepest level that still shows at most 30
-    boxes, with TF API calls and Keras losses as one box each. ``depth=n`` opens n levels
-    (1: the outermost groups are boxes); ``expand=["conv3_block2"]`` opens those groups
-    and the groups holding them (a group is named by its path or a unique end of it)."""
+    The options (:class:`tv.Options`: ``theme``, ``lang``, ``show_all``, ``collapsed``,
+    ``magnitude``, ``wrap``) come as keywords or as ``options=``; what an option left out
+    means is said there, once for every function. What is shown by default: ops that carry
+    nothing to the target are hidden, constants and shape plumbing fold into chips on the
+    ops that use them (``show_all=True`` draws every recorded op)."""
+    opts = Options.of(options, **option_keywords).in_file()
     graph = graph_of(tape)
     with gc_paused():
         fl = flow(tape, target, output_gradients=output_gradients) if target is not None else None
-        v = GraphView(
-            graph,
-            fl,
-            ax=ax,
-            title=title,
-            caption=caption,
-            collapsed=collapsed,
-            show_all=show_all,
-            theme=theme,
-            lang=lang,
-            magnitude=magnitude,
-            wrap=wrap,
-            depth=depth,
-            expand=expand,
-        )
+        v = GraphView(graph, fl, ax=ax, title=title, caption=caption, **opts.keywords())
         if step is not None:
             v.set_step(step)
     return v
@@ -125,19 +98,14 @@ def draw(
     title: str | None = None,
     caption: str | None = None,
     output_gradients: Any = None,
-    collapsed: Collapsed = "auto",
-    show_all: bool = False,
-    theme: str | Theme | None = None,
-    lang: str = DEFAULT,
-    magnitude: bool = False,
-    wrap: int | None = None,
-    depth: int | None = None,
-    expand: Sequence[str] = (),
+    options: Options | None = None,
+    **option_keywords: Any,
 ) -> Figure:
     """A matplotlib Figure of the recorded graph and, given a target, its gradient flow.
 
     ``step=None`` shows the finished backward pass, ``step=k`` the state after k steps.
-    Pass ``ax=`` to draw into an existing Axes (its figure is returned).
+    Pass ``ax=`` to draw into an existing Axes (its figure is returned). The options: as
+    for :func:`view` (:class:`tv.Options`).
     """
     return view(
         tape,
@@ -147,14 +115,8 @@ def draw(
         title=title,
         caption=caption,
         output_gradients=output_gradients,
-        collapsed=collapsed,
-        show_all=show_all,
-        theme=theme,
-        lang=lang,
-        magnitude=magnitude,
-        wrap=wrap,
-        depth=depth,
-        expand=expand,
+        options=options,
+        **option_keywords,
     ).figure
 
 
@@ -168,22 +130,16 @@ def save(
     fps: float = 1.5,
     caption: str | None = None,
     output_gradients: Any = None,
-    collapsed: Collapsed = "auto",
-    show_all: bool = False,
-    theme: str | Theme | None = None,
-    lang: str = DEFAULT,
-    magnitude: bool = False,
-    wrap: int | None = None,
-    depth: int | None = None,
-    expand: Sequence[str] = (),
     every_step: bool = False,
     progress: bool = True,
+    options: Options | None = None,
+    **option_keywords: Any,
 ) -> Path:
     """Write a .png / .svg picture, or a .gif of the backward pass: one frame per step as the
     picture shows it (a collapsed layer's ops are one step), at most ~150 frames unless
     ``every_step``. A save that takes more than ~2 s shows a progress bar (``progress=False``:
-    never); Ctrl+C leaves no partly written file. ``wrap=k``: rows of at most k boxes (see
-    :func:`view`). Returns the path."""
+    never); Ctrl+C leaves no partly written file. The options: as for :func:`view`
+    (:class:`tv.Options`; ``wrap=k``: rows of at most k boxes). Returns the path."""
     check_path(path)  # fail before any work on a bad path
     v = view(
         tape,
@@ -191,14 +147,8 @@ def save(
         step=step,
         caption=caption,
         output_gradients=output_gradients,
-        collapsed=collapsed,
-        show_all=show_all,
-        theme=theme,
-        lang=lang,
-        magnitude=magnitude,
-        wrap=wrap,
-        depth=depth,
-        expand=expand,
+        options=options,
+        **option_keywords,
     )
     with gc_paused():
         return save_view(v, path, dpi=dpi, fps=fps, every_step=every_step, progress=progress)
@@ -209,66 +159,47 @@ def explore(
     targets: Any = None,
     *,
     output_gradients: Any = None,
-    lang: str = "en",
-    theme: str = "auto",
-    show_all: bool = False,
     presenter: bool = False,
-    magnitude: bool | None = None,
-    depth: int | None = None,
-    expand: Sequence[str] = (),
+    options: Options | None = None,
+    **option_keywords: Any,
 ) -> Explorer:
     """A live Explorer widget: ``targets`` is one tensor or {name: tensor} (persistent tapes).
 
-    ``lang``: "en" or "zh"; ``theme``: "auto" (the page's: dark in JupyterLab's dark theme,
-    else light), "light", "dark" or "projector"; ``show_all``: every
-    recorded op; ``presenter``: only the picture and the step buttons, full width;
-    ``magnitude``: boxes coloured by ``‖g‖/‖w‖``; ``depth`` / ``expand``: how far the groups
-    open (see :func:`view`; the explorer's "expanded" list opens and closes any). Given a
-    :class:`tv.History`, the explorer scrubs its training steps (``controls["train_step"]``)
-    instead."""
+    ``presenter``: only the picture and the step buttons, full width. The options: as for
+    :func:`view` (:class:`tv.Options`); here ``theme="auto"`` follows the page's theme (dark
+    in JupyterLab's dark theme). Given a :class:`tv.History`, the explorer scrubs its
+    training steps (``controls["train_step"]``) instead, its boxes coloured by
+    ``‖g‖/‖w‖`` unless ``magnitude=False``."""
     from .explorer.widget import Explorer
 
+    opts = Options.of(options, **option_keywords)
     if isinstance(tape, History):
         from .explorer.training_explorer import TrainingExplorer
 
-        return TrainingExplorer(
-            tape,
-            presenter=presenter,
-            lang=lang,
-            theme=theme,
-            show_all=show_all,
-            magnitude=True if magnitude is None else magnitude,
-        )
+        return TrainingExplorer(tape, presenter=presenter, **opts.in_explorer(training=True).keywords())
     if targets is None:
         raise TypeError("explore() needs the target: tv.explore(tape, loss) or tv.explore(tape, {'f1': f1, 'f2': f2}).")
     explored = _explored(tape, targets, output_gradients)
-    return Explorer(
-        explored,
-        presenter=presenter,
-        lang=lang,
-        theme=theme,
-        show_all=show_all,
-        magnitude=bool(magnitude),
-        depth=depth,
-        expand=_names(expand),
-    )
+    return Explorer(explored, presenter=presenter, **opts.in_explorer().keywords())
 
 
 def interact(
     fn: Callable[..., Any],
     /,
     *,
-    lang: str = "en",
-    theme: str = "auto",
-    show_all: bool = False,
     presenter: bool = False,
-    **ranges: Sequence[float],
+    options: Options | None = None,
+    **inputs: Any,
 ) -> Interact:
     """What-if: an explorer of ``fn``'s backward pass with one slider per input.
 
-    ``tv.interact(f, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))``: each keyword is an input given
-    as ``(min, max[, start[, step]])`` (start: the middle; step: about 1/100 of the range).
-    ``fn`` is called with one ``tf.Variable`` per keyword, named after it and holding that
+    The inputs follow ``ipywidgets.interact``: ``tv.interact(f, x=(-3.0, 3.0), w=(0.0, 2.0,
+    0.5))`` gives ``x`` a FloatSlider over (min, max) and ``w`` one with step 0.5 (all ints:
+    an IntSlider); each starts at ``f``'s default for that parameter (``def f(x=1.0, w=1.5)``),
+    else at the middle. A ready widget is used as it is (``w=FloatSlider(value=1.5, min=0,
+    max=2)``), ``fixed(value)`` passes a constant that is not differentiated, and a
+    parameter with a number as its default becomes a slider even when not named.
+    ``fn`` is called with one ``tf.Variable`` per input, named after it and holding that
     slider's value, under a tv.GradientTape, and returns the target tensor or a dict of
     targets (then a target menu appears). Every slider move calls ``fn`` again through
     TensorFlow (forward and backward) and repaints, keeping the explorer's state; a slope
@@ -277,17 +208,16 @@ def interact(
 
     When ``fn`` raises or returns no tensor at some values, the explorer says why and keeps
     the last picture that worked. At construction there is none yet: a bad range raises
-    ValueError (TypeError for a non-number), a failing first call ValueError, a wrong return
-    type TypeError. ``lang``, ``theme``, ``show_all``, ``presenter``: as for tv.explore
-    (so no input can take those names)."""
+    ValueError (TypeError for a non-number or a widget that is not a number slider), a
+    failing first call ValueError, a wrong return type TypeError. The options
+    (:class:`tv.Options`) and ``presenter``: as for tv.explore, so no input can take an
+    option's name."""
     from .explorer.whatif import interact as build
 
-    return build(fn, ranges, lang=check_lang(lang), theme=theme, show_all=show_all, presenter=presenter)
-
-
-def _names(expand: Sequence[str]) -> tuple[str, ...]:
-    """``expand`` as the tuple an ExplorerState holds (one name may be passed as a str)."""
-    return (expand,) if isinstance(expand, str) else tuple(expand)
+    names = set(option_names())
+    opts = Options.of(options, **{k: v for k, v in inputs.items() if k in names})
+    inputs = {k: v for k, v in inputs.items() if k not in names}
+    return build(fn, inputs, opts.in_explorer(), presenter=presenter)
 
 
 def _explored(tape: Any, targets: Any, output_gradients: Any) -> Explored:
@@ -320,10 +250,8 @@ def export_html(
     clip: str = "none",
     clip_norm: float = 1.0,
     clip_norms: Sequence[float] | None = None,
-    lang: str = "en",
-    theme: str = "light",
-    depth: int | None = None,
-    expand: Sequence[str] = (),
+    options: Options | None = None,
+    **option_keywords: Any,
 ) -> Path:
     """Write a standalone .html page that steps through the backward pass of ``target`` with
     no Python kernel (a slider and a play button over pictures rendered now).
@@ -333,14 +261,16 @@ def export_html(
     the clipping the panel shows; ``clip_norms=[...]``: the panel for each of those
     positions, picked by a slider in the page. The page loads its widget scripts from
     public CDNs unless ``embed_url`` / ``requirejs_url`` point at local copies: see
-    :func:`tapeviz.explorer.html_page.write_page`. ``depth`` / ``expand``: how far the groups open (see
-    :func:`view`). Returns the path.
+    :func:`tapeviz.explorer.html_page.write_page`. The options: as for :func:`view`
+    (:class:`tv.Options`; ``theme="auto"`` is light: a page of its own has no theme to
+    follow). Returns the path.
     """
     from .explorer.html_page import write_page
 
     check_path(path, formats=(".html", ".htm"))  # fail before any drawing work
     explored = _explored(tape, target, output_gradients)
-    state = explored.initial(lang=lang, theme=theme, clip=clip, clip_norm=clip_norm, depth=depth, expand=_names(expand))
+    opts = Options.of(options, **option_keywords).in_file()
+    state = explored.initial(**opts.keywords(), clip=clip, clip_norm=clip_norm)
     try:
         return write_page(
             explored,

@@ -14,12 +14,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .messages import say
+from .picture.options import Options, option_help, option_names
 
 
 def _printed(printed: dict, lang: str = "en") -> str:
@@ -41,16 +42,12 @@ def export_example(
     path: str | os.PathLike,
     *,
     step: int | None = None,
-    theme: str | None = None,
-    show_all: bool = False,
-    lang: str = "en",
     progress: bool = True,
-    depth: int | None = None,
-    expand: Sequence[str] = (),
+    **options: Any,
 ) -> Path:
     """Run a built-in example and write its picture (.png/.svg) or animation (.gif).
     A write that takes more than ~2 s shows a progress bar (``progress=False``: never).
-    ``depth`` / ``expand``: how far the groups open (see :func:`tapeviz.view`)."""
+    ``options``: those of tv.Options (``theme``, ``lang``, ...)."""
     from . import api, examples
     from .output.export import check_path
 
@@ -62,13 +59,9 @@ def export_example(
         path,
         target=run.target,
         step=step,
-        caption=f"{ex.title}\n{_printed(run.printed, lang)}",
-        theme=theme,
-        show_all=show_all,
-        lang=lang,
+        caption=f"{ex.title}\n{_printed(run.printed, options.get('lang', Options().lang))}",
         progress=progress,
-        depth=depth,
-        expand=expand,
+        **options,
     )
 
 
@@ -290,6 +283,23 @@ def _terminate(proc: subprocess.Popen, timeout: float = 20.0) -> None:
         proc.wait(timeout=10)
 
 
+def _option_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per tv.Options field (``--show-all``, ``--theme dark``, ...), made from the
+    options themselves: a flag left out leaves the option's one default to tv.Options."""
+    for name, o in option_help().items():
+        flag = "--" + name.replace("_", "-")
+        if o["default"] is False:
+            parser.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=o["help"])
+        else:
+            parser.add_argument(
+                flag,
+                type=o["parse"] or str,
+                choices=o["choices"],
+                default=argparse.SUPPRESS,
+                help=f"{o['help']} (default: {o['default']})",
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tapeviz", description="See what tf.GradientTape records.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -303,34 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="backward step to show, 0 (the start) to the last (the finished pass, the default)",
     )
-    from .messages import LANGUAGES
-    from .picture.themes import THEMES
-
-    p_exp.add_argument(
-        "--theme",
-        choices=sorted(THEMES),
-        default=None,
-        help="light (default), dark (JupyterLab's dark colours) or projector (large text, thick lines)",
-    )
-    p_exp.add_argument(
-        "--show-all",
-        action="store_true",
-        help="draw every recorded op (no hiding of what carries nothing, no folding into chips)",
-    )
-    p_exp.add_argument("--lang", choices=LANGUAGES, default="en", help="language of the picture's words")
-    p_exp.add_argument(
-        "--depth",
-        type=int,
-        default=None,
-        help="levels of groups to open (1: the outermost groups are boxes; default: the deepest that fits 30 boxes)",
-    )
-    p_exp.add_argument(
-        "--expand",
-        action="append",
-        default=[],
-        metavar="GROUP",
-        help="open this group and the groups holding it (repeat for several)",
-    )
+    _option_flags(p_exp)
     p_demo = sub.add_parser(
         "demo", help="open the teaching notebooks in JupyterLab (--export: write every example as PNG/SVG/GIF)"
     )
@@ -370,16 +353,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tapeviz: no example named {args.name!r}; run `tapeviz examples` to list them.", file=sys.stderr)
             return 2
         try:
-            path = export_example(
-                args.name,
-                args.output,
-                step=args.step,
-                theme=args.theme,
-                show_all=args.show_all,
-                lang=args.lang,
-                depth=args.depth,
-                expand=args.expand,
-            )
+            options = {name: getattr(args, name) for name in option_names() if hasattr(args, name)}
+            path = export_example(args.name, args.output, step=args.step, **options)
         except (ValueError, OSError) as e:
             print(f"tapeviz: {e}", file=sys.stderr)
             return 2

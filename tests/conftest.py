@@ -108,6 +108,18 @@ def voila(server_factory):
     return server_factory("voila", None)
 
 
+@pytest.fixture
+def cjk_font():
+    """The path of an installed CJK font. Without one the test is skipped with the reason
+    (`make test` installs fonts-noto-cjk when run as root); under CI it fails instead."""
+    from tapeviz.picture import fonts
+
+    path = fonts.cjk_font_path()
+    if path is None:
+        _skip_or_fail("needs a CJK font: apt-get install fonts-noto-cjk (make test does it as root)")
+    return path
+
+
 def _skip_or_fail(reason: str):
     if _browser.is_ci():
         pytest.fail(f"{reason} (CI is set, so this fails instead of skipping)", pytrace=False)

@@ -18,10 +18,10 @@ CELLS = [
 import tensorflow as tf
 import tapeviz as tv
 
-def f(x, w):
+def f(x=1.0, w=1.5):
     return x**2 * w
 
-ex = tv.interact(f, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))
+ex = tv.interact(f, x=(-3.0, 3.0, 0.1), w=(0.0, 2.0, 0.02))
 ex"""
 ]
 

@@ -36,6 +36,7 @@ def test_examples_lists_every_example(capsys):
         assert ex.heading in line
 
 
+@pytest.mark.slow
 def test_examples_through_the_installed_command():
     proc = subprocess.run([*_tapeviz_cmd(), "examples"], capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr

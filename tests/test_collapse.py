@@ -98,6 +98,7 @@ def test_step_highlight_moves_to_the_layer_box(big):
     assert view.artists.boxes["layer:block10"].get_linewidth() > 3
 
 
+@pytest.mark.slow
 def test_five_thousand_op_capture_renders(tmp_path):
     tape, loss, ws, bs = scoped_program(1000)
     assert len(tape.graph.capture.ops) >= 5000

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 HERE = Path(__file__).resolve().parent
 
@@ -29,6 +30,7 @@ def _run() -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_each_replica_gets_its_own_exact_flow():
     out = _run()
     assert out["replicas"] == 2

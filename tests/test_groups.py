@@ -36,7 +36,17 @@ def boxes(view) -> dict:
 
 
 def groups_drawn(view) -> set[str]:
-    return {d["layer"] for _, d in view.display.nx.nodes(data=True) if d.get("kind") == "layer"}
+    """The groups drawn as boxes (each group of a run of alike blocks counts)."""
+    out = set()
+    runs = {run.id: run for run in view.display.runs.values()}
+    for _, d in view.display.nx.nodes(data=True):
+        if d.get("kind") == "layer":
+            out.update(runs[d["layer"]].groups if d.get("alike") else [d["layer"]])
+    return out
+
+
+def runs_drawn(view) -> set[str]:
+    return {d["layer"] for _, d in view.display.nx.nodes(data=True) if d.get("alike")}
 
 
 def same_as_tape(step, fl) -> None:
@@ -101,7 +111,7 @@ def test_resnet50_opens_to_its_blocks_and_depth_chooses_the_level(made):
     assert groups_drawn(whole) == {"resnet50", "sparse_categorical_crossentropy"}  # the model, and the loss
     assert whole.display.nx.number_of_nodes() <= 5
     # a group box's gradient is the one TF computed for its variables
-    box = "layer:resnet50/conv3/conv3_block2"
+    box = "layer:resnet50/conv3/conv3_block1"
     kernels = [m for m in view.display.members[box] if view.graph.nx.nodes[m]["kind"] == "variable"]
     assert kernels and all(
         np.array_equal(
@@ -109,6 +119,37 @@ def test_resnet50_opens_to_its_blocks_and_depth_chooses_the_level(made):
         )
         for m in kernels[:3]
     )
+
+
+def test_alike_blocks_are_one_box_and_its_numbers_are_tensorflows(made):
+    """ResNet50's identity blocks conv3_block2..4 (the same ops and shapes, each feeding only
+    the next) are one box "conv3_block2–4 (3 alike)": its input is block 2's, its output
+    block 4's, its gradient line the norm of all their variables, as tape.gradient gives them."""
+    step, fl = made("ResNet50")
+    view = tv.view(step.tape, step.loss)
+    assert runs_drawn(view) == {
+        "resnet50/conv2/conv2_block2–3",
+        "resnet50/conv3/conv3_block2–4",
+        "resnet50/conv4/conv4_block2–6",
+        "resnet50/conv5/conv5_block2–3",
+    }
+    box = "layer:resnet50/conv3/conv3_block2–4"
+    assert boxes(view)[box] == "conv3_block2–4 (3 alike)"
+    assert view.display.nx.number_of_nodes() == 18
+    members = set(view.display.members[box])
+    for b in (2, 3, 4):
+        assert {n for n, p in view.display.tree.paths.items() if f"resnet50/conv3/conv3_block{b}" in p} <= members
+    assert [u for u, _ in view.display.nx.in_edges(box)] == ["layer:resnet50/conv3/conv3_block1"]
+    g = step.tape.graph.nx
+    variables = [g.nodes[m]["variable"] for m in members if g.nodes[m]["kind"] == "variable"]
+    squares = [float(np.sum(np.square(t.numpy().astype(np.float64)))) for t in step.tape.gradient(step.loss, variables)]
+    text = view.scene.grads[box].text
+    assert f"{np.sqrt(sum(squares)):.3g}" in text and f"over {len(variables)} variables" in text, text
+    # opening one block of a run breaks the run around it
+    opened = tv.view(step.tape, step.loss, expand=["conv3_block3"])
+    assert "resnet50/conv3/conv3_block2–4" not in runs_drawn(opened)
+    assert {"resnet50/conv3/conv3_block2", "resnet50/conv3/conv3_block4"} <= groups_drawn(opened)
+    same_as_tape(step, fl)
 
 
 def test_expand_opens_a_block_and_the_groups_holding_it(made):
@@ -119,8 +160,10 @@ def test_expand_opens_a_block_and_the_groups_holding_it(made):
     assert {
         "resnet50/conv3/conv3_block1",
         "resnet50/conv3/conv3_block3",
+        "resnet50/conv3/conv3_block4",
         "resnet50/conv2",
-    } <= drawn  # the rest as they were
+    } <= drawn  # the rest as they were (blocks 3 and 4, alike, as one box)
+    assert "resnet50/conv3/conv3_block3–4" in runs_drawn(view)
     assert "resnet50/conv3/conv3_block2/conv3_block2_1" in drawn  # its units as boxes
     assert "AddV2" in boxes(view).values()  # the residual add of the block, an op
     assert nx.is_directed_acyclic_graph(view.display.nx)
@@ -135,6 +178,7 @@ def test_transformer_depth_and_expand(made):
     assert {"encoder/block1/attention", "encoder/block2/attention", "encoder/block3/attention"} <= groups_drawn(default)
     blocks = tv.view(step.tape, step.loss, depth=2)
     assert {"encoder/block1", "encoder/block2", "encoder/block3"} <= groups_drawn(blocks)
+    assert runs_drawn(blocks) == {"encoder/block1–3"}  # three alike blocks in a chain: one box
     opened = tv.view(step.tape, step.loss, depth=2, expand=["block2/attention"])
     drawn = groups_drawn(opened)
     assert {"encoder/block1", "encoder/block3", "encoder/block2/attention/query"} <= drawn

@@ -18,25 +18,25 @@ from tapeviz.explorer.slope_plot import slope_svg, tangent_segment
 # --------------------------------------------------------------------------- functions
 
 
-def seed(x, w):
+def seed(x=1.0, w=1.5):
     return x**2 * w
 
 
-def z(x, y):
+def z(x=2.0, y=3.0):
     return x**2 + tf.stop_gradient(y)
 
 
-def clipping(x):
+def clipping(x=1.0):
     g = tf.stack([x, 2 * x, 3 * x])
     return {"clipped": tf.reduce_sum(tf.clip_by_norm(g, 5.0)), "norm": tf.norm(g), "g": g}
 
 
-def wave(a, b):
+def wave(a=0.3, b=1.0):
     v = tf.constant([0.5, -1.0, 2.0])
     return tf.reduce_sum(tf.sin(a * v) * b + a * b)
 
 
-def branch(x):
+def branch(x=1.0):
     if x.numpy() > 0:  # a Python branch: a different graph on each side of 0
         return x**2 * 3.0 + 1.0
     return -x
@@ -75,7 +75,7 @@ def box_positions(ex):
 
 
 def test_seed_example():
-    ex = tv.interact(seed, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))
+    ex = tv.interact(seed, x=(-3.0, 3.0), w=(0.0, 2.0))
     assert isinstance(ex, W.VBox) and "tv-explorer" in ex._dom_classes
     for name in ("step", "play", "prev", "next", "clip", "clip_norm", "clip_value", "lr", "node", "layers", "show_all"):
         assert name in ex.controls, name
@@ -97,10 +97,10 @@ def test_seed_example():
 @pytest.mark.parametrize(
     "fn, ranges, moves",
     [
-        (seed, dict(x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5)), [("x", 2.0), ("w", 0.25), ("x", -2.5), ("w", 2.0)]),
-        (z, dict(x=(-2.0, 2.0, 2.0), y=(0.0, 5.0, 3.0)), [("y", 4.5), ("x", -1.0), ("y", 0.0)]),
-        (wave, dict(a=(-1.0, 1.0, 0.3), b=(0.5, 2.0, 1.0)), [("a", -0.7), ("b", 1.75), ("a", 0.9)]),
-        (branch, dict(x=(-2.0, 2.0, 1.0)), [("x", 1.5), ("x", -1.0), ("x", 0.5)]),
+        (seed, dict(x=(-3.0, 3.0), w=(0.0, 2.0)), [("x", 2.0), ("w", 0.25), ("x", -2.5), ("w", 2.0)]),
+        (z, dict(x=(-2.0, 2.0), y=(0.0, 5.0)), [("y", 4.5), ("x", -1.0), ("y", 0.0)]),
+        (wave, dict(a=(-1.0, 1.0), b=(0.5, 2.0)), [("a", -0.7), ("b", 1.75), ("a", 0.9)]),
+        (branch, dict(x=(-2.0, 2.0)), [("x", 1.5), ("x", -1.0), ("x", 0.5)]),
     ],
 )
 def test_gradients_equal_a_plain_tape_after_every_move(fn, ranges, moves):
@@ -114,7 +114,7 @@ def test_gradients_equal_a_plain_tape_after_every_move(fn, ranges, moves):
 
 
 def test_every_target_of_a_dict_matches_tensorflow():
-    ex = tv.interact(clipping, x=(0.0, 3.0, 1.0))
+    ex = tv.interact(clipping, x=(0.0, 3.0))
     assert list(ex.controls["target"].options) == ["clipped", "norm", "g"]
     for x in (0.5, 2.0, 1.2):
         ex.controls["x"].value = x
@@ -128,7 +128,7 @@ def test_every_target_of_a_dict_matches_tensorflow():
 def test_clipping_engages_when_the_norm_crosses_the_threshold():
     """The tutorial's clip_by_norm example: below ‖g‖ = 5 the sum of the clipped vector is
     6x (slope 6); above, clip_by_norm rescales it to a constant (slope 0)."""
-    ex = tv.interact(clipping, x=(0.0, 3.0, 1.0))
+    ex = tv.interact(clipping, x=(0.0, 3.0))
     ex.controls["x"].value = 1.0  # ‖g‖ = √14 ≈ 3.74 < 5
     assert ex.gradients(clipped=False)["x"] == pytest.approx(6.0)
     ex.controls["x"].value = 2.0  # ‖g‖ ≈ 7.48 > 5
@@ -137,7 +137,7 @@ def test_clipping_engages_when_the_norm_crosses_the_threshold():
 
 
 def test_explorer_clipping_carries_over_moves_and_is_tfs():
-    ex = tv.interact(seed, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))
+    ex = tv.interact(seed, x=(-3.0, 3.0), w=(0.0, 2.0))
     ex.controls["clip"].value = "by_norm"
     ex.controls["clip_norm"].value = 2.0
     for x in (2.0, -3.0):
@@ -154,7 +154,7 @@ def test_explorer_clipping_carries_over_moves_and_is_tfs():
 
 @pytest.mark.parametrize("x", [-2.5, 0.0, 1.0, 2.0])
 def test_tangent_slope_is_the_gradient(x):
-    ex = tv.interact(seed, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))
+    ex = tv.interact(seed, x=(-3.0, 3.0), w=(0.0, 2.0))
     ex.controls["x"].value = x
     want = plain_gradients(seed, ex.values)
     assert tangent_slope(ex.slope_figure("x")) == pytest.approx(float(want["x"]), rel=1e-6, abs=1e-12)
@@ -170,7 +170,7 @@ def test_tangent_slope_is_the_gradient(x):
 
 
 def test_curve_is_the_function_evaluated_by_tensorflow():
-    ex = tv.interact(wave, a=(-1.0, 1.0, 0.3), b=(0.5, 2.0, 1.25))
+    ex = tv.interact(wave, a=(-1.0, 1.0), b=W.FloatSlider(value=1.25, min=0.5, max=2.0))
     s = ex.slope("a")
     assert ("a", "wave") in ex.runner._traced, "wave can be traced: the samples run in a tf.function"
     assert len(s.xs) == whatif.SAMPLES and s.xs[0] == -1.0 and s.xs[-1] == 1.0
@@ -184,7 +184,7 @@ def test_curve_is_the_function_evaluated_by_tensorflow():
 
 
 def test_curve_of_an_untraceable_function_is_sampled_eagerly():
-    ex = tv.interact(branch, x=(-2.0, 2.0, 1.0))  # x.numpy() cannot run inside a tf.function
+    ex = tv.interact(branch, x=(-2.0, 2.0))  # x.numpy() cannot run inside a tf.function
     s = ex.slope("x")
     assert ex.runner._traced is False and s.failed == 0
     for i in (0, 20, 45, len(s.xs) - 1):
@@ -197,23 +197,23 @@ def test_a_traced_function_that_disagrees_with_the_eager_run_is_not_used():
     catches it, and the curve is sampled eagerly."""
     calls = []
 
-    def counted(x):
+    def counted(x=0.5):
         calls.append(1)
         return x * float(len(calls))
 
-    ex = tv.interact(counted, x=(0.0, 1.0, 0.5))
+    ex = tv.interact(counted, x=(0.0, 1.0))
     s = ex.slope("x")
     assert ex.runner._traced is False
     assert s.ys[-1] == float(len(calls)), "the last eager call"
 
 
 def test_a_sample_point_where_the_function_fails_is_a_gap():
-    def partial_domain(x):
+    def partial_domain(x=0.25):
         if x.numpy() > 0.5:
             raise ValueError("outside the domain")
         return x * 2.0
 
-    ex = tv.interact(partial_domain, x=(0.0, 1.0, 0.25))
+    ex = tv.interact(partial_domain, x=(0.0, 1.0))
     s = ex.slope("x")
     assert s.failed == int(np.sum(s.xs > 0.5)) and np.all(np.isnan(s.ys[s.xs > 0.5]))
     assert "failed at 30 of 61 sample points" in ex.slope_view.value
@@ -221,7 +221,7 @@ def test_a_sample_point_where_the_function_fails_is_a_gap():
 
 
 def test_curve_changes_only_when_another_input_moves():
-    ex = tv.interact(seed, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))
+    ex = tv.interact(seed, x=(-3.0, 3.0), w=(0.0, 2.0))
     calls = []
     sample = ex.runner.sample
     ex.runner.sample = lambda *a, **k: calls.append(a) or sample(*a, **k)
@@ -233,7 +233,7 @@ def test_curve_changes_only_when_another_input_moves():
 
 
 def test_live_slope_view_follows_the_sliders():
-    ex = tv.interact(seed, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))
+    ex = tv.interact(seed, x=(-3.0, 3.0), w=(0.0, 2.0))
     before = ex.slope_view.value
     assert "<svg" in before and "tv-slope-tangent" in before
     ex.controls["x"].value = 2.0
@@ -244,7 +244,7 @@ def test_live_slope_view_follows_the_sliders():
 
 def test_no_gradient_no_tangent_and_the_reason():
     """stop_gradient: moving y changes z, but dz/dy is None and dz/dx does not change."""
-    ex = tv.interact(z, x=(-2.0, 2.0, 2.0), y=(0.0, 5.0, 3.0))
+    ex = tv.interact(z, x=(-2.0, 2.0), y=(0.0, 5.0))
     ex.controls["slope"].value = "y"
     s = ex.slope("y")
     assert s.slope is None and s.reason == "stop_gradient"
@@ -260,7 +260,7 @@ def test_no_gradient_no_tangent_and_the_reason():
 
 
 def test_non_scalar_target_is_plotted_as_its_sum():
-    ex = tv.interact(clipping, x=(0.0, 3.0, 1.0))
+    ex = tv.interact(clipping, x=(0.0, 3.0))
     ex.controls["target"].value = "g"
     s = ex.slope("x")
     assert s.shape == (3,) and s.y_name == "sum(g)" and s.y0 == 6.0
@@ -270,7 +270,7 @@ def test_non_scalar_target_is_plotted_as_its_sum():
 
 
 def test_slope_of_an_unknown_input_is_refused():
-    ex = tv.interact(seed, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))
+    ex = tv.interact(seed, x=(-3.0, 3.0), w=(0.0, 2.0))
     with pytest.raises(ValueError, match="No input named 'q'; the inputs are: x, w"):
         ex.slope_figure("q")
 
@@ -279,7 +279,7 @@ def test_slope_of_an_unknown_input_is_refused():
 
 
 def test_boxes_keep_their_places_while_the_shape_stays():
-    ex = tv.interact(wave, a=(-1.0, 1.0, 0.3), b=(0.5, 2.0, 1.0))
+    ex = tv.interact(wave, a=(-1.0, 1.0), b=(0.5, 2.0))
     first = box_positions(ex)
     shape = ex.run.shape("wave")
     for name, value in (("a", -0.8), ("b", 1.9), ("a", 0.05)):
@@ -297,7 +297,7 @@ def test_layout_is_deterministic_for_the_same_structure():
 
     def picture(a):
         run = whatif.Runner(
-            wave, {"a": whatif.parse_range("a", (-1.0, 1.0, a)), "b": whatif.parse_range("b", (0.5, 2.0, 1.0))}
+            wave, {"a": whatif.InputRange("a", -1.0, 1.0, a, 0.1), "b": whatif.InputRange("b", 0.5, 2.0, 1.0, 0.1)}
         ).run({"a": a, "b": 1.0})
         state = run.explored.initial()
         return run, run.explored.view(state).scene
@@ -321,7 +321,7 @@ def test_layout_is_deterministic_for_the_same_structure():
 
 
 def test_a_python_branch_relayouts_and_says_why():
-    ex = tv.interact(branch, x=(-2.0, 2.0, 1.0))
+    ex = tv.interact(branch, x=(-2.0, 2.0))
     positive = box_positions(ex)
     ex.controls["x"].value = -1.0
     assert "changed shape at x = -1" in ex.notice.value
@@ -336,7 +336,7 @@ def test_a_python_branch_relayouts_and_says_why():
 
 
 def test_step_stays_on_the_finished_pass_or_is_clamped():
-    ex = tv.interact(branch, x=(-2.0, 2.0, 1.0))
+    ex = tv.interact(branch, x=(-2.0, 2.0))
     long_last = ex.flow.last_step
     assert ex.state.step == long_last
     ex.controls["x"].value = -1.0  # shorter pass, was finished: stays finished
@@ -355,7 +355,7 @@ def test_step_stays_on_the_finished_pass_or_is_clamped():
 
 
 def test_target_groups_and_inspected_node_carry_over():
-    ex = tv.interact(clipping, x=(0.0, 3.0, 1.0))
+    ex = tv.interact(clipping, x=(0.0, 3.0))
     ex.controls["target"].value = "norm"
     node = next(n for n, d in ex.graph.nx.nodes(data=True) if d.get("op_type") == "Pack")
     ex.controls["node"].value = node
@@ -369,7 +369,7 @@ def test_target_groups_and_inspected_node_carry_over():
 
 
 def test_carry_state_is_a_pure_function_of_two_runs():
-    ranges = {"x": whatif.parse_range("x", (-2.0, 2.0, 1.0))}
+    ranges = {"x": whatif.InputRange("x", -2.0, 2.0, 1.0, 0.1)}
     runner = whatif.Runner(branch, ranges)
     a, b, c = runner.run({"x": 1.0}), runner.run({"x": 1.5}), runner.run({"x": -1.0})
     state = a.explored.initial().replace(step=1, clip="by_value")
@@ -381,10 +381,94 @@ def test_carry_state_is_a_pure_function_of_two_runs():
     assert whatif.shape_change(a, c, "branch") == "new ops: Neg; ops gone: AddV2, Mul, Pow"
 
 
+# --------------------------------------------------------------------------- ipywidgets' conventions
+
+
+def _numbers(w):
+    return type(w), w.min, w.max, getattr(w, "step", None), w.value
+
+
+@pytest.mark.parametrize(
+    "abbrev", [(-3.0, 3.0), (0.0, 2.0, 0.5), (-1.0, 1.0, 0.3), (0, 10), (0, 10, 3), (-2, 2.0), 2.0, -1.5, 0.0, 4]
+)
+@pytest.mark.parametrize("default", [None, 0.75, 7])
+def test_inputs_are_the_widgets_ipywidgets_interact_makes(abbrev, default):
+    """Same type, range, step and start as ipywidgets.interactive gives the same abbreviation:
+    the start is the function's default (clipped into the range, or left where ipywidgets
+    leaves it when it does not fit the slider), else the middle snapped to the step."""
+    if default is None:
+
+        def f(x):
+            return x * 2.0
+
+    else:
+
+        def f(x=default):
+            return x * 2.0
+
+    (theirs,) = W.interactive(f, x=abbrev).kwargs_widgets
+    ours = tv.interact(f, x=abbrev).controls["x"]
+    assert _numbers(ours) == _numbers(theirs)
+    assert ours.description == theirs.description == "x"
+
+
+def test_the_start_value_is_the_functions_default():
+    ex = tv.interact(seed, x=(-3.0, 3.0), w=(0.0, 2.0, 0.5))
+    assert ex.values == {"x": 1.0, "w": 1.5}
+    assert ex.gradients(clipped=False) == {"x": 3.0, "w": 1.0}  # d(x²w)/dx = 2xw, d/dw = x²
+    assert_same_gradients(ex.gradients(clipped=False), plain_gradients(seed, {"x": 1.0, "w": 1.5}))
+
+
+def test_a_parameter_with_a_number_as_default_is_a_slider_as_in_ipywidgets():
+    def g(x=1.0, scale=2):
+        return x * x * float(scale)
+
+    ex = tv.interact(g)
+    theirs = W.interactive(g).kwargs_widgets
+    assert [_numbers(ex.controls[w.description]) for w in theirs] == [_numbers(w) for w in theirs]
+    assert ex.values == {"x": 1.0, "scale": 2.0}
+
+    def h(x=1.0, mode="square"):  # a default that is no number stays Python's: tapeviz differentiates numbers
+        return x * x if mode == "square" else x
+
+    assert "mode" not in tv.interact(h).controls
+
+
+def test_a_ready_widget_is_used_as_it_is():
+    w = W.FloatSlider(value=0.5, min=0.0, max=2.0, step=0.25)
+    ex = tv.interact(seed, x=(-3.0, 3.0), w=w)
+    assert ex.controls["w"] is w and w.description == "w"  # labelled as ipywidgets.interact labels it
+    assert ex.values == {"x": 1.0, "w": 0.5}
+    w.value = 1.75
+    assert ex.values["w"] == 1.75
+    assert_same_gradients(ex.gradients(clipped=False), plain_gradients(seed, {"x": 1.0, "w": 1.75}))
+    labelled = W.IntSlider(value=2, min=0, max=4, description="weight")
+    ex = tv.interact(seed, x=(-3.0, 3.0), w=labelled)
+    assert labelled.description == "weight" and ex.values["w"] == 2.0
+
+
+def test_fixed_passes_a_constant_that_is_not_differentiated():
+    assert tv.fixed is W.fixed  # ipywidgets' own: `from ipywidgets import fixed` works as well
+    seen = []
+
+    def f(x=1.0, w=1.5, label="z"):
+        seen.append((type(w), label))
+        return x**2 * w
+
+    ex = tv.interact(f, x=(-3.0, 3.0), w=tv.fixed(2.0), label=W.fixed("loss"))
+    theirs = W.interactive(f, x=(-3.0, 3.0), w=tv.fixed(2.0), label=W.fixed("loss"))
+    assert [w.description for w in theirs.children if isinstance(w, W.FloatSlider)] == ["x"]
+    assert "w" not in ex.controls and "label" not in ex.controls
+    assert seen[-1] == (float, "loss"), "passed as it is, not as a tf.Variable"
+    ex.controls["x"].value = 2.0
+    assert ex.gradients(clipped=False) == {"x": 8.0}
+    assert ex.slope("x").slope == pytest.approx(8.0)
+
+
 # --------------------------------------------------------------------------- errors
 
 
-def flaky(x):
+def flaky(x=0.5):
     if x.numpy() > 1.0:
         raise ZeroDivisionError("x is too large")
     if x.numpy() < -1.0:
@@ -393,7 +477,7 @@ def flaky(x):
 
 
 def test_errors_keep_the_last_picture_and_say_why():
-    ex = tv.interact(flaky, x=(-2.0, 2.0, 0.5))
+    ex = tv.interact(flaky, x=(-2.0, 2.0))
     good = ex.canvas.value
     grads = ex.gradients()
     ex.controls["x"].value = 1.5
@@ -410,7 +494,7 @@ def test_errors_keep_the_last_picture_and_say_why():
 
 
 def test_an_empty_range_keeps_the_picture_and_says_why():
-    ex = tv.interact(seed, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))
+    ex = tv.interact(seed, x=(-3.0, 3.0), w=(0.0, 2.0))
     good = ex.canvas.value
     with pytest.raises(ValueError, match="the range is empty, min must be below max"):
         ex.set_range("x", 2.0, -2.0)
@@ -432,10 +516,15 @@ def test_an_empty_range_keeps_the_picture_and_says_why():
     [
         (dict(x=(1.0, 1.0)), ValueError, r"x=\(1, 1, ...\): the range is empty, min must be below max"),
         (dict(x=(3.0, -3.0)), ValueError, "min must be below max"),
-        (dict(x=3.0), TypeError, r"give the input's range as \(min, max\[, start\[, step\]\]\)"),
+        (dict(x="a"), TypeError, r"an input is a range \(min, max\[, step\]\)"),
+        (dict(x=(0.0, 1.0, 0.5, 0.1)), TypeError, r"give the input's range as \(min, max\[, step\]\)"),
+        (dict(x=[0.0, 1.0]), TypeError, "give the range as a tuple"),
         (dict(x=("a", 1.0)), TypeError, "min must be a number, got str"),
-        (dict(x=(0.0, 1.0, 2.0)), ValueError, "start 2 is outside its range"),
-        (dict(x=(0.0, 1.0, 0.5, -0.1)), ValueError, "step -0.1 must be positive"),
+        (dict(x=(0.0, 1.0, 2.0)), ValueError, "step 2 must be positive and at most the range's width"),
+        (dict(x=(0.0, 1.0, -0.1)), ValueError, "step -0.1 must be positive"),
+        (dict(x=W.Checkbox()), TypeError, "a Checkbox cannot be an input.*fixed"),
+        (dict(x=W.FloatLogSlider()), TypeError, "a FloatLogSlider cannot be an input"),
+        (dict(x=tv.fixed(1.0)), ValueError, "needs at least one input"),
         (dict(x=(0.0, float("nan"))), ValueError, "finite"),
         (dict(x=(0.0, 1.0), lr=(0.0, 1.0)), ValueError, "An input cannot be called 'lr'"),
         (dict(q=(0.0, 1.0)), TypeError, "cannot be called with the inputs q"),
@@ -482,10 +571,10 @@ def test_construction_errors_are_value_and_type_errors():
 
 
 def test_targets_must_keep_their_names():
-    def renamed(x):
+    def renamed(x=0.0):
         return {"a": x * 2.0} if x.numpy() < 0.5 else {"b": x * 3.0}
 
-    ex = tv.interact(renamed, x=(0.0, 1.0, 0.0))
+    ex = tv.interact(renamed, x=(0.0, 1.0))
     ex.controls["x"].value = 0.9
     assert (
         "renamed(x=0.9) returned the targets ['b'], but its first call returned ['a']: return the same names every time"
@@ -497,9 +586,13 @@ def test_targets_must_keep_their_names():
 
 
 def test_defaults_language_and_theme():
-    ex = tv.interact(z, x=(-2.0, 2.0), y=(0.0, 5.0, 3.0), lang="zh", theme="dark")
-    assert ex.controls["x"].value == 0.0 and ex.controls["x"].step == 0.05
-    assert ex.controls["y"].step == 0.05 and ex.state.lang == "zh" and ex.state.theme == "dark"
+    def z_no_defaults(x, y):
+        return z(x, y)
+
+    ex = tv.interact(z_no_defaults, x=(-2.0, 2.0), y=(0.0, 5.0, 0.5), lang="zh", theme="dark")
+    assert ex.controls["x"].value == 0.0 and ex.controls["x"].step == 0.1  # the middle; FloatSlider's own step
+    assert ex.controls["y"].value == 2.5 and ex.controls["y"].step == 0.5
+    assert ex.state.lang == "zh" and ex.state.theme == "dark"
     from tapeviz.picture.themes import DARK
 
     assert "切线" in ex.slope_view.value and DARK.background in ex.slope_view.value  # the slope plot is themed too
@@ -509,7 +602,7 @@ def test_defaults_language_and_theme():
 
 
 def test_names_in_the_picture_are_the_inputs_and_the_function():
-    ex = tv.interact(z, x=(-2.0, 2.0, 1.0), y=(0.0, 5.0, 3.0))
+    ex = tv.interact(z, x=(-2.0, 2.0), y=(0.0, 5.0))
     names = {d.get("name") for _, d in ex.graph.nx.nodes(data=True)}
     assert {"x", "y", "z"} <= names
     ex.controls["step"].value = 0
@@ -517,14 +610,14 @@ def test_names_in_the_picture_are_the_inputs_and_the_function():
 
 
 def test_presenter_and_save(tmp_path):
-    ex = tv.interact(seed, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5), presenter=True)
+    ex = tv.interact(seed, x=(-3.0, 3.0), w=(0.0, 2.0), presenter=True)
     assert "tv-presenter" in ex._dom_classes and ex.controls["x"] in ex.children[2].children[0].children
     ex.controls["x"].value = -1.0
     assert "∂ -3.0" in ex.save(tmp_path / "now.svg").read_text()  # what is on screen: dx = 2 * -1 * 1.5
 
 
 def test_close_releases_the_widgets():
-    ex = tv.interact(seed, x=(-3.0, 3.0, 1.0), w=(0.0, 2.0, 1.5))
+    ex = tv.interact(seed, x=(-3.0, 3.0), w=(0.0, 2.0))
     sliders = [ex.controls["x"], ex.controls["w"], ex.slope_view, ex.notice]
     ex.close()
     assert all(w.comm is None for w in sliders)

@@ -5,7 +5,7 @@ For every trainable variable the flow must give exactly what ``tape.gradient`` g
 (bit for bit), on a persistent tape and on a non-persistent one with ``tv.flow`` called
 before or after the user's own ``tape.gradient``; that call must return what a plain
 ``tf.GradientTape`` returns on the same model and inputs. The picture exports (SVG, PNG)
-must work. The README's "Keras layer coverage" table is written from these results.
+must work. The "Keras layer coverage" table of docs/models.md is written from these results.
 """
 
 from __future__ import annotations
@@ -132,6 +132,7 @@ def assert_flow_matches(fl, model, grads) -> None:
         assert np.array_equal(got, want), v.path  # bit for bit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LAYERS)
 def test_flow_equals_tape_gradient_on_a_persistent_tape(name):
     model, x = build(name)
@@ -153,6 +154,7 @@ def test_flow_equals_tape_gradient_on_a_persistent_tape(name):
     assert not hooks.hooks_installed()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", ["flow first", "gradient first"])
 @pytest.mark.parametrize("name", LAYERS)
 def test_non_persistent_tape_gives_the_plain_tapes_gradients(name, order):
@@ -172,6 +174,7 @@ def test_non_persistent_tape_gives_the_plain_tapes_gradients(name, order):
     assert not hooks.hooks_installed()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LAYERS)
 def test_pictures_export(name, tmp_path):
     model, x = build(name)
@@ -322,37 +325,33 @@ def test_loop_in_a_tf_function_called_inside_the_tape(tmp_path):
     tv.save(tape, tmp_path / "x.png", target=loss)
 
 
-def test_readme_coverage_table_lists_exactly_the_layers_tested_here():
-    """The README's "Keras layer coverage" table is written from these tests' results."""
+def _coverage_rows() -> dict[str, list[str]]:
+    """docs/models.md's "Keras layer coverage" table: layer -> its cells."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = text.split("### Keras layer coverage", 1)[1].split("Also checked", 1)[0]
+    text = (Path(__file__).resolve().parents[1] / "docs" / "models.md").read_text()
+    section = text.split("## Keras layer coverage", 1)[1].split("Also checked", 1)[0]
     rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| ") and "---" not in line]
-    table = {cells[0].strip(): cells[1].strip() for cells in rows[1:]}
+    return {cells[0].strip(): [c.strip() for c in cells] for cells in rows[1:]}
+
+
+def test_coverage_table_lists_exactly_the_layers_tested_here():
+    """docs/models.md's "Keras layer coverage" table is written from these tests' results."""
+    table = _coverage_rows()
     assert list(table) == LAYERS
-    assert set(table.values()) == {"works"}
+    assert {cells[1] for cells in table.values()} == {"works"}
 
 
-def _readme_row(name: str) -> list[str]:
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = text.split("### Keras layer coverage", 1)[1].split("Also checked", 1)[0]
-    return next(
-        [c.strip() for c in line.split("|")[1:-1]] for line in section.splitlines() if line.startswith(f"| {name} |")
-    )
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LAYERS)
-def test_readme_coverage_row_counts_are_measured(name):
+def test_coverage_row_counts_are_measured(name):
     """The table's Ops and Boxes columns are what this model records and draws by default
     (on the TensorFlow the table names: other versions' Keras runs other ops)."""
     if not tf.__version__.startswith("2.21."):
-        pytest.skip(f"the README's counts are TF 2.21's; this is TF {tf.__version__}")
+        pytest.skip(f"docs/models.md's counts are TF 2.21's; this is TF {tf.__version__}")
     model, x = build(name)
     with tv.GradientTape() as tape:
         loss = loss_of(model, x)
     display = tv.view(tape, loss).display
-    row = _readme_row(name)
+    row = _coverage_rows()[name]
     assert (int(row[2]), int(row[3])) == (len(tape.graph.capture.ops), display.nx.number_of_nodes()), row

@@ -108,6 +108,7 @@ def train_step(model, args, y, how):
 # --------------------------------------------------------------------------- gradients
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["tv.GradientTape", "tv.record"])
 @pytest.mark.parametrize("make", MODELS, ids=lambda m: m.__name__)
 def test_flow_equals_tape_gradient_and_step_runs(make, how):
@@ -196,6 +197,7 @@ def test_variables_are_named_by_keras_path(make):
     assert len(names) == len(set(names))  # subclassed models too: no two variables named alike
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", MODELS, ids=lambda m: m.__name__)
 def test_ops_keep_their_layer_scope(make):
     model, args, y = build(make)
@@ -259,6 +261,7 @@ class _Trainer:
         return tape, loss
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", MODELS, ids=lambda m: m.__name__)
 def test_model_reached_through_an_attribute_is_named_by_keras_path(make, monkeypatch):
     monkeypatch.setattr(callsites, "_paths", {})  # learn the paths in this very block

@@ -76,6 +76,7 @@ def same(a, b, what):
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+@pytest.mark.slow
 @given(programs())
 def test_results_and_errors_identical_with_or_without_tapeviz(prog):
     plain = run(prog, "tf")

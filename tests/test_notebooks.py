@@ -50,6 +50,8 @@ PRINTED = {
         "why_none      -> outside_tf",
         "why_none      -> not_recorded",
         "why_none -> not_watched: x is a plain tensor",
+        "tape.gradient -> LookupError: gradient registry has no entry for: AdjustContrastv2",
+        "why_none      -> no_gradient: AdjustContrastv2 has no gradient registered",
     ],
     "10_what_if": [
         "x =  2.5   dy/dx =  5.0   2x =  5.0",

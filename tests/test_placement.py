@@ -107,7 +107,7 @@ def test_built_in_examples_in_every_view_and_theme(name):
 
 def small_cnn():
     """Conv2D -> BatchNormalization -> MaxPooling2D -> Conv2D -> GlobalAveragePooling2D ->
-    Dropout -> Dense: the README's CNN."""
+    Dropout -> Dense: the CNN of docs/pictures.md."""
     return _module("tapeviz_readme_pictures", HERE.parent / "notebooks" / "img" / "regenerate.py").small_cnn_model()
 
 
@@ -207,7 +207,7 @@ def test_the_counter_sees_overlaps_and_escapes():
 
 @pytest.mark.parametrize("wrap", [2, 3, 4, 7])
 def test_wrap_folds_a_picture_into_rows_of_at_most_k_boxes(wrap, tmp_path):
-    """The README's CNN pictures use wrap=4 so that a page column shows them readably."""
+    """The CNN pictures of docs/pictures.md use wrap=4 so that a page column shows them readably."""
     tape, loss = training_step_tape(small_cnn)
     wide, wrapped = tv.view(tape, loss, wrap=100), tv.view(tape, loss, wrap=wrap)  # one row / rows of k
     assert len({x for x, _ in wide.pos.values()}) > wrap  # the test needs a picture that wraps

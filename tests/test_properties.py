@@ -259,6 +259,7 @@ SETTINGS = dict(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, **SETTINGS)
 @given(programs())
 def test_flow_equals_tape_gradient_and_contributions_add_up(prog):
@@ -271,6 +272,7 @@ def test_flow_equals_tape_gradient_and_contributions_add_up(prog):
         ops=["add", "mul", "matmul", "tanh", "reduce_sum", "stop_gradient", "gather"] + NEW_FAMILIES, must=NEW_FAMILIES
     )
 )
+@pytest.mark.slow
 def test_multi_output_ops_control_flow_and_recurrent_cells(prog):
     """Every program has at least one step of the families that broke on real models."""
     check_program(prog)
@@ -360,6 +362,7 @@ def _inputs(ls):
     return leaf_objs, [(kind, obj) for (kind, _, _), obj in zip(ls, leaf_objs, strict=True)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", ["flow first", "gradient first"])
 @settings(max_examples=8, **SETTINGS)
 @given(prog=programs(must=[PY_FUNCTION]))

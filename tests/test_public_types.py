@@ -15,6 +15,8 @@ _DUNDERS = {"__init__", "__call__", "__enter__", "__exit__"}
 def _public_callables():
     for name in tapeviz.__all__:
         obj = getattr(tapeviz, name)
+        if not obj.__module__.startswith("tapeviz"):  # re-exported as it is (tv.fixed is ipywidgets.fixed)
+            continue
         if not inspect.isclass(obj):
             yield name, obj
             continue

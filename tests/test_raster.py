@@ -134,9 +134,8 @@ def test_drawn_views_keep_matplotlibs_png(tmp_path, monkeypatch):
     assert (np.abs(pixels - rgb("#00ff00")).max(axis=2) < 10).sum() > 100  # the restyled box shows
 
 
-def test_chinese_text_is_drawn_with_a_cjk_font():
-    if not cjk_font_files():
-        pytest.skip("no CJK font installed (Debian: fonts-noto-cjk)")
+def test_chinese_text_is_drawn_with_a_cjk_font(cjk_font):
+    assert cjk_font_files()
     svg = (
         '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40" viewBox="0 0 200 40">'
         '<rect width="100%" height="100%" fill="#ffffff"/>'
@@ -151,6 +150,7 @@ def test_chinese_text_is_drawn_with_a_cjk_font():
 # --------------------------------------------------------------------------- the incremental renderer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dpi", [100, 60])
 def test_frames_redrawn_in_parts_equal_whole_redraws(keras_tape, dpi):
     tape, loss = keras_tape
@@ -365,6 +365,7 @@ def test_pixel_caps_hold(stop_view, tmp_path, monkeypatch):
     assert gw * gh <= 40_000
 
 
+@pytest.mark.slow
 def test_matplotlib_engine_gif_follows_the_same_frames(keras_tape, tmp_path):
     tape, loss = keras_tape
     view = tv.view(tape, loss, collapsed=True)
@@ -388,6 +389,7 @@ def test_cli_export_interrupted_exits_130_without_a_file(tmp_path, monkeypatch, 
     assert "interrupted" in capsys.readouterr().err and not (tmp_path / "b.gif").exists()
 
 
+@pytest.mark.slow
 def test_big_pngs_are_drawn_in_strips_with_progress(stop_view, tmp_path, monkeypatch, capsys):
     _, view = stop_view
     svg = to_svg(view)

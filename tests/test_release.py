@@ -68,7 +68,8 @@ def test_lint_runs_first_in_make_test_with_pinned_tools():
     assert sorted(spec.split("==")[0] for spec in lint) == ["mypy", "ruff"]
     assert all(re.fullmatch(r"[a-z]+==\d+(\.\d+)+", spec) for spec in lint), lint
     assert "pip install -e '.[cpu,test,docs,lint]'" in MAKEFILE
-    assert re.search(r"^test: venv lint$", MAKEFILE, re.M), "make test runs make lint first"
+    assert re.search(r"^test: venv lint\b", MAKEFILE, re.M), "make test runs make lint first"
+    assert re.search(r"^test-fast: venv lint$", MAKEFILE, re.M), "and so does make test-fast"
     recipe = re.search(r"^lint: venv\n((?:\t.*\n)+)", MAKEFILE, re.M)
     assert recipe and "ruff check ." in recipe.group(1) and "mypy" in recipe.group(1)
     assert PYPROJECT["tool"]["mypy"]["files"] == ["tapeviz"]

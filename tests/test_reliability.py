@@ -168,6 +168,7 @@ def test_second_gradient_on_non_persistent_tape_raises_the_same():
     assert messages[0] == messages[1]
 
 
+@pytest.mark.slow
 def test_no_leaks_over_many_captures_and_explorers():
     import psutil
 

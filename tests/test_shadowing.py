@@ -12,11 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import tapeviz
 
 PACKAGE = Path(tapeviz.__file__).resolve().parent
 
 
+@pytest.mark.slow
 def test_a_clone_next_to_python_does_not_shadow_the_package(tmp_path):
     clone = tmp_path / "tapeviz"
     (clone / "tapeviz").mkdir(parents=True)

@@ -246,6 +246,7 @@ def test_out_of_range_steps_are_refused_with_the_range(bad):
         view.set_step(bad)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", ["99", "-1"])
 def test_cli_refuses_out_of_range_steps(tmp_path, bad):
     proc = subprocess.run(
@@ -296,6 +297,7 @@ def test_reasons_compare_as_their_codes_and_print_as_them():
     assert str(Reason.OUTSIDE_TF) == "outside_tf"
 
 
+@pytest.mark.slow
 def test_subprocess_tape_in_function_does_not_install_hooks():
     code = textwrap.dedent("""
         import tensorflow as tf, tapeviz as tv

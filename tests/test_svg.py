@@ -270,6 +270,7 @@ def _tf_program(n_ops):
     return tf_program(n_ops)
 
 
+@pytest.mark.slow
 def test_a_1000_op_graph_exports_every_box(tmp_path):
     run, variables = _tf_program(1000)
     with tv.GradientTape() as tape:
@@ -347,6 +348,7 @@ def test_scene_and_artists_write_the_same_document_for_every_seed_example(name):
     _same_document(lambda: tv.view(run.tape, target))
 
 
+@pytest.mark.slow
 def test_scene_and_artists_write_the_same_document_for_large_collapsed_expanded_and_nan_graphs():
     run, _ = _tf_program(300)
     with tv.GradientTape() as tape:

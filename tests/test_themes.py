@@ -3,6 +3,7 @@ really bigger, every theme accepted by the API and the CLI; fonts: Chinese rende
 
 import io
 import itertools
+import unicodedata
 
 import numpy as np
 import pytest
@@ -171,14 +172,13 @@ def _ink(text: str) -> np.ndarray:
         return np.asarray(im.convert("L"), float)
 
 
-def test_chinese_renders_with_real_glyphs_in_matplotlib():
+def test_chinese_renders_with_real_glyphs_in_matplotlib(cjk_font):
     """Two different characters give two different pictures (the missing-glyph box would
     give the same one twice), and each one inks the canvas."""
-    assert fonts.cjk_font_path() is not None, "install a CJK font (Debian: fonts-noto-cjk)"
     zhong, wen = _ink("中"), _ink("文")
     assert (zhong < 128).sum() > 30 and (wen < 128).sum() > 30
     assert np.abs(zhong - wen).mean() > 5
-    assert fonts.has_glyph(fonts.cjk_font_path(), "梯")
+    assert fonts.has_glyph(cjk_font, "梯")
 
 
 def test_chinese_title_is_measured_as_wide_characters_and_renders_in_a_png():
@@ -206,3 +206,48 @@ def test_cli_export_takes_theme_show_all_and_lang(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli.main(["export", "basic", "-o", str(few), "--theme", "neon"])
     assert "invalid choice" in capsys.readouterr().err
+
+
+@pytest.fixture
+def no_cjk_font(monkeypatch):
+    """This machine as one without a CJK font: tapeviz's text metrics find none (the advance
+    tables are emptied so that nothing measured with the font is reused)."""
+    monkeypatch.setattr(fonts, "cjk_font_path", lambda: None)
+    monkeypatch.setattr(fonts, "_TABLES", {})
+    monkeypatch.setattr(fonts, "_BY_ARGS", {})
+
+
+def _zh_sentences() -> list[str]:
+    from tapeviz.messages import zh
+
+    texts = [v for v in zh.MESSAGES.values() if isinstance(v, str)]
+    wide = [s for s in texts if any(unicodedata.east_asian_width(c) in ("W", "F") for c in s)]
+    assert len(wide) > 20
+    return wide
+
+
+def test_without_a_cjk_font_chinese_is_measured_one_em_per_glyph(no_cjk_font):
+    assert fonts.text_width("梯度", 10) == 20.0
+    assert fonts.text_width("反向传播：", 12) == 60.0  # the full-width colon too
+    assert fonts.text_width("梯度 x", 10) == 20.0 + fonts.text_width(" x", 10)  # Latin from the Latin font
+
+
+def test_one_em_per_glyph_is_never_narrower_than_the_cjk_font(cjk_font, monkeypatch):
+    """A picture measured without the font keeps at least the room the font takes in a
+    browser that has it, for every Chinese sentence tapeviz writes."""
+    with_font = {s: fonts.text_width(s, 10) for s in _zh_sentences()}
+    monkeypatch.setattr(fonts, "cjk_font_path", lambda: None)
+    monkeypatch.setattr(fonts, "_TABLES", {})
+    monkeypatch.setattr(fonts, "_BY_ARGS", {})
+    narrower = {s: (fonts.text_width(s, 10), w) for s, w in with_font.items() if fonts.text_width(s, 10) < w - 0.01}
+    assert not narrower, list(narrower.items())[:3]
+
+
+def test_a_chinese_picture_made_without_the_font_has_no_overlaps(no_cjk_font):
+    from test_placement import check
+
+    tape, y = _tape()
+    view = tv.view(tape, y, lang="zh", title="反向传播：梯度从 y 流回 x", caption="中文说明：每条边上的数是梯度")
+    assert view.scene.title_label.text == "反向传播：梯度从 y 流回 x"
+    check(view.scene, "zh without a CJK font")
+    assert "反向传播" in view._repr_svg_()

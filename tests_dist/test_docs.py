@@ -2,7 +2,7 @@
 then runs this): every part is there, and no page needs anything from the internet.
 
 The build itself is strict (sphinx -W: any warning fails it); these tests check what the
-pages hold: the README's sections (one copy of the text, included), every notebook with
+pages hold: every guide page with its sections, linked from the home page, every notebook with
 the outputs of its run, every built-in example in the gallery, every public function in
 the API reference, and, in headless Chromium, a notebook's explorer drawn from scripts
 the site serves itself.
@@ -49,14 +49,19 @@ def text_of(markup: str) -> str:
     return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", markup)))
 
 
-def test_home_page_is_the_readme_with_every_section():
-    home = text_of(page("index.html"))
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    headings = [re.sub(r"[`*]", "", h).strip() for h in re.findall(r"^#{1,4} (.+)$", readme, re.M)]
-    assert len(headings) > 5
-    missing = [h for h in headings if re.sub(r"\s+", " ", h) not in home]
-    assert not missing, f"README sections not on the docs' home page: {missing}"
-    assert (SITE / "_images" / "stop_gradient.png").is_file(), "the README's picture travels with it"
+def test_every_guide_page_is_built_with_its_sections_and_linked_from_home():
+    home = page("index.html")
+    assert "tv.explore" in text_of(home).replace(" . ", "."), "the home page shows the README's first example"
+    assert (SITE / "_images" / "stop_gradient.png").is_file(), "the home page's picture travels with it"
+    for source in sorted((ROOT / "docs").glob("*.md")):
+        if source.stem == "index":
+            continue
+        assert f'href="{source.stem}.html"' in home, f"{source.name} is not linked from the home page"
+        built = text_of(page(f"{source.stem}.html"))
+        text = source.read_text(encoding="utf-8")
+        headings = [re.sub(r"[`*]", "", h).strip() for h in re.findall(r"^#{1,4} (.+)$", text, re.M)]
+        missing = [h for h in headings if re.sub(r"\s+", " ", h) not in built]
+        assert not missing, f"{source.name}: sections not on its page: {missing}"
 
 
 def test_every_notebook_is_rendered_with_its_outputs():

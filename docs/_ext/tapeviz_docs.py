@@ -39,9 +39,6 @@ WIDGET_DIR = STATIC / "widgets"  # served as _static/widgets/
 NPM_CACHE = DOCS / "_build" / ".npm"
 GALLERY_DOC = "gallery"
 GALLERY_FORMATS = ("svg", "png", "gif")
-# README.md links to repo files for readers of the repo; on the site these are pages. Any
-# other relative link in the README stays as it is, and a broken one fails the build.
-README_LINKS = {"CHANGELOG.md": "changelog.md", "docs/": "index.md"}
 
 
 # ----------------------------------------------------------------------------- notebooks
@@ -171,12 +168,6 @@ def _append_gallery(app: Sphinx, docname: str, source: list[str]) -> None:
         source[0] = source[0].rstrip() + "\n\n" + app.env.tapeviz_gallery + "\n"  # type: ignore[attr-defined]
 
 
-def _readme_links(app: Sphinx, relative_path: Path, parent_docname: str, content: list[str]) -> None:
-    if Path(relative_path).name == "README.md":
-        for repo_link, page in README_LINKS.items():
-            content[0] = content[0].replace(f"]({repo_link})", f"]({page})")
-
-
 def _gallery_always_read(app: Sphinx, env, added, changed, removed) -> list[str]:
     # The gallery's pictures are remade on every build: read the page again so it shows them.
     return [GALLERY_DOC]
@@ -186,6 +177,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _fetch_static)
     app.connect("builder-inited", _prepare)
     app.connect("source-read", _append_gallery)
-    app.connect("include-read", _readme_links)
     app.connect("env-get-outdated", _gallery_always_read)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,4 +1,4 @@
-"""Regenerate the README's pictures: python notebooks/img/regenerate.py (from the repo root).
+"""Regenerate the pictures of README.md and docs/pictures.md: python notebooks/img/regenerate.py (from the repo root).
 
 "before" is every recorded op (show_all=True), "after" the default picture (what carries
 nothing to the target hidden, constants folded into chips, TF API calls collapsed).
@@ -19,13 +19,13 @@ from tapeviz import cli, examples
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parents[1] / "tests"
-# "after" pictures in rows of at most 4 boxes: ~1,100 px wide, so a README column (~880 px)
+# "after" pictures in rows of at most 4 boxes: ~1,100 px wide, so a page column (~880 px)
 # shows their text at a readable size ("before" pictures stay as wide as they are).
 README_ROW = 4
 
 
 def small_cnn_model():
-    """The README's small CNN and a batch for it: (model, (x,), labels)."""
+    """The small CNN of docs/pictures.md and a batch for it: (model, (x,), labels)."""
     keras.utils.set_random_seed(0)
     model = keras.Sequential(
         [

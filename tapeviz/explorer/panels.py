@@ -148,7 +148,7 @@ def inspector(graph: TapeGraph, fl: GradientFlow, node, lang: str = DEFAULT) -> 
     if info is not None:
         shown = _arr(info.value) if info.value is not None else info.summary
         parts.append(f"{_esc(say('inspect.value', lang, dtype=info.dtype, shape=info.shape))}<pre>{_esc(shown)}</pre>")
-    grad = fl.grad(node)
+    grad = fl.computed(node)
     cls = "tv-bad" if _bad(grad) else ""
     target = g.display_name(fl.target_nodes[0])
     parts.append(f"{_esc(say('inspect.grad', lang, target=target))}<pre class='{cls}'>{_esc(_arr(grad))}</pre>")

@@ -29,14 +29,23 @@ from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, check_lang
 from ..output.svg import to_svg
 from ..output.view import GraphView
+from ..picture.options import option_names
 from ..picture.rows import CELL_WIDTH
-from ..picture.visibility import Shown, decide
+from ..picture.visibility import Collapsed, Shown, decide
 from ..record.graph import GRAD_NORM, TapeGraph, format_value
 from . import panels
 
 __all__ = ["ExplorerState", "Explored", "picture", "panel", "inspector", "gradients", "clipped_texts"]
 
 _PICTURES = 128  # SVG documents kept per explorer (a slider going back and forth reuses them)
+
+
+#: The picture's options (tv.Options) that the state holds as they are, by name, and hands
+#: to GraphView; ``collapsed`` is held as the groups themselves (see Explored.initial).
+_PICTURE_OPTIONS = tuple(n for n in option_names() if n != "collapsed")
+#: ``depth`` and ``expand`` choose the picture's default groups (Explored.default_shown);
+#: the GraphView of a state gets the groups themselves.
+_VIEW_OPTIONS = tuple(n for n in _PICTURE_OPTIONS if n not in ("depth", "expand"))
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,7 @@ class ExplorerState:
     lang: str = DEFAULT
     theme: str = "light"
     magnitude: bool = False  # boxes coloured by ||g|| / ||w||
+    wrap: int | None = None  # rows of at most this many boxes; None: only pictures wider than a screen wrap
 
     def replace(self, **changes) -> ExplorerState:
         return dataclasses.replace(self, **changes)
@@ -71,7 +81,7 @@ class ExplorerState:
     @property
     def structure(self) -> tuple:
         """What decides the picture's layout (its boxes and where they are)."""
-        return (self.target, self.collapsed, self.functions, self.show_all, self.lang, self.theme, self.magnitude)
+        return (self.target, self.collapsed, self.functions, *(getattr(self, n) for n in _PICTURE_OPTIONS))
 
 
 class Explored:
@@ -99,11 +109,26 @@ class Explored:
             self._flows[target] = self._flow_factory(self.targets[target])
         return self._flows[target]
 
-    def initial(self, **settings) -> ExplorerState:
-        """The state an explorer opens in: the first target, its finished pass."""
+    def initial(self, *, collapsed: Collapsed | frozenset | None = None, **settings) -> ExplorerState:
+        """The state an explorer opens in: the first target, its finished pass.
+        ``collapsed``: as tv.Options takes it ("auto", True, False or group names), or
+        the groups themselves; "auto" and None leave it to the picture."""
         state = ExplorerState(target=next(iter(self.targets)), **settings)
         check_lang(state.lang)
-        return state.replace(step=self.flow(state.target).last_step)
+        state = state.replace(step=self.flow(state.target).last_step)
+        if collapsed is None or collapsed == "auto" or isinstance(collapsed, frozenset):
+            return state.replace(collapsed=None if collapsed == "auto" else collapsed)
+        bodies = {f: self.graph.function_body(f) for f in state.functions}
+        shown = decide(
+            self.graph,
+            self.flow(state.target),
+            show_all=state.show_all,
+            collapsed=collapsed,
+            bodies=bodies,
+            depth=state.depth,
+            expand=state.expand,
+        )
+        return state.replace(collapsed=frozenset(shown.collapsed))
 
     def default_shown(self, state: ExplorerState) -> Shown:
         """The picture's own decision of what is shown for this target (no groups chosen)."""
@@ -140,10 +165,7 @@ class Explored:
                 self.flow(state.target),
                 collapsed=set(key[1]),
                 functions=set(state.functions),
-                show_all=state.show_all,
-                lang=state.lang,
-                theme=state.theme,
-                magnitude=state.magnitude,
+                **{n: getattr(state, n) for n in _VIEW_OPTIONS},
                 page=CELL_WIDTH,
             )
         view.overrides = clipped_texts(self, state)
@@ -181,7 +203,7 @@ class Explored:
 
     def raw_gradients(self, state: ExplorerState) -> dict[str, Any]:
         fl = self.flow(state.target)
-        return {name: fl.grad_tensor(node) for name, node in self.variables().items()}
+        return {name: fl.computed_tensor(node) for name, node in self.variables().items()}
 
     def cached_texts(self, key, make: Callable[[], dict]) -> dict:
         """The clipped texts of one clip setting (a picture key and its view both need them)."""

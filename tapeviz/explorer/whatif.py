@@ -1,10 +1,13 @@
 """tv.interact: move a function's inputs with sliders and watch the gradient follow.
 
-``tv.interact(f, x=(-3.0, 3.0, 1.0))`` calls ``f`` with one ``tf.Variable`` per input
+``tv.interact(f, x=(-3.0, 3.0, 0.1))`` calls ``f`` with one ``tf.Variable`` per input
 under a tapeviz tape, and shows the explorer of that run (every control of tv.explore)
 plus one slider per input and a slope plot: the target against one input over its
-range, with the tangent at the current point. Each slider move calls ``f`` again
-through TensorFlow; nothing is interpolated or computed by tapeviz itself.
+range, with the tangent at the current point. The inputs are read as
+``ipywidgets.interact`` reads them (``(min, max[, step])``, the start from ``f``'s
+default, a ready slider, ``fixed(value)`` for a constant), by ipywidgets itself. Each
+slider move calls ``f`` again through TensorFlow; nothing is interpolated or computed by
+tapeviz itself.
 
 Three parts, one job each:
 
@@ -22,7 +25,7 @@ Three parts, one job each:
 When a Python branch in the function (``if x > 0``) records other ops, the shape
 changes: the boxes are laid out again and the explorer says so, and what changed. When
 the function raises or returns no tensor, the explorer says why and keeps the last
-picture that worked. At construction there is no last picture: a bad range or a first
+picture that worked. At construction there is no last picture: a bad input or a first
 call that fails raises (ValueError, or TypeError for a wrong type).
 """
 
@@ -44,6 +47,7 @@ import tensorflow as tf
 
 from ..gradients.flow import GradientFlow, flow_over
 from ..messages import DEFAULT, say
+from ..picture.options import Options
 from ..picture.themes import THEMES
 from ..record.graph import TapeGraph, format_value
 from ..record.tape import GradientTape, graph_of
@@ -53,7 +57,8 @@ from .widget import Explorer
 
 __all__ = [
     "InputRange",
-    "parse_range",
+    "input_widget",
+    "range_of",
     "Runner",
     "Run",
     "InteractError",
@@ -112,44 +117,72 @@ class InputRange:
         return max(0, min(6, -math.floor(math.log10(self.step) + 1e-9)))
 
 
-def nice_step(lo: float, hi: float) -> float:
-    """About a hundredth of the range, rounded to 1, 2 or 5 times a power of ten."""
-    raw = (hi - lo) / 100
-    exp = math.floor(math.log10(raw))
-    base = raw / 10**exp
-    mult = next(m for m in (1, 2, 5, 10) if m >= base - 1e-9)
-    return round(mult * 10**exp, 12)
+#: Ready widgets an input may be: a number with a range in the number's own units (a
+#: FloatLogSlider's min and max are exponents; a FloatText has no range for the slope plot).
+NUMBER_WIDGETS = (W.FloatSlider, W.IntSlider, W.BoundedFloatText, W.BoundedIntText)
 
 
-def parse_range(name: str, spec: Any) -> InputRange:
-    """``(min, max[, start[, step]])`` as an InputRange, or a clear error (start defaults
-    to the middle, step to about a hundredth of the range)."""
-    example = f"{name}=(-3.0, 3.0, 1.0)"
-    if not isinstance(spec, (tuple, list)) or not 2 <= len(spec) <= 4:
-        raise TypeError(f"{name}={spec!r}: give the input's range as (min, max[, start[, step]]), e.g. {example}.")
-    nums = []
-    for part, v in zip(("min", "max", "start", "step"), spec, strict=False):  # spec: 2 to 4 of them
+def _example(name: str) -> str:
+    return f"{name}=(-3.0, 3.0, 0.1)"
+
+
+def input_widget(name: str, abbrev: Any, default: Any = inspect.Parameter.empty) -> W.ValueWidget | W.fixed:
+    """The control ``ipywidgets.interact`` makes for ``name=abbrev``, made by ipywidgets
+    itself (``interactive.widget_from_abbrev``): ``(min, max[, step])`` is a FloatSlider, or
+    an IntSlider when all are ints, starting at the function's default for that parameter
+    (clipped into the range), else at the middle; a ready widget and ``fixed(value)`` are
+    taken as they are; a bare number is a slider around it. tapeviz differentiates its
+    inputs, so anything other than a number slider is refused with the fix."""
+    if isinstance(abbrev, (W.fixed, *NUMBER_WIDGETS)):
+        return abbrev
+    if isinstance(abbrev, W.Widget):
+        raise TypeError(
+            f"{name}: a {type(abbrev).__name__} cannot be an input: tv.interact differentiates its inputs, so "
+            f"each is a number with a range (FloatSlider, IntSlider, BoundedFloatText, BoundedIntText), "
+            f"e.g. {_example(name)}; pass a value that is not differentiated as {name}=fixed(value)."
+        )
+    if isinstance(abbrev, list) and 2 <= len(abbrev) <= 3:
+        raise TypeError(
+            f"{name}={abbrev!r}: give the range as a tuple, e.g. {_example(name)} "
+            "(ipywidgets reads a list as menu options)."
+        )
+    if isinstance(abbrev, tuple):
+        _check_tuple(name, abbrev)
+    elif isinstance(abbrev, bool) or not isinstance(abbrev, (int, float, np.integer, np.floating)):
+        raise TypeError(
+            f"{name}={abbrev!r}: an input is a range (min, max[, step]) such as {_example(name)}, a number, or a "
+            f"ready slider; pass a value that is not differentiated as {name}=fixed(value)."
+        )
+    elif not math.isfinite(abbrev):
+        raise ValueError(f"{name}={abbrev}: an input must be a finite number.")
+    return W.interactive.widget_from_abbrev(abbrev, default)
+
+
+def _check_tuple(name: str, spec: tuple) -> None:
+    """The errors ipywidgets would give a bad range, said with the cause and the fix."""
+    if not 2 <= len(spec) <= 3:
+        raise TypeError(f"{name}={spec!r}: give the input's range as (min, max[, step]), e.g. {_example(name)}.")
+    for part, v in zip(("min", "max", "step"), spec, strict=False):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise TypeError(f"{name}: {part} must be a number, got {type(v).__name__} ({v!r}); e.g. {example}.")
+            raise TypeError(f"{name}: {part} must be a number, got {type(v).__name__} ({v!r}); e.g. {_example(name)}.")
         if not math.isfinite(v):
             raise ValueError(f"{name}: {part} must be a finite number, got {v}.")
-        nums.append(float(v))
-    lo, hi = nums[0], nums[1]
+    lo, hi = spec[0], spec[1]
     if lo >= hi:
         raise ValueError(
             f"{name}=({_num(lo)}, {_num(hi)}, ...): the range is empty, min must be below max; "
             f"e.g. {name}=({_num(min(lo, hi))}, {_num(max(lo, hi) if lo != hi else lo + 1)})."
         )
-    start = nums[2] if len(nums) > 2 else (lo + hi) / 2
-    if not lo <= start <= hi:
+    if len(spec) == 3 and not 0 < spec[2] <= hi - lo:
         raise ValueError(
-            f"{name}: start {_num(start)} is outside its range [{_num(lo)}, {_num(hi)}]; "
-            "pick a start between min and max."
+            f"{name}: step {_num(spec[2])} must be positive and at most the range's width ({_num(hi - lo)})."
         )
-    step = nums[3] if len(nums) > 3 else nice_step(lo, hi)
-    if not 0 < step <= hi - lo:
-        raise ValueError(f"{name}: step {_num(step)} must be positive and at most the range's width ({_num(hi - lo)}).")
-    return InputRange(name, lo, hi, start, step)
+
+
+def range_of(name: str, widget: W.ValueWidget) -> InputRange:
+    """What the runner and the slope plot need of an input's widget."""
+    step = float(getattr(widget, "step", None) or (widget.max - widget.min) / 100)
+    return InputRange(name, float(widget.min), float(widget.max), float(widget.value), step)
 
 
 # --------------------------------------------------------------------------- calling the function
@@ -236,9 +269,10 @@ class Runner:
     """Calls ``fn`` with one tf.Variable per input, under a tapeviz tape or (for the slope
     plot's samples) with no tape at all."""
 
-    def __init__(self, fn: Callable, ranges: Mapping[str, InputRange]):
+    def __init__(self, fn: Callable, ranges: Mapping[str, InputRange], constants: Mapping[str, Any] | None = None):
         self.fn = fn
         self.ranges = dict(ranges)
+        self.constants = dict(constants or {})  # fixed(...) arguments: passed as they are, never differentiated
         name = getattr(fn, "__name__", "")
         self.fn_name = name if name.isidentifier() else "fn"
         # the target's name when fn returns one tensor: the function's own name (def z(x, y): ...)
@@ -252,7 +286,11 @@ class Runner:
 
     def _bindable(self, name: str) -> bool:
         return (
-            name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_") and name not in self.ranges
+            name.isidentifier()
+            and not keyword.iskeyword(name)
+            and not name.startswith("_")
+            and name not in self.ranges
+            and name not in self.constants
         )
 
     def call_text(self, values: Mapping[str, float]) -> str:
@@ -273,7 +311,7 @@ class Runner:
         ns: dict[str, Any] = {
             "_tape": tape,
             "_fn": self.fn,
-            "_args": dict(self.variables),
+            "_args": {**self.constants, **self.variables},
             "_check": partial(self._check, call),
             **self.variables,
         }
@@ -350,7 +388,7 @@ class Runner:
         for i, x in enumerate(xs):
             probes[name].assign(x)
             try:
-                out = self.fn(**probes)
+                out = self.fn(**self.constants, **probes)
                 t = out[target] if isinstance(out, Mapping) else out
                 ys[i] = total(t)
             except Exception:  # noqa: BLE001 - a point where fn fails is a gap in the curve, and is counted
@@ -384,7 +422,7 @@ class Runner:
     def _curve_function(self, probes: dict[str, tf.Variable], name: str, target: str) -> Callable:
         """tf.function(xs) -> the target (summed) at each x: the loop runs inside the graph,
         assigning the probe variable and calling fn at each point."""
-        fn, single = self.fn, self.single
+        fn, single, constants = self.fn, self.single, self.constants
         probe = probes[name]
 
         @tf.function(autograph=True)
@@ -393,7 +431,7 @@ class Runner:
             ys = tf.TensorArray(tf.float64, size=n)
             for i in tf.range(n):
                 probe.assign(xs[i])
-                out = fn(**probes)
+                out = fn(**constants, **probes)
                 t = out[target] if isinstance(out, Mapping) else out if target == single else None
                 ys = ys.write(i, tf.cast(tf.reduce_sum(t), tf.float64))
             return ys.stack()
@@ -497,7 +535,15 @@ class Interact(Explorer):
     too. ``ex.values`` holds the inputs the picture shows (the last call that worked),
     ``ex.tape`` that call's tape, ``ex.gradients()`` its gradients per input."""
 
-    def __init__(self, runner: Runner, first: Run, *, presenter: bool = False, **settings):
+    def __init__(
+        self,
+        runner: Runner,
+        first: Run,
+        widgets: Mapping[str, W.ValueWidget],
+        *,
+        presenter: bool = False,
+        **settings,
+    ):
         super().__init__(first.explored, presenter=presenter, **settings)
         self.runner = runner
         self.run = first
@@ -505,17 +551,9 @@ class Interact(Explorer):
         lang = self.state.lang
         c = self.controls
         sliders = []
-        for name, r in runner.ranges.items():
-            s = W.FloatSlider(
-                value=r.start,
-                min=r.min,
-                max=r.max,
-                step=r.step,
-                description=name,
-                continuous_update=True,
-                readout_format=f".{r.decimals}f",
-                layout=W.Layout(width="360px"),
-            )
+        for name, s in widgets.items():
+            if not s.description:  # as ipywidgets.interact labels its controls
+                s.description = name
             s.add_class("tv-input").add_class(f"tv-input-{name}")
             s.observe(partial(self._on_input, name), names="value")
             s.observe(partial(self._on_range, name), names=["min", "max"])
@@ -622,18 +660,18 @@ class Interact(Explorer):
             raise ValueError(f"No input named {name!r}; the inputs are: {', '.join(self.runner.ranges)}.")
         s = self.controls[name]
         try:
-            r = parse_range(name, (min, max, float(np.clip(s.value, min, max)), *(() if step is None else (step,))))
+            _check_tuple(name, (min, max) if step is None else (min, max, step))
         except (TypeError, ValueError) as e:
             self._fail(str(e))
             raise
-        self.runner.ranges[name] = r
         with self._quiet():
-            if r.min > s.max:
-                s.max, s.min = r.max, r.min
+            if min > s.max:
+                s.max, s.min = max, min
             else:
-                s.min, s.max = r.min, r.max
-            s.step = r.step
-            s.readout_format = f".{r.decimals}f"
+                s.min, s.max = min, max
+            if step is not None and hasattr(s, "step"):
+                s.step = step
+        self.runner.ranges[name] = range_of(name, s)
         self._rerun(name)
 
     # -- sliders -> runs -> states ---------------------------------------------------------
@@ -646,8 +684,7 @@ class Interact(Explorer):
             return
         s = self.controls[name]
         if s.min < s.max:
-            r = self.runner.ranges[name]
-            self.runner.ranges[name] = InputRange(name, float(s.min), float(s.max), r.start, r.step)
+            self.runner.ranges[name] = range_of(name, s)
         self._rerun(name)
 
     def _rerun(self, moved: str) -> None:
@@ -735,43 +772,50 @@ class Interact(Explorer):
 # --------------------------------------------------------------------------- entry point
 
 
-def interact(
-    fn: Callable,
-    ranges: Mapping[str, Any],
-    *,
-    lang: str = DEFAULT,
-    theme: str = "auto",
-    show_all: bool = False,
-    presenter: bool = False,
-) -> Interact:
+def interact(fn: Callable, inputs: Mapping[str, Any], options: Options, *, presenter: bool = False) -> Interact:
     """Build the Interact explorer (see tv.interact); errors before the first picture raise."""
     if not callable(fn):
         raise TypeError(
-            f"tv.interact needs a function first, got {type(fn).__name__}: tv.interact(f, x=(-3.0, 3.0, 1.0))."
+            f"tv.interact needs a function first, got {type(fn).__name__}: tv.interact(f, x=(-3.0, 3.0, 0.1))."
         )
-    if not ranges:
-        raise ValueError(
-            "tv.interact needs at least one input with its range, e.g. tv.interact(f, x=(-3.0, 3.0, 1.0))."
-        )
-    if theme != "auto" and theme not in THEMES:
-        raise ValueError(f"Unknown theme {theme!r}; use one of 'auto', {', '.join(repr(t) for t in THEMES)}.")
-    taken = sorted(set(ranges) & RESERVED)
+    try:
+        params: Mapping[str, inspect.Parameter] = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # no signature to read (some builtins): the first call will tell
+        params = {}
+    defaults = {n: p.default for n, p in params.items() if p.default is not inspect.Parameter.empty}
+    inputs = dict(inputs)
+    for n, d in defaults.items():  # as ipywidgets.interact: a parameter with a number as default is a slider too
+        if n not in inputs and n not in RESERVED and isinstance(d, (int, float)) and not isinstance(d, bool):
+            inputs[n] = d
+    taken = sorted(set(inputs) & RESERVED)
     if taken:
         raise ValueError(
             f"An input cannot be called {taken[0]!r}: ex.controls[{taken[0]!r}] is one of the explorer's "
             f"own controls ({', '.join(sorted(RESERVED))}). Rename that parameter of your function."
         )
-    parsed = {name: parse_range(name, spec) for name, spec in ranges.items()}
-    try:
-        inspect.signature(fn).bind(**{name: None for name in parsed})
-    except TypeError as e:
-        name = getattr(fn, "__name__", "fn")
-        raise TypeError(
-            f"{name} cannot be called with the inputs {', '.join(parsed)}: {e}. Give one range per "
-            f"parameter of {name}, named like the parameter."
-        ) from None
-    except ValueError:  # no signature to check (some builtins): the first call will tell
-        pass
-    runner = Runner(fn, parsed)
-    first = runner.run({name: r.start for name, r in parsed.items()})
-    return Interact(runner, first, presenter=presenter, lang=lang, theme=theme, show_all=show_all)
+    made = {n: input_widget(n, a, defaults.get(n, inspect.Parameter.empty)) for n, a in inputs.items()}
+    widgets = {n: w for n, w in made.items() if not isinstance(w, W.fixed)}
+    constants = {n: w.value for n, w in made.items() if isinstance(w, W.fixed)}
+    if not widgets:
+        raise ValueError(
+            "tv.interact needs at least one input with its range, e.g. tv.interact(f, x=(-3.0, 3.0, 0.1)), "
+            "or a parameter with a number as its default (def f(x=1.0): ...)."
+        )
+    if params:
+        try:
+            inspect.signature(fn).bind(**made)
+        except TypeError as e:
+            name = getattr(fn, "__name__", "fn")
+            raise TypeError(
+                f"{name} cannot be called with the inputs {', '.join(made)}: {e}. Give one range per "
+                f"parameter of {name}, named like the parameter."
+            ) from None
+    for n, w in widgets.items():
+        if not isinstance(inputs[n], W.Widget):  # a slider made here: tapeviz's look, ipywidgets' numbers
+            w.continuous_update = True
+            w.layout = W.Layout(width="360px")
+            if isinstance(w, W.FloatSlider):
+                w.readout_format = f".{range_of(n, w).decimals}f"
+    runner = Runner(fn, {n: range_of(n, w) for n, w in widgets.items()}, constants)
+    first = runner.run({n: w.value for n, w in widgets.items()})
+    return Interact(runner, first, widgets, presenter=presenter, **options.keywords())

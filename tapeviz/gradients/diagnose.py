@@ -46,6 +46,10 @@ def explain_flow(fl: GradientFlow, source, lang: str = DEFAULT) -> Diagnosis | N
         return _say(Reason.UNCONNECTED, "not_seen", lang, None, name=name, target=target)
     why = fl.why_none(source if not isinstance(source, str) else node)
     if why is None:
+        if fl.unregistered:  # a gradient reaches source, yet tape.gradient raises for it
+            op_node = next(iter(fl.unregistered))
+            at = g.nx.nodes[op_node]["op_type"]
+            return _say(Reason.NO_GRADIENT, "not_registered_elsewhere", lang, op_node, name=name, target=target, at=at)
         return None
     return _diagnose(fl, node, name, target, why, lang)
 
@@ -101,7 +105,8 @@ def _diagnose(fl: GradientFlow, node, name: str, target: str, why: StopReason, l
             return _say(r, "integer", lang, why.origin, dtype=info.dtype, **base)
         return _say(r, "integer_on_path", lang, why.origin, detail=why.text(lang), **base)
     if r is Reason.NO_GRADIENT:
-        return _say(r, "no_gradient", lang, why.origin, **base)
+        case = "not_registered" if cause is Cause.NOT_REGISTERED else "no_gradient"
+        return _say(r, case, lang, why.origin, **base)
     if r is Reason.STATEFUL:
         return _say(r, "assigned", lang, why.origin, variable=facts.variable or say("word.a_variable", lang), **base)
     if r is Reason.OUTSIDE_TF:
@@ -120,6 +125,8 @@ def _diagnose(fl: GradientFlow, node, name: str, target: str, why: StopReason, l
             back_line=facts.back_line,
             **base,
         )
+    if cause is Cause.NEVER_USED:
+        return _say(Reason.UNCONNECTED, "never_used", lang, why.origin, **base)
     return _say(Reason.UNCONNECTED, "unconnected", lang, why.origin, **base)
 
 

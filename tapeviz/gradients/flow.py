@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import tensorflow as tf
@@ -96,7 +96,8 @@ class GradientFlow:
             self.target_nodes,
             [call.op.index for call in self.calls],
             self.carries,
-            lambda node: self.grad_tensor(node) is not None,
+            lambda node: self.computed_tensor(node) is not None,
+            self.unregistered,
         )
         self.edge_reason = stops.edge_reason
         self.node_reason = stops.node_reason
@@ -118,13 +119,10 @@ class GradientFlow:
             if is_symbolic(t):
                 raise GraphModeError(GRAPH_MODE_MESSAGE)
             if isinstance(t, tf.Variable) or hasattr(t, "path") and hasattr(t, "handle"):
-                var_key = g.key_of(t)
-                if var_key is None or g.node_of(t) is None:
-                    raise ValueError(
-                        f"The target variable {t.name} was not read while the tape recorded; "
-                        "pass a tensor computed inside the `with` block."
-                    )
-                out.append(var_key)
+                # A variable as the target is valid TF (tape.gradient(v, [v, w]) = [ones, None]):
+                # the target is then a source itself, whether or not the tape saw it read.
+                g.variable_node(t)
+                out.append(cast(int, g.key_of(t)))  # a variable's handle id: never None
                 continue
             key = g.key_of(t) if isinstance(t, tf.Tensor) else None
             if key is None:
@@ -170,7 +168,7 @@ class GradientFlow:
             on_tape.setdefault(t, None)
         for t in self._target_ids:  # TF gives d target / d target (the seed) even off the tape
             info = g.tensors.get(t)
-            if info is not None and info.trainable and info.dtype != "resource":
+            if info is not None and info.trainable and info.dtype != "resource" or self._is_variable(t):
                 on_tape.setdefault(t, None)
         self._source_ids = list(on_tape)
         if output_gradients is not None:
@@ -180,12 +178,19 @@ class GradientFlow:
         grads, calls = cap.replay(self._target_ids, self._source_ids, output_gradients)
         self._grad_tensor = dict(zip(self._source_ids, grads, strict=True))
         self.calls: list[BackwardCall] = calls
+        #: op node -> TF's LookupError for each op with no registered gradient that the pass
+        #: reached: tape.gradient raises it, so grad() does too (the picture still draws)
+        self.unregistered: dict[Any, LookupError] = {
+            g.op_node[c.op.index]: c.missing for c in calls if c.missing is not None
+        }
         self._edge_grad: dict[tuple, Any] = {}
         #: edge -> the step at which its contribution was computed
         self.edge_step: dict[tuple, int] = {}
         first = g.tensors[self._target_ids[0]] if self._target_ids[0] in g.tensors else None
         if output_gradients is not None:
             seed = output_gradients[0]
+        elif self._is_variable(self._target_ids[0]):  # d v / d v: TF's own ones, shaped as v
+            seed = self._grad_tensor[self._target_ids[0]]
         else:
             dtype = first.dtype if first is not None and first.trainable else "float32"
             seed = np.ones(first.shape if first is not None else (), dtype=tf.as_dtype(dtype).as_numpy_dtype)
@@ -222,6 +227,11 @@ class GradientFlow:
         self._done = done
         self._np_cache: dict = {}
 
+    def _is_variable(self, key: int) -> bool:
+        """Whether a target id is a variable's handle (the target is a source)."""
+        node = f"var{key}"
+        return node in self.graph.nx and self.graph.nx.nodes[node]["kind"] == "variable"
+
     @property
     def last_step(self) -> int:
         """Index of the last step: the picture at this step is the finished backward pass."""
@@ -251,7 +261,21 @@ class GradientFlow:
 
     # -- totals --------------------------------------------------------------------------
     def grad_tensor(self, obj: Any) -> tf.Tensor | tf.IndexedSlices | None:
-        """The TF value (Tensor or IndexedSlices) of d target / d obj, or None."""
+        """The TF value (Tensor or IndexedSlices) of d target / d obj, or None.
+
+        Raises TF's own LookupError, as tape.gradient does for every source, when the
+        backward pass reaches an op with no registered gradient (see ``unregistered``)."""
+        self._raise_unregistered()
+        return self.computed_tensor(obj)
+
+    def _raise_unregistered(self) -> None:
+        if self.unregistered:
+            raise next(iter(self.unregistered.values()))
+
+    def computed_tensor(self, obj: Any) -> tf.Tensor | tf.IndexedSlices | None:
+        """What TF's gradient functions delivered to obj (None where nothing arrived): the
+        same as grad_tensor, except that it also answers when an op on the way has no
+        registered gradient (then nothing arrives behind that op). Pictures read this."""
         g = self.graph
         if isinstance(obj, str) and obj in g.nx:
             d = g.nx.nodes[obj]
@@ -265,10 +289,16 @@ class GradientFlow:
         return self._grad_tensor.get(key)
 
     def grad(self, obj: Any) -> np.ndarray | None:
-        """d target / d obj as numpy (IndexedSlices made dense), None where TF gives None."""
+        """d target / d obj as numpy (IndexedSlices made dense), None where TF gives None;
+        TF's LookupError where tape.gradient raises it (see grad_tensor)."""
+        self._raise_unregistered()
+        return self.computed(obj)
+
+    def computed(self, obj: Any) -> np.ndarray | None:
+        """computed_tensor as numpy: what a picture shows at obj."""
         key = obj if isinstance(obj, str) else id(obj)
         if key not in self._np_cache:
-            self._np_cache[key] = _to_numpy(self.grad_tensor(obj))
+            self._np_cache[key] = _to_numpy(self.computed_tensor(obj))
         return self._np_cache[key]
 
     def edge_grad(self, u: str, v: str, key: int) -> np.ndarray | None:
@@ -321,7 +351,8 @@ class GradientFlow:
     def gradients(self) -> dict[str, np.ndarray | None]:
         """{variable name: d target / d variable} for every variable the tape saw."""
         g = self.graph
-        return {d["name"]: self.grad(n) for n, d in g.nx.nodes(data=True) if d["kind"] == "variable"}
+        self._raise_unregistered()
+        return {d["name"]: self.computed(n) for n, d in g.nx.nodes(data=True) if d["kind"] == "variable"}
 
     # -- stop reasons -------------------------------------------------------------------
     def why_none(self, obj: Any) -> StopReason | None:
@@ -335,7 +366,7 @@ class GradientFlow:
             elif isinstance(getattr(obj, "path", None), str):  # a Keras variable: its path
                 name = g.capture.name_of_object(obj) or obj.path
             return StopReason(None, Reason.UNCONNECTED, Cause.NEVER_USED, Facts(subject=name, target=self._target_name))
-        if self.grad_tensor(obj if not isinstance(obj, str) else node) is not None:
+        if self.computed_tensor(obj if not isinstance(obj, str) else node) is not None:
             return None
         if not isinstance(obj, str) and g.nx.nodes[node]["kind"] != "variable":
             key = g.key_of(obj)

@@ -17,10 +17,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import tensorflow as tf
+
+if TYPE_CHECKING:
+    from matplotlib.colors import LogNorm
 
 #: Default bounds of the log scale: 1e-8 (a gradient a hundred-millionth of its weights:
 #: that layer does not learn) to 1e1 (ten times its weights: one SGD step with lr=0.1
@@ -105,7 +108,7 @@ def flow_magnitudes(flow) -> list[Magnitude]:
         if not g.tensors[read_id].trainable:
             continue  # an integer variable (a seed, a step counter): no gradient to measure
         read = g.capture.tensor(read_id)
-        grad = flow.grad_tensor(node)
+        grad = flow.computed_tensor(node)
         grad_norm = None if grad is None else float(tf.norm(_values(grad)))
         weight_norm = float(tf.norm(read))
         out.append(magnitude(d["name"], grad_norm, weight_norm, layer=layer_of(d.get("path") or d["name"]), node=node))
@@ -148,7 +151,12 @@ def group_by_layer(
     ]
 
 
-def relative_magnitudes(source, *, by: str = "variable", layer=None) -> dict[str, float | None]:
+def relative_magnitudes(
+    source: Any,
+    *,
+    by: str = "variable",
+    layer: Callable[[Magnitude], str] | Mapping[str, str] | None = None,
+) -> dict[str, float | None]:
     """``{name: ||g|| / ||w||}`` per variable (``by="variable"``) or per layer (``by="layer"``).
 
     ``source``: a GradientFlow (a picture: its variables, at the step it recorded), a
@@ -259,7 +267,7 @@ class MagnitudeScale:
             return NAN_COLOR
         return to_hex(colormaps[self.cmap](pos))
 
-    def mpl_norm(self):
+    def mpl_norm(self) -> LogNorm:
         """A matplotlib ``LogNorm`` with the same bounds, for ``fig.colorbar``."""
         from matplotlib.colors import LogNorm
 

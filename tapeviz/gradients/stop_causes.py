@@ -7,7 +7,7 @@ never got onto the tape, then a walk backward judges every edge after its consum
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 import networkx as nx
@@ -34,11 +34,14 @@ class StopCauses:
         called_ops: Iterable[int],
         carries: Callable[[tuple], bool],
         has_grad: Callable[[Any], bool],
+        unregistered: Collection = (),
     ):
         """``called_ops``: indices of the ops whose backward function TF called;
         ``carries(edge)``: whether a gradient flowed back along it; ``has_grad(node)``:
-        whether d target / d node is not None."""
+        whether d target / d node is not None; ``unregistered``: op nodes the pass reached
+        that have no registered gradient (tape.gradient raises there)."""
         self.graph = graph
+        self._unregistered = set(unregistered)
         self.target_nodes = target_nodes
         self._called_ops = called_ops
         self._carries = carries
@@ -98,6 +101,8 @@ class StopCauses:
         if kind == "variable":
             if d["watched"]:
                 return None
+            if not d["reads"] and d.get("unread"):  # named in the block, never read: a branch not taken
+                return StopReason(n, Reason.UNCONNECTED, Cause.NEVER_USED, self._facts(subject=name), n)
             ops = g.capture.ops
             if any(g.capture.read_before_reset(ops[i]) for i in d["reads"]):
                 return StopReason(n, Reason.NOT_RECORDED, Cause.READ_BEFORE_RESET, self._facts(subject=name), n)
@@ -277,6 +282,8 @@ class StopCauses:
         off = self._off.get(u)
         if off is not None:
             return off.moved(e)
+        if op is not None and v in self._unregistered:
+            return StopReason(e, Reason.NO_GRADIENT, Cause.NOT_REGISTERED, self._facts(subject=uname, op=op.op_type), v)
         if op is not None and consumer_called:
             return StopReason(
                 e, Reason.NO_GRADIENT, Cause.NOT_DIFFERENTIABLE, self._facts(subject=uname, op=op.op_type), e

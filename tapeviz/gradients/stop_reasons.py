@@ -57,6 +57,7 @@ class Cause(str, Enum):
     # no_gradient
     NOT_DIFFERENTIABLE = "not_differentiable"  # the op's gradient is None (Round, ...)
     INTEGER_RESULT = "integer_result"  # an op turned floats into integers (ArgMax, Shape)
+    NOT_REGISTERED = "not_registered"  # no gradient registered for the op: tape.gradient raises LookupError
     # stateful
     ASSIGNED = "assigned"  # written into a variable by assign*
     # outside_tf

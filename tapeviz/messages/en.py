@@ -59,7 +59,8 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
 def _hidden_note(hidden, folded, target, **_):
     parts = []
     if hidden:
-        what = f"carry nothing to {target}" if target else "lead to no output"
+        verb = ("carries", "leads") if hidden == 1 else ("carry", "lead")  # "1 op that carries", "2 ops that carry"
+        what = f"{verb[0]} nothing to {target}" if target else f"{verb[1]} to no output"
         parts.append(f"{hidden} {_plural(hidden, 'op')} that {what} hidden")
     if folded:
         parts.append(f"{folded} {_plural(folded, 'constant')} and shape {_plural(folded, 'op')} folded into the ops "
@@ -94,6 +95,7 @@ MESSAGES = {
     "stop.integer_dtype.integer": "{subject} is a {dtype} tensor; gradients only flow through floating-point tensors (cast to tf.float32 first).",
     "stop.no_gradient.not_differentiable": "{op} has no gradient in TensorFlow (it is not differentiable), so nothing flows back to {subject}.",
     "stop.no_gradient.integer_result": "{subject} comes from {op}, which has no gradient in TensorFlow: its {dtype} result is not differentiable, and casting it to float does not change that.",
+    "stop.no_gradient.not_registered": "{op} has no gradient registered in TensorFlow (tape.gradient raises LookupError: gradient registry has no entry for: {op}), so nothing flows back to {subject}.",
     "stop.stateful.assigned": lambda subject, variable, op, **_: (
         f"{subject} was written into {variable or 'a variable'} by {op}; assigning to a variable is a side effect, "
         "not a differentiable step."),
@@ -140,6 +142,10 @@ MESSAGES = {
     "fix.integer_on_path": "Keep the computation in floating point (e.g. tf.round instead of casting to int).",
     "explain.no_gradient": "The path from {name} to {target} goes through {at}, which has no gradient in TensorFlow.",
     "fix.no_gradient": "Replace {at} with a differentiable op (or a straight-through trick) on that path.",
+    "explain.not_registered": "The path from {name} to {target} goes through {at}, which has no gradient registered in TensorFlow: tape.gradient raises LookupError (gradient registry has no entry for: {at}).",
+    "fix.not_registered": "Give {at} a gradient with @tf.custom_gradient, or compute the same thing with differentiable TensorFlow ops, or, if {at} is meant as a constant, pass its inputs through tf.stop_gradient so the tape never asks for its gradient.",
+    "explain.not_registered_elsewhere": "A gradient does reach {name}, but the backward pass of {target} also goes through {at}, which has no gradient registered in TensorFlow: tape.gradient raises LookupError (gradient registry has no entry for: {at}) for every source, {name} included.",
+    "fix.not_registered_elsewhere": "Give {at} a gradient with @tf.custom_gradient, or compute the same thing with differentiable TensorFlow ops, or, if {at} is meant as a constant, pass its inputs through tf.stop_gradient so the tape never asks for its gradient.",
     "explain.assigned": "{name} reaches {target} only through a variable update: {at} writes it into {variable}.",
     "fix.assigned": "The tape does not differentiate through assign/assign_add: use the tensor itself in the computation.",
     "explain.round_trip": "{name} left TensorFlow through {via} and came back as a constant, so the tape lost the path to {target}.",
@@ -168,6 +174,7 @@ MESSAGES = {
         + [f"{calls} TF API {_plural(calls, 'call')}"] * bool(calls))
         + f" collapsed ({total} nodes in all); expand them to see their ops",
     "ui.note.hidden": _hidden_note,
+    "ui.note.unregistered": "No gradient registered for {op}: tape.gradient raises LookupError, and nothing reaches the ops before it",
     # ---- the explorer ------------------------------------------------------------------
     "ui.control.step": "step",
     "ui.control.play": "play",
@@ -235,6 +242,7 @@ MESSAGES = {
     "ui.group.layer": lambda n, **_: f"layer · {n} {_plural(n, 'op')}",
     "ui.group.block": lambda n, **_: f"block · {n} {_plural(n, 'op')}",
     "ui.group.loss": lambda n, **_: f"loss · {n} {_plural(n, 'op')}",
+    "ui.group.alike": "{name} ({n} alike)",
     "ui.group.api": lambda n, **_: f"tf API · {n} {_plural(n, 'op')}",
     "ui.group.inner": "in tf.function {function}",
     # A collapsed group's variables, too many to list under its box: their gradient's norm taken together.
@@ -265,6 +273,9 @@ MESSAGES = {
     "ui.edge.not_watched": "not_watched",
     "ui.edge.integer_dtype": "integer_dtype",
     "ui.edge.no_gradient": "no_gradient",
+    "ui.edge.not_registered": "not registered",
+    "ui.edge.never_used": "never used",
+    "ui.node.none_because": "∂ None: {code}",
     "ui.edge.stateful": "stateful",
     "ui.edge.outside_tf": "outside_tf",
     "ui.edge.unconnected": "unconnected",

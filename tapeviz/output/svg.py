@@ -348,7 +348,7 @@ def draws_whole_figure(view) -> bool:
 MIN_FIT_TEXT = 9.0
 
 
-def to_svg(view, *, fit: bool = False) -> str:
+def to_svg(view: Any, *, fit: bool = False) -> str:
     """The view (a GraphView or a Scene) as it stands now, as a standalone SVG document.
 
     ``fit=True`` (the explorer's canvas): the picture may shrink to the width of the page

@@ -10,12 +10,15 @@ dictionary look-ups, not a text layout (~0.5 ms each in FreeType's shaper).
 Characters the Latin font lacks (Chinese, for ``lang="zh"``) are measured in the first
 installed CJK font (Noto Sans CJK / Source Han Sans / ...), which is also the fallback
 both writers name: ``FONT_FAMILIES`` in the SVG, :func:`matplotlib_families` for
-matplotlib. Line heights are the Latin font's own ascent, descent and line gap (what
-matplotlib's text layout uses), which hold the CJK glyphs too.
+matplotlib. Until a CJK font is installed, wide characters (East Asian width W or F) are
+measured as one em each, the width every CJK font gives them: a picture made here keeps
+room for them in a browser that has the font. Line heights are the Latin font's own ascent,
+descent and line gap (what matplotlib's text layout uses), which hold the CJK glyphs too.
 """
 
 from __future__ import annotations
 
+import unicodedata
 import warnings
 from functools import cache, lru_cache
 from typing import Literal
@@ -118,6 +121,12 @@ class _Advances(dict):
             cjk = cjk_font_path()
             if cjk is not None and has_glyph(cjk, ch):
                 font = _face(cjk)
+            elif unicodedata.east_asian_width(ch) in ("W", "F"):
+                # No font here has it, but a browser or viewer that has a CJK font draws it
+                # one em wide (ideographs and full-width forms are square in every CJK font):
+                # keep that room, or its labels would overlap there.
+                self[ch] = 1.0
+                return 1.0
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

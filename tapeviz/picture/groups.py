@@ -24,6 +24,7 @@ linear in the boxes times the depth of their scopes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -231,8 +232,28 @@ def _scope_group(scope: str, by_scope: dict[str, _Raw], root: _Raw, losses: set)
     return parent
 
 
+_STAGE_BLOCK = re.compile(r"([A-Za-z]+\d+)([a-z]+)")  # EfficientNet's "block2a": stage 2, block a
+
+
 def _tokens(item) -> list[str] | None:
-    return item.name.split("_") if isinstance(item, _Raw) and item.kind == "layer" or _is_block(item) else None
+    """A layer's name in the words a prefix is made of: ``conv3_block2_1_conv`` ->
+    conv3, block2, 1, conv; a word such as ``block2a`` is two (block2, a), so
+    EfficientNet's block2a and block2b share the stage block2."""
+    if not (isinstance(item, _Raw) and item.kind == "layer" or _is_block(item)):
+        return None
+    out: list[str] = []
+    for word in item.name.split("_"):
+        m = _STAGE_BLOCK.fullmatch(word)
+        out.extend(m.groups() if m else (word,))
+    return out
+
+
+def _prefix_name(name: str, tokens: list[str], k: int) -> str:
+    """The part of ``name`` its first ``k`` tokens spell (with the underscores between them)."""
+    end = 0
+    for t in tokens[:k]:
+        end = name.index(t, end) + len(t)
+    return name[:end]
 
 
 def _is_block(item) -> bool:
@@ -272,7 +293,7 @@ def _add_prefix_groups(root: _Raw) -> None:
                 out.append(items[i])
                 i += 1
                 continue
-            block = _Raw("_".join(toks[:k]), "block")
+            block = _Raw(_prefix_name(items[i].name, toks, k), "block")
             block.items = items[i:j]
             out.append(block)
             todo.append((block, k + 1))

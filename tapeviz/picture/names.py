@@ -17,7 +17,7 @@ from . import fonts
 __all__ = ["short_names", "name_lines"]
 
 SEP = "/"
-_BREAK_AFTER = "/_-."  # a name breaks after these before it breaks inside a word
+_BREAK_AFTER = "/_-. "  # a name breaks after these before it breaks inside a word
 
 
 def short_names(paths: Mapping[Hashable, str]) -> dict[Hashable, str]:
@@ -45,7 +45,7 @@ def short_names(paths: Mapping[Hashable, str]) -> dict[Hashable, str]:
 
 def name_lines(name: str, width: float, size: float, weight="normal", *, lines: int = 2) -> list[str]:
     """``name`` broken into at most ``lines`` lines of at most ``width`` points: after a
-    ``/``, ``_``, ``-`` or ``.`` where one fits, else inside a word; only a name longer
+    ``/``, ``_``, ``-``, ``.`` or space where one fits, else inside a word; only a name longer
     than all the lines together is cut (with "…", at the end of the last line)."""
     out: list[str] = []
     rest = name
@@ -55,7 +55,7 @@ def name_lines(name: str, width: float, size: float, weight="normal", *, lines: 
             break
         cut = max((head.rfind(c) for c in _BREAK_AFTER), default=-1) + 1
         cut = cut if cut > len(head) // 3 else len(head)  # a break near the start wastes the line
-        out.append(rest[:cut])
+        out.append(rest[:cut].rstrip(" "))
         rest = rest[cut:]
     out.append(fonts.fit(rest, width, size, weight))
     return [line for line in out if line]

@@ -95,7 +95,7 @@ from .style import (
 )
 from .themes import Theme, get_theme, mix
 from .visibility import Shown, collapse, decide
-from .wording import box_names, compact, grad_text, is_bad, node_title
+from .wording import box_names, compact, edge_code, grad_text, is_bad, node_title
 
 __all__ = ["Scene"]
 
@@ -240,7 +240,7 @@ class Scene:
         if best is not None and best[1] != columns:
             self._build(*self._rows(pos, computed, best[1]), names, magnitudes)
 
-    def _rows(self, pos, routes, columns: int):
+    def _rows(self, pos, routes, columns: int) -> tuple[dict, dict, dict]:
         """The layout folded into rows of at most ``columns``: wrap=k's rows are k long; the
         rows chosen here are cut where the fewest edges return to the next row."""
         dg = self.display.nx
@@ -558,6 +558,8 @@ class Scene:
             notes.append(
                 say("ui.note.hidden", self.lang, hidden=disp.n_hidden_ops, folded=len(disp.folded), target=target)
             )
+        for n in getattr(self.flow, "unregistered", ()):  # tape.gradient raises: say where, always
+            notes.append(say("ui.note.unregistered", self.lang, op=self.graph.nx.nodes[n]["op_type"]))
         budget = getattr(self.graph, "budget_note", None)
         if budget:
             notes.append(budget)
@@ -641,7 +643,8 @@ class Scene:
         if first is not None and all(r is not None for r in stops):
             arrow.color, arrow.lw = th.stopped, LW_STOPPED * th.line
             arrow.linestyle = REASON_STYLE.get(first.reason, "--")
-            code = say(f"ui.edge.{first.reason.value}", self.lang)
+            # a cause with a label of its own (no gradient registered) says it; else the reason
+            code = say(edge_code(first), self.lang)
             full = code if len(members) == 1 else say("ui.edge.stopped_n", self.lang, code=code, n=len(members))
             text.text = fonts.fit(full, room, text.size, style="italic")
             text.color, text.style = th.stop_text, "italic"
@@ -723,8 +726,8 @@ class Scene:
             if cached is None:
                 if n in fl.target_nodes:
                     value = fl.steps[0].grad
-                elif kind in ("variable", "watched", "input", "constant") or fl.grad(n) is not None:
-                    value = fl.grad(n)
+                elif kind in ("variable", "watched", "input", "constant") or fl.computed(n) is not None:
+                    value = fl.computed(n)
                 else:
                     value = fl.steps[s].grad
                 value = value if not isinstance(value, list) else value[0]
@@ -735,6 +738,9 @@ class Scene:
                 cached = self._texts[key] = (text, th.bad if is_bad(value) else th.grad_text)
             return cached
         if n in fl.node_reason and finished and kind in ("variable", "watched", "input"):
+            if self.display.nx.degree(n) == 0:  # no edge to carry the reason: the box says it
+                code = say(edge_code(fl.node_reason[n]), self.lang)
+                return fonts.fit(say("ui.node.none_because", self.lang, code=code), room, size), th.stop_text
             return grad_text(None), th.stop_text
         return "", th.grad_text
 
@@ -744,7 +750,7 @@ class Scene:
         23 M gradient numbers took 0.8 s a picture when summed again for every step)."""
         got = self._norms.get(m)
         if got is None:
-            value = fl.grad(m)
+            value = fl.computed(m)
             if value is None:
                 got = ("None", 0.0, False)
             else:
@@ -781,6 +787,6 @@ class Scene:
                 title = say("ui.step.part", self.lang, k=k, n=n, node=node, value=grad, reads=len(reads))
             else:
                 if len(reads) > 1:  # the last part: the total, as TF added it up
-                    grad = format_value(fl.grad(st.node), norm=GRAD_NORM)
+                    grad = format_value(fl.computed(st.node), norm=GRAD_NORM)
                 title = say("ui.step.received", self.lang, k=k, n=n, node=node, value=grad)
         return title + say("ui.step.done", self.lang, target=target) if finished else title

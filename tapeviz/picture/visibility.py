@@ -27,9 +27,10 @@ recorded op, grouped by name scope only, as before this stage existed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 import networkx as nx
 
@@ -177,8 +178,11 @@ class Shown:
         hidden=(),
         folded=(),
         calls: Mapping[Node, int] | None = None,
+        runs: Mapping[str, Run] | None = None,
     ):
         self.source = g
+        self.calls = calls
+        self.runs = dict(runs or {})  # group id -> the run of alike sibling boxes drawn as one
         self.tree = tree
         self.collapsed = {c for c in collapsed if c is not None}
         self.group_names = [grp.id for grp in tree.walk()]  # parents first, in forward order
@@ -195,17 +199,21 @@ class Shown:
             layer = owner.get(n)
             if layer is not None:
                 call = calls.get(n, 0) if calls else 0
+                run = self.runs.get(layer)
+                if run is not None:
+                    layer = run.id
                 dn = f"layer:{layer}" if call == 0 else f"layer:{layer}#{call + 1}"
                 if dn not in d:
-                    grp = tree.groups[layer]
+                    grp = tree.groups[run.groups[0] if run is not None else layer]
                     d.add_node(
                         dn,
                         kind="layer",
                         layer=layer,
-                        name=grp.name,
+                        name=run.name if run is not None else grp.name,
                         level=grp.level,
                         call=call,
                         group_kind=grp.kind,
+                        alike=len(run.groups) if run is not None else 0,
                         members=[],
                         chips=[],
                     )
@@ -232,8 +240,11 @@ class Shown:
                 d.edges[du, dv, "merged"]["members"].append((u, v, k))
             else:
                 d.add_edge(du, dv, key="merged", members=[(u, v, k)], kind=data.get("kind", "data"))
-        for u, v in links:  # a value that left TF, to where it most likely came back
-            du, dv = self.of.get(u), self.of.get(v)
+        # A value that left TF, to where it most likely came back: a tensor made from NumPy
+        # is usually folded into a chip, so the link ends at the box that holds the chip.
+        holder = {m: consumer for consumer, cs in chips.items() for c in cs for m in c.members}
+        for u, v in links:
+            du, dv = self.of.get(u), self.of.get(v, self.of.get(holder.get(v)))
             if du is not None and dv is not None and du != dv:
                 d.add_edge(du, dv, key="left", members=[], kind="outside", likely=True)
         self.nx = d
@@ -290,6 +301,76 @@ class Shown:
     @property
     def n_hidden_ops(self) -> int:
         return sum(1 for n in self.hidden if self.source.nodes[n]["kind"] == "op")
+
+
+class Run(NamedTuple):
+    """Consecutive sibling groups that are alike (the same ops and variable shapes, each
+    feeding only the next), drawn as one box: ResNet50's identity blocks conv3_block2–4."""
+
+    id: str  # "resnet50/conv3/conv3_block2–4"
+    name: str  # "conv3_block2–4"
+    groups: tuple[str, ...]  # the group ids, in order
+
+
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+
+
+def alike_runs(display: Shown) -> dict[str, Run]:
+    """{group id: its Run} for every run of two or more closed sibling groups drawn as one
+    box each, numbered consecutively (``block2``, ``block3``), alike, and chained: each
+    one's only edges go into the next, so one box for the run keeps every number true (its
+    input is the first's, its output the last's, its gradient line the norm of all their
+    variables, its steps theirs)."""
+    tree, d = display.tree, display.nx
+    runs: dict[str, Run] = {}
+    siblings = [[g.id for g in tree.walk() if g.parent is None]] + [g.children for g in tree.groups.values()]
+    for names in siblings:
+        names = [x for x in names if tree.groups[x].kind == "block"]  # blocks of layers, not layers
+        chain: list[str] = []
+        for gid in [*names, None]:
+            if gid is not None and chain and _continues(display, chain[-1], gid):
+                chain.append(gid)
+                continue
+            if len(chain) >= 2:
+                run = _run(tree, chain)
+                runs.update((x, run) for x in chain)
+            chain = [gid] if gid is not None and f"layer:{gid}" in d and f"layer:{gid}#2" not in d else []
+    return runs
+
+
+def _continues(display: Shown, a: str, b: str) -> bool:
+    d, tree = display.nx, display.tree
+    da, db = f"layer:{a}", f"layer:{b}"
+    if db not in d or f"layer:{b}#2" in d:
+        return False
+    ma, mb = _NUMBERED.match(tree.groups[a].name), _NUMBERED.match(tree.groups[b].name)
+    if not (ma and mb and ma.group(1) == mb.group(1) and int(mb.group(2)) == int(ma.group(2)) + 1):
+        return False
+    if any(u != da for u in d.predecessors(db)) or any(v != db for v in d.successors(da)):
+        return False  # not a chain: a box for the run would hide an edge
+    return _signature(display, da) == _signature(display, db)
+
+
+def _signature(display: Shown, dn) -> tuple:
+    """What makes two groups alike: their ops' types in order and their variables' shapes."""
+    G = display.source
+    out = []
+    for m in display.members[dn]:
+        nd = G.nodes[m]
+        if nd["kind"] == "variable":
+            out.append(("variable", tuple(getattr(nd.get("variable"), "shape", ()))))
+        else:
+            out.append((nd["kind"], nd.get("op_type")))
+    return tuple(out)
+
+
+def _run(tree: GroupTree, chain: list[str]) -> Run:
+    first, last = tree.groups[chain[0]], tree.groups[chain[-1]]
+    prefix = _NUMBERED.match(first.name)
+    end = _NUMBERED.match(last.name)
+    assert prefix is not None and end is not None  # _continues matched both
+    name = f"{first.name}–{end.group(2)}"
+    return Run(f"{first.parent}/{name}" if first.parent else name, name, tuple(chain))
 
 
 def choose_closed(
@@ -437,12 +518,15 @@ class _Decision:
         self.order = graph.forward_order
         self.live = {n for n in G if self._is_live(n)}
         reach = self._reaching_targets()
+        # The target is always drawn, even when it depends on nothing watched (a value
+        # that came back from NumPy, a sum of constants): it is what the picture is about.
+        targets = set(flow.target_nodes) if flow is not None else set()
         self.boxes: set = set()
         self.folded: set = set()
         for n in self.order:
             if n not in reach:
                 continue
-            if n in self.live or self._kept_anyway(n):
+            if n in targets or n in self.live or self._kept_anyway(n):
                 self.boxes.add(n)
             elif self._foldable(n):
                 self.folded.add(n)
@@ -471,7 +555,11 @@ class _Decision:
     def _reaching_targets(self) -> set:
         G = self.G
         fl = self.flow
-        targets = list(fl.target_nodes) if fl is not None else [n for n in G if G.out_degree(n) == 0]
+        targets = (
+            list(fl.target_nodes)
+            if fl is not None
+            else [n for n in G if G.out_degree(n) == 0 and not G.nodes[n].get("unread")]
+        )
         reach: set = set()
         for t in targets:
             reach |= nx.ancestors(G, t) | {t}
@@ -480,6 +568,9 @@ class _Decision:
             if n in reach:
                 continue
             d = G.nodes[n]
+            if fl is not None and d.get("unread"):
+                extra.add(n)  # a variable the block names but never read: its gradient is None, say why
+                continue
             if (
                 d["kind"] == "op"
                 and d["op_type"] in STATEFUL_OPS
@@ -499,8 +590,8 @@ class _Decision:
         G = self.G
         d = G.nodes[n]
         kind = d["kind"]
-        if kind == "variable":
-            return self._float_value(n)  # a float variable nobody watches: one expects its gradient
+        if kind == "variable":  # a float variable nobody watches (or the block never read): one expects its gradient
+            return self._float_value(n) or bool(d.get("unread"))
         if kind == "watched":
             return True  # the user watched it, whatever its dtype
         if kind == "input":
@@ -567,7 +658,7 @@ class _Decision:
         tree = build_tree(G, self.boxes, order, apis=apis, loss_scopes=loss_scopes, loose=targets)
         links = getattr(self.flow, "left_links", ()) if self.flow is not None else ()
 
-        def make(ch, calls=None):
+        def make(ch, calls=None, runs=None):
             return Shown(
                 G,
                 tree,
@@ -579,6 +670,7 @@ class _Decision:
                 hidden=self.hidden,
                 folded=self.folded,
                 calls=calls,
+                runs=runs,
             )
 
         fitted: list[int] = []
@@ -593,4 +685,9 @@ class _Decision:
         while level > 1 and display.nx.number_of_nodes() > fit:
             level -= 1  # a group split per call added boxes the count did not see
             display = _acyclic(make, G, tree, tree.closed_below(level))
+        runs = alike_runs(display)
+        if runs:
+            merged = make(display.collapsed, display.calls, runs)
+            if nx.is_directed_acyclic_graph(merged.nx):
+                display = merged
         return display

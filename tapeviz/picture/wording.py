@@ -34,6 +34,8 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
         if dd.get("group_kind") == "api":
             return dd["name"].removeprefix("tf.")
         name = dd["name"]
+        if dd.get("alike"):
+            name = say("ui.group.alike", lang, name=name, n=dd["alike"])
         return f"{name} (call {dd['call'] + 1})" if dd.get("call") else name
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         return display.nx.nodes[node]["op_type"]
@@ -70,8 +72,15 @@ def box_names(graph: TapeGraph, display: Shown | None = None, lang: str = DEFAUL
             title = node_title(graph, n, display, lang)
             out[n] = (title, title)
             continue
-        call = display.nx.nodes[n].get("call") if display is not None else None
+        dd = display.nx.nodes[n] if display is not None else {}
+        call, alike = dd.get("call"), dd.get("alike")
         more = f" (call {call + 1})" if call else ""
+        if alike:  # a run of alike blocks: "conv3_block2–4 (3 alike)"
+            out[n] = (
+                say("ui.group.alike", lang, name=short[n], n=alike),
+                say("ui.group.alike", lang, name=paths[n], n=alike),
+            )
+            continue
         out[n] = (short[n] + more, paths[n] + more)
     return out
 
@@ -114,6 +123,17 @@ def node_value_text(graph: TapeGraph, node, display: Shown | None = None) -> str
         return format_value(returned.value, returned.summary)
     info = graph.output_info(node)
     return "" if info is None else format_value(info.value, info.summary)
+
+
+#: Causes whose stops carry a short label of their own instead of their reason's code.
+OWN_EDGE_LABEL = frozenset({"not_registered", "never_used"})
+
+
+def edge_code(stop) -> str:
+    """The message key of a stop's short label: ``ui.edge.<cause>`` for a cause in
+    OWN_EDGE_LABEL (TF raises there; a branch that never ran), else ``ui.edge.<reason>``."""
+    cause = stop.cause.value
+    return f"ui.edge.{cause}" if cause in OWN_EDGE_LABEL else f"ui.edge.{stop.reason.value}"
 
 
 def grad_text(value) -> str:

@@ -52,9 +52,11 @@ class Capture:
         frame: FrameInfo | None,
         side_state: dict,
         graph_mode: bool,
+        unread: dict,
         loss_scopes: frozenset = frozenset(),
     ):
         self._raw = raw
+        self._unread = unread  # handle id -> a variable the block names but never read
         self._seen = seen  # tensor id -> EagerTensor (every tensor the records name)
         self._variables = variables  # handle id -> tf.Variable
         self._access_paths = access_paths  # handle id -> Keras path, learned while it was read
@@ -80,6 +82,8 @@ class Capture:
         self._keras_paths: dict | None = None
         self._facts: dict[int, TensorFacts] = {}
         self.variables: dict[int, VariableRecord] = {}
+        #: variables the block's code names that the tape never saw read (an untaken branch)
+        self.unread: dict[int, VariableRecord] = {}
         self.watched_variable_ids: set[int] = set()
         self.watch_joined: dict[int, int] = {}
         self.tape_watched: set[int] = set()
@@ -206,8 +210,8 @@ class Capture:
             name = self._frame.variable_names.get(var.handle._id)
         return name or var.name.split(":")[0]
 
-    def _variable_record(self, hid: int) -> VariableRecord:
-        var = self._variables[hid]
+    def _variable_record(self, hid: int, var=None) -> VariableRecord:
+        var = self._variables[hid] if var is None else var
         return VariableRecord(hid, self._variable_name(var), self.keras_path(var), bool(var.trainable), var)
 
     def variable_reads(self, op: OpRecord) -> int | None:
@@ -266,8 +270,21 @@ class Capture:
         self.watch_joined = joined
         self.tape_watched = {tid for tid in self._watched if tid in joined}
         self.variables = {hid: self._variable_record(hid) for hid in self._variables}
+        for hid, var in self._unread.items():
+            if hid not in self._variables:
+                self.note_unread(var)
         self.settled = True
         return self
+
+    def note_unread(self, var) -> VariableRecord:
+        """A tf.Variable the tape never saw read, named by the block or asked about as a
+        target (``tape.gradient(v, [v, w])`` is valid TF): it gets a record of its own."""
+        hid = var.handle._id
+        record = self.variables.get(hid) or self.unread.get(hid)
+        if record is None:
+            record = self.unread[hid] = self._variable_record(hid, var)
+            self._seen[hid] = var.handle  # the replay may be asked d v / d v
+        return record
 
     def _trainable_id(self, tid: int) -> bool:
         return is_trainable(self.facts(tid).dtype)

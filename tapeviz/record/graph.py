@@ -305,6 +305,8 @@ class TapeGraph:
                     # differentiates this entry, so later uses hang off it.
                     g.nodes[info.node]["replaced_by"] = node
                     info.node, info.index = node, i
+        for handle in cap.unread:  # named by the block, never read: an untaken branch
+            self._variable_node(handle)
         self._link_outside_values()
         self._unique_variable_names()
         for n, d in g.nodes(data=True):
@@ -325,7 +327,7 @@ class TapeGraph:
     def _variable_node(self, handle: int) -> str:
         node = f"var{handle}"
         if node not in self.nx:
-            var = self.capture.variables[handle]
+            var = self.capture.variables.get(handle) or self.capture.unread[handle]
             self.nx.add_node(
                 node,
                 kind="variable",
@@ -339,7 +341,22 @@ class TapeGraph:
                 outputs=[],
                 scope="",
                 recorded=True,
+                unread=handle in self.capture.unread,
             )
+        return node
+
+    def variable_node(self, var: Any) -> str:
+        """The node of a tf.Variable (or Keras variable), added now if the tape never saw it
+        read: ``tape.gradient(v, [v, w])`` asks about v as a target even then. The graph
+        grows by that one unconnected node (nothing recorded changes)."""
+        node = self.node_of(var)
+        if node is not None:
+            return node
+        inner = var if hasattr(var, "handle") and not isinstance(getattr(var, "path", None), str) else var.value
+        record = self.capture.note_unread(inner)
+        node = self._variable_node(record.handle)
+        self.nx.nodes[node]["label"] = self._label(node, self.nx.nodes[node])
+        self.__dict__.pop("forward_order", None)  # computed again with the new node
         return node
 
     def _producer(self, t: int):

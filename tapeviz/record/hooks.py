@@ -58,6 +58,7 @@ _REQUIRED = (
     (_tape_lib, "pop_tape"),
     (_tape_lib, "watch"),
     (_backprop, "_gradient_function"),
+    (_ops, "_gradient_registry"),
     (_rvo, "variable_accessed"),
     (_rvo, "BaseResourceVariable"),
     (_ops._EagerTensorBase, "numpy"),

@@ -21,6 +21,7 @@ from tensorflow.python.framework import op_callbacks as _op_callbacks
 from tensorflow.python.framework import ops as _ops
 from tensorflow.python.ops import script_ops as _script_ops
 
+from .blockvars import named_in_block
 from .callsites import ApiCalls, keras_paths_of, loss_scopes_at
 from .capture import Capture
 from .hooks import Patches
@@ -100,11 +101,14 @@ class Recorder:
         self.capture: Capture | None = None
 
     # -- lifecycle -----------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, frame=None) -> None:
+        """Install the hooks. ``frame``: the user's frame entering the block (its code and
+        offset let the end of the block find the variables the block names)."""
         if self._started:
             raise RuntimeError("This tapeviz recorder is already recording; use a new one.")
         self._thread_id = _get_ident()
         self._started = True
+        self._enter = (frame.f_code, frame.f_lasti) if frame is not None else None
         # Inside a tf.function the block is traced, not executed: there is nothing to
         # record, so no hook is installed and flow() explains why.
         self._graph_mode = not _context.executing_eagerly()
@@ -253,6 +257,7 @@ class Recorder:
     def _empty_capture(self) -> Capture:
         tape = self.tape
         return Capture(
+            unread={},
             raw=[],
             seen={},
             variables={},
@@ -289,7 +294,9 @@ class Recorder:
             )
         watched_vars = final_tape.watched_variables() if final_tape is not None else tape._watched_variables
         info = scan_frame(frame) if frame is not None else None
+        unread = {v.handle._id: v for v in named_in_block(frame, self._enter).values()}
         return Capture(
+            unread={h: v for h, v in unread.items() if h not in self.variables},
             raw=self.raw,
             seen=self.seen,
             variables=self.variables,

@@ -68,8 +68,11 @@ class GraphModeError(RuntimeError):
 GRAPH_MODE_MESSAGE = (
     "This tape recorded inside a tf.function (or a Keras train_step compiled by model.fit), where "
     "TensorFlow builds a graph instead of running ops one by one; tapeviz sees eager execution only. "
-    "For a debugging run, use model.compile(..., run_eagerly=True), or call "
-    "tf.config.run_functions_eagerly(True) first, or call your step function without @tf.function."
+    "Record one step eagerly and leave your run unchanged: steps = tv.record_step(train_step, x, y) "
+    "(a @tf.function, or tv.record_step(model, x, y) for a Keras model's train_step; every variable "
+    "the step writes is put back), then tv.view(steps[0], steps[0].target). "
+    "Or, for a whole debugging run: model.compile(..., run_eagerly=True), "
+    "tf.config.run_functions_eagerly(True), or your step function without @tf.function."
 )
 
 

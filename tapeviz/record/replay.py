@@ -18,6 +18,7 @@ from tensorflow.python import pywrap_tfe
 from tensorflow.python.eager import backprop as _backprop
 from tensorflow.python.eager import record as _record
 from tensorflow.python.eager import tape as _tape_lib
+from tensorflow.python.framework import ops as _ops
 from tensorflow.python.ops import script_ops as _script_ops
 
 from .hooks import callbacks_on_this_thread
@@ -45,6 +46,7 @@ class BackwardCall:
     op: OpRecord
     out_grads: list  # TF values arriving at the op's outputs
     in_grads: list  # TF values (or None) it returned per input
+    missing: LookupError | None = None  # TF's own error: the op has no registered gradient
 
 
 def replay_backward(
@@ -120,8 +122,13 @@ def _backward_fn(cap: Capture, op: OpRecord, calls: list) -> Callable:
         )
 
     def backward(*out_grads):
+        missing = None
         if custom is not None:  # the Python function TF's tape was given
             grads = custom(*out_grads)
+        elif (missing := _unregistered(op.op_type)) is not None:
+            # tape.gradient raises here; the replay notes TF's error and goes on with
+            # nothing for the op's inputs, so the rest of the pass can still be shown.
+            grads = [None] * len(op.inputs)
         else:
             with _restored(side, op):
                 grads = _backprop._gradient_function(
@@ -135,10 +142,21 @@ def _backward_fn(cap: Capture, op: OpRecord, calls: list) -> Callable:
                     op.scope,
                 )
         grads = list(grads) if isinstance(grads, (list, tuple)) else [grads]
-        calls.append(BackwardCall(op, list(out_grads), grads))
+        calls.append(BackwardCall(op, list(out_grads), grads, missing))
         return grads
 
     return backward
+
+
+def _unregistered(op_type: str) -> LookupError | None:
+    """TF's own LookupError when no gradient is registered for ``op_type`` (what
+    tape.gradient raises: "gradient registry has no entry for: AdjustContrastv2"), else
+    None. An op registered as not differentiable (``tf.no_gradient``) has an entry: None."""
+    try:
+        _ops._gradient_registry.lookup(op_type)
+    except LookupError as e:
+        return e
+    return None
 
 
 class ReplayError(RuntimeError):

@@ -30,6 +30,13 @@ class _GraphHolder:
     _tv_graph: TapeGraph | None = None
     _tv_max_value_bytes = DEFAULT_MAX_VALUE_BYTES
     _tv_budget_bytes = DEFAULT_BUDGET_BYTES
+    #: what tape.gradient / jacobian was asked for while tv.record_step watched: [(target, sources)]
+    asked: list = []  # replaced per instance when something is noted
+
+    @property
+    def target(self) -> Any:
+        """The first target the step asked this tape's gradient of (tv.record_step), else None."""
+        return self.asked[0][0] if self.asked else None
 
     @property
     def graph(self) -> TapeGraph:
@@ -83,7 +90,7 @@ class GradientTape(tf.GradientTape, _GraphHolder):
         self._tv_capture = self._tv_graph = self._tv_error = None
         recorder = Recorder(self)
         try:
-            recorder.start()
+            recorder.start(sys._getframe(1))
         except BaseException:
             super().__exit__(*sys.exc_info())
             raise
@@ -129,6 +136,10 @@ class Recording(_GraphHolder):
         self._recorder: Recorder | None = None
 
     def __enter__(self) -> Recording:
+        return self._start(sys._getframe(1))
+
+    def _start(self, frame) -> Recording:
+        """Attach to the tape; ``frame`` is the user's code entering the block."""
         tape = self.tape
         if not tape_is_recording(tape):
             raise RuntimeError(
@@ -136,7 +147,7 @@ class Recording(_GraphHolder):
                 "with tf.GradientTape() as tape, tv.record(tape) as rec: ..."
             )
         recorder = Recorder(tape)
-        recorder.start()
+        recorder.start(frame)
         self._recorder = recorder
         plain_watch = tape.watch
 
@@ -150,13 +161,17 @@ class Recording(_GraphHolder):
     def __exit__(
         self, typ: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
     ) -> Literal[False]:
+        self._stop(sys._getframe(1))
+        return False
+
+    def _stop(self, frame) -> None:
+        """Detach from the tape; ``frame`` is the user's code leaving the block."""
         recorder, self._recorder = self._recorder, None
         try:
             self.tape.__dict__.pop("watch", None)
         finally:
             if recorder is not None:
-                self._tv_stop(recorder, sys._getframe(1))
-        return False
+                self._tv_stop(recorder, frame)
 
 
 def record(tape: tf.GradientTape, **options: int) -> Recording:

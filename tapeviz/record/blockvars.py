@@ -1,0 +1,66 @@
+"""Variables a `with` block names but never reads: the branch that did not run.
+
+``if x > 0: result = v0 else: result = v1 ** 2`` reads only one of v0, v1 while the
+tape records; the other is exactly what a student asks about ("why is d result / d v1
+None?"). The tape never sees it, so the op log cannot show it. The block's own code
+can: the bytecode between the ``with``'s ``__enter__`` and ``__exit__`` calls loads it
+by name. This module reads those names (``dis``, no TensorFlow internals) and returns
+the float variables they are bound to in the frame when the block ends.
+"""
+
+from __future__ import annotations
+
+import dis
+from types import CodeType, FrameType
+from typing import Any
+
+import tensorflow as tf
+
+__all__ = ["named_in_block"]
+
+_LOADS = frozenset({"LOAD_NAME", "LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_FAST_CHECK"})
+
+
+def _names_between(code: CodeType, start: int, stop: int) -> list[str]:
+    """Names loaded by the instructions strictly between two offsets, in order, once each."""
+    out: dict[str, None] = {}
+    for ins in dis.get_instructions(code):
+        if start < ins.offset < stop and ins.opname in _LOADS and isinstance(ins.argval, str):
+            out.setdefault(ins.argval, None)
+    return list(out)
+
+
+def _float_variables(value: Any) -> list[tf.Variable]:
+    """The trainable float tf.Variable(s) a value is: a tf.Variable, or the one a Keras
+    variable (``.path`` and ``.value``) wraps; [] for anything else."""
+    if not isinstance(value, tf.Variable):
+        inner = getattr(value, "value", None) if isinstance(getattr(value, "path", None), str) else None
+        if not isinstance(inner, tf.Variable):
+            return []
+        value = inner
+    try:
+        ok = value.trainable and value.dtype.is_floating
+    except Exception:  # noqa: BLE001 - a variable that cannot answer (being destroyed)
+        return []
+    return [value] if ok else []
+
+
+def named_in_block(frame: FrameType | None, enter: tuple[CodeType, int] | None) -> dict[str, tf.Variable]:
+    """{name: variable} for every trainable float variable the block's code loads by name.
+
+    ``enter`` is (the frame's code, its instruction offset) when the block was entered;
+    ``frame`` is the same frame at the block's end (its offset is the __exit__ call).
+    Another code object (the tape entered in one function, left in another) gives {}."""
+    if frame is None or enter is None or enter[0] is not frame.f_code:
+        return {}
+    try:
+        names = _names_between(frame.f_code, enter[1], frame.f_lasti)
+    except Exception:  # noqa: BLE001 - bytecode dis cannot read: name nothing rather than fail
+        return {}
+    local, glob, builtins = frame.f_locals, frame.f_globals, frame.f_builtins
+    out: dict[str, tf.Variable] = {}
+    for name in names:
+        value = local.get(name, glob.get(name, builtins.get(name)))
+        for v in _float_variables(value):
+            out.setdefault(name, v)
+    return out
