@@ -5,7 +5,8 @@ flow, no font tables, no layout), which records one training step of ResNet50 (3
 inputs, batch 2, weights=None, as tests/gallery_models.py builds it; not timed), then
 times the three stages of ``tv.save(tape, "x.svg", target=loss)``:
 
-- flow: ``tv.flow`` (TF's gradient functions replayed over the recorded ops);
+- flow: ``tv.flow`` (TF's gradient functions replayed over the recorded ops), with Python's
+  cyclic collector paused as ``tv.view`` pauses it;
 - picture: ``tv.view`` (what is shown, the layout, every record placed; the flow is kept);
 - svg: ``to_svg`` (the writer);
 
@@ -43,6 +44,7 @@ os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 sys.path.insert(0, {tests!r})
 import gallery_models
 import tapeviz as tv
+from tapeviz.gcpause import gc_paused
 try:
     from tapeviz.output.svg import to_svg
 except ImportError:  # a baseline from before the stage folders
@@ -50,7 +52,8 @@ except ImportError:  # a baseline from before the stage folders
 
 step = gallery_models.GALLERY[{model!r}]()
 t0 = time.perf_counter()
-tv.flow(step.tape, step.loss)
+with gc_paused():  # as tv.view / tv.save run it (else a cyclic GC pass over TF's heap lands in it)
+    tv.flow(step.tape, step.loss)
 t1 = time.perf_counter()
 view = tv.view(step.tape, step.loss)
 t2 = time.perf_counter()

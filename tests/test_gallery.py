@@ -152,6 +152,7 @@ def test_a_long_name_takes_a_second_line_broken_after_a_separator():
     lines = name_lines("encoder/block1/multi_head_attention", width, size, "bold")
     assert "".join(lines) == "encoder/block1/multi_head_attention" and len(lines) == 2
     assert lines[0].endswith(("/", "_"))
+    assert name_lines("conv2_block2–3 (2 alike)", width, size, "bold") == ["conv2_block2–3", "(2 alike)"]
     # no separator: broken where the line is full; only a name longer than two lines is cut
     lines = name_lines("x" * 30, width, size, "bold")
     assert "".join(lines) == "x" * 30 and len(lines) == 2
