@@ -160,16 +160,20 @@ def explore(
     *,
     output_gradients: Any = None,
     presenter: bool = False,
+    quiz: bool = False,
     options: Options | None = None,
     **option_keywords: Any,
 ) -> Explorer:
     """A live Explorer widget: ``targets`` is one tensor or {name: tensor} (persistent tapes).
 
-    ``presenter``: only the picture and the step buttons, full width. The options: as for
-    :func:`view` (:class:`tv.Options`); here ``theme="auto"`` follows the page's theme (dark
-    in JupyterLab's dark theme). Given a :class:`tv.History`, the explorer scrubs its
-    training steps (``controls["train_step"]``) instead, its boxes coloured by
-    ``‖g‖/‖w‖`` unless ``magnitude=False``."""
+    ``presenter``: only the picture and the step buttons, full width. ``quiz``: predict,
+    then reveal: each step's numbers are shown as "?" until the student types a prediction
+    (judged against TensorFlow's number within 1 %) or presses reveal, and a per-step score is
+    kept (``controls["reset"]`` clears it). The options: as for :func:`view`
+    (:class:`tv.Options`); here ``theme="auto"`` follows the page's theme (dark in
+    JupyterLab's dark theme). Given a :class:`tv.History`, the explorer scrubs its training
+    steps (``controls["train_step"]``) instead, its boxes coloured by ``‖g‖/‖w‖`` unless
+    ``magnitude=False``."""
     from .explorer.widget import Explorer
 
     opts = Options.of(options, **option_keywords)
@@ -180,7 +184,7 @@ def explore(
     if targets is None:
         raise TypeError("explore() needs the target: tv.explore(tape, loss) or tv.explore(tape, {'f1': f1, 'f2': f2}).")
     explored = _explored(tape, targets, output_gradients)
-    return Explorer(explored, presenter=presenter, **opts.in_explorer().keywords())
+    return Explorer(explored, presenter=presenter, quiz=quiz, **opts.in_explorer().keywords())
 
 
 def interact(
@@ -250,6 +254,7 @@ def export_html(
     clip: str = "none",
     clip_norm: float = 1.0,
     clip_norms: Sequence[float] | None = None,
+    quiz: bool = False,
     options: Options | None = None,
     **option_keywords: Any,
 ) -> Path:
@@ -261,7 +266,10 @@ def export_html(
     the clipping the panel shows; ``clip_norms=[...]``: the panel for each of those
     positions, picked by a slider in the page. The page loads its widget scripts from
     public CDNs unless ``embed_url`` / ``requirejs_url`` point at local copies: see
-    :func:`tapeviz.explorer.html_page.write_page`. The options: as for :func:`view`
+    :func:`tapeviz.explorer.html_page.write_page`. ``quiz=True``: predict, then reveal, in
+    the page itself: each step's numbers are hidden until the reader types a prediction
+    (checked by the page's own script against TensorFlow's numbers, within 1 %) or presses
+    reveal; a per-step score with a reset button. The options: as for :func:`view`
     (:class:`tv.Options`; ``theme="auto"`` is light: a page of its own has no theme to
     follow). Returns the path.
     """
@@ -270,7 +278,7 @@ def export_html(
     check_path(path, formats=(".html", ".htm"))  # fail before any drawing work
     explored = _explored(tape, target, output_gradients)
     opts = Options.of(options, **option_keywords).in_file()
-    state = explored.initial(**opts.keywords(), clip=clip, clip_norm=clip_norm)
+    state = explored.initial(**opts.keywords(), clip=clip, clip_norm=clip_norm, quiz=quiz)
     try:
         return write_page(
             explored,

@@ -14,12 +14,13 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .messages import say
+from .messages import LANGUAGES, say
 from .picture.options import Options, option_help, option_names
 
 
@@ -84,8 +85,9 @@ def export_all(out: Path, formats=("png", "svg", "gif"), *, progress: bool = Tru
 
 # ----------------------------------------------------------------------------- demo: JupyterLab
 
-#: The teaching notebooks inside an installed package: the wheel ships notebooks/ (with img/)
-#: as package data here (see pyproject.toml, [tool.hatch.build.targets.wheel]).
+#: The teaching notebooks inside an installed package: the wheel ships notebooks/ (the lesson
+#: sets en/ and zh/, their sources, img/) as package data here (see pyproject.toml,
+#: [tool.hatch.build.targets.wheel]).
 PACKAGE_NOTEBOOKS = Path(__file__).resolve().parent / "notebooks"
 #: The teaching notebooks of a source checkout (an editable install or PYTHONPATH run), where
 #: notebooks/ sits next to the package and pyproject.toml.
@@ -96,18 +98,29 @@ def _has_notebooks(folder: Path) -> bool:
     return folder.is_dir() and any(folder.glob("*.ipynb"))
 
 
-def find_notebooks() -> Path | None:
-    """The teaching notebooks this tapeviz came with, or None when it has none.
+def default_lang(environ: Mapping[str, str] | None = None) -> str:
+    """The lesson set the user's locale asks for: "zh" for a Chinese locale (LC_ALL,
+    LC_MESSAGES or LANG, the first one set, as gettext reads them), else "en"."""
+    env = os.environ if environ is None else environ
+    for var in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = env.get(var)
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    return "en"
 
-    An installed wheel has them as package data (``tapeviz/notebooks``); a source checkout
-    has the top-level ``notebooks/``. The checkout's folder counts only when a
+
+def find_notebooks(lang: str = "en") -> Path | None:
+    """The teaching notebooks in ``lang`` this tapeviz came with, or None when it has none.
+
+    An installed wheel has them as package data (``tapeviz/notebooks/<lang>``); a source
+    checkout has the top-level ``notebooks/<lang>``. The checkout's folder counts only when a
     pyproject.toml sits beside it, so an unrelated ``notebooks`` folder next to an installed
     tapeviz (site-packages) is never served by mistake.
     """
-    if _has_notebooks(PACKAGE_NOTEBOOKS):
-        return PACKAGE_NOTEBOOKS
-    if (REPO_NOTEBOOKS.parent / "pyproject.toml").is_file() and _has_notebooks(REPO_NOTEBOOKS):
-        return REPO_NOTEBOOKS
+    if _has_notebooks(PACKAGE_NOTEBOOKS / lang):
+        return PACKAGE_NOTEBOOKS / lang
+    if (REPO_NOTEBOOKS.parent / "pyproject.toml").is_file() and _has_notebooks(REPO_NOTEBOOKS / lang):
+        return REPO_NOTEBOOKS / lang
     return None
 
 
@@ -198,11 +211,12 @@ def run_jupyterlab(args) -> int:
             )
             return 2
     else:
-        found = find_notebooks()
+        found = find_notebooks(args.lang)
         if found is None:
             print(
-                f"tapeviz demo: this tapeviz has no notebooks (looked in {PACKAGE_NOTEBOOKS} and "
-                f"{REPO_NOTEBOOKS}). Reinstall it from a wheel or a checkout (pip install 'tapeviz[cpu,notebook]'), "
+                f"tapeviz demo: this tapeviz has no notebooks (looked in {PACKAGE_NOTEBOOKS / args.lang} and "
+                f"{REPO_NOTEBOOKS / args.lang}). Reinstall it from a wheel or a checkout "
+                "(pip install 'tapeviz[cpu,notebook]'), "
                 "pass --notebooks DIR, or run `tapeviz demo --export` for pictures only.",
                 file=sys.stderr,
             )
@@ -211,7 +225,7 @@ def run_jupyterlab(args) -> int:
     if args.in_place:
         served = source.resolve()
     else:
-        served = Path(args.workdir).expanduser().resolve()
+        served = Path(args.workdir or f"out/notebooks/{args.lang}").expanduser().resolve()
         copied = prepare_workdir(source, served)
         kept = len([p for p in served.glob("*.ipynb")]) - len([p for p in copied if p.suffix == ".ipynb"])
         note = f" ({kept} kept from an earlier run; delete the folder for fresh copies)" if kept else ""
@@ -325,9 +339,15 @@ def main(argv: list[str] | None = None) -> int:
     p_demo.add_argument("--out", default=None, help="--export folder (default: out/demo); implies --export")
     p_demo.add_argument("--notebooks", default=None, help="notebooks to serve (default: the ones tapeviz ships)")
     p_demo.add_argument(
+        "--lang",
+        choices=LANGUAGES,
+        default=default_lang(),
+        help="the lesson set to open: en (English) or zh (Chinese); default: the locale's (zh for zh_*), else en",
+    )
+    p_demo.add_argument(
         "--workdir",
-        default="out/notebooks",
-        help="where the server's working copies live (default: out/notebooks); copies already there are kept",
+        default=None,
+        help="where the server's working copies live (default: out/notebooks/<lang>); copies already there are kept",
     )
     p_demo.add_argument(
         "--in-place",

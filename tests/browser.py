@@ -52,7 +52,7 @@ from pathlib import Path
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
-NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks" / "en"  # the English lesson set (notebooks/zh: the Chinese one)
 ARTIFACTS_DIR = Path(os.environ.get("TAPEVIZ_TEST_ARTIFACTS", TESTS_DIR / "artifacts"))
 
 CHROMIUM = os.environ.get("TAPEVIZ_CHROMIUM", "/usr/bin/chromium")

@@ -31,7 +31,8 @@ RANK = {stage: rank for rank, stages in enumerate(STAGES) for stage in stages}
 # Where drawing happens: it reads a computed flow, it never records or computes one.
 DRAWING_STAGES = {"picture", "output"}
 DRAWING_EXPLORER = {
-    "explorer." + m for m in ("state", "panels", "widget", "keyboard", "notebook_theme", "html_page", "slope_plot")
+    "explorer." + m
+    for m in ("state", "panels", "widget", "keyboard", "notebook_theme", "html_page", "slope_plot", "quiz")
 }
 # The hook, the recorder, the replay and the tape: what drawing must not import. Drawing
 # reads the record stage's graph (and its plain records) only.

@@ -158,7 +158,7 @@ def test_demo_starts_jupyterlab_and_prints_a_working_url(tmp_path):
             import json
 
             names = {item["name"] for item in json.load(resp)["content"]}
-        assert {p.name for p in (REPO / "notebooks").glob("*.ipynb")} <= names
+        assert {p.name for p in (REPO / "notebooks" / "en").glob("*.ipynb")} <= names
         assert (workdir / "01_basics.ipynb").is_file()
     finally:
         if proc.poll() is None:

@@ -1,5 +1,6 @@
 """Where `tapeviz demo` finds the teaching notebooks: the installed package's data first
-(tapeviz/notebooks, what the wheel ships), else a source checkout's notebooks/.
+(tapeviz/notebooks/<lang>, what the wheel ships), else a source checkout's notebooks/<lang>;
+which language: --lang, else the locale's.
 
 The wheel itself is built, installed into a fresh venv and served from there in
 tests_dist/test_wheel.py; these tests pin the lookup order with folders made here.
@@ -26,18 +27,56 @@ def _notebook_folder(root: Path, *names: str) -> Path:
 def test_checkout_finds_the_repos_notebooks():
     # This test runs from a checkout (PYTHONPATH or an editable install): no package data.
     assert not cli.PACKAGE_NOTEBOOKS.exists()
-    assert cli.find_notebooks() == REPO / "notebooks"
+    assert cli.find_notebooks() == REPO / "notebooks" / "en"
+    assert cli.find_notebooks("zh") == REPO / "notebooks" / "zh"
 
 
 def test_package_data_comes_first(tmp_path, monkeypatch):
-    package = _notebook_folder(tmp_path / "site-packages" / "tapeviz" / "notebooks", "01_a.ipynb")
+    package = tmp_path / "site-packages" / "tapeviz" / "notebooks"
+    _notebook_folder(package / "zh", "01_a.ipynb")
     monkeypatch.setattr(cli, "PACKAGE_NOTEBOOKS", package)
-    assert cli.find_notebooks() == package
+    assert cli.find_notebooks("zh") == package / "zh"
 
 
 def test_package_without_notebooks_falls_back_to_the_checkout(tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "PACKAGE_NOTEBOOKS", _notebook_folder(tmp_path / "pkg" / "notebooks", "README.md"))
-    assert cli.find_notebooks() == REPO / "notebooks"
+    assert cli.find_notebooks() == REPO / "notebooks" / "en"
+
+
+@pytest.mark.parametrize(
+    ("environ", "lang"),
+    [
+        ({"LANG": "zh_CN.UTF-8"}, "zh"),
+        ({"LANG": "zh_TW.UTF-8"}, "zh"),
+        ({"LANG": "en_US.UTF-8"}, "en"),
+        ({"LANG": "de_DE.UTF-8"}, "en"),  # no German set: English
+        ({"LC_ALL": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, "zh"),  # LC_ALL wins, as in gettext
+        ({"LC_ALL": "", "LC_MESSAGES": "en_GB", "LANG": "zh_CN"}, "en"),
+        ({}, "en"),
+        ({"LANG": "C.UTF-8"}, "en"),
+    ],
+)
+def test_demo_follows_the_locale_else_english(environ, lang):
+    assert cli.default_lang(environ) == lang
+
+
+def test_demo_lang_picks_the_set_served(tmp_path, monkeypatch):
+    pytest.importorskip("jupyterlab")
+    served = []
+    monkeypatch.setattr(cli, "prepare_workdir", lambda source, workdir: served.append(source) or [])
+    monkeypatch.setattr(cli, "pick_port", lambda *a, **k: 1)
+
+    class Stop(Exception):
+        pass
+
+    def no_server(*a, **k):
+        raise Stop
+
+    monkeypatch.setattr(cli.subprocess, "Popen", no_server)
+    for lang in ("zh", "en"):
+        with pytest.raises(Stop):
+            cli.main(["demo", "--lang", lang, "--workdir", str(tmp_path / lang), "--no-browser"])
+    assert served == [REPO / "notebooks" / "zh", REPO / "notebooks" / "en"]
 
 
 def test_a_notebooks_folder_outside_a_checkout_is_not_served(tmp_path, monkeypatch):

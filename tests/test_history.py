@@ -837,3 +837,29 @@ def test_running_median_matches_numpy():
             want = np.nanmedian(w, axis=-1)
         np.testing.assert_array_equal(k, np.isfinite(w).sum(axis=-1))
         np.testing.assert_allclose(m, want, equal_nan=True)
+
+
+def test_plot_speaks_chinese_with_no_english_words_but_names():
+    """hist.plot(lang="zh"): every text of the figure is Chinese, apart from the variables'
+    names, NaN / Inf and the norms' symbols (the zh lessons' picture rule)."""
+    import re
+
+    w = tf.Variable([1.0, 2.0], name="w")
+    hist = tv.History()
+    for step in range(6):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * w) * (100.0 if step == 4 else 1.0)
+        grads = tape.gradient(loss, [w])
+        hist.add(step, loss=loss, grads=grads, variables=[w], clipped=tf.clip_by_global_norm(grads, 1.0)[0])
+    fig = hist.plot(lang="zh")
+    texts = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
+    english = {
+        word
+        for t in texts
+        for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", t)
+        if len(word) > 1 and word not in {"NaN", "Inf", "mathdefault"} and not w.name.startswith(word)
+    }
+    assert not english, english
+    assert any("训练历史" in t for t in texts) and any("梯度裁剪" in t for t in texts)
+    en = [t.get_text() for t in hist.plot().findobj(lambda a: hasattr(a, "get_text"))]
+    assert any(t.startswith("Training history") for t in en), "English stays the default"

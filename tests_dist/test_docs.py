@@ -24,7 +24,9 @@ from tapeviz.examples import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "docs" / "_build" / "html"
-NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted(
+    p.relative_to(ROOT / "notebooks").with_suffix("").as_posix() for p in (ROOT / "notebooks").glob("*/*.ipynb")
+)
 # A resource the browser would fetch from another host: script/img/link/iframe/source URLs and CSS url().
 EXTERNAL = re.compile(
     r"""<(?:script|img|iframe|source|link)\b[^>]*?\b(?:src|href)\s*=\s*["']?(?:https?:)?//"""
@@ -72,8 +74,12 @@ def test_every_notebook_is_rendered_with_its_outputs():
         assert "application/vnd.jupyter.widget-view+json" in markup, f"{name}: the explorer's view is missing"
         assert "application/vnd.jupyter.widget-state+json" in markup, f"{name}: the widget state is missing"
         assert "Traceback" not in markup, f"{name}: a cell raised"
-    first = text_of(page("notebooks/01_basics.html"))
+    assert {n.split("/")[0] for n in NOTEBOOKS} == {"en", "zh"}, "both lesson sets are on the site"
+    first = text_of(page("notebooks/zh/01_basics.html"))
     assert "梯度: 6.0" in first and "tapeviz: 6.0 TensorFlow: 6.0" in first  # printed by TF at build time
+    assert "gradient: 6.0" in text_of(page("notebooks/en/01_basics.html"))
+    teaching = text_of(page("teaching.html"))
+    assert "Voilà" in teaching and "QUIZ = True" in teaching
 
 
 def test_gallery_has_every_example_as_svg_gif_and_png():
@@ -161,7 +167,7 @@ def test_notebook_page_shows_the_explorer_offline():
                 pg.route("**/*", route)
                 pg.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
                 pg.on("pageerror", lambda e: errors.append(str(e)))
-                pg.goto(f"{base}/notebooks/01_basics.html")
+                pg.goto(f"{base}/notebooks/en/01_basics.html")
                 explorer = pg.locator(".tv-explorer")
                 explorer.wait_for(state="visible", timeout=60_000)
                 assert explorer.count() == 1

@@ -255,7 +255,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 from tapeviz import cli
-src = cli.find_notebooks() / "01_basics.ipynb"
+src = cli.find_notebooks("zh") / "01_basics.ipynb"
 work = Path(tempfile.mkdtemp()) / src.name
 shutil.copy(src, work)
 nb = nbformat.read(str(work), as_version=4)

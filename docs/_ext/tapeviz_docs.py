@@ -1,7 +1,8 @@
 """Sphinx extension for tapeviz's docs: everything the site shows that is made at build time.
 
-- The teaching notebooks are copied from the repo's notebooks/ (the one committed copy)
-  into docs/notebooks/ (git-ignored), where myst-nb executes them.
+- The teaching notebooks (both lesson sets, notebooks/en and notebooks/zh, with img/) are
+  copied from the repo's notebooks/ into docs/notebooks/ (git-ignored), where myst-nb
+  executes them; the lessons' bilingual sources and their build script stay behind.
 - The gallery: every built-in example (`tapeviz examples`) exported with the same code as
   `tapeviz demo --export` (PNG, SVG and the backward-pass GIF) into docs/_generated/, and
   its Markdown appended to gallery.md while Sphinx reads it. No picture is committed.
@@ -12,7 +13,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
 import json
 import shutil
 import subprocess
@@ -32,12 +35,14 @@ DOCS = Path(__file__).resolve().parents[1]
 ROOT = DOCS.parent
 NOTEBOOKS_SRC = ROOT / "notebooks"
 NOTEBOOKS_DOCS = DOCS / "notebooks"  # build-time copy (git-ignored)
+SOURCES_ONLY = {"source", "build.py"}  # what writes the lessons: not pages of the site
 GENERATED = DOCS / "_generated"  # build-time output (git-ignored)
 GALLERY_DIR = GENERATED / "gallery"
 STATIC = GENERATED / "static"
 WIDGET_DIR = STATIC / "widgets"  # served as _static/widgets/
 NPM_CACHE = DOCS / "_build" / ".npm"
 GALLERY_DOC = "gallery"
+TEACHING_DOC = "teaching"  # the teacher's page: its quiz questions are appended at build time
 GALLERY_FORMATS = ("svg", "png", "gif")
 
 
@@ -48,7 +53,9 @@ def sync_notebooks(src: Path = NOTEBOOKS_SRC, dst: Path = NOTEBOOKS_DOCS) -> lis
     wanted = {
         p.relative_to(src)
         for p in src.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(src).parts)
+        if p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(src).parts)
+        and p.relative_to(src).parts[0] not in SOURCES_ONLY
     }
     if not any(p.suffix == ".ipynb" for p in wanted):
         raise ExtensionError(f"no notebooks in {src}")
@@ -151,6 +158,78 @@ def widget_scripts(dest: Path = WIDGET_DIR, cache: Path = NPM_CACHE) -> Path:
     return dest
 
 
+# ----------------------------------------------------------------------------- teaching
+def lesson_explorer(path: Path):
+    """Run a lesson's code in this process with ``QUIZ = True`` and return its last explorer
+    (``ex``), or None for a lesson whose explorer has no quiz (tv.interact)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import nbformat
+
+    nb = nbformat.read(str(path), as_version=4)
+    namespace: dict = {"__name__": f"lesson_{path.stem}"}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        code = "\n".join(ln for ln in cell.source.splitlines() if not ln.lstrip().startswith(("%", "!")))
+        code = code.replace("QUIZ = False", "QUIZ = True")
+        with contextlib.redirect_stdout(io.StringIO()):  # the lesson's prints are the lesson page's
+            exec(compile(code, f"{path.name}", "exec"), namespace)
+    ex = namespace.get("ex")
+    return ex if getattr(getattr(ex, "state", None), "quiz", False) else None
+
+
+def quiz_questions(ex) -> list[dict]:
+    """Every question an explorer's quiz asks: target, step, the question in en and zh, and
+    TensorFlow's answer as the quiz reveals it."""
+    from tapeviz.explorer import quiz
+    from tapeviz.record.graph import format_value
+
+    rows = []
+    for target in ex.model.targets:
+        fl = ex.model.flow(target)
+        for k in range(fl.last_step + 1):
+            q = quiz.question(fl, k)
+            answer = f"‖·‖ = {float(q.expected[0]):.4g}" if q.by_norm else format_value(q.value)
+            rows.append(
+                {
+                    "target": target,
+                    "step": k,
+                    "en": quiz.question_text(fl, q, "en"),
+                    "zh": quiz.question_text(fl, q, "zh"),
+                    "answer": answer,
+                }
+            )
+    return rows
+
+
+def teaching_markdown(src: Path = NOTEBOOKS_SRC / "en") -> str:
+    """The teacher's page's generated part: each lesson's quiz questions, in a folded table."""
+    import html
+
+    parts = []
+    for path in sorted(src.glob("*.ipynb")):
+        ex = lesson_explorer(path)
+        title = path.stem.replace("_", " ")
+        if ex is None:
+            parts.append(f"### {title}\n\nNo quiz: this lesson's explorer is `tv.interact` (predict the slope).\n")
+            continue
+        rows = quiz_questions(ex)
+        ex.close()
+        body = "".join(
+            f"<tr><td>{html.escape(r['target'])}</td><td>{r['step']}</td><td>{html.escape(r['en'])}<br>"
+            f"{html.escape(r['zh'])}</td><td><code>{html.escape(r['answer'])}</code></td></tr>"
+            for r in rows
+        )
+        parts.append(
+            f"### {title}\n\n<details class='tv-questions'><summary>{len(rows)} questions</summary>"
+            "<table><tr><th>target</th><th>step</th><th>question · 问题</th><th>TensorFlow's answer</th></tr>"
+            f"{body}</table></details>\n"
+        )
+    return "\n".join(parts)
+
+
 # ----------------------------------------------------------------------------- Sphinx hooks
 def _fetch_static(app: Sphinx, config) -> None:
     widget_scripts()  # before the HTML builder checks html_static_path
@@ -161,11 +240,14 @@ def _prepare(app: Sphinx) -> None:
     if copied:
         logger.info(f"tapeviz docs: {len(copied)} notebook files copied into {NOTEBOOKS_DOCS}")
     app.env.tapeviz_gallery = gallery_markdown(build_gallery())  # type: ignore[attr-defined]
+    app.env.tapeviz_teaching = teaching_markdown()  # type: ignore[attr-defined]
 
 
 def _append_gallery(app: Sphinx, docname: str, source: list[str]) -> None:
     if docname == GALLERY_DOC:
         source[0] = source[0].rstrip() + "\n\n" + app.env.tapeviz_gallery + "\n"  # type: ignore[attr-defined]
+    if docname == TEACHING_DOC:
+        source[0] = source[0].rstrip() + "\n\n" + app.env.tapeviz_teaching + "\n"  # type: ignore[attr-defined]
 
 
 def _gallery_always_read(app: Sphinx, env, added, changed, removed) -> list[str]:

@@ -22,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as W
+from ipywidgets import embed
 
-from ..messages import say
+from ..messages import catalogue, say
 from ..output.export import check_path
-from . import panels
-from .state import Explored, ExplorerState, panel, picture
+from ..record.graph import format_value
+from . import panels, quiz
+from .state import Explored, ExplorerState, panel, picture, step_of
 
 __all__ = ["write_page"]
 
@@ -50,7 +52,8 @@ def _target_box(ex: Explored, state: ExplorerState, interval: int, made: list) -
     fl = ex.flow(state.target)
     n = len(fl.steps)  # pictures 0..n-1; the last is the finished pass
     current = fl.check_step(state.step)
-    pictures = [W.HTML(picture(ex, state.replace(step=k))) for k in range(n)]
+    make = _quiz_frame if state.quiz else picture
+    pictures = [W.HTML(make(ex, state.replace(step=k, answers=()))) for k in range(n)]
     stack = W.Stack(pictures, selected_index=current, layout=W.Layout(overflow="auto")).add_class("tv-frames")
     slider = W.IntSlider(
         value=current,
@@ -72,8 +75,118 @@ def _target_box(ex: Explored, state: ExplorerState, interval: int, made: list) -
     return box, n
 
 
+def _quiz_frame(ex: Explored, state: ExplorerState) -> str:
+    """One step of a quiz page: the picture with the step's numbers hidden, the same picture
+    revealed (shown by the page's script once answered), and the question with its form.
+    The answer (TensorFlow's numbers) is in the page, for the page's script to check."""
+    fl = ex.flow(state.target)
+    q = quiz.question(fl, step_of(ex, state))
+    lang = state.lang
+    expected = json.dumps([float(x) for x in q.expected])
+    return (
+        f"<div class='tv-quiz-step' data-target='{_esc(state.target)}' data-step='{q.step}' "
+        f"data-expected='{_esc(expected)}' data-value='{_esc(format_value(q.value))}' "
+        f"data-tolerance='{state.tolerance!r}'>"
+        f"<div class='tv-quiz-hidden'>{picture(ex, state)}</div>"
+        f"<div class='tv-quiz-shown' style='display:none'>{picture(ex, state.replace(quiz=False))}</div>"
+        f"<div class='tv-quiz-question'>{_esc(quiz.question_text(fl, q, lang))}</div>"
+        f"<input class='tv-quiz-input' type='text' placeholder='{_esc(say('quiz.placeholder', lang))}'> "
+        f"<button class='tv-quiz-check' type='button'>{_esc(say('quiz.check', lang))}</button> "
+        f"<button class='tv-quiz-reveal' type='button'>{_esc(say('quiz.reveal', lang))}</button>"
+        "<div class='tv-quiz-verdict'></div></div>"
+    )
+
+
+def _quiz_script(lang: str, steps: dict[str, int]) -> str:
+    """The page's own script: checks an answer where it is typed (no kernel, no network),
+    reveals the step, and keeps the per-step score (reset by the teacher's button)."""
+    words = {k: catalogue(lang)[f"quiz.{k}"] for k in ("right", "wrong", "revealed", "unreadable", "score")}
+    data = embed.escape_script(json.dumps({"words": words, "steps": steps}, ensure_ascii=False))
+    return f"<script>\nconst TV_QUIZ = {data};\n{quiz.CHECK_JS}\n{_QUIZ_PAGE_JS}</script>\n"
+
+
+_QUIZ_PAGE_JS = r"""
+const tvQuizAnswers = {};
+function tvQuizSay(template, facts) {
+  return template.replace(/\{(\w+)\}/g, (m, k) => (k in facts ? String(facts[k]) : m));
+}
+function tvQuizScore() {
+  const counts = { right: 0, wrong: 0, revealed: 0 };
+  const cells = [];
+  for (const [target, n] of Object.entries(TV_QUIZ.steps)) {
+    for (let k = 0; k < n; k++) {
+      const outcome = tvQuizAnswers[target + "\u0000" + k];
+      if (outcome) counts[outcome] += 1;
+      cells.push(k + " " + ({ right: "\u2713", wrong: "\u2717", revealed: "\u25ce" }[outcome] || "\u00b7"));
+    }
+  }
+  const steps = Object.values(TV_QUIZ.steps).reduce((a, b) => a + b, 0);
+  const text = tvQuizSay(TV_QUIZ.words.score, { ...counts, steps });
+  for (const el of document.querySelectorAll(".tv-quiz-page-score")) el.textContent = text;
+  for (const el of document.querySelectorAll(".tv-quiz-page-steps")) el.textContent = cells.join("  ");
+}
+function tvQuizShow(step, outcome, typed) {
+  step.querySelector(".tv-quiz-hidden").style.display = "none";
+  step.querySelector(".tv-quiz-shown").style.display = "";
+  for (const el of step.querySelectorAll("input, button")) el.disabled = true;
+  const verdict = step.querySelector(".tv-quiz-verdict");
+  verdict.className = "tv-quiz-verdict tv-quiz-" + outcome;
+  verdict.textContent = tvQuizSay(TV_QUIZ.words[outcome], { typed, value: step.dataset.value });
+  tvQuizAnswers[step.dataset.target + "\u0000" + step.dataset.step] = outcome;
+  tvQuizScore();
+}
+function tvQuizHide(step) {
+  step.querySelector(".tv-quiz-hidden").style.display = "";
+  step.querySelector(".tv-quiz-shown").style.display = "none";
+  for (const el of step.querySelectorAll("input, button")) el.disabled = false;
+  step.querySelector(".tv-quiz-input").value = "";
+  const verdict = step.querySelector(".tv-quiz-verdict");
+  verdict.className = "tv-quiz-verdict";
+  verdict.textContent = "";
+}
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("button");
+  if (!button) return;
+  if (button.classList.contains("tv-quiz-reset")) {
+    for (const key of Object.keys(tvQuizAnswers)) delete tvQuizAnswers[key];
+    for (const step of document.querySelectorAll(".tv-quiz-step")) tvQuizHide(step);
+    tvQuizScore();
+    return;
+  }
+  const step = button.closest(".tv-quiz-step");
+  if (!step) return;
+  if (button.classList.contains("tv-quiz-reveal")) {
+    tvQuizShow(step, "revealed", "");
+  } else if (button.classList.contains("tv-quiz-check")) {
+    const typed = step.querySelector(".tv-quiz-input").value.trim();
+    const outcome = tvQuizJudge(JSON.parse(step.dataset.expected), typed, Number(step.dataset.tolerance));
+    if (outcome === null) {
+      step.querySelector(".tv-quiz-verdict").textContent = TV_QUIZ.words.unreadable;
+      return;
+    }
+    tvQuizShow(step, outcome, typed);
+  }
+});
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && event.target.classList && event.target.classList.contains("tv-quiz-input")) {
+    event.target.closest(".tv-quiz-step").querySelector(".tv-quiz-check").click();
+  }
+});
+document.addEventListener("DOMContentLoaded", tvQuizScore);
+"""
+
+
 def _panels(ex: Explored, state: ExplorerState, clip_norms, made: list) -> W.Widget:
-    """The clipping panel: as it is now, or one per clip_norm position with a slider."""
+    """The clipping panel: as it is now, or one per clip_norm position with a slider. In a
+    quiz page it gives the answers away: it is folded away under a summary that says so."""
+    if state.quiz:
+        html_panel = panel(ex, state.replace(quiz=False))
+        box = W.HTML(
+            f"{panels.CSS}<details class='tv-quiz-table'><summary>{_esc(say('quiz.table', state.lang))}</summary>"
+            f"{html_panel}</details>"
+        )
+        made.append(box)
+        return box
     if not clip_norms:
         box = W.HTML(panels.CSS + panel(ex, state))
         made.append(box)
@@ -123,8 +236,6 @@ def write_page(
     Browsers refuse some scripts on ``file://`` pages: serve the page over http when the
     scripts are local files too.
     """
-    from ipywidgets import embed
-
     p = check_path(path, formats=(".html", ".htm"))
     if requirejs_url is not None and not requirejs:
         raise ValueError(
@@ -155,6 +266,13 @@ def write_page(
         body = W.VBox([chooser, stack])
         made += [body, chooser, stack, link]
     head = say("page.head", lang, target=", ".join(names), clip=_clip_text(state), lr=f"{state.lr:g}", n=sum(counts))
+    quiz_parts = ""
+    if state.quiz:
+        quiz_parts = (
+            "<div class='tv-quiz-page'><span class='tv-quiz-page-score'></span> "
+            f"<button class='tv-quiz-reset' type='button'>{_esc(say('quiz.reset', lang))}</button>"
+            "<div class='tv-quiz-page-steps'></div></div>\n" + _quiz_script(lang, dict(zip(names, counts, strict=True)))
+        )
     header = W.HTML(f"<div class='tv-export-head'><b>{_esc(page_title)}</b><br>{_esc(head)}</div>")
     clip_box = _panels(ex, state, clip_norms, made)
     root = W.VBox([header, body, clip_box]).add_class("tv-export")
@@ -194,10 +312,13 @@ def write_page(
         "<style>\nbody { font-family: sans-serif; margin: 12px; }\n"
         ".tv-export-head { font-size: 13px; margin-bottom: 6px; }\n"
         ".tv-frames svg { max-width: 100%; height: auto; }\n"  # wide graphs fit the window
+        ".tv-quiz-right { color: #009e73; font-weight: 600; } .tv-quiz-wrong { color: #d55e00; font-weight: 600; }\n"
+        ".tv-quiz-step input, .tv-quiz-step button, .tv-quiz-page button { font-size: 15px; margin: 4px 2px; }\n"
+        ".tv-quiz-question, .tv-quiz-page { font-size: 15px; margin: 6px 0; }\n"
         "body:has(.jupyter-widgets) .tv-export-loading { display: none; }\n</style>\n"
         "</head>\n<body>\n"
         f"<p class='tv-export-loading'>{_esc(say('page.loading', lang, url=embed_url))}</p>\n"
-        f"{load_requirejs}{snippet}\n</body>\n</html>\n"
+        f"{quiz_parts}{load_requirejs}{snippet}\n</body>\n</html>\n"
     )
     p.write_text(page, encoding="utf-8")
     return p

@@ -34,6 +34,13 @@ CSS = """
 .tv-inspect pre { font-size: 11px; max-height: 220px; overflow: auto; background: #f8fafc; padding: 4px; }
 body[data-jp-theme-light="false"] .tv-inspect pre { background: #1f2937; }
 .tv-presenter .tv-canvas svg { width: 100%; height: auto; }
+/* The quiz: its question, verdict and score under the picture. */
+.tv-quiz { font-size: 14px; line-height: 1.5; margin: 2px 0 6px; }
+.tv-quiz-right { color: #009e73; font-weight: 600; }
+.tv-quiz-wrong { color: #d55e00; font-weight: 600; }
+.tv-quiz-revealed { color: #0072b2; font-weight: 600; }
+.tv-quiz-cell { margin-right: 6px; white-space: nowrap; }
+.tv-projector .tv-quiz { font-size: 20px; }
 /* The projector theme: the controls and tables grow with the picture's text (1.5x). */
 .tv-projector { --jp-widgets-font-size: 19px; --jp-widgets-inline-height: 36px;
                 --jp-widgets-inline-label-width: 120px; }

@@ -26,16 +26,32 @@ import numpy as np
 from ..gcpause import gc_paused
 from ..gradients import clipping
 from ..gradients.flow import GradientFlow
-from ..messages import DEFAULT, check_lang
+from ..messages import DEFAULT, check_lang, say
 from ..output.svg import to_svg
 from ..output.view import GraphView
+from ..picture.marks import Hidden
 from ..picture.options import option_names
 from ..picture.rows import CELL_WIDTH
 from ..picture.visibility import Collapsed, Shown, decide
 from ..record.graph import GRAD_NORM, TapeGraph, format_value
-from . import panels
+from . import panels, quiz
+from .quiz import TOLERANCE
 
-__all__ = ["ExplorerState", "Explored", "picture", "panel", "inspector", "gradients", "clipped_texts"]
+__all__ = [
+    "ExplorerState",
+    "Explored",
+    "picture",
+    "panel",
+    "inspector",
+    "gradients",
+    "clipped_texts",
+    "quiz_hidden",
+    "quiz_open",
+    "quiz_panel",
+    "answer",
+    "reveal",
+    "reset_score",
+]
 
 _PICTURES = 128  # SVG documents kept per explorer (a slider going back and forth reuses them)
 
@@ -68,6 +84,9 @@ class ExplorerState:
     theme: str = "light"
     magnitude: bool = False  # boxes coloured by ||g|| / ||w||
     wrap: int | None = None  # rows of at most this many boxes; None: only pictures wider than a screen wrap
+    quiz: bool = False  # predict, then reveal: a step's numbers are hidden until answered
+    answers: tuple = ()  # quiz.Answer per answered step (of every target)
+    tolerance: float = TOLERANCE  # how close a right prediction is (relative, at least absolute)
 
     def replace(self, **changes) -> ExplorerState:
         return dataclasses.replace(self, **changes)
@@ -77,6 +96,11 @@ class ExplorerState:
         """``clip_value`` as a (min, max) tuple: a widget may hand the range over as a list."""
         lo, hi = self.clip_value
         return lo, hi
+
+    @property
+    def my_answers(self) -> tuple:
+        """The quiz answers given for this state's target."""
+        return tuple(a for a in self.answers if a.target == self.target)
 
     @property
     def structure(self) -> tuple:
@@ -110,12 +134,13 @@ class Explored:
         return self._flows[target]
 
     def initial(self, *, collapsed: Collapsed | frozenset | None = None, **settings) -> ExplorerState:
-        """The state an explorer opens in: the first target, its finished pass.
-        ``collapsed``: as tv.Options takes it ("auto", True, False or group names), or
-        the groups themselves; "auto" and None leave it to the picture."""
+        """The state an explorer opens in: the first target, its finished pass (a quiz: its
+        first step, the seed, with every number still to predict). ``collapsed``: as
+        tv.Options takes it ("auto", True, False or group names), or the groups themselves;
+        "auto" and None leave it to the picture."""
         state = ExplorerState(target=next(iter(self.targets)), **settings)
         check_lang(state.lang)
-        state = state.replace(step=self.flow(state.target).last_step)
+        state = state.replace(step=0 if state.quiz else self.flow(state.target).last_step)
         if collapsed is None or collapsed == "auto" or isinstance(collapsed, frozenset):
             return state.replace(collapsed=None if collapsed == "auto" else collapsed)
         bodies = {f: self.graph.function_body(f) for f in state.functions}
@@ -169,6 +194,7 @@ class Explored:
                 page=CELL_WIDTH,
             )
         view.overrides = clipped_texts(self, state)
+        view.hidden = quiz_hidden(self, state)
         view.set_step(state.step)
         return view
 
@@ -275,6 +301,7 @@ def picture(ex: Explored, state: ExplorerState) -> str:
         state.structure[:1] + (ex.collapsed(state),) + state.structure[2:],
         step_of(ex, state),
         tuple(sorted((str(k), v) for k, v in overrides.items())),
+        quiz_hidden(ex, state),
     )
 
     def make() -> str:
@@ -286,13 +313,17 @@ def picture(ex: Explored, state: ExplorerState) -> str:
 
 
 def panel(ex: Explored, state: ExplorerState) -> str:
-    """The clipping panel's HTML for this state (raises ValueError on bad settings)."""
+    """The clipping panel's HTML for this state (raises ValueError on bad settings). In a
+    quiz it would give the answers away: it waits until the last step is answered."""
+    if _quiz_pending(ex, state):
+        return f"<div class='tv-panel tv-none'>{panels._esc(say('quiz.hidden_panel', state.lang))}</div>"
     return panels.clipping_panel(ex.report(state), ex.flow(state.target), ex.variables(), state.lang)
 
 
 def inspector(ex: Explored, state: ExplorerState) -> str:
-    """The inspector's HTML for the state's node ('' when none is chosen)."""
-    if state.node is None:
+    """The inspector's HTML for the state's node ('' when none is chosen; in a quiz, until
+    the last step is answered)."""
+    if state.node is None or _quiz_pending(ex, state):
         return ""
     return panels.inspector(ex.graph, ex.flow(state.target), state.node, state.lang)
 
@@ -304,3 +335,56 @@ def gradients(ex: Explored, state: ExplorerState, clipped: bool = True) -> dict[
         return {k: clipping.to_numpy(v) for k, v in raw.items()}
     out = clipping.clip(raw, state.clip, state.clip_norm, state.clip_range)
     return {k: clipping.to_numpy(v) for k, v in out.items()}
+
+
+# --------------------------------------------------------------------------- the quiz
+
+
+def _quiz_pending(ex: Explored, state: ExplorerState) -> bool:
+    """A quiz whose last step is not answered yet (the gradients' table would give it away)."""
+    last = ex.flow(state.target).last_step
+    return state.quiz and quiz.answered(state.answers, last, state.target) is None
+
+
+def quiz_hidden(ex: Explored, state: ExplorerState) -> Hidden | None:
+    """What this state's picture hides: the numbers of every step not answered yet."""
+    if not state.quiz:
+        return None
+    answered = [a.step for a in state.my_answers]
+    return quiz.hidden(ex.flow(state.target), step_of(ex, state), answered, state.lang)
+
+
+def quiz_open(ex: Explored, state: ExplorerState) -> bool:
+    """Whether this state's step still waits for an answer."""
+    return state.quiz and quiz.answered(state.answers, step_of(ex, state), state.target) is None
+
+
+def quiz_panel(ex: Explored, state: ExplorerState) -> str:
+    """The quiz's HTML in this state: question, verdict, score ('' outside quiz mode)."""
+    if not state.quiz:
+        return ""
+    return quiz.quiz_panel(ex.flow(state.target), step_of(ex, state), state.my_answers, state.lang)
+
+
+def answer(ex: Explored, state: ExplorerState, typed: str) -> tuple[ExplorerState, str | None]:
+    """The state after a student typed ``typed`` at this step: judged right or wrong against
+    TensorFlow's number, and revealed. A text with no number (or the wrong count) changes
+    nothing and comes back with the sentence that says what to type."""
+    fl = ex.flow(state.target)
+    q = quiz.question(fl, step_of(ex, state))
+    outcome = quiz.judge(q, typed, state.tolerance)
+    if outcome is None:
+        return state, say("quiz.unreadable", state.lang)
+    done = quiz.Answer(q.step, outcome, typed.strip(), state.target)
+    return state.replace(answers=quiz.record(state.answers, done)), None
+
+
+def reveal(ex: Explored, state: ExplorerState) -> ExplorerState:
+    """The state with this step revealed (no prediction)."""
+    done = quiz.Answer(step_of(ex, state), "revealed", "", state.target)
+    return state.replace(answers=quiz.record(state.answers, done))
+
+
+def reset_score(state: ExplorerState) -> ExplorerState:
+    """Every step hidden again and the score back to zero (the teacher's reset)."""
+    return state.replace(answers=())

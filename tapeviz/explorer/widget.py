@@ -49,8 +49,9 @@ class Explorer(W.VBox):
         lang = self.state.lang
         c: dict[str, W.Widget] = {}
         last = explored.flow(self.state.target).last_step
+        first = explored.flow(self.state.target).check_step(self.state.step)
         c["step"] = W.IntSlider(
-            value=last,
+            value=first,
             min=0,
             max=last,
             description=say("ui.control.step", lang),
@@ -58,7 +59,7 @@ class Explorer(W.VBox):
             layout=W.Layout(width="420px"),
         ).add_class("tv-step")
         c["play"] = W.Play(
-            value=last, min=0, max=last, interval=900, description=say("ui.control.play", lang)
+            value=first, min=0, max=last, interval=900, description=say("ui.control.play", lang)
         ).add_class("tv-play")
         self._link = W.jslink((c["play"], "value"), (c["step"], "value"))
         c["prev"] = W.Button(
@@ -114,12 +115,20 @@ class Explorer(W.VBox):
         c["layers"] = W.SelectMultiple(options=[], description=say("ui.control.layers", lang), rows=4).add_class(
             "tv-layers"
         )
+        if self.state.quiz:
+            c["answer"] = W.Text(placeholder=say("quiz.placeholder", lang), layout=W.Layout(width="260px")).add_class(
+                "tv-quiz-input"
+            )
+            c["check"] = W.Button(description=say("quiz.check", lang)).add_class("tv-quiz-check")
+            c["reveal"] = W.Button(description=say("quiz.reveal", lang)).add_class("tv-quiz-reveal")
+            c["reset"] = W.Button(description=say("quiz.reset", lang)).add_class("tv-quiz-reset")
         self.controls = c
 
         self.canvas = W.HTML(layout=W.Layout(overflow="auto")).add_class("tv-canvas")
         self.panel = W.HTML().add_class("tv-panel")
         self.inspector = W.HTML().add_class("tv-inspect")
         self.message = W.HTML().add_class("tv-message")
+        self.quiz = W.HTML().add_class("tv-quiz-panel")
 
         c["prev"].on_click(lambda _: self._nudge(-1))
         c["next"].on_click(lambda _: self._nudge(+1))
@@ -133,12 +142,18 @@ class Explorer(W.VBox):
         c["node"].observe(lambda ch: self._set(node=ch["new"]), names="value")
         c["show_all"].observe(lambda ch: self._on_structure(show_all=ch["new"]), names="value")
         c["layers"].observe(lambda ch: self._on_layers(ch["new"]), names="value")
+        quiz: list[W.Widget] = []
+        if self.state.quiz:
+            c["check"].on_click(lambda _: self._on_answer(c["answer"].value))
+            c["reveal"].on_click(lambda _: self._move(st.reveal(self.model, self.state)))
+            c["reset"].on_click(lambda _: self._move(st.reset_score(self.state)))
+            quiz = [W.HBox([c["answer"], c["check"], c["reveal"], c["reset"]]).add_class("tv-quiz-bar"), self.quiz]
 
         steps = W.HBox([c["play"], c["prev"], c["next"], c["step"]])
         if presenter:
             self.add_class("tv-presenter")
             self.canvas.layout.width = "100%"
-            self.children = [W.HTML(panels.CSS), steps, self.canvas, self.message]
+            self.children = [W.HTML(panels.CSS), steps, self.canvas, *quiz, self.message]
         else:
             top = [c[k] for k in ("target",) if k in c] + [c["clip"], c["clip_norm"], c["clip_value"], c["lr"]]
             side = W.VBox([c["node"], c["show_all"], c["layers"], self.inspector])
@@ -146,6 +161,7 @@ class Explorer(W.VBox):
                 W.HTML(panels.CSS),
                 steps,
                 self.canvas,
+                *quiz,
                 W.HBox(top[:3]),
                 W.HBox(top[3:]),
                 self.message,
@@ -219,6 +235,19 @@ class Explorer(W.VBox):
         self.state = new
         self._show()
 
+    def _on_answer(self, typed: str) -> None:
+        """A prediction typed at this step: judged, revealed and scored (or: what to type)."""
+        new, problem = st.answer(self.model, self.state, typed)
+        if problem is not None:
+            self.message.value = f"<span class='tv-bad'>{panels._esc(problem)}</span>"
+            return
+        self.controls["answer"].value = ""
+        self._move(new)
+
+    def _move(self, state: ExplorerState) -> None:
+        self.state = state
+        self._show()
+
     def _on_page_theme(self, dark: bool | None) -> None:
         """The page switched between light and dark: draw the picture in the matching theme."""
         if dark is not None:
@@ -230,12 +259,13 @@ class Explorer(W.VBox):
 
     def _on_target(self, target: str) -> None:
         last = self.model.flow(target).last_step
+        start = 0 if self.state.quiz else last  # a quiz starts at the seed, else the finished pass
         with self._quiet():
             for k in ("step", "play"):
                 w = self.controls[k]
                 w.max = last  # the last step shows the finished pass
-                w.value = last
-        self.state = self.state.replace(target=target, step=last, collapsed=None, node=None)
+                w.value = start
+        self.state = self.state.replace(target=target, step=start, collapsed=None, node=None)
         with self._quiet():
             self.controls["node"].value = None
         self._sync_groups()
@@ -323,6 +353,11 @@ class Explorer(W.VBox):
         if self.panel.value != panel:
             self.panel.value = panel
         self.inspector.value = st.inspector(self.model, self.state)
+        if self.state.quiz:
+            self.quiz.value = st.quiz_panel(self.model, self.state)
+            open_step = st.quiz_open(self.model, self.state)
+            for k in ("answer", "check", "reveal"):
+                c[k].disabled = not open_step
 
     def _set_canvas(self, svg: str) -> None:
         if self.canvas.value != svg:
@@ -389,6 +424,7 @@ class Explorer(W.VBox):
             self.panel,
             self.inspector,
             self.message,
+            self.quiz,
             *self._boxes(),
             self,
         ]:

@@ -23,6 +23,7 @@ from matplotlib.text import Text
 
 from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT
+from ..picture.marks import Hidden
 from ..picture.rows import PAGE_WIDTH
 from ..picture.scene import Scene
 from ..picture.style import DPI
@@ -213,6 +214,15 @@ class GraphView:
         self.scene.overrides = dict(texts)  # shown at the next set_step, as set_grad_overrides shows at once
 
     # -- the matplotlib side, made on first use --------------------------------------
+
+    @property
+    def hidden(self) -> Hidden | None:
+        """Gradients shown as "?" until a quiz reveals them (:class:`tapeviz.picture.marks.Hidden`)."""
+        return self.scene.hidden
+
+    @hidden.setter
+    def hidden(self, hidden: Hidden | None) -> None:
+        self.scene.hidden = hidden  # shown at the next set_step, like overrides
 
     @property
     def drawn(self) -> bool:

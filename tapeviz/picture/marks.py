@@ -81,6 +81,15 @@ class Arrow:
     mark_at: tuple | None = None  # where its chevron goes while its step is processed
 
 
+class Hidden(NamedTuple):
+    """Numbers a picture shows as "?" (a quiz: predict, then reveal): the gradients on these
+    recorded edges and nodes, wherever the picture draws them, and a title saying so."""
+
+    edges: frozenset  # recorded edges (u, v, key)
+    nodes: frozenset  # recorded nodes
+    title: str | None  # None: the step's own title
+
+
 @dataclass(slots=True)
 class Swatch:
     """A legend entry's sample: a box, a line or a tag, and its text (canvas pixels)."""

@@ -51,7 +51,7 @@ from ..record.graph import GRAD_NORM, VALUE_NORM, TapeGraph, format_value
 from . import fonts
 from .layout import layered_routes
 from .legend import legend_entries, legend_layout
-from .marks import Arrow, Frame, Label
+from .marks import Arrow, Frame, Hidden, Label
 from .placement import (
     arrow_specs,
     box_lines,
@@ -173,6 +173,7 @@ class Scene:
         self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
         self._grad_rooms = self._grad_allowance(plans, label_h)
         self.overrides: dict[Any, str] = {}
+        self.hidden: Hidden | None = None  # numbers shown as "?" (set_step applies it)
         self._route_edges(plans)
         self.step: int = 0
         self._laid_out = False  # the title's record is made with the canvas
@@ -622,8 +623,22 @@ class Scene:
             else:
                 box.ec, box.lw = th.kinds.get(kind, th.kinds["op"])[1], LW_BOX * th.line
         self.title = self.custom_title or self._step_title(fl, k, finished)
+        if self.hidden is not None:
+            self._hide(self.hidden)
         if self._laid_out:  # (the title's record is made when the canvas is laid out)
             self.set_title()
+
+    def _hide(self, hidden: Hidden) -> None:
+        """Write "?" where the hidden gradients would show, and the hidden title."""
+        disp = self.display
+        for e in disp.display_edges_of(hidden.edges):
+            if e in self.edge_labels:
+                self.edge_labels[e].text = "?"
+        for n in {disp.of.get(n) for n in hidden.nodes} - {None}:
+            if n in self.grads:
+                self.grads[n].text = "∂ ?"
+        if hidden.title is not None:
+            self.title = hidden.title
 
     def set_title(self) -> None:
         """Write ``self.title`` into the title's record: wrapped to the canvas, cut to the lines it has."""

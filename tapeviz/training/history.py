@@ -662,16 +662,19 @@ class History:
         return self._buckets.nbytes + self._pictures.nbytes
 
     # ------------------------------------------------------------------ outputs
-    def plot(self, by: str = "layer", names: Iterable[str] | None = None, kind: str = "grad") -> Figure:
+    def plot(
+        self, by: str = "layer", names: Iterable[str] | None = None, kind: str = "grad", lang: str = "en"
+    ) -> Figure:
         """A matplotlib Figure: loss; gradient norms over steps (log scale; raw solid,
         clipped dashed; min-max band where steps merged) with flags marked; and, when
         clipped gradients were recorded, the clip scale with how often it engaged.
 
         ``by``: "layer" or "variable"; ``names``: only these; ``kind``: "grad" or
-        "relative" (``||g|| / ||w||``) in the norms panel. See :mod:`tapeviz.training.plot`."""
+        "relative" (``||g|| / ||w||``) in the norms panel; ``lang``: "en" or "zh". See
+        :mod:`tapeviz.training.plot`."""
         from .plot import plot_history
 
-        return plot_history(self, by=by, names=names, kind=kind)
+        return plot_history(self, by=by, names=names, kind=kind, lang=lang)
 
     def callback(self, x: Any, y: Any = None, *, every: int = 10, sample_weight: Any = None) -> HistoryCallback:
         """A Keras callback for ``model.fit``: every ``every`` batches it computes the

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from matplotlib import colormaps
+from matplotlib import colormaps, rc_context
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
@@ -27,14 +27,16 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from ..gradients.magnitude import layer_of
+from ..messages import DEFAULT, check_lang, say
+from ..picture.fonts import matplotlib_families
 
 _MAX_LEGEND = 10
 _NAN_SHADE = "#f4a3a3"
-_FLAG_STYLE = {  # kind -> (marker, colour, label)
-    "vanishing": ("v", "#1f77b4", "vanishing"),
-    "exploding": ("^", "#d62728", "exploding"),
-    "nan": ("X", "#000000", "NaN / Inf"),
-    "no_gradient": ("o", "#7f7f7f", "no gradient"),
+_FLAG_STYLE = {  # kind -> (marker, colour); the label is the message "plot.kind.<kind>"
+    "vanishing": ("v", "#1f77b4"),
+    "exploding": ("^", "#d62728"),
+    "nan": ("X", "#000000"),
+    "no_gradient": ("o", "#7f7f7f"),
 }
 
 
@@ -49,7 +51,16 @@ def _band(ax, first, last, lo, hi, color, alpha=0.18):
     ax.fill_between(x, lo2, hi2, color=color, alpha=alpha, linewidth=0)
 
 
-def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None, kind: str = "grad") -> Figure:
+def plot_history(
+    hist, *, by: str = "layer", names: Iterable[str] | None = None, kind: str = "grad", lang: str = DEFAULT
+) -> Figure:
+    """The history's figure, its words in ``lang`` (CJK text falls back to a CJK font)."""
+    check_lang(lang)
+    with rc_context({"font.family": list(matplotlib_families())}):
+        return _plot_history(hist, by=by, names=names, kind=kind, lang=lang)
+
+
+def _plot_history(hist, *, by: str, names: Iterable[str] | None, kind: str, lang: str) -> Figure:
     if by not in ("layer", "variable"):
         raise ValueError(f"by must be 'layer' or 'variable', got {by!r}.")
     if kind not in ("grad", "relative"):
@@ -79,17 +90,19 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
     # -- loss
     loss = hist.losses()
     if np.isfinite(loss).any():
-        ax_loss.plot(steps, loss, color="black", linewidth=1.3, label="loss")
+        ax_loss.plot(steps, loss, color="black", linewidth=1.3, label=say("plot.loss", lang))
         pos = loss[np.isfinite(loss)]
         if (pos > 0).all() and pos.max() > 100 * pos.min():
             ax_loss.set_yscale("log")
         if merged:
             _band(ax_loss, first, last, hist.losses("min"), hist.losses("max"), "black", alpha=0.12)
     else:
-        ax_loss.text(0.5, 0.5, "no loss recorded", transform=ax_loss.transAxes, ha="center", va="center", color="grey")
-    ax_loss.set_ylabel("loss")
-    merged_note = f" ({len(steps)} points, min-max bands)" if merged else ""
-    ax_loss.set_title(f"Training history: {len(hist)} steps{merged_note}", loc="left", fontsize=11)
+        ax_loss.text(
+            0.5, 0.5, say("plot.no_loss", lang), transform=ax_loss.transAxes, ha="center", va="center", color="grey"
+        )
+    ax_loss.set_ylabel(say("plot.loss", lang))
+    merged_note = say("plot.merged", lang, points=len(steps)) if merged else ""
+    ax_loss.set_title(say("plot.title", lang, n=len(hist), note=merged_note), loc="left", fontsize=11)
 
     # -- norms
     n = len(shown)
@@ -116,7 +129,7 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
         if kind == "grad" and clip[name].steps:
             c = hist.norms(name, "clipped", level=level)
             ax_norm.plot(steps, np.where(c > 0, c, np.nan), color=color, linewidth=1.0, linestyle="--")
-    ax_norm.set_ylabel("‖g‖ (log)" if kind == "grad" else "‖g‖ / ‖w‖ (log)")
+    ax_norm.set_ylabel(say("plot.grad_log" if kind == "grad" else "plot.rel_log", lang))
     ax_norm.grid(True, which="major", axis="y", alpha=0.3)
     kinds_shown = _mark_flags(hist, ax_norm, steps, series, shown, by)
     broken = _shade_nonfinite(hist, axes, first, last)
@@ -128,24 +141,26 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
     else:
         sm = ScalarMappable(norm=Normalize(0, n - 1), cmap="viridis")
         cb = fig.colorbar(sm, ax=ax_norm, pad=0.01, fraction=0.03)
-        cb.set_label(f"{by} (0 = first, {n - 1} = last)")
+        cb.set_label(say("plot.colorbar", lang, by=say(f"plot.by.{by}", lang), last=n - 1))
     if kind == "grad" and has_clip:
         handles += [
             Line2D([], [], color="grey", linewidth=1.4),
             Line2D([], [], color="grey", linewidth=1.0, linestyle="--"),
         ]
-        labels += ["raw", "clipped"]
+        labels += [say("plot.raw", lang), say("plot.clipped", lang)]
     if broken:
         handles.append(Patch(color=_NAN_SHADE, alpha=0.5))
-        labels.append("NaN / Inf gradients")
+        labels.append(say("plot.nan", lang))
     for k in kinds_shown:
-        marker, flag_color, label = _FLAG_STYLE[k]
+        marker, flag_color = _FLAG_STYLE[k]
         handles.append(Line2D([], [], linestyle="none", marker=marker, color=flag_color, markersize=7))
-        labels.append(f"flag: {label}")
+        labels.append(say("plot.flag", lang, label=say(f"plot.kind.{k}", lang)))
     if handles:
         ax_norm.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    what = "gradient norm" if kind == "grad" else "gradient norm / weight norm"
-    ax_norm.set_title(f"{what} per {by}", loc="left", fontsize=10)
+    by_word = say(f"plot.by.{by}", lang)
+    ax_norm.set_title(
+        say("plot.norms" if kind == "grad" else "plot.norms_rel", lang, by=by_word), loc="left", fontsize=10
+    )
 
     # -- clipping
     if has_clip:
@@ -157,9 +172,13 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
         if shared:  # tf.clip_by_global_norm: one scale for every gradient, one line
             st = hist.clipping(by="global")["global"]
             lines = [(None, "black", glob, st)]
-            title = (
-                f"clipping: one global scale for every gradient, engaged {st.engaged}/{st.steps} steps "
-                f"({st.fraction:.0%}), strongest ×{st.min_scale:.2g}"
+            title = say(
+                "plot.clip_global",
+                lang,
+                engaged=st.engaged,
+                steps=st.steps,
+                fraction=f"{st.fraction:.0%}",
+                scale=f"{st.min_scale:.2g}",
             )
         else:
             lines = [
@@ -167,9 +186,9 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
                 for name, color in zip(shown, colors, strict=True)
                 if name in scales
             ]
-            title = "clipping: clipped / raw norm per " + by + " (legend: steps clipped / recorded)"
+            title = say("plot.clip_each", lang, by=by_word)
         for name, color, s, st in lines:
-            label = f"{name}: {st.engaged}/{st.steps} ({st.fraction:.0%})" if name else "every gradient"
+            label = f"{name}: {st.engaged}/{st.steps} ({st.fraction:.0%})" if name else say("plot.every", lang)
             ax_clip.plot(steps, s, color=color, linewidth=1.2, label=label)
             if merged:
                 lvl = level if name else None
@@ -184,11 +203,11 @@ def plot_history(hist, *, by: str = "layer", names: Iterable[str] | None = None,
                 )
         ax_clip.set_ylim(0, 1.08)
         ax_clip.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
-        ax_clip.set_ylabel("clipped / raw")
+        ax_clip.set_ylabel(say("plot.clip_axis", lang))
         ax_clip.set_title(title, loc="left", fontsize=10)
         if not shared and len(lines) <= _MAX_LEGEND:
             ax_clip.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    axes[-1].set_xlabel("step")
+    axes[-1].set_xlabel(say("plot.step", lang))
     return fig
 
 
@@ -217,7 +236,7 @@ def _mark_flags(hist, ax, steps, series, shown, by) -> list[str]:
             name = None
         elif name not in shown_set:
             continue
-        marker, color, _ = _FLAG_STYLE[f.kind]
+        marker, color = _FLAG_STYLE[f.kind]
         if f.kind in ("vanishing", "exploding") and name in series:
             i = min(int(np.searchsorted(steps, f.step)), len(steps) - 1)
             y = series[name][i]
