@@ -83,7 +83,7 @@ class ExplorerState:
     lang: str = DEFAULT
     theme: str = "light"
     magnitude: bool = False  # boxes coloured by ||g|| / ||w||
-    wrap: int | None = None  # rows of at most this many boxes; None: only pictures wider than a screen wrap
+    wrap: int | None = None  # rows of at most this many boxes; None: rows that fit a notebook cell
     quiz: bool = False  # predict, then reveal: a step's numbers are hidden until answered
     answers: tuple = ()  # quiz.Answer per answered step (of every target)
     tolerance: float = TOLERANCE  # how close a right prediction is (relative, at least absolute)

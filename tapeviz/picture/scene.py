@@ -104,7 +104,7 @@ def _checked_wrap(wrap):
     if wrap is not None and (isinstance(wrap, bool) or not isinstance(wrap, int) or wrap < 2):
         raise ValueError(
             f"wrap={wrap!r}: give the most boxes a row may hold (an int of at least 2), "
-            "or None to wrap only pictures wider than a screen"
+            "or None for rows that fit a 1,600 px page"
         )
     return wrap
 
