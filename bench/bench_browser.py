@@ -32,6 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -171,6 +172,23 @@ ex
 """
 
 
+@contextmanager
+def lab_page():
+    """A JupyterLab on a temporary copy of notebooks/ and a headless Chromium page."""
+    from playwright.sync_api import sync_playwright
+
+    with (
+        tempfile.TemporaryDirectory(prefix="tapeviz-bench-") as tmp,
+        B.running_jupyterlab(Path(tmp)) as lab,
+        sync_playwright() as pw,
+    ):
+        browser = B.launch_chromium(pw)
+        try:
+            yield lab, B.new_page(browser)
+        finally:
+            browser.close()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--notebook", default="08_clipping_in_training.ipynb")
@@ -189,56 +207,45 @@ def main(argv=None) -> int:
         print("bench_browser skipped, missing:", "; ".join(missing))
         return 0
 
-    from playwright.sync_api import sync_playwright
-
     results = {}
-    with (
-        tempfile.TemporaryDirectory(prefix="tapeviz-bench-") as tmp,
-        B.running_jupyterlab(Path(tmp)) as lab,
-        sync_playwright() as pw,
-    ):
-        browser = B.launch_chromium(pw)
-        try:
-            page = B.new_page(browser)
-            if args.ops:
-                args.notebook = f"bench_{args.ops}_ops.ipynb"
-                B.write_notebook(Path(lab.root) / args.notebook, [_BIG_PROGRAM.format(blocks=max(1, args.ops // 6))])
-            B.open_notebook(page, lab, args.notebook)
-            run_s = B.run_all(page)
-            page.locator(f"{EXPLORER} .tv-canvas svg").wait_for()
-            page.locator(EXPLORER).scroll_into_view_if_needed()
-            page.locator(f"{EXPLORER} .tv-clip-mode select").select_option("tf.clip_by_norm")
-            clip = page.locator(f"{EXPLORER} .tv-clip-norm .noUi-handle")
-            clip.wait_for(state="visible")
-            time.sleep(1.0)
-            page.evaluate(_INSTALL_JS, EXPLORER)
+    with lab_page() as (lab, page):
+        if args.ops:
+            args.notebook = f"bench_{args.ops}_ops.ipynb"
+            B.write_notebook(Path(lab.root) / args.notebook, [_BIG_PROGRAM.format(blocks=max(1, args.ops // 6))])
+        B.open_notebook(page, lab, args.notebook)
+        run_s = B.run_all(page)
+        page.locator(f"{EXPLORER} .tv-canvas svg").wait_for()
+        page.locator(EXPLORER).scroll_into_view_if_needed()
+        page.locator(f"{EXPLORER} .tv-clip-mode select").select_option("tf.clip_by_norm")
+        clip = page.locator(f"{EXPLORER} .tv-clip-norm .noUi-handle")
+        clip.wait_for(state="visible")
+        time.sleep(1.0)
+        page.evaluate(_INSTALL_JS, EXPLORER)
 
-            kc = kernel_client(lab)
-            try:
-                svg_chars = int(kernel_eval(kc, _KERNEL_WRAP).strip() or 0)
-                step = page.locator(f"{EXPLORER} .tv-step .noUi-handle")
-                n_steps = int(step.get_attribute("aria-valuemax").split(".")[0])
-                half = args.presses // 2
-                # step: walk back from the finished pass and forward again (never past the ends),
-                # ending on the finished pass: the clip_norm series needs it (clipped values are
-                # drawn only once the variables' gradients are)
-                step_keys: list[str] = []
-                while len(step_keys) < max(args.presses, 20):
-                    back = max(1, min(half, n_steps, (max(args.presses, 20) - len(step_keys)) // 2))
-                    step_keys += ["ArrowLeft"] * back + ["ArrowRight"] * back
-                kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
-                results["step"] = press_series(page, step, step_keys, args.settle)
-                k_step = json.loads(kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
-                # clip_norm: down by 0.01 per key and back up; every value below the largest norm clips
-                clip_keys = ["ArrowLeft"] * half + ["ArrowRight"] * (max(args.presses, 20) - half)
-                kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
-                results["clip_norm"] = press_series(page, clip, clip_keys, args.settle)
-                k_clip = json.loads(kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
-            finally:
-                kc.stop_channels()
-            B.screenshot(page, "bench_browser_last")
+        kc = kernel_client(lab)
+        try:
+            svg_chars = int(kernel_eval(kc, _KERNEL_WRAP).strip() or 0)
+            step = page.locator(f"{EXPLORER} .tv-step .noUi-handle")
+            n_steps = int(step.get_attribute("aria-valuemax").split(".")[0])
+            half = args.presses // 2
+            # step: walk back from the finished pass and forward again (never past the ends),
+            # ending on the finished pass: the clip_norm series needs it (clipped values are
+            # drawn only once the variables' gradients are)
+            step_keys: list[str] = []
+            while len(step_keys) < max(args.presses, 20):
+                back = max(1, min(half, n_steps, (max(args.presses, 20) - len(step_keys)) // 2))
+                step_keys += ["ArrowLeft"] * back + ["ArrowRight"] * back
+            kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
+            results["step"] = press_series(page, step, step_keys, args.settle)
+            k_step = json.loads(kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
+            # clip_norm: down by 0.01 per key and back up; every value below the largest norm clips
+            clip_keys = ["ArrowLeft"] * half + ["ArrowRight"] * (max(args.presses, 20) - half)
+            kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
+            results["clip_norm"] = press_series(page, clip, clip_keys, args.settle)
+            k_clip = json.loads(kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
         finally:
-            browser.close()
+            kc.stop_channels()
+        B.screenshot(page, "bench_browser_last")
 
     def ms(v):
         return f"{v:.0f}"

@@ -14,6 +14,7 @@ from .gcpause import gc_paused
 from .gradients.flow import GradientFlow, flow_over
 from .messages import check_lang
 from .output.export import check_path, save_view
+from .output.jacobian_heatmap import Jacobian
 from .output.view import GraphView
 from .picture.options import Options, option_names
 from .record.graph import TapeGraph
@@ -22,6 +23,7 @@ from .record.tape import GradientTape, Recording, graph_of, record
 from .training.history import Flag, History
 
 if TYPE_CHECKING:  # made on first use: a widget imports ipywidgets
+    from .explorer.jacobian_explorer import JacobianExplorer
     from .explorer.state import Explored
     from .explorer.whatif import Interact
     from .explorer.widget import Explorer
@@ -37,6 +39,9 @@ __all__ = [
     "record_step",
     "RecordedStep",
     "flow",
+    "jacobian",
+    "batch_jacobian",
+    "Jacobian",
     "view",
     "draw",
     "save",
@@ -57,6 +62,22 @@ def flow(tape: Any, target: Any, *, sources: Any = None, output_gradients: Any =
     """The backward pass of ``target`` over what ``tape`` recorded (see GradientFlow),
     computed once per target and kept with the recording."""
     return flow_over(graph_of(tape), target, sources=sources, output_gradients=output_gradients)
+
+
+def jacobian(tape: Any, target: Any, source: Any) -> Jacobian:
+    """d target / d source of what ``tape`` recorded, one backward pass per row: a
+    :class:`Jacobian` whose ``.matrix`` is what ``tape.jacobian(target, source)`` returns,
+    ``.flow(i)`` the backward pass of target element i (its ``.grad(source)`` is row i) and
+    ``.figure()`` a labelled heatmap; ``tv.explore(jac)`` steps through any row's pass.
+    The user's tape is not used: ``tape.jacobian`` stays available and unchanged."""
+    return Jacobian(graph_of(tape), target, source)
+
+
+def batch_jacobian(tape: Any, target: Any, source: Any) -> Jacobian:
+    """As :func:`jacobian`, for ``tape.batch_jacobian``: target and source share their first
+    (batch) dimension, examples are independent; row i is element i of every example, and
+    ``.matrix`` has batch_jacobian's shape ``[B] + target.shape[1:] + source.shape[1:]``."""
+    return Jacobian(graph_of(tape), target, source, batch=True)
 
 
 def view(
@@ -163,7 +184,7 @@ def explore(
     quiz: bool = False,
     options: Options | None = None,
     **option_keywords: Any,
-) -> Explorer:
+) -> Explorer | JacobianExplorer:
     """A live Explorer widget: ``targets`` is one tensor or {name: tensor} (persistent tapes).
 
     ``presenter``: only the picture and the step buttons, full width. ``quiz``: predict,
@@ -173,10 +194,15 @@ def explore(
     (:class:`tv.Options`); here ``theme="auto"`` follows the page's theme (dark in
     JupyterLab's dark theme). Given a :class:`tv.History`, the explorer scrubs its training
     steps (``controls["train_step"]``) instead, its boxes coloured by ``‖g‖/‖w‖`` unless
-    ``magnitude=False``."""
+    ``magnitude=False``. Given a :class:`tv.Jacobian` (tv.jacobian), a heatmap of the Jacobian
+    above the backward pass of the row picked by clicking it or with ``controls["row"]``."""
     from .explorer.widget import Explorer
 
     opts = Options.of(options, **option_keywords)
+    if isinstance(tape, Jacobian):
+        from .explorer.jacobian_explorer import JacobianExplorer
+
+        return JacobianExplorer(tape, presenter=presenter, quiz=quiz, **opts.in_explorer().keywords())
     if isinstance(tape, History):
         from .explorer.training_explorer import TrainingExplorer
 

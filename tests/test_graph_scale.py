@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz.record import callsites, hooks
+from tapeviz.record import callsites, hooks, hookstate
 
 L = keras.layers
 
@@ -192,7 +192,7 @@ def _assert_named_by_path(g, net):
 @pytest.fixture
 def fresh_paths(monkeypatch):
     """Forget what earlier tests' reads showed: the paths must come from this block."""
-    monkeypatch.setattr(callsites, "_paths", {})
+    monkeypatch.setattr(hookstate.call_site_memo, "paths", {})
 
 
 def test_subclassed_trainer_with_self_model_names_variables_by_keras_path(fresh_paths):

@@ -134,7 +134,7 @@ def test_alike_blocks_are_one_box_and_its_numbers_are_tensorflows(made):
         "resnet50/conv5/conv5_block2–3",
     }
     box = "layer:resnet50/conv3/conv3_block2–4"
-    assert boxes(view)[box] == "conv3_block2–4 (3 alike)"
+    assert boxes(view)[box] == "conv3_block2–4 (3\u00a0alike)"
     assert view.display.nx.number_of_nodes() == 18
     members = set(view.display.members[box])
     for b in (2, 3, 4):

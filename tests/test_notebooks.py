@@ -40,6 +40,7 @@ EXPECTED = [
     "09_why_is_my_gradient_none",
     "10_what_if",
     "11_watching_training",
+    "12_higher_order",
 ]
 
 # What the lessons must print (computed by TensorFlow in the kernel): the tutorial's own
@@ -84,11 +85,22 @@ PRINTED = {
         "11_watching_training": [
             "step  0  vanishing  sig/d0",
             "matches tf.norm: True",
+            "equals tf.norm in float64: True",
+            "| layer | ‖g‖ at 0 | ‖g‖ at 29 | ‖g‖ b/a",
             "step  6  exploding  seq/rnn/simple_rnn_cell",
             "step  7  nan        loss",
             "so the update stayed bounded",
             "vanishing flags with ReLU + He initialisation: 0",
             "steps with a picture: [0, 10, 20]",
+        ],
+        "12_higher_order": [
+            "first derivative dy/dx: 6.0",
+            "second derivative d2y/dx2: 2.0",
+            "tapeviz d(dy_dx)/dx: 2.0",
+            "tapeviz == tape.gradient, bit for bit: True",
+            "inner gradients: ['du = ∂u/∂pts', 'u_xx = ∂²u/∂pts²']",
+            "row 0 = flow(0).grad(v): [2. 1.]",
+            "equal to outer_h.jacobian: True",
         ],
     },
     "zh": {
@@ -120,10 +132,21 @@ PRINTED = {
         "11_watching_training": [
             "step  0  vanishing  sig/d0",
             "与 tf.norm 一致: True",
+            "等于 float64 的 tf.norm: True",
+            "| layer | ‖g‖ at 0 | ‖g‖ at 29 | ‖g‖ b/a",
             "step  6  exploding  seq/rnn/simple_rnn_cell",
             "step  7  nan        loss",
             "ReLU + He 初始化时梯度消失的标记数: 0",
             "有图的步骤: [0, 10, 20]",
+        ],
+        "12_higher_order": [
+            "一阶导数 dy/dx: 6.0",
+            "二阶导数 d2y/dx2: 2.0",
+            "tapeviz d(dy_dx)/dx: 2.0",
+            "tapeviz 与 tape.gradient 逐位相同: True",
+            "内层梯度: ['du = ∂u/∂pts', 'u_xx = ∂²u/∂pts²']",
+            "第 0 行 = flow(0).grad(v): [2. 1.]",
+            "与 outer_h.jacobian 相同: True",
         ],
     },
 }
@@ -443,7 +466,8 @@ def test_lesson_runs_in_both_languages_with_the_same_numbers(name, tmp_path):
         model_id = views[0]["data"][WIDGET_MIME]["model_id"]
         state = _widget_states(nb)
         assert model_id in state, "the explorer's widget state was not stored"
-        assert "tv-explorer" in state[model_id]["state"].get("_dom_classes", [])
+        # an explorer, or tv.explore(jacobian): its heatmap above an explorer
+        assert {"tv-explorer", "tv-jacobian"} & set(state[model_id]["state"].get("_dom_classes", []))
 
         text = _stream_text(nb)
         for expected in PRINTED[lang][name]:

@@ -1,9 +1,13 @@
 """Gradient magnitude on the picture, and the explorer of a training run (tv.explore(hist))."""
 
+import html
+import re
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from training_runs import sigmoid_run
 
 import tapeviz as tv
 from tapeviz.gradients.magnitude import MagnitudeScale
@@ -86,27 +90,94 @@ def test_explore_a_history_scrubs_training_steps(vanishing):
     ex = tv.explore(hist)
     try:
         steps = hist.recorded_steps()
-        assert ex.controls["train_step"].options == tuple(steps) and ex.train_step == steps[-1]
-        assert ex.state.magnitude, "a training run's picture is coloured by magnitude by default"
-        latest_svg = ex.canvas.value
+        assert ex.controls["train_step"].options == tuple(int(s) for s in hist.steps()) and ex.train_step == steps[-1]
+        pic = ex.picture
+        assert pic.state.magnitude, "a training run's picture is coloured by magnitude by default"
+        latest_svg = pic.canvas.value
         ex.controls["train_step"].value = steps[0]
         graph, flow = hist.picture(steps[0])
-        assert ex.flow is flow and ex.canvas.value != latest_svg
-        assert ex.state.step == flow.last_step
+        assert pic.flow is flow and pic.canvas.value != latest_svg
+        assert pic.state.step == flow.last_step and pic.layout.display is None
         first_kernel = model.get_layer("d0").trainable_variables[0].path
         # the picture's gradients are that step's, as TF computed them then
-        assert np.array_equal(ex.gradients(clipped=False)[first_kernel], flow.gradients()[first_kernel])
+        assert np.array_equal(pic.gradients(clipped=False)[first_kernel], flow.gradients()[first_kernel])
         assert "vanishing" in ex.flags_view.value and "deep/d0" in ex.flags_view.value
-        assert "<svg" in ex.plot_view.value
+        assert "<svg" in ex.run.value and "deep/" in ex.run.value
     finally:
         ex.close()
 
 
-def test_a_history_without_pictures_says_how_to_keep_them():
+def test_a_history_without_steps_or_norms_says_what_to_pass():
+    with pytest.raises(ValueError, match=r"hist.add\(step, loss=loss, grads=grads"):
+        tv.explore(tv.History())
     hist = tv.History()
-    w = tf.Variable([1.0, 2.0])
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(w * w)
-    hist.add(0, loss=loss, grads=tape.gradient(loss, [w]), variables=[w])
-    with pytest.raises(ValueError, match=r"tape=tape"):
+    hist.add(0, loss=1.5)
+    with pytest.raises(ValueError, match=r"grads= and variables="):
         tv.explore(hist)
+
+
+# ---------------------------------------------------------------- a norms-only History
+def _bars(svg: str) -> dict[str, float]:
+    """{layer: the norm its bar was drawn from} in the run panel's SVG."""
+    return {m[0]: float(m[1]) for m in re.findall(r'class="tv-run-bar" data-layer="([^"]+)" data-norm="([^"]+)"', svg)}
+
+
+def _colours(svg: str) -> dict[str, str]:
+    return dict(re.findall(r'class="tv-run-bar" data-layer="([^"]+)" data-norm="[^"]+" [^>]*fill="([^"]+)"', svg))
+
+
+@pytest.fixture(scope="module")
+def norms_only():
+    """The user of issue 23: their own loop with a plain tf.GradientTape and one hist.add;
+    a deep sigmoid net whose first layers' gradients vanish. Keeps what TF computed."""
+    return sigmoid_run([f"d{i}" for i in range(10)], steps=30, lr=0.1)
+
+
+def test_explore_a_norms_only_history_scrubs_every_step_with_true_numbers(norms_only):
+    hist, seen = norms_only
+    assert hist.recorded_steps() == []
+    ex = tv.explore(hist)
+    try:
+        slider = ex.controls["train_step"]
+        assert slider.options == tuple(range(30)) and ex.train_step == 29
+        assert ex.picture is None and "tape=tape" in ex.note.value
+        for step in (29, 0, 13):
+            slider.value = step  # a real widget move: its observer repaints
+            bars = _bars(ex.run.value)
+            assert set(bars) == set(hist.layers())
+            for layer, norm in bars.items():  # each bar is the norm TF's gradients have at that step
+                assert np.float32(norm) == np.float32(seen[step]["layer"][layer])
+                assert norm == hist.norms(layer)[step]
+            assert f"at step {step}" in ex.run.value and f"{seen[step]['loss']:.4g}" in ex.run.value
+        first = hist.flags(kind="vanishing")
+        assert first and first[0].step == 0
+        slider.value = 0
+        at0 = ex.flags_view.value
+        assert "vanishing" in at0 and first[0].name in at0 and "since" not in at0
+        assert html.escape("use ReLU-family activations") in at0  # the one-sentence fix
+        flagged = hist.flagged(0)
+        colours = _colours(ex.run.value)
+        assert {colours[n] for n in flagged} == {"#1f77b4"}  # flagged layers: the vanishing blue
+        assert {colours[n] for n in set(colours) - set(flagged)} == {"#a9a9a9"}
+        slider.value = 13
+        later = ex.flags_view.value
+        assert first[0].name in later and "raised at step 0" in later  # still vanishing, said so
+        before = ex.run.value
+        ex.controls["train_next"].click()
+        assert ex.train_step == 14 and ex.run.value != before
+    finally:
+        ex.close()
+
+
+def test_explore_a_norms_only_history_in_chinese(norms_only):
+    hist, _ = norms_only
+    ex = tv.explore(hist, lang="zh")
+    try:
+        ex.controls["train_step"].value = 0
+        assert "第 0 步的警示" in ex.flags_view.value
+        assert "改用 ReLU 类激活函数" in ex.flags_view.value  # the fix, in Chinese
+        ex.controls["train_step"].value = 5
+        assert "第 0 步发出" in ex.flags_view.value
+        assert "只记录了范数" in ex.note.value
+    finally:
+        ex.close()

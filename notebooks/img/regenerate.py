@@ -6,7 +6,6 @@ gallery/ holds the default picture of each architecture in tests/gallery_models.
 README shows three, docs/gallery.md all).
 """
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -65,13 +64,25 @@ def export_both(name: str, stem: str) -> None:
         tv.save(run.tape, HERE / f"{stem}_{when}.png", target=run.target, caption=caption, show_all=show_all, wrap=wrap)
 
 
+def higher_order() -> None:
+    """docs/higher-order.md's pictures: the PINN and WGAN-GP default pictures (the test
+    programs of tests/higher_order_models.py) and a Hessian's heatmap."""
+    sys.path.insert(0, str(HERE.parents[1] / "tests"))
+    from higher_order_models import hessian_program, pinn, wgan_gp
+
+    for stem, program in (("pinn", pinn()), ("wgan_gp", wgan_gp())):
+        tv.save(program.tape, HERE / f"{stem}_default.png", target=program.loss)
+    outer, _, g, hessian = hessian_program()
+    hessian.figure(row=1).savefig(HERE / "hessian_heatmap.png")
+    tv.save(outer, HERE / "hessian_row1.png", target=g, output_gradients=hessian.seed(1))
+
+
 def gallery_models():
-    """tests/gallery_models.py, loaded by path (the pictures and the gallery test share it)."""
-    spec = importlib.util.spec_from_file_location("gallery_models", TESTS / "gallery_models.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["gallery_models"] = mod  # (its dataclass-like NamedTuple looks itself up)
-    spec.loader.exec_module(mod)
-    return mod
+    """tests/gallery_models.py (the pictures and the gallery test share it)."""
+    sys.path.insert(0, str(TESTS))
+    import gallery_models
+
+    return gallery_models
 
 
 def slug(name: str) -> str:
@@ -100,6 +111,7 @@ def main() -> None:
         wrap = None if show_all else README_ROW
         tv.save(tape, HERE / f"cnn_{when}.png", target=loss, caption=caption, show_all=show_all, wrap=wrap)
     gallery()
+    higher_order()
 
 
 if __name__ == "__main__":

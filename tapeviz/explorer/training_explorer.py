@@ -1,29 +1,40 @@
-"""The explorer of a training run: scrub the steps a tv.History kept pictures of.
+"""The explorer of a training run: ``tv.explore(hist)`` on any :class:`tv.History`.
 
-``tv.explore(hist)`` opens the picture of the latest step that kept one (recorded with a
-``tv.GradientTape``, see ``hist.add(..., tape=...)`` and ``hist.callback``); the
-``train_step`` slider moves through those steps, and the explorer shows each one's
-backward pass with every control of ``tv.explore`` (step, clipping, lr, inspector,
-groups). Boxes are coloured by ``‖g‖/‖w‖`` by default, so the layer that stops learning
-stands out at each step. Beside the picture: the run's gradient norms with the step
-marked (``hist.plot``), and the flags raised at that step.
+The ``train_step`` slider scrubs every stored step (every recorded step until the series
+merge, see :mod:`tapeviz.training.bounded_series`). At each step it shows:
+
+- the run's loss with the step marked and the gradient norm of every layer at that step,
+  flagged layers coloured (:mod:`tapeviz.explorer.run_panel`, SVG written directly: a move repaints
+  in milliseconds);
+- the flags raised at that step, and those raised earlier whose condition still holds
+  there ("since step n"), each with its one-sentence fix, in the explorer's language;
+- where the step kept a picture (recorded with a ``tv.GradientTape``, see
+  ``hist.add(..., tape=...)`` and ``hist.callback``): that step's backward pass in a full
+  :class:`~tapeviz.explorer.widget.Explorer` (``ex.picture``) with every control of
+  ``tv.explore`` (step, clipping, lr, inspector, groups), boxes coloured by ``‖g‖/‖w‖``.
+
+A History filled by ``hist.add(step, loss=, grads=, variables=)`` from a plain
+``tf.GradientTape`` loop has no picture: the slider, the run panel and the flags work the
+same, and the explorer says which steps would show a picture.
 """
 
 from __future__ import annotations
 
 import html
-import io
 
 import ipywidgets as W
 
-from ..messages import say
-from ..training.history import History
+from ..messages import check_lang, say
+from ..training.history import Flag, History
+from .panels import CSS
+from .run_panel import RunData, run_data, step_svg
 from .state import Explored, ExplorerState
 from .widget import Explorer
 
-__all__ = ["TrainingExplorer"]
+__all__ = ["TrainingExplorer", "step_flags"]
 
 TARGET = "loss"
+_KEEP = 64  # SVGs of the run panel kept
 
 
 def explored_step(hist: History, step: int) -> Explored:
@@ -35,79 +46,147 @@ def explored_step(hist: History, step: int) -> Explored:
     return Explored(graph, {TARGET: flow.target}, flow_factory=lambda _target: flow)
 
 
-class TrainingExplorer(Explorer):
-    """``tv.explore(hist)``: ``controls["train_step"]`` scrubs the steps that kept a picture."""
+def step_flags(hist: History, step: int) -> list[tuple[Flag, bool]]:
+    """``(flag, ongoing)`` at ``step``: the flags raised there (``ongoing=False``), then for
+    every layer or variable where a condition holds but whose flag was raised earlier, that
+    earlier flag (``ongoing=True``)."""
+    raised = hist.flags(step=step)
+    out = [(f, False) for f in raised]
+    have = {(f.name, f.kind) for f in raised}
+    holds = {
+        (name, kind) for by in ("layer", "variable") for name, kinds in hist.flagged(step, by).items() for kind in kinds
+    }
+    earlier: dict[tuple[str, str], Flag] = {}
+    for f in hist.flags():
+        if f.step < step and (f.name, f.kind) in holds and (f.name, f.kind) not in have:
+            earlier[(f.name, f.kind)] = f  # the latest onset before the step
+    out += [(f, True) for f in earlier.values()]
+    return out
 
-    def __init__(self, hist: History, *, presenter: bool = False, **settings):
-        steps = hist.recorded_steps()
+
+class TrainingExplorer(W.VBox):
+    """``tv.explore(hist)``: ``controls["train_step"]`` scrubs the stored steps; ``run``
+    shows the loss and the layers' norms at the step, ``flags_view`` its flags, and
+    ``picture`` (an Explorer, or None when the run kept no picture) the step's backward
+    pass where one was kept."""
+
+    def __init__(self, hist: History, *, presenter: bool = False, lang: str = "en", **settings):
+        super().__init__()
+        steps = [int(s) for s in hist.steps()]
         if not steps:
             raise ValueError(
-                "This tv.History kept no picture to explore: record some steps with a tv.GradientTape and pass it "
-                "(hist.add(step, ..., tape=tape)), or use hist.callback(x, y) during model.fit."
+                "This tv.History has no step to explore yet: call hist.add(step, loss=loss, grads=grads, "
+                "variables=model.trainable_variables) in your training loop first."
+            )
+        if not hist.variables():
+            raise ValueError(
+                "This tv.History recorded losses only: pass grads= and variables= to hist.add so each step has "
+                "the layers' gradient norms to show."
             )
         self.history = hist
-        super().__init__(explored_step(hist, steps[-1]), presenter=presenter, **settings)
-        lang = self.state.lang
+        self.lang = check_lang(lang)
+        self.add_class("tv-explorer").add_class("tv-training")
+        pictured = hist.recorded_steps()
+        options = sorted(set(steps) | set(pictured))
+        self.data: RunData = run_data(hist)
+        self._svgs: dict[int, str] = {}
+        first = pictured[-1] if pictured else options[-1]  # the latest picture, else the last step
         slider = W.SelectionSlider(
-            options=steps,
-            value=steps[-1],
+            options=options,
+            value=first,
             description=say("ui.control.train_step", lang),
-            continuous_update=False,
-            layout=W.Layout(width="420px"),
+            continuous_update=True,
+            layout=W.Layout(width="560px"),
         ).add_class("tv-train-step")
-        slider.observe(lambda ch: self.show_train_step(ch["new"]), names="value")
-        self.controls["train_step"] = slider
+        prev = W.Button(description="◀", layout=W.Layout(width="40px")).add_class("tv-train-prev")
+        nxt = W.Button(description="▶", layout=W.Layout(width="40px")).add_class("tv-train-next")
+        prev.on_click(lambda _: self._nudge(-1))
+        nxt.on_click(lambda _: self._nudge(+1))
+        self.controls: dict[str, W.Widget] = {"train_step": slider, "train_prev": prev, "train_next": nxt}
+        self.run = W.HTML(layout=W.Layout(overflow="auto")).add_class("tv-run-panel")
         self.flags_view = W.HTML().add_class("tv-flags")
-        self.plot_view = W.HTML(layout=W.Layout(overflow="auto")).add_class("tv-history-plot")
-        self._plots: dict[int, str] = {}
-        kids = list(self.children)
-        kids[1:1] = [slider, self.flags_view]
-        if not presenter:
-            kids.append(self.plot_view)
+        self.note = W.HTML().add_class("tv-picture-note")
+        self.pictured = pictured
+        self.picture: Explorer | None = None
+        if pictured:
+            self.picture = Explorer(
+                explored_step(hist, pictured[-1]), presenter=presenter, lang=lang, **settings
+            ).add_class("tv-step-picture")
+        kids: list[W.Widget] = [W.HTML(CSS), W.HBox([prev, nxt, slider]), self.run, self.flags_view, self.note]
+        if self.picture is not None:
+            kids.append(self.picture)
         self.children = kids
-        self._show_step_info(steps[-1])
+        slider.observe(lambda ch: self.show_train_step(ch["new"]), names="value")
+        self.show_train_step(first)
 
     @property
     def train_step(self) -> int:
         return self.controls["train_step"].value
 
+    def _nudge(self, d: int) -> None:
+        s = self.controls["train_step"]
+        i = list(s.options).index(s.value)
+        s.value = s.options[max(0, min(len(s.options) - 1, i + d))]
+
     def show_train_step(self, step: int) -> None:
-        """Show another training step's picture, keeping clipping, lr, language and theme."""
-        explored = explored_step(self.history, step)
-        last = explored.flow(TARGET).last_step
-        state: ExplorerState = self.state.replace(
-            target=TARGET, step=last, node=None, collapsed=None, functions=frozenset()
-        )
-        self.show_model(explored, state)
-        self._show_step_info(step)
+        """Show a training step: the run panel, its flags, and its picture if it kept one
+        (keeping the picture explorer's clipping, lr, language and theme)."""
+        svg = self._svgs.get(step)
+        if svg is None:
+            svg = self._svgs[step] = step_svg(self.history, self.data, step)
+            if len(self._svgs) > _KEEP:
+                self._svgs.pop(next(iter(self._svgs)))
+        self.run.value = svg
+        self.flags_view.value = self._flags_html(step)
+        self._show_picture(step)
 
-    def _show_step_info(self, step: int) -> None:
-        lang = self.state.lang
-        flags = self.history.flags(step=step)
-        if flags:
-            items = "".join(
-                f"<li class='tv-flag-{html.escape(f.kind)}'><b>{html.escape(f.kind)}</b> "
-                f"{html.escape(f.text(lang))}</li>"
-                for f in flags
-            )
-            self.flags_view.value = (
-                f"<div class='tv-bad'>{html.escape(say('ui.history.flags', lang, step=step))}</div><ul>{items}</ul>"
-            )
+    def _show_picture(self, step: int) -> None:
+        lang = self.lang
+        if step in self.pictured and self.picture is not None:
+            pic = self.picture
+            got = self.history.picture(step)
+            if got is not None and pic.model.graph is not got[0]:
+                explored = explored_step(self.history, step)
+                last = explored.flow(TARGET).last_step
+                state: ExplorerState = pic.state.replace(
+                    target=TARGET, step=last, node=None, collapsed=None, functions=frozenset()
+                )
+                pic.show_model(explored, state)
+            pic.layout.display = None
+            self.note.value = ""
+            return
+        if self.picture is not None:
+            self.picture.layout.display = "none"
+        if self.pictured:
+            shown = ", ".join(str(s) for s in self.pictured[:12]) + (" ..." if len(self.pictured) > 12 else "")
+            text = say("ui.history.no_picture", lang, step=step, steps=shown)
         else:
-            note = html.escape(say("ui.history.no_flags", lang, step=step))
-            self.flags_view.value = f"<div class='tv-note'>{note}</div>"
-        self.plot_view.value = self._plot(step)
+            text = say("ui.history.norms_only", lang)
+        self.note.value = f"<div class='tv-note'>{html.escape(text)}</div>"
 
-    def _plot(self, step: int) -> str:
-        """The run's plot (hist.plot) with this step marked, as SVG; kept per step."""
-        if step not in self._plots:
-            fig = self.history.plot()
-            for ax in fig.axes:
-                ax.axvline(step, color=self.model.view(self.state).scene.theme.active, lw=1.5, ls=":")
-            buf = io.StringIO()
-            fig.savefig(buf, format="svg")
-            svg = buf.getvalue()
-            self._plots[step] = svg[svg.find("<svg") :]
-            if len(self._plots) > 32:
-                self._plots.pop(next(iter(self._plots)))
-        return self._plots[step]
+    def _flags_html(self, step: int) -> str:
+        lang = self.lang
+        flags = step_flags(self.history, step)
+        if not flags:
+            return f"<div class='tv-note'>{html.escape(say('ui.history.no_flags', lang, step=step))}</div>"
+        items = []
+        for f, ongoing in flags:
+            since = f" <i>{html.escape(say('ui.history.since', lang, first=f.step))}</i>" if ongoing else ""
+            kind = html.escape(f.kind)
+            items.append(f"<li class='tv-flag-{kind}'><b>{kind}</b>{since} {html.escape(f.text(lang))}</li>")
+        head = html.escape(say("ui.history.flags", lang, step=step))
+        return f"<div class='tv-bad'>{head}</div><ul>{''.join(items)}</ul>"
+
+    def close(self) -> None:
+        """Close every widget this explorer made (and the picture explorer's)."""
+        if self.picture is not None:
+            self.picture.close()
+        for w in [*self.controls.values(), self.run, self.flags_view, self.note, *self._boxes()]:
+            for part in (getattr(w, "layout", None), getattr(w, "style", None)):
+                if isinstance(part, W.Widget):
+                    part.close()
+            w.close()
+        super().close()
+
+    def _boxes(self) -> list:
+        return [c for c in self.children if c is not self.picture]

@@ -307,6 +307,10 @@ class Explorer(W.VBox):
         w = self.controls["layers"]
         with self._quiet():
             names = short_names({x: x for x in groups})  # unique labels: a <select> tells options by label
+            # a derivative is its whole name ("du = ∂u/∂pts": its "/" is a fraction bar, not a path)
+            whole = {x: tree.groups[x].name for x in groups if tree.groups[x].kind == "derivative"}
+            if len(set(whole.values()) | {names[x] for x in groups if x not in whole}) == len(groups):
+                names.update(whole)
             w.options = [(_indented(tree.groups[x], names[x]), ("layer", x)) for x in groups] + functions
             w.value = tuple(
                 [("layer", x) for x in groups if x not in collapsed] + [("function", f) for f in self.state.functions]

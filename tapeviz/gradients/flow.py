@@ -24,7 +24,7 @@ from ..messages import say
 from ..record.graph import TapeGraph
 from ..record.records import GRAPH_MODE_MESSAGE, GraphModeError, is_symbolic
 from ..record.replay import BackwardCall
-from .stop_causes import StopCauses
+from .stop_causes import classify, read_facts
 from .stop_reasons import Cause, Facts, Reason, StopReason
 
 __all__ = ["GradientFlow", "Step", "StopReason", "Reason", "Cause", "REASONS"]
@@ -89,15 +89,16 @@ class GradientFlow:
         self.target = target
         self._target_ids = self._resolve_targets(target)
         self.target_nodes = [graph.tensors[t].node if t in graph.tensors else f"var{t}" for t in self._target_ids]
+        self._target_name = graph.display_name(self.target_nodes[0])
         self.sources = self._resolve_sources(sources)
-        self._run(output_gradients)
-        stops = StopCauses(
-            graph,
+        self._backward(output_gradients)
+        stops = classify(
+            read_facts(graph),
             self.target_nodes,
-            [call.op.index for call in self.calls],
-            self.carries,
-            lambda node: self.computed_tensor(node) is not None,
-            self.unregistered,
+            called={step.node for step in self.steps[1:]},
+            carried=self._edge_grad,
+            reached={n for n in graph.nx if self.computed_tensor(n) is not None},
+            unregistered=self.unregistered,
         )
         self.edge_reason = stops.edge_reason
         self.node_reason = stops.node_reason
@@ -106,7 +107,6 @@ class GradientFlow:
         self.cuts: list[StopReason] = stops.cuts
         #: (where a value left TF, the tensor it most likely came back as): pictures draw it
         self.left_links: list[tuple[Any, Any]] = stops.left_links
-        self._target_name = stops.target_name
 
     # -- inputs ------------------------------------------------------------------------
     def _resolve_targets(self, target) -> list[int]:
@@ -152,10 +152,36 @@ class GradientFlow:
         return out
 
     # -- the backward pass -------------------------------------------------------------------
-    def _run(self, output_gradients) -> None:
+    def _backward(self, output_gradients) -> None:
+        """TF runs the backward pass (the replay); this reads it, one step per backward
+        function TF called, in TF's order: reversed topological order, as in any backprop."""
+        seeds = None
+        if output_gradients is not None:
+            seeds = [None if x is None else tf.convert_to_tensor(x) for x in tf.nest.flatten(output_gradients)]
+        self._source_ids = self._on_tape()
+        grads, self.calls = self.graph.capture.replay(self._target_ids, self._source_ids, seeds)
+        #: tensor id (a variable's: its handle id) -> d target / d tensor, as TF computed it
+        self._grad_of: dict[int, Any] = dict(zip(self._source_ids, grads, strict=True))
+        #: op node -> TF's LookupError for each op with no registered gradient that the pass
+        #: reached: tape.gradient raises it, so grad() does too (the picture still draws)
+        self.unregistered: dict[Any, LookupError] = {
+            self.graph.op_node[c.op.index]: c.missing for c in self.calls if c.missing is not None
+        }
+        #: edge -> what TF's gradient function passed back along it
+        self._edge_grad: dict[tuple, Any] = {}
+        #: edge -> the step at which its contribution was computed
+        self.edge_step: dict[tuple, int] = {}
+        self.steps: list[Step] = [Step(0, self.target_nodes[0], self._seed(seeds))]
+        for call in self.calls:
+            self.steps.append(self._read(call, len(self.steps)))
+        self._done = self._completed_at()
+        self._np_cache: dict = {}
+
+    def _on_tape(self) -> list[int]:
+        """What to ask d target / d of: every float tensor the tape holds, every watched
+        leaf, and the target itself (TF gives d target / d target even off the tape)."""
         g = self.graph
         cap = g.capture
-        # d target / d t for every float tensor the tape holds, plus every watched leaf.
         on_tape: dict[int, None] = {}
         for op in cap.ops:
             if op.recorded:
@@ -166,66 +192,54 @@ class GradientFlow:
             on_tape.setdefault(h, None)
         for t in cap.tape_watched:
             on_tape.setdefault(t, None)
-        for t in self._target_ids:  # TF gives d target / d target (the seed) even off the tape
+        for t in self._target_ids:
             info = g.tensors.get(t)
             if info is not None and info.trainable and info.dtype != "resource" or self._is_variable(t):
                 on_tape.setdefault(t, None)
-        self._source_ids = list(on_tape)
-        if output_gradients is not None:
-            output_gradients = [
-                None if x is None else tf.convert_to_tensor(x) for x in tf.nest.flatten(output_gradients)
-            ]
-        grads, calls = cap.replay(self._target_ids, self._source_ids, output_gradients)
-        self._grad_tensor = dict(zip(self._source_ids, grads, strict=True))
-        self.calls: list[BackwardCall] = calls
-        #: op node -> TF's LookupError for each op with no registered gradient that the pass
-        #: reached: tape.gradient raises it, so grad() does too (the picture still draws)
-        self.unregistered: dict[Any, LookupError] = {
-            g.op_node[c.op.index]: c.missing for c in calls if c.missing is not None
-        }
-        self._edge_grad: dict[tuple, Any] = {}
-        #: edge -> the step at which its contribution was computed
-        self.edge_step: dict[tuple, int] = {}
-        first = g.tensors[self._target_ids[0]] if self._target_ids[0] in g.tensors else None
-        if output_gradients is not None:
-            seed = output_gradients[0]
-        elif self._is_variable(self._target_ids[0]):  # d v / d v: TF's own ones, shaped as v
-            seed = self._grad_tensor[self._target_ids[0]]
-        else:
-            dtype = first.dtype if first is not None and first.trainable else "float32"
-            seed = np.ones(first.shape if first is not None else (), dtype=tf.as_dtype(dtype).as_numpy_dtype)
-        self.steps: list[Step] = [Step(0, self.target_nodes[0], seed)]
-        last_step: dict[Any, int] = {}  # node -> its last backward call
-        for call in calls:
-            node = g.op_node[call.op.index]
-            step = Step(len(self.steps), node, None)
-            last_step[node] = step.index
-            if g.nx.nodes[node]["kind"] == "op":
-                outs = list(call.out_grads)
-                step.tf_grad = outs[0] if len(outs) == 1 else outs
-                on = call.op.inputs_on_tape
-                for k, gi in enumerate(call.in_grads):
-                    if gi is None or (k < len(on) and not on[k]):
-                        continue  # TF drops what reaches an input that is not on the tape
-                    src = g.tensors[call.op.inputs[k]].node
-                    e = (src, node, k)
-                    self._edge_grad[e] = gi
-                    self.edge_step[e] = step.index
-                    step.edges.append(e)
-            else:  # a folded variable read: part of the variable's gradient arrives
-                step.tf_grad = call.out_grads[0]
-            self.steps.append(step)
-        # A node has its whole gradient once its last backward call ran; a node TF runs no
-        # backward function for (a watched tensor, a variable reached through its handle,
-        # e.g. by tf.gather) once the last of its contributions has arrived.
-        done = dict(last_step)
+        return list(on_tape)
+
+    def _seed(self, seeds: list | None) -> Any:
+        """d target / d target: the user's output_gradients, else ones shaped as the target."""
+        t = self._target_ids[0]
+        if seeds is not None:
+            return seeds[0]
+        if self._is_variable(t):  # d v / d v: TF's own ones, shaped as v
+            return self._grad_of[t]
+        first = self.graph.tensors.get(t)
+        dtype = first.dtype if first is not None and first.trainable else "float32"
+        return np.ones(first.shape if first is not None else (), dtype=tf.as_dtype(dtype).as_numpy_dtype)
+
+    def _read(self, call: BackwardCall, index: int) -> Step:
+        """One backward call: the gradient that arrived at its node, and what the op's
+        gradient function passed back to each input on the tape."""
+        g = self.graph
+        node = g.op_node[call.op.index]
+        if g.nx.nodes[node]["kind"] != "op":  # a folded variable read: part of the variable's gradient
+            return Step(index, node, call.out_grads[0])
+        outs = list(call.out_grads)
+        step = Step(index, node, outs[0] if len(outs) == 1 else outs)
+        on_tape = call.op.inputs_on_tape
+        for k, d_input in enumerate(call.in_grads):
+            if d_input is None or (k < len(on_tape) and not on_tape[k]):
+                continue  # TF drops what reaches an input that is not on the tape
+            e = (g.tensors[call.op.inputs[k]].node, node, k)
+            self._edge_grad[e] = d_input
+            self.edge_step[e] = index
+            step.edges.append(e)
+        return step
+
+    def _completed_at(self) -> dict[Any, int]:
+        """node -> the step after which its gradient is whole: its last backward call; for a
+        node TF runs no backward function for (a watched tensor, a variable reached through
+        its handle, e.g. by tf.gather), the last of its contributions; 0 for the target."""
+        done = {step.node: step.index for step in self.steps[1:]}
+        called = set(done)
         for e, s in self.edge_step.items():
-            if e[0] not in last_step:
+            if e[0] not in called:
                 done[e[0]] = max(done.get(e[0], 0), s)
         for target_node in self.target_nodes:
             done[target_node] = 0
-        self._done = done
-        self._np_cache: dict = {}
+        return done
 
     def _is_variable(self, key: int) -> bool:
         """Whether a target id is a variable's handle (the target is a source)."""
@@ -280,13 +294,13 @@ class GradientFlow:
         if isinstance(obj, str) and obj in g.nx:
             d = g.nx.nodes[obj]
             if d["kind"] == "variable":
-                return self._grad_tensor.get(d["handle"])
+                return self._grad_of.get(d["handle"])
             outs = d.get("outputs") or []
-            return self._grad_tensor.get(outs[0]) if outs else None
+            return self._grad_of.get(outs[0]) if outs else None
         key = g.key_of(obj)
         if key is None:
             raise TypeError(f"Expected a tf.Variable, a tensor or a node id, got {type(obj).__name__}.")
-        return self._grad_tensor.get(key)
+        return self._grad_of.get(key)
 
     def grad(self, obj: Any) -> np.ndarray | None:
         """d target / d obj as numpy (IndexedSlices made dense), None where TF gives None;

@@ -1,24 +1,187 @@
 """Stop causes: why each edge and node that carries no gradient carries none.
 
 The backward pass (flow.py) says *what* reached where; this module says why nothing
-reached the rest, as structured reasons (stop_reasons.py): a walk forward finds what
-never got onto the tape, then a walk backward judges every edge after its consumer.
+reached the rest, as structured reasons (stop_reasons.py). Its input is plain data read
+from the graph and the capture once (:func:`read_facts`: one :class:`NodeFacts` per node,
+one :class:`EdgeFacts` per edge); everything after that is a pure function of those facts
+and of what the backward pass delivered. :func:`classify` runs them in order: a walk
+forward finds what never got onto the tape, a look at the values that left TensorFlow
+finds dead ends, then a walk backward judges every edge after its consumer, and every
+node after the edges leaving it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
-import networkx as nx
-
 from ..record.graph import STATEFUL_OPS, TapeGraph
+from ..record.numpy_exports import Export, Reentry
+from ..record.records import is_trainable
 from .stop_reasons import Cause, Facts, Reason, StopReason, tf_equivalent
 
 STOP_GRADIENT_OPS = frozenset({"StopGradient", "PreventGradient"})
 CAST_OPS = frozenset({"Cast", "Bitcast"})
+_NOT_OPS = frozenset({"variable", "constant", "input", "watched"})
+_LEFT_MOST = 64  # values that left TF looked at for a way back (bounds a loop's many exports)
+
+#: A graph edge: (producer node, consumer node, the consumer's input position).
+Edge = tuple[Any, Any, Any]
 
 
+# --------------------------------------------------------------------------- the facts
+
+
+@dataclass(slots=True)
+class EdgeFacts:
+    """What the classifier needs to know of one edge (plain data: read once, never changed;
+    not frozen, as a frozen dataclass is built ~2x slower and a graph has thousands)."""
+
+    key: Edge
+    producer: str
+    consumer: str
+    outside: bool  # a value that left TF and came back equal (drawn, but no data flows)
+    tensor: int
+    floating: bool  # of a dtype gradients flow through
+    dtype: str
+    watched_after: bool  # the producer was watched only after the consumer op ran
+
+
+@dataclass(slots=True)
+class NodeFacts:
+    """What the classifier needs to know of one node: the graph's and the capture's facts
+    about it, read once. Fields that do not apply to the node's kind keep their default."""
+
+    id: str
+    kind: str  # "op", "variable", "constant", "input" or "watched"
+    name: Any  # how sentences name it (a Python name, else a phrase)
+    label: str
+    named: bool  # it has a Python name of its own
+    on_tape: bool  # variable: watched; watched tensor: still watched; op: recorded
+    ins: list[EdgeFacts]  # data edges in, in the graph's order
+    outs: list[EdgeFacts]  # every edge out (data and outside), in the graph's order
+    export: Export | None  # how one of its outputs left TF, if one did
+    output_floating: bool | None  # output 0 (a variable's first read): None when it has none
+    output_dtype: str
+    # variables
+    trainable: bool = True
+    keras: bool = False  # a Keras variable (it has a path)
+    never_read: bool = False  # named in the block, never read (a branch not taken)
+    read_before_reset: bool = False  # read only before tape.reset()
+    # constants and inputs
+    came_from: str | None = None  # the exported node this constant equals (a round trip)
+    replaced_by: str | None = None  # the op type of the tf.custom_gradient op that re-declares it
+    # ops
+    op_type: str = ""
+    recording: bool = True  # the tape was recording (not inside stop_recording())
+    before_reset: bool = False  # run before the last tape.reset()
+    assigns: Any = ""  # the variable a stateful op writes into (its name)
+
+
+@dataclass(frozen=True)
+class GraphFacts:
+    """Every node's and edge's facts, and the values that crossed TF's border."""
+
+    nodes: dict[str, NodeFacts]  # in forward (topological) order
+    #: (tensor id, its node, the re-entry) of each float tensor made from a NumPy value, by id
+    returned: list[tuple[int, str, Reentry]]
+    #: (tensor id, its node, its export or None) of each float value that ended: handed to
+    #: NumPy or Python, then the outputs of recorded ops that nothing in TF used
+    ends: list[tuple[int, str, Export | None]]
+
+
+def read_facts(graph: TapeGraph) -> GraphFacts:
+    """The classifier's input, read from the graph and its capture once: every edge, then
+    every node in forward order, then the values that crossed TF's border."""
+    cap = graph.capture
+    G = graph.nx
+    tensors = graph.tensors
+    last_gen = cap.final_generation if cap.final_generation >= 0 else None
+    joined = cap.watch_joined
+    node_data = dict(G.nodes(data=True))  # read once: the look-ups below are plain dict reads
+
+    def export_of(outputs) -> Export | None:  # how the first of them that left TF left it
+        return next((e for e in map(graph.export_of, outputs) if e is not None), None)
+
+    edges: dict[Edge, EdgeFacts] = {}
+    outs: dict[str, list[EdgeFacts]] = {}
+    for u, v, k, d in G.edges(keys=True, data=True):
+        t = d["tensor"]
+        if d["kind"] == "outside":
+            e = EdgeFacts((u, v, k), u, v, True, t, True, "", False)
+        else:
+            dtype = tensors[t].dtype
+            late = False
+            if joined and node_data[v]["kind"] not in _NOT_OPS:
+                ud = node_data[u]
+                key = ud.get("handle") if ud["kind"] == "variable" else t
+                late = joined.get(key, -1) > cap.ops[node_data[v]["op_index"]].index
+            e = EdgeFacts((u, v, k), u, v, False, t, is_trainable(dtype), dtype, late)
+        edges[(u, v, k)] = e
+        outs.setdefault(u, []).append(e)
+    ins: dict[str, list[EdgeFacts]] = {}
+    for u, v, k, dd in G.in_edges(keys=True, data=True):
+        if dd["kind"] == "data":
+            ins.setdefault(v, []).append(edges[(u, v, k)])
+    nodes: dict[str, NodeFacts] = {}
+    for n in graph.forward_order:
+        d = node_data[n]
+        kind = d["kind"]
+        if kind == "variable":
+            by_kind: dict[str, Any] = dict(
+                on_tape=d["watched"],
+                trainable=d["trainable"],
+                keras=bool(d.get("path")),
+                never_read=not d["reads"] and bool(d.get("unread")),
+                read_before_reset=any(cap.read_before_reset(cap.ops[i]) for i in d["reads"]),
+            )
+        elif kind in ("constant", "input"):
+            by_kind = dict(on_tape=False, came_from=d.get("came_from"))
+        elif kind == "watched":
+            by_kind = dict(on_tape=d["outputs"][0] in cap.tape_watched)
+        else:
+            op = cap.ops[d["op_index"]]
+            assigned = graph.assigned_variable(n) if op.op_type in STATEFUL_OPS else None
+            by_kind = dict(
+                on_tape=op.recorded,
+                op_type=op.op_type,
+                recording=op.tape_recording,
+                before_reset=last_gen is not None and op.generation < last_gen,
+                assigns=graph.display_name(assigned) if assigned is not None else "",
+            )
+        out0 = graph.output_info(n)
+        replacement = d.get("replaced_by")
+        nodes[n] = NodeFacts(
+            id=n,
+            kind=kind,
+            name=graph.display_name(n),
+            label=d["label"],
+            named=bool(d.get("name")),
+            ins=ins.get(n, []),
+            outs=outs.get(n, []),
+            export=export_of(d.get("outputs") or ()) if cap.exported else None,
+            output_floating=None if out0 is None else out0.trainable,
+            output_dtype="" if out0 is None else out0.dtype,
+            replaced_by=None if replacement is None else node_data[replacement].get("op_type", ""),
+            **by_kind,
+        )
+    returned = sorted(
+        (t, tensors[t].node, r) for t, r in cap.reentries.items() if t in tensors and tensors[t].trainable
+    )
+    ends: list[tuple[int, str, Export | None]] = [
+        (t, tensors[t].node, e) for t, e in cap.exported.items() if t in tensors and tensors[t].trainable
+    ]
+    for n, d in node_data.items():
+        if d["kind"] == "op" and d["recorded"] and n not in outs:
+            ends.extend((t, n, None) for t in d["outputs"] if t not in cap.exported and tensors[t].trainable)
+    return GraphFacts(nodes, returned, ends)
+
+
+# --------------------------------------------------------------------------- the classifier
+
+
+@dataclass(frozen=True)
 class StopCauses:
     """The stop reasons of one backward pass.
 
@@ -27,310 +190,268 @@ class StopCauses:
     ``left_links`` where a value left TF and the tensor it most likely came back as.
     """
 
-    def __init__(
-        self,
-        graph: TapeGraph,
-        target_nodes: list,
-        called_ops: Iterable[int],
-        carries: Callable[[tuple], bool],
-        has_grad: Callable[[Any], bool],
-        unregistered: Collection = (),
-    ):
-        """``called_ops``: indices of the ops whose backward function TF called;
-        ``carries(edge)``: whether a gradient flowed back along it; ``has_grad(node)``:
-        whether d target / d node is not None; ``unregistered``: op nodes the pass reached
-        that have no registered gradient (tape.gradient raises there)."""
-        self.graph = graph
-        self._unregistered = set(unregistered)
-        self.target_nodes = target_nodes
-        self._called_ops = called_ops
-        self._carries = carries
-        self._has_grad = has_grad
-        self._classify()
+    edge_reason: dict[Edge, StopReason]
+    node_reason: dict[Any, StopReason]
+    stopped: list[StopReason]
+    cuts: list[StopReason]
+    left_links: list[tuple[Any, Any]]
 
-    def _classify(self) -> None:
-        g = self.graph
-        G = g.nx
-        cap = g.capture
-        self._last_gen = cap.final_generation if cap.final_generation >= 0 else None
-        self.target_name = g.display_name(self.target_nodes[0])
-        called = {g.op_node[i] for i in self._called_ops}
-        forward = g.forward_order
-        # Why a node's value is not on the tape at all (forward pass, causes flow downstream).
-        self._off = {}
-        for n in forward:
-            self._off[n] = self._off_tape_cause(n)
-        left = self._left_tf()
-        edge_reason: dict[tuple, StopReason] = {}
-        node_reason: dict[Any, StopReason] = {}
-        for n in reversed(forward):
-            # edges leaving n are judged after their consumers (backward pass)
-            for u, v, k, d in G.out_edges(n, keys=True, data=True):
-                e = (u, v, k)
-                if d["kind"] == "outside":
-                    edge_reason[e] = self._round_trip(e, u, v)
-                elif not self._carries(e):
-                    cause = self._edge_cause(e, d, v in called, node_reason)
-                    if cause.reason is Reason.UNCONNECTED and v in left:
-                        cause = left[v].moved(e)
-                    edge_reason[e] = cause
-            if n in self.target_nodes or self._has_grad(n):
-                continue
-            cause = self._node_cause(n, edge_reason)
-            if cause.reason is Reason.UNCONNECTED and n in left:
-                cause = left[n].moved(n)
-            node_reason[n] = cause
-        self.edge_reason = edge_reason
-        self.node_reason = node_reason
-        self.stopped: list[StopReason] = list(edge_reason.values()) + list(node_reason.values())
-        cuts: dict[Any, StopReason] = {}
-        for s in self.stopped:
-            cuts.setdefault((s.reason, s.origin if s.origin is not None else s.where), s)
-        #: each place where a path to the target is cut, once (fl.stopped lists every edge and node)
-        self.cuts: list[StopReason] = list(cuts.values())
 
-    def _facts(self, **kw) -> Facts:
-        return Facts(target=self.target_name, **kw)
+def classify(
+    facts: GraphFacts,
+    targets: list,
+    called: Collection,
+    carried: Collection,
+    reached: Collection,
+    unregistered: Collection = (),
+) -> StopCauses:
+    """Why nothing reached every edge and node it did not reach.
 
-    def _off_tape_cause(self, n) -> StopReason | None:
-        """None if n's value is on the tape, else the first reason it is not."""
-        g = self.graph
-        d = g.nx.nodes[n]
-        name = g.display_name(n)
-        kind = d["kind"]
-        if kind == "variable":
-            if d["watched"]:
-                return None
-            if not d["reads"] and d.get("unread"):  # named in the block, never read: a branch not taken
-                return StopReason(n, Reason.UNCONNECTED, Cause.NEVER_USED, self._facts(subject=name), n)
-            ops = g.capture.ops
-            if any(g.capture.read_before_reset(ops[i]) for i in d["reads"]):
-                return StopReason(n, Reason.NOT_RECORDED, Cause.READ_BEFORE_RESET, self._facts(subject=name), n)
-            return self._not_watched(n)
-        if kind in ("constant", "input"):
-            if d.get("came_from") is not None:
-                return self._round_trip(n, d["came_from"], n)
-            return self._not_watched(n)
-        if kind == "watched":
-            if d["outputs"][0] in g.capture.tape_watched:
-                return None
-            return StopReason(n, Reason.NOT_RECORDED, Cause.WATCH_RESET, self._facts(subject=name), n)
-        op = g.capture.ops[d["op_index"]]
-        if op.recorded:
+    ``targets``: the target nodes; ``called``: nodes whose backward function TF called;
+    ``carried``: edges a gradient flowed back along; ``reached``: nodes d target / d node
+    is not None for; ``unregistered``: op nodes the pass reached that have no registered
+    gradient (tape.gradient raises there)."""
+    nodes = facts.nodes
+    target = nodes[targets[0]].name
+    off: dict[str, StopReason | None] = {}  # why a node's value is not on the tape (flows downstream)
+    for n in nodes:
+        off[n] = off_tape_cause(nodes, nodes[n], off, target)
+    left, left_links = left_tf(facts, targets, off, target)
+    edge_reason: dict[Edge, StopReason] = {}
+    node_reason: dict[Any, StopReason] = {}
+    for n in reversed(list(nodes)):
+        for e in nodes[n].outs:  # the edges leaving n, judged after their consumers
+            if e.outside:
+                edge_reason[e.key] = round_trip(nodes, e.key, e.producer, e.consumer, target)
+            elif e.key not in carried:
+                cause = edge_cause(nodes, e, e.consumer in called, e.consumer in unregistered, off, node_reason, target)
+                if cause.reason is Reason.UNCONNECTED and e.consumer in left:
+                    cause = left[e.consumer].moved(e.key)
+                edge_reason[e.key] = cause
+        if n in targets or n in reached:
+            continue
+        cause = node_cause(nodes, nodes[n], edge_reason, off, target)
+        if cause.reason is Reason.UNCONNECTED and n in left:
+            cause = left[n].moved(n)
+        node_reason[n] = cause
+    stopped = list(edge_reason.values()) + list(node_reason.values())
+    cuts: dict[Any, StopReason] = {}
+    for s in stopped:
+        cuts.setdefault((s.reason, s.origin if s.origin is not None else s.where), s)
+    return StopCauses(edge_reason, node_reason, stopped, list(cuts.values()), left_links)
+
+
+def off_tape_cause(nodes: dict[str, NodeFacts], n: NodeFacts, off: dict, target: str) -> StopReason | None:
+    """None if n's value is on the tape, else the first reason it is not (``off``: the
+    causes of the nodes before n in forward order)."""
+    if n.kind == "variable":
+        if n.on_tape:
             return None
-        if op.op_type in STOP_GRADIENT_OPS:
-            src = [g.display_name(u) for u, _, _, _ in g.data_edges(n, out=False)]
+        if n.never_read:
+            return StopReason(n.id, Reason.UNCONNECTED, Cause.NEVER_USED, Facts(target=target, subject=n.name), n.id)
+        if n.read_before_reset:
             return StopReason(
-                n,
-                Reason.STOP_GRADIENT,
-                Cause.STOP_OUTPUT,
-                self._facts(subject=name, source=src[0] if src else "", named=bool(d.get("name"))),
-                n,
+                n.id, Reason.NOT_RECORDED, Cause.READ_BEFORE_RESET, Facts(target=target, subject=n.name), n.id
             )
-        if not op.tape_recording:
-            return StopReason(n, Reason.NOT_RECORDED, Cause.PAUSED, self._facts(subject=name), n)
-        if self._last_gen is not None and op.generation < self._last_gen:
-            return StopReason(n, Reason.NOT_RECORDED, Cause.BEFORE_RESET, self._facts(subject=name), n)
-        joined = g.capture.watch_joined
-        for u, _, _, dd in g.data_edges(n, out=False):
-            key = g.nx.nodes[u].get("handle") if g.nx.nodes[u]["kind"] == "variable" else dd["tensor"]
-            if joined.get(key, -1) > op.index:
-                return StopReason(
-                    n, Reason.NOT_WATCHED, Cause.WATCHED_LATE, self._facts(subject=name, source=g.display_name(u)), n
-                )
-        ints = None
-        for u, _, _key, dd in g.data_edges(n, out=False):
-            info = g.tensors[dd["tensor"]]
-            if not info.trainable:
-                ints = ints or self._integer_cause(n, u, info.dtype, n)
-                continue
-            cause = self._off.get(u)
-            if cause is not None:
-                return cause.moved(n)
-        if ints is not None:
-            return ints
-        return StopReason(n, Reason.NOT_WATCHED, Cause.DERIVED, self._facts(subject=name), n)
-
-    def _not_watched(self, n) -> StopReason:
-        g = self.graph
-        d = g.nx.nodes[n]
-        name = g.display_name(n)
-        kind = d["kind"]
-        if kind == "variable":
-            keras = bool(d.get("path"))
-            cause = Cause.NON_TRAINABLE if not d["trainable"] else Cause.UNWATCHED_VARIABLE
-            return StopReason(n, Reason.NOT_WATCHED, cause, self._facts(subject=name, keras=keras), n)
-        cause = {"constant": Cause.CONSTANT, "input": Cause.PLAIN_TENSOR}.get(kind, Cause.DERIVED)
-        return StopReason(n, Reason.NOT_WATCHED, cause, self._facts(subject=name), n)
-
-    def _round_trip(self, where, exported_node, constant_node) -> StopReason:
-        """A value that left TF and came back equal, as a new constant."""
-        g = self.graph
-        d = g.nx.nodes[constant_node]
-        export = self._export_of(exported_node)
-        facts = self._export_facts(exported_node, export, label=d["label"])
-        return StopReason(where, Reason.OUTSIDE_TF, Cause.ROUND_TRIP, facts, where)
-
-    def _export_of(self, node):
-        g = self.graph
-        for t in g.nx.nodes[node].get("outputs") or []:
-            export = g.export_of(t)
-            if export is not None:
-                return export
+        return not_watched(n, target)
+    if n.kind in ("constant", "input"):
+        if n.came_from is not None:
+            return round_trip(nodes, n.id, n.came_from, n.id, target)
+        return not_watched(n, target)
+    if n.kind == "watched":
+        if n.on_tape:
+            return None
+        return StopReason(n.id, Reason.NOT_RECORDED, Cause.WATCH_RESET, Facts(target=target, subject=n.name), n.id)
+    if n.on_tape:
         return None
+    if n.op_type in STOP_GRADIENT_OPS:
+        source = nodes[n.ins[0].producer].name if n.ins else ""
+        facts = Facts(target=target, subject=n.name, source=source, named=n.named)
+        return StopReason(n.id, Reason.STOP_GRADIENT, Cause.STOP_OUTPUT, facts, n.id)
+    if not n.recording:
+        return StopReason(n.id, Reason.NOT_RECORDED, Cause.PAUSED, Facts(target=target, subject=n.name), n.id)
+    if n.before_reset:
+        return StopReason(n.id, Reason.NOT_RECORDED, Cause.BEFORE_RESET, Facts(target=target, subject=n.name), n.id)
+    for e in n.ins:
+        if e.watched_after:
+            facts = Facts(target=target, subject=n.name, source=nodes[e.producer].name)
+            return StopReason(n.id, Reason.NOT_WATCHED, Cause.WATCHED_LATE, facts, n.id)
+    ints = None
+    for e in n.ins:
+        if not e.floating:
+            if ints is None:
+                ints = integer_cause(nodes, n.id, nodes[e.producer], e.dtype, n.id, target)
+            continue
+        cause = off.get(e.producer)
+        if cause is not None:
+            return cause.moved(n.id)
+    if ints is not None:
+        return ints
+    return StopReason(n.id, Reason.NOT_WATCHED, Cause.DERIVED, Facts(target=target, subject=n.name), n.id)
 
-    def _export_facts(self, node, export, **kw) -> Facts:
-        via = ".numpy()"
-        fn = None
+
+def not_watched(n: NodeFacts, target: str) -> StopReason:
+    """A leaf the tape never watched: a variable, a constant, a tensor from outside."""
+    if n.kind == "variable":
+        cause = Cause.NON_TRAINABLE if not n.trainable else Cause.UNWATCHED_VARIABLE
+        return StopReason(n.id, Reason.NOT_WATCHED, cause, Facts(target=target, subject=n.name, keras=n.keras), n.id)
+    cause = {"constant": Cause.CONSTANT, "input": Cause.PLAIN_TENSOR}.get(n.kind, Cause.DERIVED)
+    return StopReason(n.id, Reason.NOT_WATCHED, cause, Facts(target=target, subject=n.name), n.id)
+
+
+def round_trip(nodes: dict[str, NodeFacts], where, exported: str, constant: str, target: str) -> StopReason:
+    """A value that left TF and came back equal, as a new constant."""
+    source = nodes[exported]
+    facts = export_facts(source, source.export, target, label=nodes[constant].label)
+    return StopReason(where, Reason.OUTSIDE_TF, Cause.ROUND_TRIP, facts, where)
+
+
+def export_facts(n: NodeFacts, export: Export | None, target: str, **kw) -> Facts:
+    """The facts of a value leaving TF at node n: how (``.numpy()``, ``float()``, a NumPy
+    call), the user's code that did it, and what keeps it in TF."""
+    via = ".numpy()"
+    fn = None
+    if export is not None:
+        fn = export.numpy_function
+        if export.how == "float":
+            via = "float()"
+        elif export.how == "array":
+            via = f"np.{fn}()" if fn else (export.expression or "np.asarray()")
+    return Facts(
+        target=target,
+        subject=n.name,
+        source=n.name,
+        via=via,
+        expression=(export.expression or "") if export is not None else "",
+        line=(export.line or 0) if export is not None else 0,
+        tf_equivalent=tf_equivalent(fn),
+        **kw,
+    )
+
+
+def left_tf(
+    facts: GraphFacts, targets: list, off: dict, target: str
+) -> tuple[dict[Any, StopReason], list[tuple[Any, Any]]]:
+    """Nodes whose only way to the target went through NumPy or Python, and the links
+    (where a value left TF, the tensor it most likely came back as) pictures draw.
+
+    The evidence: a value computed from something watched ends there (it was handed
+    to NumPy, np.mean(x2), or to Python, float(t); or nothing in TF used it), and the
+    target depends on a tensor made from a NumPy value after that moment. That tensor
+    most likely is the value coming back, and the tape cannot trace it. Every node
+    that reaches such a dead end (and would otherwise be "unconnected") gets that
+    reason instead, naming the call when tapeviz saw it."""
+    nodes = facts.nodes
+    if not facts.returned:
+        return {}, []
+    to_target = ancestors(nodes, targets)
+    back = [(t, node, r) for t, node, r in facts.returned if node in to_target]
+    if not back:
+        return {}, []
+    out: dict[Any, StopReason] = {}
+    links: list[tuple[Any, Any]] = []
+    for tid, node, export in facts.ends[:_LEFT_MOST]:
+        if node in to_target or off.get(node) is not None:
+            continue  # it still reaches the target, or carried no gradient anyway
+        after = export.after_uid if export is not None else tid
+        came = next(((node_back, r) for t, node_back, r in back if t > after), None)
+        if came is None:
+            continue
+        node_back, r = came
+        extra: dict[str, Any] = dict(label=nodes[node_back].label, back=r.expression or "", back_line=r.line or 0)
         if export is not None:
-            fn = export.numpy_function
-            if export.how == "float":
-                via = "float()"
-            elif export.how == "array":
-                via = f"np.{fn}()" if fn else (export.expression or "np.asarray()")
-        return self._facts(
-            subject=self.graph.display_name(node),
-            source=self.graph.display_name(node),
-            via=via,
-            expression=(export.expression or "") if export is not None else "",
-            line=(export.line or 0) if export is not None else 0,
-            tf_equivalent=tf_equivalent(fn),
-            **kw,
-        )
+            cause, why = Cause.LEFT, export_facts(nodes[node], export, target, **extra)
+        else:
+            name = nodes[node].name
+            cause, why = Cause.LEFT_UNSEEN, Facts(target=target, subject=name, source=name, **extra)
+        links.append((node, node_back))
+        for n in ancestors(nodes, [node]):
+            out.setdefault(n, StopReason(n, Reason.OUTSIDE_TF, cause, why, node))
+    return out, links
 
-    def _left_tf(self) -> dict[Any, StopReason]:
-        """Nodes whose only way to the target went through NumPy or Python.
 
-        The evidence: a value computed from something watched ends there (it was handed
-        to NumPy, np.mean(x2), or to Python, float(t); or nothing in TF used it), and the
-        target depends on a tensor made from a NumPy value after that moment. That tensor
-        most likely is the value coming back, and the tape cannot trace it. Every node
-        that reaches such a dead end (and would otherwise be "unconnected") gets that
-        reason instead, naming the call when tapeviz saw it."""
-        g = self.graph
-        G = g.nx
-        cap = g.capture
-        self.left_links: list[tuple[Any, Any]] = []
-        if not cap.reentries:
-            return {}
-        to_target: set = set()
-        for t in self.target_nodes:
-            to_target |= nx.ancestors(G, t) | {t}
-        back = sorted(
-            (tid, r)
-            for tid, r in cap.reentries.items()
-            if tid in g.tensors and g.tensors[tid].node in to_target and g.tensors[tid].trainable
-        )
-        if not back:
-            return {}
-        ends: list[tuple[int, Any]] = []  # (tensor id, export or None)
-        for tid, export in cap.exported.items():
-            if tid in g.tensors and g.tensors[tid].trainable:
-                ends.append((tid, export))
-        exported = {tid for tid, _ in ends}
-        for n, d in G.nodes(data=True):
-            if d["kind"] == "op" and d["recorded"] and G.out_degree(n) == 0:
-                ends.extend((t, None) for t in d["outputs"] if t not in exported and g.tensors[t].trainable)
-        out: dict[Any, StopReason] = {}
-        links: list[tuple[Any, Any]] = []
-        for tid, export in ends[:64]:
-            node = g.tensors[tid].node
-            if node in to_target or self._off.get(node) is not None:
-                continue  # it still reaches the target, or carried no gradient anyway
-            after = export.after_uid if export is not None else tid
-            came = next(((t, r) for t, r in back if t > after), None)
-            if came is None:
-                continue
-            t_back, r = came
-            extra = dict(label=G.nodes[g.tensors[t_back].node]["label"], back=r.expression or "", back_line=r.line or 0)
-            if export is not None:
-                stop_cause, facts = Cause.LEFT, self._export_facts(node, export, **extra)
-            else:
-                stop_cause = Cause.LEFT_UNSEEN
-                facts = self._facts(subject=g.display_name(node), source=g.display_name(node), **extra)
-            links.append((node, g.tensors[t_back].node))
-            for n in nx.ancestors(G, node) | {node}:
-                out.setdefault(n, StopReason(n, Reason.OUTSIDE_TF, stop_cause, facts, node))
-        #: (where a value left TF, the tensor it most likely came back as): pictures draw it
-        self.left_links = links
-        return out
+def ancestors(nodes: dict[str, NodeFacts], starts: list) -> set:
+    """The starts and every node with a path to one of them (iterative: deep graphs). The
+    edges into a node are its data edges and, for a constant, the round trip it came by."""
+    seen = set(starts)
+    todo = list(starts)
+    while todo:
+        n = nodes[todo.pop()]
+        for p in [e.producer for e in n.ins] + ([n.came_from] if n.came_from is not None else []):
+            if p not in seen:
+                seen.add(p)
+                todo.append(p)
+    return seen
 
-    def _edge_cause(self, e, d, consumer_called: bool, node_reason) -> StopReason:
-        g = self.graph
-        u, v, k = e
-        vd = g.nx.nodes[v]
-        info = g.tensors[d["tensor"]]
-        uname, vname = g.display_name(u), g.display_name(v)
-        op = g.capture.ops[vd["op_index"]] if vd["kind"] == "op" else None
-        if op is not None and op.op_type in STOP_GRADIENT_OPS:
-            return StopReason(e, Reason.STOP_GRADIENT, Cause.STOP_EDGE, self._facts(subject=uname), v)
-        if not info.trainable:
-            return self._integer_cause(e, u, info.dtype, e)
-        if op is not None and op.op_type in STATEFUL_OPS:
-            var = g.assigned_variable(v)
-            return StopReason(
-                e,
-                Reason.STATEFUL,
-                Cause.ASSIGNED,
-                self._facts(subject=uname, op=op.op_type, variable=g.display_name(var) if var is not None else ""),
-                e,
-            )
-        if op is not None and not op.tape_recording:
-            return StopReason(e, Reason.NOT_RECORDED, Cause.PAUSED, self._facts(subject=vname), e)
-        if op is not None and self._last_gen is not None and op.generation < self._last_gen:
-            return StopReason(e, Reason.NOT_RECORDED, Cause.BEFORE_RESET, self._facts(subject=vname), e)
-        off = self._off.get(u)
-        if off is not None:
-            return off.moved(e)
-        if op is not None and v in self._unregistered:
-            return StopReason(e, Reason.NO_GRADIENT, Cause.NOT_REGISTERED, self._facts(subject=uname, op=op.op_type), v)
-        if op is not None and consumer_called:
-            return StopReason(
-                e, Reason.NO_GRADIENT, Cause.NOT_DIFFERENTIABLE, self._facts(subject=uname, op=op.op_type), e
-            )
-        if vd.get("replaced_by") is not None:
-            custom = g.nx.nodes[vd["replaced_by"]].get("op_type", "")
-            return StopReason(
-                e, Reason.UNCONNECTED, Cause.CUSTOM_GRADIENT, self._facts(subject=uname, consumer=vname, op=custom), e
-            )
-        inner = node_reason.get(v)
-        if inner is None or inner.reason is Reason.UNCONNECTED:
-            return StopReason(e, Reason.UNCONNECTED, Cause.NOT_LEADING, self._facts(subject=uname, consumer=vname), e)
-        return inner.moved(e)
 
-    def _node_cause(self, n, edge_reason) -> StopReason:
-        g = self.graph
-        reasons = [edge_reason[e] for e in g.nx.out_edges(n, keys=True) if e in edge_reason]
-        for r in reasons:
-            if r.reason is not Reason.UNCONNECTED:
-                return r.moved(n)
-        off = self._off.get(n)
-        if off is not None:
-            return off
-        info = g.output_info(n)
-        if info is not None and not info.trainable:
-            return self._integer_cause(n, n, info.dtype, n)
-        return StopReason(n, Reason.UNCONNECTED, Cause.NO_DEPENDENCY, self._facts(subject=g.display_name(n)), n)
+def edge_cause(
+    nodes: dict[str, NodeFacts],
+    e: EdgeFacts,
+    consumer_called: bool,
+    unregistered: bool,
+    off: dict,
+    node_reason: dict,
+    target: str,
+) -> StopReason:
+    """Why no gradient flows back along data edge e (its consumer is judged already)."""
+    u, v = nodes[e.producer], nodes[e.consumer]
+    op = v.op_type if v.kind == "op" else None
+    if op in STOP_GRADIENT_OPS:
+        return StopReason(e.key, Reason.STOP_GRADIENT, Cause.STOP_EDGE, Facts(target=target, subject=u.name), v.id)
+    if not e.floating:
+        return integer_cause(nodes, e.key, u, e.dtype, e.key, target)
+    if op in STATEFUL_OPS:
+        facts = Facts(target=target, subject=u.name, op=op, variable=v.assigns)
+        return StopReason(e.key, Reason.STATEFUL, Cause.ASSIGNED, facts, e.key)
+    if op is not None and not v.recording:
+        return StopReason(e.key, Reason.NOT_RECORDED, Cause.PAUSED, Facts(target=target, subject=v.name), e.key)
+    if op is not None and v.before_reset:
+        return StopReason(e.key, Reason.NOT_RECORDED, Cause.BEFORE_RESET, Facts(target=target, subject=v.name), e.key)
+    cause = off.get(u.id)
+    if cause is not None:
+        return cause.moved(e.key)
+    if op is not None and unregistered:
+        facts = Facts(target=target, subject=u.name, op=op)
+        return StopReason(e.key, Reason.NO_GRADIENT, Cause.NOT_REGISTERED, facts, v.id)
+    if op is not None and consumer_called:
+        facts = Facts(target=target, subject=u.name, op=op)
+        return StopReason(e.key, Reason.NO_GRADIENT, Cause.NOT_DIFFERENTIABLE, facts, e.key)
+    if v.replaced_by is not None:
+        facts = Facts(target=target, subject=u.name, consumer=v.name, op=v.replaced_by)
+        return StopReason(e.key, Reason.UNCONNECTED, Cause.CUSTOM_GRADIENT, facts, e.key)
+    inner = node_reason.get(v.id)
+    if inner is None or inner.reason is Reason.UNCONNECTED:
+        facts = Facts(target=target, subject=u.name, consumer=v.name)
+        return StopReason(e.key, Reason.UNCONNECTED, Cause.NOT_LEADING, facts, e.key)
+    return inner.moved(e.key)
 
-    def _integer_cause(self, where, producer, dtype, origin) -> StopReason:
-        """A non-float tensor made by `producer` cuts the path at `where`.
 
-        If an op other than a cast made it from float inputs (ArgMax, Shape, Equal, ...),
-        that op is the cut: it has no gradient, and casting its result back to float
-        does not change that. Otherwise the dtype is the reason (a tf.cast to int)."""
-        g = self.graph
-        d = g.nx.nodes[producer]
-        name = g.display_name(producer)
-        if (
-            d["kind"] == "op"
-            and d["op_type"] not in CAST_OPS
-            and any(g.tensors[dd["tensor"]].trainable for _, _, _, dd in g.data_edges(producer, out=False))
-        ):
-            return StopReason(
-                where,
-                Reason.NO_GRADIENT,
-                Cause.INTEGER_RESULT,
-                self._facts(subject=name, op=d["op_type"], dtype=dtype),
-                producer,
-            )
-        return StopReason(where, Reason.INTEGER_DTYPE, Cause.INTEGER, self._facts(subject=name, dtype=dtype), origin)
+def node_cause(nodes: dict[str, NodeFacts], n: NodeFacts, edge_reason: dict, off: dict, target: str) -> StopReason:
+    """Why nothing reaches node n: the first edge leaving it that is cut for a reason,
+    else why its value is off the tape, else its dtype, else that nothing depends on it."""
+    for e in n.outs:
+        r = edge_reason.get(e.key)
+        if r is not None and r.reason is not Reason.UNCONNECTED:
+            return r.moved(n.id)
+    cause = off.get(n.id)
+    if cause is not None:
+        return cause
+    if n.output_floating is False:
+        return integer_cause(nodes, n.id, n, n.output_dtype, n.id, target)
+    return StopReason(n.id, Reason.UNCONNECTED, Cause.NO_DEPENDENCY, Facts(target=target, subject=n.name), n.id)
+
+
+def integer_cause(
+    nodes: dict[str, NodeFacts], where, producer: NodeFacts, dtype: str, origin, target: str
+) -> StopReason:
+    """A non-float tensor made by `producer` cuts the path at `where`.
+
+    If an op other than a cast made it from float inputs (ArgMax, Shape, Equal, ...),
+    that op is the cut: it has no gradient, and casting its result back to float
+    does not change that. Otherwise the dtype is the reason (a tf.cast to int)."""
+    if producer.kind == "op" and producer.op_type not in CAST_OPS and any(e.floating for e in producer.ins):
+        facts = Facts(target=target, subject=producer.name, op=producer.op_type, dtype=dtype)
+        return StopReason(where, Reason.NO_GRADIENT, Cause.INTEGER_RESULT, facts, producer.id)
+    return StopReason(
+        where, Reason.INTEGER_DTYPE, Cause.INTEGER, Facts(target=target, subject=producer.name, dtype=dtype), origin
+    )

@@ -167,11 +167,12 @@ MESSAGES = {
     "ui.step.part": "Step {k}/{n}: {node} receives {value} through one of its {reads} reads",
     "ui.step.in_group": "{node} (in {group})",
     "ui.step.done": " (backward pass of {target} done)",
-    "ui.note.collapsed": lambda layers, calls, total, blocks=0, losses=0, **_: ", ".join(
+    "ui.note.collapsed": lambda layers, calls, total, blocks=0, losses=0, derivatives=0, **_: ", ".join(
         [f"{blocks} {_plural(blocks, 'block')}"] * bool(blocks)
         + [f"{layers} {_plural(layers, 'layer')}"] * bool(layers)
         + [f"{losses} {_plural(losses, 'loss', 'losses')}"] * bool(losses)
-        + [f"{calls} TF API {_plural(calls, 'call')}"] * bool(calls))
+        + [f"{calls} TF API {_plural(calls, 'call')}"] * bool(calls)
+        + [f"{derivatives} inner {_plural(derivatives, 'gradient')}"] * bool(derivatives))
         + f" collapsed ({total} nodes in all); expand them to see their ops",
     "ui.note.hidden": _hidden_note,
     "ui.note.unregistered": "No gradient registered for {op}: tape.gradient raises LookupError, and nothing reaches the ops before it",
@@ -195,6 +196,9 @@ MESSAGES = {
     "ui.keys.on": "keys on: ← / → step, space plays / pauses",
     "ui.history.flags": "Flags at step {step}:",
     "ui.history.no_flags": "No flag at step {step}.",
+    "ui.history.since": "(raised at step {first}; its condition still holds here)",
+    "ui.history.no_picture": "Step {step} kept no picture of its backward pass; steps with one: {steps}.",
+    "ui.history.norms_only": "This run kept norms only (hist.add from your own tf.GradientTape loop). To see a step's backward pass too, record that step with a tv.GradientTape and pass it: hist.add(step, ..., tape=tape).",
     "panel.head.variable": "variable",
     "panel.head.raw": "raw g",
     "panel.head.clipped": "clipped g",
@@ -242,8 +246,9 @@ MESSAGES = {
     "ui.group.layer": lambda n, **_: f"layer · {n} {_plural(n, 'op')}",
     "ui.group.block": lambda n, **_: f"block · {n} {_plural(n, 'op')}",
     "ui.group.loss": lambda n, **_: f"loss · {n} {_plural(n, 'op')}",
-    "ui.group.alike": "{name} ({n} alike)",
+    "ui.group.alike": "{name} ({n}\u00a0alike)",  # a no-break space: a second line starts at "("
     "ui.group.api": lambda n, **_: f"tf API · {n} {_plural(n, 'op')}",
+    "ui.group.derivative": lambda n, call, **_: f"{call} · {n} {_plural(n, 'op')}",
     "ui.group.inner": "in tf.function {function}",
     # A collapsed group's variables, too many to list under its box: their gradient's norm taken together.
     "ui.group.grad_total": "‖g‖ {norm} over {n} variables",
@@ -345,6 +350,16 @@ MESSAGES = {
     "plot.kind.exploding": "exploding",
     "plot.kind.nan": "NaN / Inf",
     "plot.kind.no_gradient": "no gradient",
+    "layers.title": "Gradient norm by {by} at step {step}{loss}",
+    "layers.loss": ", loss {loss}",
+    "layers.axis": "layer",
+    "layers.axis_of": "layer of {prefix}",
+    "layers.bar": "gradient norm",
+    "compare.title": "Gradient norm by {by}: step {a} against step {b}",
+    "compare.step": "step {step}",
+    "compare.grew": "‖g‖ grew",
+    "compare.shrank": "‖g‖ shrank",
+    "compare.ratio_axis": "‖g‖ at step {b} / ‖g‖ at step {a} (log scale)",
     "plot.norms": "gradient norm per {by}",
     "plot.norms_rel": "gradient norm / weight norm per {by}",
     "plot.clip_global": "clipping: one global scale for every gradient, engaged {engaged}/{steps} steps ({fraction}), "

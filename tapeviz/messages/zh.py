@@ -62,12 +62,13 @@ def _hidden_note(hidden, folded, target, **_):
     return "；".join(parts) + "（show_all=True 可全部显示）"
 
 
-def _collapsed_note(layers, calls, total, blocks=0, losses=0, **_):
+def _collapsed_note(layers, calls, total, blocks=0, losses=0, derivatives=0, **_):
     parts = (
         [f"{blocks} 个模块"] * bool(blocks)
         + [f"{layers} 个层"] * bool(layers)
         + [f"{losses} 个损失"] * bool(losses)
         + [f"{calls} 个 tf 函数调用"] * bool(calls)
+        + [f"{derivatives} 个内层求导"] * bool(derivatives)
     )
     return "和".join(parts) + f"已折叠（共 {total} 个节点）；展开即可看到其中的运算"
 
@@ -183,6 +184,7 @@ MESSAGES = {
     "ui.group.loss": "损失 · {n} 个运算",
     "ui.group.alike": "{name}（{n} 个相同）",
     "ui.group.api": "tf 函数 · {n} 个运算",
+    "ui.group.derivative": "{call} · {n} 个运算",
     "ui.group.inner": "在 tf.function {function} 中",
     "ui.group.grad_total": "‖g‖ {norm}（{n} 个变量合计）",
     "ui.legend.forward": "→ 前向计算",
@@ -240,6 +242,9 @@ MESSAGES = {
     "ui.keys.on": "按键已启用：← / → 单步，空格键播放 / 暂停",
     "ui.history.flags": "第 {step} 步的警示：",
     "ui.history.no_flags": "第 {step} 步没有警示。",
+    "ui.history.since": "（第 {first} 步发出，这一步条件仍然成立）",
+    "ui.history.no_picture": "第 {step} 步没有保存反向传播的图；保存了图的步：{steps}。",
+    "ui.history.norms_only": "这次训练只记录了范数（在你自己的 tf.GradientTape 循环里调用 hist.add）。想同时看到某一步的反向传播，请用 tv.GradientTape 记录那一步并传入：hist.add(step, ..., tape=tape)。",
     "panel.head.variable": "变量",
     "panel.head.raw": "原始 g",
     "panel.head.clipped": "裁剪后 g",
@@ -336,6 +341,16 @@ MESSAGES = {
     "plot.kind.exploding": "梯度爆炸",
     "plot.kind.nan": "NaN / Inf",
     "plot.kind.no_gradient": "没有梯度",
+    "layers.title": "第 {step} 步各{by}的梯度范数{loss}",
+    "layers.loss": "，损失 {loss}",
+    "layers.axis": "层",
+    "layers.axis_of": "{prefix} 的层",
+    "layers.bar": "梯度范数",
+    "compare.title": "各{by}的梯度范数：第 {a} 步对比第 {b} 步",
+    "compare.step": "第 {step} 步",
+    "compare.grew": "‖g‖ 变大",
+    "compare.shrank": "‖g‖ 变小",
+    "compare.ratio_axis": "第 {b} 步的 ‖g‖ / 第 {a} 步的 ‖g‖（对数刻度）",
     "plot.norms": "每个{by}的梯度范数",
     "plot.norms_rel": "每个{by}的梯度范数 / 权重范数",
     "plot.clip_global": "梯度裁剪：所有梯度共用一个全局比例，{steps} 步中有 {engaged} 步起作用（{fraction}），最强 ×{scale}",

@@ -11,6 +11,9 @@ call-site facts, and this module turns them into one tree of plain records:
   executing eagerly; capture names the call on the stack);
 - **Keras losses and metrics** (loss objects open a name scope; capture notes which
   scopes a ``keras.losses.Loss`` opened; loss *functions* are named like TF API calls);
+- **derivatives**: the ops an inner ``tape.gradient`` / ``jacobian`` call ran while the
+  tape recorded ("du = ∂u/∂pts", see record.derivatives), whatever scopes they ran in; a
+  call made inside another's nests in it;
 - **name prefixes** in flat functional models, whose layers are all siblings but whose
   names carry the structure: ``conv3_block2_1_conv`` sits in ``conv3`` → ``conv3_block2``
   → ``conv3_block2_1``. Only consecutive siblings share a prefix group.
@@ -34,7 +37,7 @@ __all__ = ["Group", "GroupTree", "build_tree", "ALWAYS_CLOSED"]
 
 Node = Hashable
 #: Group kinds drawn as one box by default whatever the picture's size (they open like any group).
-ALWAYS_CLOSED = frozenset({"api", "loss"})
+ALWAYS_CLOSED = frozenset({"api", "loss", "derivative"})
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,8 @@ class Group:
     ``id`` is its full path in the tree (``"resnet50/conv3/conv3_block2"``), unique in the
     picture; ``name`` the last part (what its box is titled); ``kind`` one of "layer"
     (a name scope holding ops only), "block" (a scope or name prefix holding groups),
-    "api" (a TF API call) or "loss" (a Keras loss or metric); ``level`` 1 for the
+    "api" (a TF API call), "loss" (a Keras loss or metric) or "derivative" (an inner
+    gradient call; ``note`` is the call, "t1.gradient"); ``level`` 1 for the
     outermost groups; ``children`` the ids of the groups directly inside, in forward order;
     ``size`` how many boxes it holds when open all the way down.
     """
@@ -56,6 +60,7 @@ class Group:
     level: int
     children: tuple[str, ...]
     size: int
+    note: str = ""
 
 
 class GroupTree:
@@ -139,11 +144,12 @@ class GroupTree:
 class _Raw:
     """A group while the tree is built (mutable; becomes a Group at the end)."""
 
-    __slots__ = ("name", "kind", "items")
+    __slots__ = ("name", "kind", "items", "note")
 
-    def __init__(self, name: str, kind: str):
+    def __init__(self, name: str, kind: str, note: str = ""):
         self.name = name
         self.kind = kind
+        self.note = note
         self.items: list = []  # child _Raw groups and box nodes, in forward order
 
 
@@ -156,6 +162,7 @@ def build_tree(
     loss_scopes: Iterable[str] = (),
     prefixes: bool = True,
     loose: Iterable[Node] = (),
+    derivatives: Mapping[Node, tuple[tuple[int, str, str], ...]] | None = None,
 ) -> GroupTree:
     """The group tree of the boxes ``boxes`` of graph ``g`` (nodes carry ``kind`` and, for
     ops, ``scope``), visited in forward ``order``.
@@ -163,11 +170,14 @@ def build_tree(
     ``apis`` maps unscoped ops to (name, call number, kind) of the API call that ran them
     ("tf.clip_by_norm", 3, "api"); ``loss_scopes`` are the scopes a Keras loss opened;
     ``prefixes`` adds groups for name prefixes shared by consecutive sibling layers;
-    ``loose`` nodes stay outside every group (the targets, always drawn as themselves).
+    ``loose`` nodes stay outside every group (the targets, always drawn as themselves);
+    ``derivatives`` maps ops an inner gradient call ran to those calls, outermost first, as
+    (record index, title, call): they group by call before anything else.
     """
     boxes = set(boxes)
     loose = set(loose)
     apis = apis or {}
+    derivatives = derivatives or {}
     losses = set(loss_scopes)
     root = _Raw("", "block")
     by_key: dict[tuple, _Raw] = {}
@@ -188,7 +198,9 @@ def build_tree(
             root.items.append(n)
             continue
         scope = d.get("scope") or ""
-        if scope:
+        if n in derivatives:
+            parent = _derivative_group(root, by_key, derivatives[n])
+        elif scope:
             parent = _scope_group(scope, by_scope, root, losses)
         elif n in apis:
             name, call, kind = apis[n]
@@ -204,11 +216,26 @@ def build_tree(
         where[n] = parent
     for n in joiners:  # a variable or constant joins the group of its first consumer drawn
         first = next((v for _, v in g.out_edges(n) if v in where), None)
-        (where[first] if first is not None else root).items.append(n)
+        group = where[first] if first is not None else root
+        if group.kind == "derivative" and g.nodes[n]["kind"] == "variable":
+            group = root  # what an inner gradient differentiates by is its input, not part of it
+        group.items.append(n)
     if prefixes:
         _add_prefix_groups(root)
     _dissolve_singletons(root, set(joiners))
     return _freeze(root)
+
+
+def _derivative_group(root: _Raw, by_key: dict, calls: tuple[tuple[int, str, str], ...]) -> _Raw:
+    """The group of the innermost of ``calls`` (outermost first), made with its parents."""
+    parent = root
+    for index, title, call in calls:
+        made = by_key.get(("\0derivative", index))
+        if made is None:
+            made = by_key[("\0derivative", index)] = _Raw(title, "derivative", call)
+            parent.items.append(made)
+        parent = made
+    return parent
 
 
 def _scope_group(scope: str, by_scope: dict[str, _Raw], root: _Raw, losses: set) -> _Raw:
@@ -319,7 +346,8 @@ def _dissolve_singletons(root: _Raw, joiners: set) -> None:
     for raw in reversed(_all(root)):  # children before parents
         items: list = []
         for it in raw.items:
-            if isinstance(it, _Raw) and sum(1 for x in it.items if x not in joiners) == 1:
+            # a derivative keeps its box even for one op: its name says what the op computes
+            if isinstance(it, _Raw) and it.kind != "derivative" and sum(1 for x in it.items if x not in joiners) == 1:
                 if it.kind == "loss":  # compile_loss holding only mse: mse is the loss
                     for x in it.items:
                         if isinstance(x, _Raw) and x.kind != "api":
@@ -355,7 +383,7 @@ def _freeze(root: _Raw) -> GroupTree:
                 ids[id(it)] = gid
                 levels[id(it)] = levels[id(raw)] + 1
                 prefix[id(it)] = prefix[id(raw)] + (gid,)
-                groups[gid] = Group(gid, it.name if k == 1 else f"{it.name} #{k}", it.kind, None, 0, (), 0)
+                groups[gid] = Group(gid, it.name if k == 1 else f"{it.name} #{k}", it.kind, None, 0, (), 0, it.note)
                 made.append((it, gid, ids[id(raw)] or None))
                 stack.append(it)
             else:
@@ -363,5 +391,5 @@ def _freeze(root: _Raw) -> GroupTree:
     for it, gid, parent in made:
         children = tuple(ids[id(c)] for c in it.items if isinstance(c, _Raw))
         old = groups[gid]
-        groups[gid] = Group(gid, old.name, old.kind, parent, levels[id(it)], children, sizes[id(it)])
+        groups[gid] = Group(gid, old.name, old.kind, parent, levels[id(it)], children, sizes[id(it)], old.note)
     return GroupTree(groups, paths)

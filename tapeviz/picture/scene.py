@@ -551,6 +551,7 @@ class Scene:
                     layers=kinds["layer"],
                     losses=kinds["loss"],
                     calls=kinds["api"],
+                    derivatives=kinds["derivative"],
                     total=self.graph.nx.number_of_nodes(),
                 )
             )

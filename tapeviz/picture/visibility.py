@@ -150,6 +150,29 @@ def owners(tree: GroupTree, closed) -> dict[Node, str]:
     return out
 
 
+def derivative_paths(graph: TapeGraph, boxes: Iterable[Node]) -> dict[Node, tuple[tuple[int, str, str], ...]]:
+    """Ops an inner ``tape.gradient`` / ``jacobian`` call ran (capture's derivative records):
+    op node -> the calls it ran in, outermost first, as (record index, title, call): a
+    ``t2.gradient`` made inside another call's gradient function nests in it. Titles are
+    how the user wrote the call ("du = ∂u/∂pts", see record.derivatives)."""
+    records = graph.capture.derivatives
+    if not records:
+        return {}
+    ops = graph.capture.ops
+    out: dict[Node, tuple[tuple[int, str, str], ...]] = {}
+    for n in boxes:
+        d = graph.nx.nodes[n]
+        if d["kind"] != "op" or ops[d["op_index"]].derivative is None:
+            continue
+        path = []
+        k = ops[d["op_index"]].derivative
+        while k is not None:
+            path.append((k, records[k].title, records[k].call))
+            k = records[k].parent
+        out[n] = tuple(reversed(path))
+    return out
+
+
 # --------------------------------------------------------------------------- the display graph
 
 
@@ -158,7 +181,8 @@ class Shown:
 
     ``nx`` has the original nodes that stay boxes plus one node per collapsed group
     (id ``"layer:<name>"``, attributes ``kind="layer"``, ``layer``, ``group_kind``
-    ("layer" or "api") and ``members``); every node carries its ``chips``. Edges between
+    (see picture.groups; a derivative's ``note`` is its call, "t1.gradient") and
+    ``members``); every node carries its ``chips``. Edges between
     two visible original nodes keep their keys; edges into or out of a collapsed group
     are merged into one edge per pair of display nodes whose ``members`` lists the
     original edges it stands for. Edges inside a group, and edges to hidden or folded
@@ -213,6 +237,7 @@ class Shown:
                         level=grp.level,
                         call=call,
                         group_kind=grp.kind,
+                        note=grp.note,
                         alike=len(run.groups) if run is not None else 0,
                         members=[],
                         chips=[],
@@ -301,6 +326,38 @@ class Shown:
     @property
     def n_hidden_ops(self) -> int:
         return sum(1 for n in self.hidden if self.source.nodes[n]["kind"] == "op")
+
+
+def derivative_sources(graph: TapeGraph) -> set[Node]:
+    """The nodes of what inner gradient calls differentiated by (their ``sources``)."""
+    out = set()
+    for record in graph.capture.derivatives:
+        for key in record.source_ids:
+            node = f"var{key}" if f"var{key}" in graph.nx else getattr(graph.tensors.get(key), "node", None)
+            if node is not None:
+                out.add(node)
+    return out
+
+
+def differentiated_groups(g: nx.MultiDiGraph, tree: GroupTree, sources: Iterable[Node] = ()) -> set[str]:
+    """The outermost groups an inner gradient differentiates through: those whose ops feed
+    a derivative group (its backward ops read their activations). They are closed by
+    default, whatever the picture's size: the inner gradient treats them as one function
+    (u = pinn(pts)), and drawn open they would send an edge from every internal
+    activation into the derivative's box. A group holding one of the ``sources`` an inner
+    gradient differentiates by stays as the picture has it: the source must be seen."""
+    inside: dict[Node, str] = {}  # node -> the outermost derivative group holding it
+    for n, path in tree.paths.items():
+        kinds = [tree.groups[gid].kind for gid in path]
+        if "derivative" in kinds:
+            inside[n] = path[kinds.index("derivative")]
+    out: set[str] = set()
+    for n, gid in inside.items():
+        for p in g.predecessors(n):
+            feeding = tree.paths.get(p)
+            if feeding and inside.get(p) != gid and tree.groups[feeding[0]].kind != "derivative":
+                out.add(feeding[0])
+    return out - {held[0] for n in sources if (held := tree.paths.get(n))}
 
 
 class Run(NamedTuple):
@@ -655,7 +712,10 @@ class _Decision:
         apis, loss_scopes = _call_sites(self.graph, self.boxes)
         # groups in the order their ops ran (a topological order can visit a ReLU layer late)
         order = sorted(self.boxes, key=lambda n: G.nodes[n].get("op_index", -1))
-        tree = build_tree(G, self.boxes, order, apis=apis, loss_scopes=loss_scopes, loose=targets)
+        derivatives = derivative_paths(self.graph, self.boxes - targets)
+        tree = build_tree(
+            G, self.boxes, order, apis=apis, loss_scopes=loss_scopes, loose=targets, derivatives=derivatives
+        )
         links = getattr(self.flow, "left_links", ()) if self.flow is not None else ()
 
         def make(ch, calls=None, runs=None):
@@ -675,16 +735,18 @@ class _Decision:
 
         fitted: list[int] = []
 
+        differentiated = differentiated_groups(G, tree, derivative_sources(self.graph))
+
         def default() -> set:
             fitted.append(fitting_level(tree, self.boxes, fit))
-            return tree.closed_below(fitted[0])
+            return tree.closed_below(fitted[0]) | differentiated
 
         chosen = choose_closed(tree, collapsed, depth=depth, expand=expand, default=default)
         display = _acyclic(make, G, tree, chosen)
         level = fitted[0] if fitted and not expand else 0
         while level > 1 and display.nx.number_of_nodes() > fit:
             level -= 1  # a group split per call added boxes the count did not see
-            display = _acyclic(make, G, tree, tree.closed_below(level))
+            display = _acyclic(make, G, tree, tree.closed_below(level) | differentiated)
         runs = alike_runs(display)
         if runs:
             merged = make(display.collapsed, display.calls, runs)

@@ -53,7 +53,8 @@ def _path(graph: TapeGraph, node, display: Shown | None) -> str:
     if display is not None:
         dd = display.nx.nodes[node]
         if dd.get("kind") == "layer":
-            return "" if dd.get("group_kind") == "api" else dd["layer"]
+            # an API call and a derivative ("du = ∂u/∂pts": its "/" is a fraction bar) are their name
+            return "" if dd.get("group_kind") in ("api", "derivative") else dd["layer"]
         if dd.get("kind") == "inner":
             return ""
     return graph.nx.nodes[node].get("name") or ""
@@ -95,7 +96,8 @@ def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: st
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         members = display.members[node]
         ops = sum(1 for m in members if graph.nx.nodes[m]["kind"] == "op")
-        return say(f"ui.group.{display.nx.nodes[node].get('group_kind', 'layer')}", lang, n=ops)
+        dd = display.nx.nodes[node]
+        return say(f"ui.group.{dd.get('group_kind', 'layer')}", lang, n=ops, call=dd.get("note") or "")
     if display is not None and display.nx.nodes[node].get("kind") == "inner":
         fn = display.nx.nodes[node]["function"]
         return say("ui.group.inner", lang, function=graph.nx.nodes[fn].get("function", ""))

@@ -1,7 +1,8 @@
 """Call sites: who, on the stack, is running an op or reading a variable.
 
-Two walks up the Python stack, each memoised per code object so that a training loop
-pays for them once:
+Two walks up the Python stack, each memoised per code object (in hookstate's
+``call_site_memo``, the one place shared state lives) so that a training loop pays for
+them once:
 
 * the Keras variable reading a tf.Variable (its path, ``sequential/dense/kernel``);
 * the public TF function the user called that runs an unscoped op (``tf.clip_by_norm``),
@@ -13,12 +14,13 @@ from __future__ import annotations
 import os
 import sys
 import types
-from typing import Any, cast
+from typing import cast
 
 import tensorflow as tf
 
 from .hookstate import OWN_FILES as _OWN_FILES
 from .hookstate import TF_DIRS as _TF_DIRS
+from .hookstate import call_site_memo as _memo
 
 # --------------------------------------------------------------------------- Keras variable paths
 
@@ -34,24 +36,16 @@ from .hookstate import TF_DIRS as _TF_DIRS
 _PATH_TRIES = 4
 _PATH_DEPTH = 16  # frames looked at above variable_accessed
 _PATHS_MAX = 1 << 16  # handles remembered before the memo starts over
-# resource handle id -> its Keras path (str), or how often its reads showed none (int)
-_paths: dict[int, Any] = {}
-_keras_codes: frozenset | None = None  # code objects of the Keras variable classes' methods
-_keras_dirs: tuple = ()  # folders of the Keras package (set with _keras_codes)
-# id(code) -> (code, kind): _TF (TensorFlow's, or the hooks'), _KV (a Keras variable
-# method), _KERAS (other Keras code) or _OTHER. Keyed by id because hashing a code object
-# is not cached by CPython (it hashes its constants every time: ~0.4 us); the code is kept
-# in the value, so its id cannot be reused while the entry lives.
-_code_kinds: dict[int, tuple[types.CodeType, int]] = {}
+# What a code object is to the walk (memo.code_kinds): _TF (TensorFlow's, or the hooks'),
+# _KV (a Keras variable method), _KERAS (other Keras code) or _OTHER.
 _TF, _KV, _KERAS, _OTHER = range(4)
 
 
 def _keras_variable_codes() -> frozenset | None:
     """Code objects of every method of Keras's Variable class and its subclasses (None
     while Keras is not imported; Keras itself is never imported from here)."""
-    global _keras_codes, _keras_dirs
-    if _keras_codes is not None:
-        return _keras_codes
+    if _memo.keras_codes is not None:
+        return _memo.keras_codes
     mod = sys.modules.get("keras.src.backend.common.variables")
     base = getattr(mod, "Variable", None) if mod is not None else None
     if mod is None or not isinstance(base, type):
@@ -77,12 +71,12 @@ def _keras_variable_codes() -> frozenset | None:
     # package) has no folder to tell it by: then only its variable methods are known.
     init_file = sys.modules[mod.__name__.split(".")[0]].__file__
     if init_file is None:
-        _keras_dirs = ()
+        _memo.keras_dirs = ()
     else:
         package = os.path.dirname(init_file)
-        _keras_dirs = tuple({package + os.sep, os.path.realpath(package) + os.sep})
-    _keras_codes = frozenset(codes)
-    return _keras_codes
+        _memo.keras_dirs = tuple({package + os.sep, os.path.realpath(package) + os.sep})
+    _memo.keras_codes = frozenset(codes)
+    return _memo.keras_codes
 
 
 def _code_kind(code, codes) -> int:
@@ -92,40 +86,42 @@ def _code_kind(code, codes) -> int:
         file = code.co_filename
         if file in _OWN_FILES or file.startswith(_TF_DIRS):
             kind = _TF
-        elif file.startswith(_keras_dirs):
+        elif file.startswith(_memo.keras_dirs):
             kind = _KERAS
         else:
             kind = _OTHER
-    _code_kinds[id(code)] = (code, kind)
+    _memo.code_kinds[id(code)] = (code, kind)
     return kind
 
 
 def learn_keras_path(hid: int, variable) -> None:
     """On a read of tf.Variable `variable` (resource handle id `hid`): learn the path of the
     Keras variable doing the read, unless its reads already told (see _PATH_TRIES)."""
-    known = _paths.get(hid, 0)
+    known = _memo.paths.get(hid, 0)
     if known.__class__ is int and known < _PATH_TRIES:
         _learn_keras_path(hid, variable, known)
 
 
 def _learn_keras_path(hid: int, variable, tries: int) -> None:
-    codes = _keras_codes if _keras_codes is not None else _keras_variable_codes()
+    codes = _memo.keras_codes if _memo.keras_codes is not None else _keras_variable_codes()
     if not codes:
         return  # Keras is not loaded: there is no Keras variable to find
     path = _keras_path_on_stack(variable, sys._getframe(3), codes)  # the caller of variable_accessed
-    if len(_paths) >= _PATHS_MAX:
-        _paths.clear()
+    paths = _memo.paths
+    if len(paths) >= _PATHS_MAX:
+        paths.clear()
     if path.__class__ is str:
-        _paths[hid] = path
+        paths[hid] = path
     else:  # True: Keras code read it, so ask again next time
-        _paths[hid] = tries + 1 if path else _PATH_TRIES
+        paths[hid] = tries + 1 if path else _PATH_TRIES
 
 
 def keras_paths_of(handle_ids) -> dict[int, str]:
     """handle id -> Keras path, for the handles whose reads showed one."""
     found = {}
+    paths = _memo.paths
     for hid in handle_ids:
-        path = _paths.get(hid)
+        path = paths.get(hid)
         if path.__class__ is str:
             found[hid] = path
     return found
@@ -135,7 +131,7 @@ def _keras_path_on_stack(variable, f, codes) -> str | bool:
     """The path of the Keras variable reading tf.Variable `variable`: the first frame from
     `f` up that is not TensorFlow's is that variable's method. Else whether that frame
     is other Keras code (True) or not (False)."""
-    kinds = _code_kinds
+    kinds = _memo.code_kinds
     for _ in range(_PATH_DEPTH):
         if f is None:
             return False
@@ -169,12 +165,9 @@ def _keras_path_on_stack(variable, f, codes) -> str | bool:
 
 _API_DEPTH = 48
 _API_MODULES = ("math", "nn", "linalg", "signal", "image", "random", "sparse", "strings", "bitwise", "experimental")
-_api_names: dict | None = None  # code object of a public TF function -> its public name
-# id(code) -> (code, role): its public TF name, _TF_INNER (TensorFlow's, or the hooks')
-# or None (other code); keyed by id like _code_kinds (the walk looks up 10-20 codes per op)
-_code_api: dict[int, tuple[types.CodeType, str | None]] = {}
+# What a code object is to the walk (memo.code_api, 10-20 look-ups per op): its public TF
+# name, _TF_INNER (TensorFlow's, or the hooks') or None (other code).
 _TF_INNER = ""
-_keras_api_dirs: tuple = ()  # Keras's folders: its code lies between the user and TF
 
 
 def _public_api_names() -> dict:
@@ -182,12 +175,11 @@ def _public_api_names() -> dict:
     namespaces (decorators unwrapped; the shortest public name wins), and, once Keras is
     imported, {code: "keras.losses.binary_crossentropy"} for Keras's loss and metric
     functions. Built once (the Keras part when Keras first appears)."""
-    global _api_names, _keras_api_dirs
-    if _api_names is not None and (_keras_api_dirs or "keras.losses" not in sys.modules):
-        return _api_names
+    if _memo.api_names is not None and (_memo.keras_api_dirs or "keras.losses" not in sys.modules):
+        return _memo.api_names
     import inspect
 
-    names: dict = dict(_api_names or {})
+    names: dict = dict(_memo.api_names or {})
 
     def scan(mod, prefix: str, depth: int) -> None:
         for attr in dir(mod):
@@ -211,7 +203,7 @@ def _public_api_names() -> dict:
             if code is not None and (code not in names or len(full) < len(names[code])):
                 names[code] = full
 
-    if _api_names is None:
+    if _memo.api_names is None:
         scan(tf, "tf.", 0)
     keras_losses = sys.modules.get("keras.losses")
     if keras_losses is not None:
@@ -223,28 +215,28 @@ def _public_api_names() -> dict:
                     names.setdefault(getattr(inspect.unwrap(obj), "__code__", None), f"keras.losses.{obj.__name__}")
         names.pop(None, None)
         package = os.path.dirname(sys.modules["keras"].__file__ or keras_losses.__file__ or "")
-        _keras_api_dirs = tuple({package + os.sep, os.path.realpath(package) + os.sep})
-        _code_api.clear()  # Keras code walked before this was "the user's": look again
-    _api_names = names
+        _memo.keras_api_dirs = tuple({package + os.sep, os.path.realpath(package) + os.sep})
+        _memo.code_api.clear()  # Keras code walked before this was "the user's": look again
+    _memo.api_names = names
     return names
 
 
 def _code_role(code):
-    """What a frame's code is to an API-call walk (see _code_api), computed once per code."""
+    """What a frame's code is to an API-call walk (see memo.code_api), computed once per code."""
     names = _public_api_names()
     role = names.get(code)
     if role is None:
         file = code.co_filename
-        keras = bool(_keras_api_dirs) and file.startswith(_keras_api_dirs)
+        keras = bool(_memo.keras_api_dirs) and file.startswith(_memo.keras_api_dirs)
         role = _TF_INNER if keras or file in _OWN_FILES or file.startswith(_TF_DIRS) else None
-    _code_api[id(code)] = (code, role)
+    _memo.code_api[id(code)] = (code, role)
     return role
 
 
 def _outer_api_frame(f):
     """The outermost public TF function's frame above `f`, before the user's code (or None)."""
     outer = None
-    roles = _code_api
+    roles = _memo.code_api
     for _ in range(_API_DEPTH):
         if f is None:
             break
@@ -279,7 +271,7 @@ class ApiCalls:
             self.frame = outer
             self.seq += 1
         # the walk returns only frames of named public functions (no assert: this runs in the op hook)
-        return cast(str, _code_api[id(outer.f_code)][1]), self.seq
+        return cast(str, _memo.code_api[id(outer.f_code)][1]), self.seq
 
     def forget_frame(self) -> None:
         """Drop the last call's frame (a frame keeps its locals alive)."""

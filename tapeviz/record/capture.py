@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from tensorflow.python.eager import context as _context
 
+from .derivatives import DerivativeRecord
 from .numpy_exports import Export, Reentry
 from .records import OpRecord, TensorFacts, VariableRecord, is_trainable, key_of
 from .replay import BackwardCall, replay_backward
@@ -54,8 +55,11 @@ class Capture:
         graph_mode: bool,
         unread: dict,
         loss_scopes: frozenset = frozenset(),
+        derivatives: list | None = None,
     ):
         self._raw = raw
+        #: inner gradient / jacobian calls this recording saw, in call order (derivatives.py)
+        self.derivatives: list[DerivativeRecord] = list(derivatives or ())
         self._unread = unread  # handle id -> a variable the block names but never read
         self._seen = seen  # tensor id -> EagerTensor (every tensor the records name)
         self._variables = variables  # handle id -> tf.Variable
@@ -136,6 +140,9 @@ class Capture:
                     api_call=api[1] if api else 0,
                 )
             )
+        for d in self.derivatives:  # in call order: an inner call's range overrides its parent's
+            for op in ops[d.start : d.end]:
+                op.derivative = d.index
         return ops
 
     # -- tensors ---------------------------------------------------------------------

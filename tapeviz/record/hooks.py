@@ -24,6 +24,8 @@ removed with the last one, on every exit path.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import sys
 import threading
 from collections.abc import Callable
@@ -42,7 +44,10 @@ from tensorflow.python.ops import resource_variable_ops as _rvo
 from tensorflow.python.ops import script_ops as _script_ops
 
 from .callsites import learn_keras_path, passed_by_user
+from .derivatives import METHODS as _DERIVATIVE_METHODS
+from .derivatives import call_site
 from .hookstate import NUMPY_TYPES as _NUMPY_TYPES
+from .hookstate import TF_DIRS
 from .hookstate import local as _local
 from .numpy_exports import array_function, note_export, note_reentry, note_reentry_by_op
 
@@ -65,6 +70,7 @@ _REQUIRED = (
     (_constant_op, "convert_to_eager_tensor"),
     (_script_ops, "tape_cache"),
     (_script_ops, "backprop"),
+    *((_backprop.GradientTape, m) for m in _DERIVATIVE_METHODS),
 )
 _missing = [f"{getattr(m, '__name__', m)}.{a}" for m, a in _REQUIRED if not hasattr(m, a)]
 if _missing:  # pragma: no cover - depends on the installed TF
@@ -121,6 +127,7 @@ class Patches:
                     "record_bp": _record.record_operation_backprop_only,
                     "convert": _constant_op.convert_to_eager_tensor,
                     "script_backprop": _script_ops.backprop,
+                    **{f"tape.{m}": _backprop.GradientTape.__dict__[m] for m in _DERIVATIVE_METHODS},
                 }
                 # A wrapper fetched by another thread just before a release still calls
                 # through these globals after it, so they are only ever set, never cleared.
@@ -133,6 +140,8 @@ class Patches:
                 _rvo.variable_accessed = _variable_accessed
                 _constant_op.convert_to_eager_tensor = _convert_to_eager_tensor
                 _script_ops.backprop = _ScriptBackprop(o["script_backprop"])
+                for m in _DERIVATIVE_METHODS:
+                    setattr(_backprop.GradientTape, m, _differentiating(m, o[f"tape.{m}"]))
                 base.numpy = _numpy
                 base.__float__ = _float
                 base.__array__ = _array
@@ -150,6 +159,8 @@ class Patches:
                 _rvo.variable_accessed = o["accessed"]
                 _constant_op.convert_to_eager_tensor = o["convert"]
                 _script_ops.backprop = o["script_backprop"]
+                for m in _DERIVATIVE_METHODS:
+                    setattr(_backprop.GradientTape, m, o[f"tape.{m}"])
                 base.numpy = o["numpy"]
                 base.__float__ = o["float"]
                 base.__array__ = o["array"]
@@ -163,6 +174,67 @@ class Patches:
     @classmethod
     def installed(cls) -> bool:
         return cls.users > 0
+
+
+def _differentiating(method: str, original: Callable) -> Callable:
+    """``tf.GradientTape.<method>`` as recording threads see it: the same call, with the
+    range of ops it runs marked as one derivative group in every recorder on the thread
+    (derivatives.py). Nothing else changes: same arguments, same result, same exceptions."""
+
+    @functools.wraps(original)
+    def differentiate(self, *args, **kwargs):
+        recs = getattr(_local, "recorders", None)
+        if not recs or not _context.executing_eagerly():
+            return original(self, *args, **kwargs)
+        opened = _open_derivatives(recs, method, sys._getframe(1), args, kwargs)
+        result = _ABSENT
+        try:
+            result = original(self, *args, **kwargs)
+        finally:
+            _close_derivatives(opened, result)
+        return result
+
+    return differentiate
+
+
+def _open_derivatives(recs, method: str, frame, args, kwargs) -> list:
+    try:
+        file = frame.f_code.co_filename
+        outer = next((r.open_derivative for r in recs if r.open_derivative is not None), None)
+        if outer is not None and file.startswith(TF_DIRS):
+            # TF's own call inside the user's (tape.jacobian's loop of tape.gradient): what the
+            # user wrote is the outer call's target and sources, not TF's local names
+            site = dataclasses.replace(outer.site, assigned=None)
+        else:
+            site = call_site(file, frame.f_lineno, method, frame.f_globals)
+        target = args[0] if args else kwargs.get("target")
+        sources = args[1] if len(args) > 1 else kwargs.get("sources", kwargs.get("source"))
+        targets, source_ids = _ids_of(target), _ids_of(sources)
+        here = threading.get_ident()
+        return [(r, r.open_derivative_call(method, site, targets, source_ids)) for r in recs if r.thread_id == here]
+    except Exception:  # noqa: BLE001 - naming a group must never break the user's call
+        return []
+
+
+def _close_derivatives(opened: list, result) -> None:
+    for r, record in opened:
+        try:
+            r.close_derivative_call(record, () if result is _ABSENT or result is None else _ids_of(result))
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _ids_of(x) -> tuple:
+    """Tensor ids in a nest (a variable: its handle's), for derivative records."""
+    out = []
+    for t in tf.nest.flatten(x, expand_composites=True):
+        if isinstance(t, _ops.EagerTensor):
+            out.append(t._id)
+            continue
+        inner = t if isinstance(t, _rvo.BaseResourceVariable) else getattr(t, "value", None)  # Keras wraps one
+        if isinstance(inner, _rvo.BaseResourceVariable) and type(inner.handle) is _ops.EagerTensor:
+            out.append(inner.handle._id)
+    return tuple(out)
 
 
 class _ScriptBackprop:

@@ -3,13 +3,14 @@
 Every hook asks one question first, "is this thread recording?", and answers it here
 without a lock: the list of active recorders is thread-local. The other shared facts
 are where code lives, so that stack walks can tell TensorFlow's frames (and the hooks'
-own) from the user's.
+own) from the user's, and what those walks learned (:data:`call_site_memo`).
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import types
 from typing import Any
 
 import numpy as np
@@ -45,3 +46,34 @@ OWN_FILES = frozenset(
         "capture.py",
     )
 )
+
+
+class CallSiteMemo:
+    """What the call-site walks (callsites.py) learned, kept for the process: per code
+    object and per variable handle, so that a training loop pays for each walk once (code
+    objects stay, handle ids are never reused, a Keras path never changes). One object
+    holds it all, so a test can start from nothing by replacing a field."""
+
+    __slots__ = ("paths", "keras_codes", "keras_dirs", "code_kinds", "api_names", "code_api", "keras_api_dirs")
+
+    def __init__(self) -> None:
+        #: resource handle id -> its Keras path (str), or how often its reads showed none (int)
+        self.paths: dict[int, Any] = {}
+        #: code objects of the Keras variable classes' methods (None until Keras is imported)
+        self.keras_codes: frozenset | None = None
+        #: folders of the Keras package (set with keras_codes)
+        self.keras_dirs: tuple[str, ...] = ()
+        #: id(code) -> (code, what it is to the Keras-path walk). Keyed by id because
+        #: CPython does not cache a code object's hash (it hashes its constants every time:
+        #: ~0.4 us); the code is kept in the value, so its id cannot be reused meanwhile.
+        self.code_kinds: dict[int, tuple[types.CodeType, int]] = {}
+        #: code object of a public TF function -> its public name (None until first needed)
+        self.api_names: dict | None = None
+        #: id(code) -> (code, what it is to the API-call walk), keyed by id as code_kinds
+        self.code_api: dict[int, tuple[types.CodeType, str | None]] = {}
+        #: Keras's folders once keras.losses is imported: its code lies between the user and TF
+        #: in an API-call walk (empty until then)
+        self.keras_api_dirs: tuple[str, ...] = ()
+
+
+call_site_memo = CallSiteMemo()

@@ -9,6 +9,7 @@ public dicts (variables, exported, reentries, seen).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 import weakref
@@ -24,15 +25,50 @@ from tensorflow.python.ops import script_ops as _script_ops
 from .blockvars import named_in_block
 from .callsites import ApiCalls, keras_paths_of, loss_scopes_at
 from .capture import Capture
+from .derivatives import DerivativeRecord
 from .hooks import Patches
 from .hookstate import active as _active
 from .numpy_exports import Export, Reentry
-from .records import R_ATTRS, R_BACKWARD, R_OUT, R_SCOPE, R_TYPE
+from .records import R_ATTRS, R_BACKWARD, R_IN, R_OUT, R_SCOPE, R_TYPE
 from .user_frame import scan_frame
 
 _is_stopped = pywrap_tfe.TFE_Py_TapeSetIsStopped
 _get_ident = threading.get_ident
 _UNSET = object()
+
+# Ops that pass a value on unchanged or as a part (a slice of a gradient is still "the
+# gradient" when it is differentiated again: u_x = du[:, 0:1]).
+_VIEW_OPS = frozenset(
+    {"StridedSlice", "Slice", "Reshape", "Identity", "Squeeze", "ExpandDims", "GatherV2", "Unpack", "Split"}
+)
+
+
+def _name_order(record: DerivativeRecord, records: list, raw: list) -> None:
+    """A call that differentiates (a view of) an earlier call's result by the same sources
+    is a higher derivative: ∂²u/∂x² rather than ∂u_x/∂x. Found by walking back from the
+    target through view ops in the op log (a few steps; names only, never an error)."""
+    if not record.target_ids or not record.source_ids:
+        return
+    produced: dict[int, int] = {}
+    for i in range(record.start - 1, max(record.start - 400, -1), -1):
+        for o in raw[i][R_OUT] or ():
+            if o is not None:
+                produced.setdefault(o._id, i)
+    tid = record.target_ids[0]
+    for _ in range(4):
+        earlier = next((d for d in records if d is not record and tid in d.output_ids), None)
+        if earlier is not None:
+            if set(earlier.source_ids) == set(record.source_ids):
+                record.order = earlier.order + 1
+                record.of_target = earlier.of_target or earlier.site.target
+            return
+        at = produced.get(tid)
+        if at is None:
+            return
+        op_type = raw[at][R_TYPE].decode() if type(raw[at][R_TYPE]) is bytes else raw[at][R_TYPE]
+        if op_type not in _VIEW_OPS or not raw[at][R_IN]:
+            return
+        tid = raw[at][R_IN][0]._id
 
 
 def tape_is_recording(tape: tf.GradientTape) -> bool:
@@ -98,6 +134,8 @@ class Recorder:
         self.api_calls = ApiCalls()  # the TF API calls unscoped ops ran in
         self._scopes_seen: set[str] = set()
         self._loss_scopes: set[str] = set()  # name scopes a Keras loss object opened
+        self._derivatives: list[DerivativeRecord] = []
+        self._open: list[DerivativeRecord] = []  # derivative calls running now, outermost first
         self.capture: Capture | None = None
 
     # -- lifecycle -----------------------------------------------------------------
@@ -253,6 +291,43 @@ class Recorder:
                 return
         raw.append((op_type, inputs, (), outputs, self._tld.scope_name, recording, gen, backward, None))
 
+    # -- derivative groups -------------------------------------------------------------
+    @property
+    def thread_id(self) -> int:
+        """The thread this recorder records (set when it starts)."""
+        return self._thread_id
+
+    @property
+    def open_derivative(self) -> DerivativeRecord | None:
+        """The innermost inner gradient / jacobian call running now, or None."""
+        return self._open[-1] if self._open else None
+
+    def open_derivative_call(self, method: str, site, target_ids: tuple, source_ids: tuple) -> DerivativeRecord:
+        """An inner gradient / jacobian call starts: its ops are those logged from now on
+        (hooks.py wraps the tape's methods while recording)."""
+        parent = self.open_derivative
+        record = DerivativeRecord(
+            len(self._derivatives),
+            method,
+            site,
+            len(self.raw),
+            target_ids=target_ids,
+            source_ids=source_ids,
+            parent=parent.index if parent is not None else None,
+        )
+        if parent is not None:
+            parent.children.append(record.index)
+        self._derivatives.append(record)
+        self._open.append(record)
+        return record
+
+    def close_derivative_call(self, record: DerivativeRecord, output_ids: tuple) -> None:
+        record.end = len(self.raw)
+        record.output_ids = output_ids
+        if record in self._open:
+            self._open.remove(record)
+        _name_order(record, self._derivatives, self.raw)
+
     # -- after the block -------------------------------------------------------------
     def _empty_capture(self) -> Capture:
         tape = self.tape
@@ -318,4 +393,6 @@ class Recorder:
             side_state={i: s for i, s in self._side_state.items() if s is not None},
             graph_mode=False,
             loss_scopes=frozenset(self._loss_scopes),
+            # a call still open here (the block ended inside it: an exception) ran to the end
+            derivatives=[d if d.end >= 0 else dataclasses.replace(d, end=len(self.raw)) for d in self._derivatives],
         )

@@ -35,6 +35,9 @@ class OpRecord:
     # this op ("tf.clip_by_norm") and which call of it (ops of one call share it).
     api: str | None = None
     api_call: int = 0
+    # The innermost derivative group (an inner tape.gradient / jacobian call, see
+    # derivatives.py) that ran this op: an index into Capture.derivatives, or None.
+    derivative: int | None = None
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,13 @@ the gradient norm of every variable (raw and clipped), its weight norm and the l
 flags vanishing / exploding / NaN gradients as the steps arrive; keeps whole pictures
 (graph + backward pass) of some steps recorded with a ``tv.GradientTape``.
 
-Cost: per step, one ``tf.nn.l2_loss`` per tensor (gradient, weight, clipped gradient) runs
-eagerly and its result stays on the device; every ``flush_every`` steps (and before any
-query) all of them are fetched in one ``tf.stack`` and judged together with array
-operations. So a step pays no device-to-host copy and no per-step Python analysis. (One
-``tf.function`` over all tensors was measured slower on this machine for small models:
-its call overhead is larger than a few eager ops.)
+Cost: per step, the sum of squares of every tensor (gradient, weight, clipped gradient)
+in float64, the cheapest exact way on its device (see :mod:`tapeviz.training.squared_norms`): on CPU NumPy
+reads each tensor's buffer in place (~2 µs a tensor, no eager op but one read per
+variable); on a GPU one tf.function a step leaves a vector on the device. Every
+``flush_every`` steps (and before any query) the device vectors are fetched together and
+all steps are judged together with array operations, so a step pays no device-to-host
+copy and no per-step Python analysis.
 
 Memory: norms go into :class:`~tapeviz.training.bounded_series.Buckets` (``capacity`` points; past that,
 neighbouring steps merge, keeping min, max and last, so spikes stay visible); flags are
@@ -36,10 +37,12 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import tensorflow as tf
 
-from ..gradients.magnitude import Magnitude, MagnitudeScale, group_by_layer, layer_of, magnitude
+from ..gradients.magnitude import Magnitude, MagnitudeScale, layer_of, magnitude
+from ..record.variable_reads import read_variables
 from .bounded_series import Buckets
+from .squared_norms import device_sums, host_sums, on_cpu
 from .step_pictures import PictureStore
-from .step_warnings import KINDS, Flag, FlagDetector, Thresholds
+from .step_warnings import BITS, KINDS, Flag, FlagDetector, Thresholds, kinds_of
 
 if TYPE_CHECKING:  # for annotations only (keras_callback imports Keras: only when a callback is made)
     from matplotlib.figure import Figure
@@ -47,13 +50,16 @@ if TYPE_CHECKING:  # for annotations only (keras_callback imports Keras: only wh
     from ..gradients.flow import GradientFlow
     from ..record.graph import TapeGraph
     from .keras_callback import HistoryCallback
+    from .layer_plot import NormTable
 
 __all__ = ["History", "Flag", "Thresholds", "ClipStats"]
 
 QUANTITIES = ("grad", "clipped", "weight", "relative", "clip_scale")
-# stored per variable / layer: the quantities above, and 1.0 where the gradient was None
-_COLUMNS = QUANTITIES + ("no_grad",)
+# stored per variable / layer: the quantities above, 1.0 where the gradient was None, and
+# the flag conditions that hold at the step (flags.BITS; see History.flagged)
+_COLUMNS = QUANTITIES + ("no_grad", "flags")
 _NO_GRAD = len(QUANTITIES)
+_FLAGS = _NO_GRAD + 1
 _ENGAGED = 1 - 1e-5  # clipped/raw below this: clipping changed the gradient (float32 round-off above)
 _MAX_LAYOUTS = 16
 
@@ -132,6 +138,7 @@ class _Layout:
     def __init__(
         self,
         variables: Sequence,
+        grads: Sequence,
         var_index: np.ndarray,
         present: np.ndarray,
         has_clipped: bool,
@@ -147,6 +154,8 @@ class _Layout:
         self.clipped_present = clipped_present  # clipped gradient given and not None
         self.loss_packed = loss_packed
         self.last_layer = last_layer
+        # NumPy reads CPU tensors in place; elsewhere one tf.function a step (squared_norms.py)
+        self.on_host = on_cpu(list(self.weights) + [g for g in grads if g is not None])
         n_grad = int(present.sum())
         self.width = int(loss_packed) + n_grad + len(variables) + int(clipped_present.sum())
 
@@ -264,9 +273,7 @@ class History:
                         host_loss = _host_loss(loss)
                 if grads is not None:
                     layout = self._layout(grads, variables, clipped, loss_packed=packed_loss is not None)
-                    if layout.loss_packed:
-                        values.append(packed_loss)
-                    _pack(values, grads, clipped, layout)
+                    values.append(_measure(packed_loss, grads, clipped, layout))
                 elif variables is not None or clipped is not None:
                     raise ValueError("hist.add got variables/clipped without grads: pass grads= as well.")
                 elif packed_loss is not None:
@@ -353,7 +360,7 @@ class History:
             else np.array([c is not None and g is not None for c, g in zip(clipped, grads, strict=True)], bool)
         )
         last_layer = self._var_layer[index[-1]] if len(index) else 0
-        return _Layout(tuple(variables), index, present, clipped is not None, cp, loss_packed, last_layer)
+        return _Layout(tuple(variables), grads, index, present, clipped is not None, cp, loss_packed, last_layer)
 
     def _register(self, v) -> int:
         found = self._registry.get(id(v))
@@ -390,8 +397,7 @@ class History:
                 return
             pending, self._pending = self._pending, []
             values, self._pending_values = self._pending_values, []
-            fetched = tf.stack(values).numpy().astype(np.float64) if values else np.zeros(0)
-            self._ingest(pending, fetched)
+            self._ingest(pending, _fetch(values))
 
     def _ingest(self, pending, fetched: np.ndarray) -> None:
         b = len(pending)
@@ -421,11 +427,11 @@ class History:
                 k = 1
             idx = layout.var_index
             got, clip = idx[layout.present], idx[layout.clipped_present]
-            g2[rows, got] = 2 * block[:, k : k + len(got)]
+            g2[rows, got] = block[:, k : k + len(got)]
             k += len(got)
-            w2[rows, idx] = 2 * block[:, k : k + len(idx)]
+            w2[rows, idx] = block[:, k : k + len(idx)]
             k += len(idx)
-            c2[rows, clip] = 2 * block[:, k:]
+            c2[rows, clip] = block[:, k:]
             present[rows, got] = True
             missing[rows, idx[~layout.present]] = True
             in_step[rows, idx] = True
@@ -482,6 +488,7 @@ class History:
             loss_given=loss_given,
             clip_scale=clip_scale,
         )
+        self._store_conditions(rows, present, in_step)
         self._buckets.append(steps, rows)
         flagged = {f.step for f in new_flags}
         for step, _, _, picture in pending:
@@ -489,6 +496,23 @@ class History:
                 self._pictures.add(step, picture[0], picture[1], flagged=step in flagged)
         for s in flagged:
             self._pictures.mark_flagged(s)
+
+    def _store_conditions(self, rows: np.ndarray, present: np.ndarray, in_step: np.ndarray) -> None:
+        """Write which flag conditions hold at each step (bits of flags.BITS) into rows:
+        per variable (nan, no_gradient), per layer (its own vanishing / exploding and its
+        variables' bits) and globally (every bit, a NaN / Inf loss as nan)."""
+        cond = self._detector.conditions
+        var_bits = cond["nan"] * BITS["nan"] + cond["no_gradient"] * BITS["no_gradient"]
+        lay_bits = cond["vanishing"] * BITS["vanishing"] + cond["exploding"] * BITS["exploding"]
+        for li, members in enumerate(self._layer_vars):
+            lay_bits[:, li] |= np.bitwise_or.reduce(var_bits[:, members], axis=1)
+        glob = np.bitwise_or.reduce(lay_bits, axis=1) | cond["nan_loss"] * BITS["nan"]
+        lay_in = np.zeros_like(lay_bits, bool)
+        for li, members in enumerate(self._layer_vars):
+            lay_in[:, li] = in_step[:, members].any(axis=1)
+        rows[:, self._vars.cols[:, _FLAGS]] = np.where(in_step, var_bits, np.nan)
+        rows[:, self._layers.cols[:, _FLAGS]] = np.where(lay_in, lay_bits, np.nan)
+        rows[:, self._global.cols[0, _FLAGS]] = glob
 
     # ------------------------------------------------------------------ queries
     def __len__(self) -> int:
@@ -593,6 +617,15 @@ class History:
         last = self._buckets.row(b, "last")
         grad, weight = QUANTITIES.index("grad"), QUANTITIES.index("weight")
         out = []
+        if by == "layer":  # the layer's own columns: its norms computed in float64, rounded once
+            for i, name in enumerate(self._layers.names):
+                cols = self._layers.cols[i]
+                w, g = last[cols[weight]], last[cols[grad]]
+                if np.isnan(w):
+                    continue  # not part of this step
+                missing = np.isnan(g) and "nan" not in kinds_of(float(last[cols[_FLAGS]]))  # NaN: no gradient
+                out.append(magnitude(name, None if missing else float(g), float(w), layer=name))
+            return out
         for i, name in enumerate(self._vars.names):
             cols = self._vars.cols[i]
             w = last[cols[weight]]
@@ -600,7 +633,28 @@ class History:
                 continue  # not part of this step
             g = None if last[cols[_NO_GRAD]] == 1.0 else float(last[cols[grad]])
             out.append(magnitude(name, g, float(w), layer=self._layers.names[self._var_layer[i]]))
-        return group_by_layer(out) if by == "layer" else out
+        return out
+
+    def flagged(self, step: int | None = None, by: str = "layer") -> dict[str, tuple[str, ...]]:
+        """``{name: kinds}`` of the layers (or variables) where a flag's condition holds at
+        ``step`` (default: the latest stored point; after merging, the last step of the
+        point holding ``step``). A flag is raised once, at the first step of an episode;
+        this says where the condition still holds at any later step (a layer's kinds
+        include its variables' nan / no_gradient)."""
+        if by not in ("variable", "layer"):
+            raise ValueError(f"by must be 'variable' or 'layer', got {by!r}.")
+        self.flush()
+        b = self._bucket(step)
+        if b is None:
+            return {}
+        last = self._buckets.row(b, "last")
+        ent = self._vars if by == "variable" else self._layers
+        out = {}
+        for i, name in enumerate(ent.names):
+            kinds = kinds_of(float(last[ent.cols[i, _FLAGS]]))
+            if kinds:
+                out[name] = kinds
+        return out
 
     def relative_magnitudes(self, step: int | None = None, by: str = "variable") -> dict[str, float | None]:
         """``{name: ||g|| / ||w||}`` at ``step`` (see :meth:`magnitudes`)."""
@@ -676,6 +730,27 @@ class History:
 
         return plot_history(self, by=by, names=names, kind=kind, lang=lang)
 
+    def plot_layers(
+        self, step: int | None = None, *, by: str = "layer", relative: bool = False, lang: str = "en"
+    ) -> Figure:
+        """A matplotlib Figure: the gradient norm of each layer at ``step`` (None: the
+        last), one horizontal bar per layer on a log axis, first layer at the top, its name
+        on the axis; layers where a flag's condition holds are coloured and named.
+        ``by="variable"``: a layer's variables (kernel, bias) side by side;
+        ``relative=True``: a second panel with ``‖g‖ / ‖w‖``; ``lang``: "en" or "zh".
+        See :mod:`tapeviz.training.layer_plot`."""
+        from .layer_plot import plot_layers
+
+        return plot_layers(self, step, by=by, relative=relative, lang=lang)
+
+    def compare(self, a: int, b: int, *, by: str = "layer", lang: str = "en") -> tuple[Figure, NormTable]:
+        """What changed between steps ``a`` and ``b``: a Figure (both steps' norms by layer,
+        and the ratio b / a) and a :class:`~tapeviz.training.layer_plot.NormTable` of per-layer
+        ratios of ``‖g‖``, ``‖g‖ / ‖w‖`` and ``‖w‖``."""
+        from .layer_plot import compare
+
+        return compare(self, a, b, by=by, lang=lang)
+
     def callback(self, x: Any, y: Any = None, *, every: int = 10, sample_weight: Any = None) -> HistoryCallback:
         """A Keras callback for ``model.fit``: every ``every`` batches it computes the
         gradients of the compiled loss on the probe batch ``(x, y)`` at the current
@@ -715,29 +790,40 @@ def _fill(rows: np.ndarray, cols: np.ndarray, g, w, c, no_grad=None) -> None:
         rows[:, cols[:, _NO_GRAD]] = no_grad
 
 
-def _pack(values: list, grads, clipped, layout: _Layout) -> None:
-    """Append sum-of-squares / 2 of each gradient, weight and clipped gradient (one
-    eager ``tf.nn.l2_loss`` each; fetched later, all at once)."""
-    l2 = tf.nn.l2_loss
-    for g, p in zip(grads, layout.present, strict=True):
-        if p:
-            values.append(l2(_float32(g)))
-    for w in layout.weights:
-        values.append(l2(_float32(w)))
+def _measure(loss, grads, clipped, layout: _Layout) -> list[float] | tf.Tensor:
+    """One step's values in the layout's order: the loss (when packed), then the sum of
+    squares of each gradient, weight and clipped gradient. On CPU, floats computed now by
+    NumPy on the tensors' buffers; elsewhere one float64 vector left on the device (both
+    fetched together at the next flush, see :func:`_fetch`)."""
+    if not layout.on_host:
+        tensors = [g for g, p in zip(grads, layout.present, strict=True) if p] + list(layout.weights)
+        if layout.has_clipped:
+            tensors += [c for c, p in zip(clipped, layout.clipped_present, strict=True) if p]
+        return device_sums(loss, tensors)
+    tensors = [g for g, p in zip(grads, layout.present, strict=True) if p]
+    tensors += read_variables(layout.weights)
     if layout.has_clipped:
-        for c, p in zip(clipped, layout.clipped_present, strict=True):
-            if p:
-                values.append(l2(_float32(c)))
+        tensors += [c for c, p in zip(clipped, layout.clipped_present, strict=True) if p]
+    out = host_sums(tensors)
+    return [float(np.asarray(loss)), *out] if layout.loss_packed else out
 
 
-_F32 = tf.float32
-
-
-def _float32(t):
-    if t.__class__ is tf.IndexedSlices:
-        t = t.values  # the norm TF's clip functions use (a repeated row counts twice)
-    dtype = t.dtype
-    return t if dtype is _F32 or dtype == _F32 else tf.cast(t, _F32)
+def _fetch(items: list) -> np.ndarray:
+    """The pending steps' values as one float64 array: host lists as they are, device
+    vectors fetched with one concat and one copy."""
+    device = [it for it in items if not isinstance(it, list)]
+    if not device:
+        return np.fromiter((v for it in items for v in it), np.float64)
+    fetched = tf.concat(device, 0).numpy()
+    parts, at = [], 0
+    for it in items:
+        if isinstance(it, list):
+            parts.append(np.asarray(it, np.float64))
+        else:
+            n = int(it.shape[0])
+            parts.append(fetched[at : at + n])
+            at += n
+    return np.concatenate(parts) if parts else np.zeros(0)
 
 
 def _runs(pending):
@@ -817,9 +903,9 @@ def _as_step(step) -> int:
 
 
 def _loss_tensor(loss):
-    """A float32 scalar tensor to fetch with the norms, or None for a host number."""
+    """The scalar loss tensor to measure with the norms, or None for a host number."""
     if isinstance(loss, (tf.Tensor, tf.Variable)) or hasattr(loss, "numpy"):
-        t = tf.convert_to_tensor(loss)
+        t = loss if isinstance(loss, tf.Tensor) else tf.convert_to_tensor(loss)
         if t.shape.rank != 0:
             raise ValueError(
                 f"hist.add(loss=...) needs the scalar loss, got shape {tuple(t.shape)}: pass "
@@ -827,7 +913,7 @@ def _loss_tensor(loss):
             )
         if not t.dtype.is_floating:
             raise TypeError(f"hist.add(loss=...) must be a float, got dtype {t.dtype.name}.")
-        return t if t.dtype == tf.float32 else tf.cast(t, tf.float32)
+        return t
     return None
 
 

@@ -32,7 +32,7 @@ from ..picture.fonts import matplotlib_families
 
 _MAX_LEGEND = 10
 _NAN_SHADE = "#f4a3a3"
-_FLAG_STYLE = {  # kind -> (marker, colour); the label is the message "plot.kind.<kind>"
+FLAG_STYLE = {  # kind -> (marker, colour); the label is the message "plot.kind.<kind>"
     "vanishing": ("v", "#1f77b4"),
     "exploding": ("^", "#d62728"),
     "nan": ("X", "#000000"),
@@ -152,7 +152,7 @@ def _plot_history(hist, *, by: str, names: Iterable[str] | None, kind: str, lang
         handles.append(Patch(color=_NAN_SHADE, alpha=0.5))
         labels.append(say("plot.nan", lang))
     for k in kinds_shown:
-        marker, flag_color = _FLAG_STYLE[k]
+        marker, flag_color = FLAG_STYLE[k]
         handles.append(Line2D([], [], linestyle="none", marker=marker, color=flag_color, markersize=7))
         labels.append(say("plot.flag", lang, label=say(f"plot.kind.{k}", lang)))
     if handles:
@@ -236,7 +236,7 @@ def _mark_flags(hist, ax, steps, series, shown, by) -> list[str]:
             name = None
         elif name not in shown_set:
             continue
-        marker, color = _FLAG_STYLE[f.kind]
+        marker, color = FLAG_STYLE[f.kind]
         if f.kind in ("vanishing", "exploding") and name in series:
             i = min(int(np.searchsorted(steps, f.step)), len(steps) - 1)
             y = series[name][i]

@@ -34,6 +34,16 @@ import numpy as np
 from ..messages import say
 
 KINDS = ("vanishing", "exploding", "nan", "no_gradient")
+#: One bit per kind, for storing "which conditions hold here" as one number per step.
+BITS = {kind: 1 << i for i, kind in enumerate(KINDS)}
+
+
+def kinds_of(bits: float) -> tuple[str, ...]:
+    """The kinds whose bits are set in ``bits`` (NaN or 0: none)."""
+    if not bits == bits or not bits:  # NaN: not measured
+        return ()
+    b = int(bits)
+    return tuple(k for k in KINDS if b & BITS[k])
 
 
 @dataclass(frozen=True)
@@ -146,6 +156,9 @@ class FlagDetector:
         self.t = thresholds or Thresholds()
         self.flags: list[Flag] = []
         self.dropped = 0
+        # the last block's conditions, step by step (a flag is raised at an episode's
+        # first step only; these say where each condition holds): kind -> (steps, n) bool
+        self.conditions: dict[str, np.ndarray] = {}
         w = self.t.median_window
         self._window = np.full((w, 0), np.nan)  # the last `w` layer gradient norms
         self._prev = np.zeros(0)  # previous layer norm (NaN: none yet)
@@ -286,6 +299,13 @@ class FlagDetector:
             )
         for i, j in self._ep["no_gradient"].onsets(var_missing, t.quiet_steps):
             self._emit(_flag(int(steps[i]), variables[j], "no_gradient", None, "none", "flag.no_gradient.none"))
+        self.conditions = {
+            "vanishing": vanish,
+            "exploding": (jump | growth) & ~broken,
+            "nan": nonfinite,
+            "no_gradient": np.asarray(var_missing, bool),
+            "nan_loss": bad_loss[:, 0],
+        }
         new = self.flags[before:]
         new.sort(key=lambda f: f.step)
         self.flags[before:] = new

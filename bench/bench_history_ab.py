@@ -1,0 +1,79 @@
+"""hist.add before and after issue 23, side by side in one run: issue 23's light step
+(Keras MLP 32-128-128-10, batch 64, MSE, SGD, no clipping) plain, followed by this
+checkout's ``hist.add`` and by another checkout's (``--old DIR``: a folder holding that
+checkout's package renamed ``tapeviz_old``, e.g. ``git archive main tapeviz | tar -x -C DIR``
+then ``mv DIR/tapeviz DIR/tapeviz_old``). Interleaved step by step, as bench_history.py.
+
+Run: .venv/bin/python bench/bench_history_ab.py --old DIR [--rounds 9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_history as b
+
+import tapeviz as tv
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--old", type=Path, required=True)
+    ap.add_argument("--rounds", type=int, default=9)
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(args.old))
+    old = importlib.import_module("tapeviz_old")
+    step, variables = b.light_setup()
+    hists = {"new": tv.History(), "old": old.History()}
+    count = {"new": 0, "old": 0}
+
+    def with_(name):
+        def run():
+            loss, grads = step()
+            count[name] += 1
+            hists[name].add(count[name], loss=loss, grads=grads, variables=variables)
+
+        return run
+
+    variants = {"plain": step, "new": with_("new"), "old": with_("old")}
+    block = 256
+    for fn in variants.values():
+        for _ in range(block):
+            fn()
+    times = {k: [] for k in variants}
+    cpu = {k: [] for k in variants}
+    rng = random.Random(0)
+    order = list(variants)
+    for _ in range(args.rounds):
+        gc.collect()
+        total = dict.fromkeys(variants, 0.0)
+        for _ in range(block):
+            rng.shuffle(order)
+            for k in order:
+                c0, t0 = time.process_time(), time.perf_counter()
+                variants[k]()
+                total[k] += time.perf_counter() - t0
+                cpu[k].append(time.process_time() - c0)
+        for k, v in total.items():
+            times[k].append(v / block)
+    print(f"light step, rounds={args.rounds} of {block} steps per variant, interleaved step by step")
+    print("| variant | ms / step | ratio to the plain step (rounds) | ratio of CPU-time medians |")
+    print("|---|---|---|---|")
+    print(f"| plain | {statistics.median(times['plain']) * 1e3:.3f} | 1.00x | |")
+    for k, label in (("new", "+ hist.add, this checkout"), ("old", "+ hist.add, --old checkout")):
+        r = statistics.median(a / p for a, p in zip(times[k], times["plain"], strict=True))
+        rc = statistics.median(cpu[k]) / statistics.median(cpu["plain"])
+        print(f"| {label} | {statistics.median(times[k]) * 1e3:.3f} | **{r:.3f}x** | {rc:.3f}x |")
+
+
+if __name__ == "__main__":
+    main()
