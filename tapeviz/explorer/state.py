@@ -32,6 +32,7 @@ from ..output.view import GraphView
 from ..picture.frames import group_frames
 from ..picture.marks import Hidden
 from ..picture.options import option_names
+from ..picture.rows import CELL_WIDTH
 from ..picture.visibility import Collapsed, Shown, decide
 from ..record.graph import GRAD_NORM, TapeGraph, format_value
 from . import panels, quiz
@@ -85,7 +86,7 @@ class ExplorerState:
     lang: str = DEFAULT
     theme: str = "light"
     magnitude: bool = False  # boxes coloured by ||g|| / ||w||
-    wrap: int | None = None  # rows of at most this many boxes; None: only pictures wider than a screen wrap
+    wrap: int | None = None  # rows of at most this many boxes; None: rows that fit a notebook cell
     quiz: bool = False  # predict, then reveal: a step's numbers are hidden until answered
     answers: tuple = ()  # quiz.Answer per answered step (of every target)
     tolerance: float = TOLERANCE  # how close a right prediction is (relative, at least absolute)
@@ -194,6 +195,7 @@ class Explored:
                 collapsed=set(key[1]),
                 functions=set(state.functions),
                 **{n: getattr(state, n) for n in _VIEW_OPTIONS},
+                page=CELL_WIDTH,
             )
         view.overrides = clipped_texts(self, state)
         view.hidden = quiz_hidden(self, state)
