@@ -20,6 +20,8 @@ svg.to_svg, only on picture-cache misses), so "rest" = total - kernel callback =
 widget manager + DOM + layout.
 
 Run:  .venv/bin/python bench/bench_browser.py [--notebook 08_clipping_in_training.ipynb] [--presses 26]
+      [--ops 1000] [--canvas both]
+(both: the HTML picture, then the canvas, in one JupyterLab and kernel: Run All again with TAPEVIZ_CANVAS set)
 Prints markdown tables.
 """
 
@@ -30,9 +32,7 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,7 +76,7 @@ _INSTALL_JS = r"""
 _KERNEL_WRAP = r"""
 import time as _tvb_time
 import tapeviz.explorer.state as _tvb_state
-_tvb = {"_show": [], "_svg": []}
+_tvb = {"_show": [], "_svg": [], "bytes": []}
 def _tvb_timed(name, f):
     def timed(*a, **k):
         t = _tvb_time.perf_counter()
@@ -85,9 +85,14 @@ def _tvb_timed(name, f):
         finally:
             _tvb[name].append(_tvb_time.perf_counter() - t)
     return timed
-ex._show = _tvb_timed("_show", ex._show)  # the widget's one callback: state -> picture, panel, inspector
+_tvb_show = _tvb_timed("_show", ex._show)  # the widget's one callback: state -> picture, panel, inspector
+def _tvb_show_sent():
+    _tvb_show()
+    _tvb["bytes"].append(getattr(ex.canvas, "sent_bytes", len(ex.canvas.value)))  # HTML: the whole SVG each move
+ex._show = _tvb_show_sent
 _tvb_state.to_svg = _tvb_timed("_svg", _tvb_state.to_svg)  # SVG writing, on picture-cache misses
 print(len(ex.canvas.value))
+print(type(ex.canvas).__name__)
 """
 
 
@@ -100,33 +105,7 @@ def pct(values, q):
     return values[lo] + (values[hi] - values[lo]) * (k - lo)
 
 
-def kernel_client(lab):
-    from jupyter_client import BlockingKernelClient
-
-    kernels = lab.api("api/kernels")
-    if len(kernels) != 1:
-        raise RuntimeError(f"expected one kernel, found {len(kernels)}")
-    cf = lab.state_dir / "runtime" / f"kernel-{kernels[0]['id']}.json"
-    kc = BlockingKernelClient(connection_file=str(cf))
-    kc.load_connection_file()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=30)
-    return kc
-
-
-def kernel_eval(kc, code: str) -> str:
-    out = []
-
-    def hook(msg):
-        if msg["msg_type"] == "stream":
-            out.append(msg["content"]["text"])
-        elif msg["msg_type"] == "error":
-            out.append("\n".join(msg["content"]["traceback"]))
-
-    reply = kc.execute_interactive(code, output_hook=hook, timeout=60)
-    if reply["content"]["status"] != "ok":
-        raise RuntimeError("kernel code failed:\n" + "".join(out))
-    return "".join(out)
+lab_page = B.lab_and_page  # a JupyterLab and a Chromium page (bench_browser_training uses it too)
 
 
 def press_series(page, handle, keys, settle_s: float):
@@ -172,23 +151,6 @@ ex
 """
 
 
-@contextmanager
-def lab_page():
-    """A JupyterLab on a temporary copy of notebooks/ and a headless Chromium page."""
-    from playwright.sync_api import sync_playwright
-
-    with (
-        tempfile.TemporaryDirectory(prefix="tapeviz-bench-") as tmp,
-        B.running_jupyterlab(Path(tmp)) as lab,
-        sync_playwright() as pw,
-    ):
-        browser = B.launch_chromium(pw)
-        try:
-            yield lab, B.new_page(browser)
-        finally:
-            browser.close()
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--notebook", default="08_clipping_in_training.ipynb")
@@ -201,62 +163,85 @@ def main(argv=None) -> int:
         default=0,
         help="instead of a notebook, explore a generated N-op graph (layers collapsed above 60 ops)",
     )
+    ap.add_argument(
+        "--canvas",
+        choices=["both", "html", "canvas"],
+        default="both",
+        help="which explorer picture: today's HTML, the canvas (issue 21), or both in one run (default)",
+    )
     args = ap.parse_args(argv)
     missing = B.missing_requirements()
     if missing:  # `make bench` runs every bench: skip, do not fail, on a machine without a browser
         print("bench_browser skipped, missing:", "; ".join(missing))
         return 0
 
-    results = {}
-    with lab_page() as (lab, page):
+    modes = ["html", "canvas"] if args.canvas == "both" else [args.canvas]
+    measured = {}  # mode -> (run seconds, svg chars, canvas kind, browser results, kernel timings)
+    with B.lab_and_page() as (lab, page):
         if args.ops:
             args.notebook = f"bench_{args.ops}_ops.ipynb"
             B.write_notebook(Path(lab.root) / args.notebook, [_BIG_PROGRAM.format(blocks=max(1, args.ops // 6))])
         B.open_notebook(page, lab, args.notebook)
-        run_s = B.run_all(page)
-        page.locator(f"{EXPLORER} .tv-canvas svg").wait_for()
-        page.locator(EXPLORER).scroll_into_view_if_needed()
-        page.locator(f"{EXPLORER} .tv-clip-mode select").select_option("tf.clip_by_norm")
-        clip = page.locator(f"{EXPLORER} .tv-clip-norm .noUi-handle")
-        clip.wait_for(state="visible")
-        time.sleep(1.0)
-        page.evaluate(_INSTALL_JS, EXPLORER)
-
-        kc = kernel_client(lab)
+        kc = B.kernel_client(lab)
         try:
-            svg_chars = int(kernel_eval(kc, _KERNEL_WRAP).strip() or 0)
-            step = page.locator(f"{EXPLORER} .tv-step .noUi-handle")
-            n_steps = int(step.get_attribute("aria-valuemax").split(".")[0])
-            half = args.presses // 2
-            # step: walk back from the finished pass and forward again (never past the ends),
-            # ending on the finished pass: the clip_norm series needs it (clipped values are
-            # drawn only once the variables' gradients are)
-            step_keys: list[str] = []
-            while len(step_keys) < max(args.presses, 20):
-                back = max(1, min(half, n_steps, (max(args.presses, 20) - len(step_keys)) // 2))
-                step_keys += ["ArrowLeft"] * back + ["ArrowRight"] * back
-            kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
-            results["step"] = press_series(page, step, step_keys, args.settle)
-            k_step = json.loads(kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
-            # clip_norm: down by 0.01 per key and back up; every value below the largest norm clips
-            clip_keys = ["ArrowLeft"] * half + ["ArrowRight"] * (max(args.presses, 20) - half)
-            kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
-            results["clip_norm"] = press_series(page, clip, clip_keys, args.settle)
-            k_clip = json.loads(kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
+            for mode in modes:  # one JupyterLab, one kernel, one page: the explorers side by side in time
+                # the explorer made by the next Run All: today's HTML picture, or the canvas
+                B.kernel_eval(kc, f"import os; os.environ['TAPEVIZ_CANVAS'] = {mode!r}")
+                measured[mode] = _measure(page, kc, args)
         finally:
             kc.stop_channels()
         B.screenshot(page, "bench_browser_last")
 
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+    for mode, (run_s, svg_chars, canvas_kind, results, kernel) in measured.items():
+        _report(args, mode, run_s, svg_chars, canvas_kind, results, kernel, load)
+    if args.json:
+        args.json.write_text(json.dumps({m: {"browser": v[3], "kernel": v[4]} for m, v in measured.items()}, indent=1))
+    return 0
+
+
+def _measure(page, kc, args):
+    run_s = B.run_all(page)
+    page.locator(f"{EXPLORER} .tv-canvas svg").wait_for()
+    page.locator(EXPLORER).scroll_into_view_if_needed()
+    page.locator(f"{EXPLORER} .tv-clip-mode select").select_option("tf.clip_by_norm")
+    clip = page.locator(f"{EXPLORER} .tv-clip-norm .noUi-handle")
+    clip.wait_for(state="visible")
+    time.sleep(1.0)
+    page.evaluate(_INSTALL_JS, EXPLORER)
+    results = {}
+    svg_chars, canvas_kind = B.kernel_eval(kc, _KERNEL_WRAP).split()
+    step = page.locator(f"{EXPLORER} .tv-step .noUi-handle")
+    n_steps = int(step.get_attribute("aria-valuemax").split(".")[0])
+    half = args.presses // 2
+    # step: walk back from the finished pass and forward again (never past the ends),
+    # ending on the finished pass: the clip_norm series needs it (clipped values are
+    # drawn only once the variables' gradients are)
+    step_keys: list[str] = []
+    while len(step_keys) < max(args.presses, 20):
+        back = max(1, min(half, n_steps, (max(args.presses, 20) - len(step_keys)) // 2))
+        step_keys += ["ArrowLeft"] * back + ["ArrowRight"] * back
+    B.kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
+    results["step"] = press_series(page, step, step_keys, args.settle)
+    k_step = json.loads(B.kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
+    # clip_norm: down by 0.01 per key and back up; every value below the largest norm clips
+    clip_keys = ["ArrowLeft"] * half + ["ArrowRight"] * (max(args.presses, 20) - half)
+    B.kernel_eval(kc, "for _v in _tvb.values(): _v.clear()")
+    results["clip_norm"] = press_series(page, clip, clip_keys, args.settle)
+    k_clip = json.loads(B.kernel_eval(kc, "import json; print(json.dumps(_tvb))"))
+    return run_s, int(svg_chars), canvas_kind, results, {"step": k_step, "clip_norm": k_clip}
+
+
+def _report(args, mode, run_s, svg_chars, canvas_kind, results, kernel, load) -> None:
     def ms(v):
         return f"{v:.0f}"
 
     def median(values):
         return statistics.median(values) if values else float("nan")  # every press missed: nan, not a crash
 
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     print(
-        f"\n### Explorer latency, {args.notebook} (run all {run_s:.1f} s, canvas SVG {svg_chars / 1024:.0f} KiB, "
-        f"{os.cpu_count()} CPUs, load average {load})\n"
+        f"\n### Explorer latency, {args.notebook}, {mode}: {canvas_kind} (run all {run_s:.1f} s, "
+        f"canvas SVG {svg_chars / 1024:.0f} KiB, {os.cpu_count()} CPUs, load average {load})\n"
     )
     print(
         "| slider | presses | key → SVG in DOM, median / p95 | **key → next frame, median** | **p95** "
@@ -269,26 +254,20 @@ def main(argv=None) -> int:
             f"| **{ms(median(frame))} ms** | **{ms(pct(frame, 0.95))} ms** "
             f"| {ms(median(paint))} / {ms(pct(paint, 0.95))} ms | {misses} |"
         )
-
-    print("\n### Where the time goes (kernel callbacks timed inside the kernel, per key press)\n")
     print(
-        "| slider | kernel callback, median | SVG writing (cache misses), median | p95 callback "
-        "| rest = next frame − callback (comm + widgets + DOM), median |"
+        "\n| slider | kernel callback, median | SVG writing (cache misses), median | p95 callback "
+        "| rest = next frame − callback (comm + widgets + DOM), median | bytes sent per move, median |"
     )
-    print("|---|---|---|---|---|")
-    for name, k in (("step", k_step), ("clip_norm", k_clip)):
+    print("|---|---|---|---|---|---|")
+    for name, k in kernel.items():
         handler = k["_show"]
         frame = results[name][1]
         med_h = median(handler) * 1000
         med_svg = median(k["_svg"]) * 1000
         print(
             f"| {name} | {ms(med_h)} ms | {ms(med_svg)} ms | {ms(pct([h * 1000 for h in handler], 0.95))} ms | "
-            f"{ms(median(frame) - med_h)} ms |"
+            f"{ms(median(frame) - med_h)} ms | {median(k['bytes']) / 1024:.1f} KiB |"
         )
-    if args.json:
-        kernel = {"step": k_step, "clip_norm": k_clip}
-        args.json.write_text(json.dumps({"browser": results, "kernel": kernel}, indent=1))
-    return 0
 
 
 if __name__ == "__main__":

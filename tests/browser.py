@@ -507,6 +507,26 @@ def new_page(browser, timeout_ms: int = DEFAULT_TIMEOUT_MS):
     return page
 
 
+@contextlib.contextmanager
+def lab_and_page(prefix: str = "tapeviz-bench-") -> Iterator[tuple[JupyterServer, object]]:
+    """A JupyterLab on a temp copy of the notebooks and a Chromium page, both closed after
+    (the benchmarks' setup: no pytest there)."""
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    with (
+        tempfile.TemporaryDirectory(prefix=prefix) as tmp,
+        running_jupyterlab(Path(tmp)) as lab,
+        sync_playwright() as pw,
+    ):
+        browser = launch_chromium(pw)
+        try:
+            yield lab, new_page(browser)
+        finally:
+            browser.close()
+
+
 # --------------------------------------------------------------------------- notebooks
 
 KERNELSPEC_METADATA = {
@@ -820,3 +840,38 @@ def _attr_or_none(page, sel: str, attr: str):
         if loc.count():
             return loc.first.get_attribute(attr, timeout=1_000)
     return None
+
+
+# --------------------------------------------------------------------------- kernel
+
+
+def kernel_client(lab: JupyterServer):
+    """A jupyter_client on the server's one running kernel (a second client beside the page):
+    tests and benchmarks read the kernel's objects through it."""
+    from jupyter_client import BlockingKernelClient
+
+    kernels = lab.api("api/kernels")
+    if len(kernels) != 1:
+        raise RuntimeError(f"expected one kernel, found {len(kernels)}")
+    cf = lab.state_dir / "runtime" / f"kernel-{kernels[0]['id']}.json"
+    kc = BlockingKernelClient(connection_file=str(cf))
+    kc.load_connection_file()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=30)
+    return kc
+
+
+def kernel_eval(kc, code: str) -> str:
+    """Run ``code`` in the kernel; returns what it printed (raises with the traceback on an error)."""
+    out = []
+
+    def hook(msg):
+        if msg["msg_type"] == "stream":
+            out.append(msg["content"]["text"])
+        elif msg["msg_type"] == "error":
+            out.append("\n".join(msg["content"]["traceback"]))
+
+    reply = kc.execute_interactive(code, output_hook=hook, timeout=60)
+    if reply["content"]["status"] != "ok":
+        raise RuntimeError("kernel code failed:\n" + "".join(out))
+    return "".join(out)

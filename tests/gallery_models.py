@@ -34,17 +34,24 @@ class Step(NamedTuple):
     variables: list  # what tape.gradient(loss, variables) is compared against
 
 
+def _fresh() -> None:
+    """Keras's name counters and seeds as in a new process: a picture names dense, not
+    dense_7, whichever models were built before it."""
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(0)
+
+
 def _images(seed: int = 0) -> tuple[tf.Tensor, tf.Tensor]:
     rng = np.random.default_rng(seed)
     x = tf.constant(rng.normal(size=(BATCH, *IMAGE)).astype("float32"))
     return x, tf.constant(rng.integers(0, CLASSES, size=BATCH))
 
 
-def _classifier_step(model: keras.Model) -> Step:
-    """One step of an image classifier: sparse cross-entropy on its logits."""
-    x, y = _images()
-    model(x)  # build the weights before the tape
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+def _step(model: keras.Model, x, y, loss_fn=None) -> Step:
+    """One training step of ``model`` on (x, y): its weights built before the tape, then the
+    loss (sparse cross-entropy on logits unless given) recorded on a persistent tapeviz tape."""
+    loss_fn = loss_fn or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model(x)
     with tv.GradientTape(persistent=True) as tape:
         loss = loss_fn(y, model(x, training=True))
     return Step(tape, loss, list(model.trainable_variables))
@@ -52,9 +59,9 @@ def _classifier_step(model: keras.Model) -> Step:
 
 def _application(cls: Callable) -> Callable[[], Step]:
     def make() -> Step:
-        keras.utils.set_random_seed(0)
+        _fresh()
         model = cls(weights=None, input_shape=IMAGE, classes=CLASSES, classifier_activation=None)
-        return _classifier_step(model)
+        return _step(model, *_images())
 
     make.__name__ = cls.__name__
     return make
@@ -98,16 +105,11 @@ class TransformerEncoder(keras.Model):
 
 
 def transformer() -> Step:
-    keras.utils.set_random_seed(0)
+    _fresh()
     model = TransformerEncoder(name="encoder")
     rng = np.random.default_rng(0)
     ids = tf.constant(rng.integers(0, 50, size=(BATCH, 8)))
-    y = tf.constant(rng.integers(0, CLASSES, size=BATCH))
-    model(ids)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    with tv.GradientTape(persistent=True) as tape:
-        loss = loss_fn(y, model(ids, training=True))
-    return Step(tape, loss, list(model.trainable_variables))
+    return _step(model, ids, tf.constant(rng.integers(0, CLASSES, size=BATCH)))
 
 
 # ----------------------------------------------------------------------------- U-Net
@@ -115,7 +117,7 @@ def transformer() -> Step:
 
 def unet() -> Step:
     """Two levels down, a bottleneck, two levels up with skip concatenations: a mask per pixel."""
-    keras.utils.set_random_seed(0)
+    _fresh()
     L = keras.layers
     inp = keras.Input((32, 32, 1))
     d1 = L.Conv2D(8, 3, padding="same", activation="relu", name="down1_conv")(inp)
@@ -132,11 +134,7 @@ def unet() -> Step:
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(BATCH, 32, 32, 1)).astype("float32"))
     y = tf.constant((rng.random(size=(BATCH, 32, 32, 1)) > 0.5).astype("float32"))
-    model(x)
-    loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
-    with tv.GradientTape(persistent=True) as tape:
-        loss = loss_fn(y, model(x, training=True))
-    return Step(tape, loss, list(model.trainable_variables))
+    return _step(model, x, y, keras.losses.BinaryCrossentropy(from_logits=True))
 
 
 # ----------------------------------------------------------------------------- seq2seq
@@ -144,7 +142,7 @@ def unet() -> Step:
 
 def seq2seq() -> Step:
     """An LSTM encoder whose final state starts an LSTM decoder (teacher forcing)."""
-    keras.utils.set_random_seed(0)
+    _fresh()
     L = keras.layers
     source = keras.Input((6,), dtype="int32", name="source")
     target_in = keras.Input((5,), dtype="int32", name="target_in")
@@ -156,11 +154,7 @@ def seq2seq() -> Step:
     rng = np.random.default_rng(0)
     src = tf.constant(rng.integers(0, 30, size=(BATCH, 6)).astype("int32"))
     tgt = tf.constant(rng.integers(0, 30, size=(BATCH, 6)).astype("int32"))
-    model([src, tgt[:, :-1]])
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    with tv.GradientTape(persistent=True) as tape:
-        loss = loss_fn(tgt[:, 1:], model([src, tgt[:, :-1]], training=True))
-    return Step(tape, loss, list(model.trainable_variables))
+    return _step(model, [src, tgt[:, :-1]], tgt[:, 1:])
 
 
 # ----------------------------------------------------------------------------- GAN
@@ -168,13 +162,16 @@ def seq2seq() -> Step:
 
 def gan() -> Step:
     """A generator's step: the discriminator's verdict on its fakes, scored as if real."""
-    keras.utils.set_random_seed(0)
+    _fresh()
     L = keras.layers
+    # the same layer names in both models: their boxes say generator/hidden, discriminator/hidden
     generator = keras.Sequential(
-        [keras.Input((8,)), L.Dense(32, activation="relu"), L.Dense(64, activation="tanh")], name="generator"
+        [keras.Input((8,)), L.Dense(32, activation="relu", name="hidden"), L.Dense(64, activation="tanh", name="out")],
+        name="generator",
     )
     discriminator = keras.Sequential(
-        [keras.Input((64,)), L.Dense(32), L.LeakyReLU(0.2), L.Dense(1)], name="discriminator"
+        [keras.Input((64,)), L.Dense(32, name="hidden"), L.LeakyReLU(0.2, name="leaky"), L.Dense(1, name="out")],
+        name="discriminator",
     )
     noise = tf.constant(np.random.default_rng(0).normal(size=(BATCH, 8)).astype("float32"))
     discriminator(generator(noise))
@@ -209,7 +206,7 @@ class VAE(keras.Model):
 
 
 def vae() -> Step:
-    keras.utils.set_random_seed(0)
+    _fresh()
     model = VAE(name="vae")
     rng = np.random.default_rng(0)
     x = tf.constant((rng.random(size=(BATCH, 8, 8)) > 0.5).astype("float32"))

@@ -251,3 +251,41 @@ def test_chinese_projector_explorer(jupyterlab, page):
     expect(page.locator(f"{PANEL} td.tv-norm[data-var='x']")).to_contain_text(f"{_fmt(raw)} → {_fmt(clipped)}")
     expect(page.locator(f"{EXPLORER} .tv-clip-mode")).to_contain_text(say("ui.control.clip", "zh"))
     screenshot(page, "explorer_zh_projector")
+
+
+GALLERY_NOTEBOOK = "explorer_transformer.ipynb"
+
+
+def test_a_transformers_explorer_fits_the_cell_at_full_text_size(jupyterlab, page):
+    """Issue 20: the explorer's picture of a 30-box Transformer is laid out for a notebook
+    cell (rows.CELL_WIDTH): in JupyterLab it shows whole, neither scrolled nor shrunk, its
+    text at the theme's size. Screenshot for the eye."""
+    from pathlib import Path
+
+    from tapeviz.picture.themes import LIGHT
+
+    tests = str(Path(__file__).resolve().parent)
+    cells = [
+        f"import sys\nsys.path.insert(0, {tests!r})\nimport gallery_models\nimport tapeviz as tv",
+        'step = gallery_models.GALLERY["Transformer"]()',
+        "tv.explore(step.tape, step.loss)",
+    ]
+    write_notebook(jupyterlab.root / GALLERY_NOTEBOOK, cells)
+    _open_explorer(page, jupyterlab, GALLERY_NOTEBOOK)
+    got = page.evaluate(
+        """(sel) => {
+            const canvas = document.querySelector(sel);
+            const svg = canvas.querySelector('svg');
+            const box = svg.getBoundingClientRect();
+            const sizes = [...svg.querySelectorAll('text[font-size]')]
+                .map(t => parseFloat(t.getAttribute('font-size')));
+            const scale = box.width / svg.viewBox.baseVal.width;
+            return {cell: canvas.clientWidth, scroll: canvas.scrollWidth, width: box.width,
+                    fontPx: Math.min(...sizes) * scale};
+        }""",
+        CANVAS,
+    )
+    assert got["width"] <= got["cell"] + 1 and got["scroll"] <= got["cell"] + 1, got  # whole, no scroll bar
+    smallest_pt = got["fontPx"] * 72 / 96  # CSS px -> pt
+    assert smallest_pt >= LIGHT.font - 1.5 - 0.05, got  # chips (font - 1.5) and up, as in a file
+    screenshot(page, "explorer_transformer")

@@ -42,7 +42,7 @@ def plain_gradient(x: float, w: float) -> tuple[float, float]:
 
 _BOXES_JS = """
 sel => Array.from(document.querySelectorAll(sel + ' svg g[id^="node-"]')).map(g => {
-  const b = g.firstElementChild.getBBox();   // the box itself (its texts follow it)
+  const b = g.querySelector(':scope > rect').getBBox();   // the box itself (after its <title>)
   return [g.id, Math.round(b.x * 100), Math.round(b.y * 100), Math.round(b.width * 100)];
 })
 """

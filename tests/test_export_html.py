@@ -123,8 +123,9 @@ def test_names_appear_only_escaped(tmp_path):
     assert "alert(1)" in page, "the name is on the page, as text"
     assert not re.search(r"<script>\s*alert", page, re.I)
     assert not re.search(r"alert\(1\)</script", page, re.I)
-    # Exactly the page's own script tags: require.js config, require.js, the manager, the state, the view.
-    assert len(re.findall(r"<script\b", page, re.I)) == 5
+    # Exactly the page's own script tags: require.js config, require.js, the manager, the state, the view,
+    # the canvas's (hover tips, zoom, pan)
+    assert len(re.findall(r"<script\b", page, re.I)) == 6
     assert f"<title>tapeviz: backward pass of {html.escape(EVIL)}</title>" in page
     state = widget_state(page)
     ((_, stack),) = models(state, "StackModel")
@@ -333,3 +334,38 @@ def test_exported_page_steps_in_chromium_without_kernel(local_site, page, loader
     assert outside == [], f"the page asked for other addresses: {outside}"
     assert sockets == [], f"the page opened websockets (a kernel?): {sockets}"
     assert failed == [] and errors == [], (failed, errors)
+
+
+@pytest.mark.browser
+def test_exported_page_has_the_canvas_tips_zoom_and_pan_inline(local_site, page):
+    """The canvas's script is in the page itself (no CDN, no anywidget, no kernel): hovering a
+    box shows its tip, the wheel zooms, a step keeps the view, reset goes back."""
+    from playwright.sync_api import expect
+
+    root, base = local_site
+    tape, x, y, z = stop_gradient_example()
+    export_html(tape, z, root / "canvas.html", embed_url=f"{base}/html-manager/dist/embed.js", requirejs=False)
+    assert "tvNavigate" in (root / "canvas.html").read_text(encoding="utf-8")
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{base}/canvas.html", wait_until="load")
+    viewport = page.locator(".tv-export .tv-viewport")
+    expect(viewport).to_have_count(1)
+    box = page.locator('.tv-frames svg:visible g[id^="node-"]').first
+    box.hover()
+    tip = page.locator(".tv-export .tv-tip")
+    expect(tip).to_be_visible()
+    expect(tip).to_contain_text("gradient")
+    screenshot(page, "export_html_tip")
+    bb = viewport.bounding_box()
+    page.mouse.move(bb["x"] + bb["width"] / 2, bb["y"] + 30)
+    page.mouse.wheel(0, -300)
+    expect(viewport).not_to_have_attribute("data-tv-scale", "1.000")
+    scale = viewport.get_attribute("data-tv-scale")
+    handle = page.locator(".tv-export .tv-step .noUi-handle")
+    handle.press("ArrowLeft")
+    page.wait_for_timeout(200)
+    assert viewport.get_attribute("data-tv-scale") == scale  # stepping keeps the view
+    page.locator(".tv-export .tv-reset").click()
+    expect(viewport).to_have_attribute("data-tv-scale", "1.000")
+    assert errors == [], errors

@@ -24,8 +24,9 @@ from test_placement import check
 
 import tapeviz as tv
 from tapeviz.output.svg import to_svg
-from tapeviz.picture.names import short_names
-from tapeviz.picture.rows import MAX_RATIO, PAGE_WIDTH
+from tapeviz.picture import fonts
+from tapeviz.picture.names import name_lines, short_names
+from tapeviz.picture.rows import CELL_WIDTH, MAX_RATIO, PAGE_WIDTH, row_lengths, row_starts
 from tapeviz.picture.scene import Scene
 from tapeviz.picture.wording import box_names
 
@@ -84,8 +85,25 @@ def test_each_named_box_shows_its_full_path_on_hover(recorded, name):
         tip = tips[box.gid]
         assert (tip.text if tip is not None else "") == box.tip == full
         assert full.endswith(title), (title, full)
-    shortened = [(t, full) for t, full in names.values() if "/" in full]
-    assert shortened and all(len(t) < len(full) for t, full in shortened)  # Keras paths, the model's prefix dropped
+    paths = {full: t for t, full in names.values() if "/" in full}  # Keras paths
+    assert paths and len(set(paths.values())) == len(paths)  # different paths, different titles
+    if name == "GAN":  # generator/hidden and discriminator/hidden: only the model's name tells them apart
+        assert "generator/hidden/kernel" in paths.values() and "discriminator/hidden/kernel" in paths.values()
+    else:  # the model's prefix dropped
+        assert all(len(t) < len(full) for full, t in paths.items())
+
+
+@pytest.mark.parametrize("name", ["Transformer", "U-Net", "VAE"])
+def test_explorer_picture_fits_a_notebook_cell_at_full_text_size(recorded, name):
+    """The explorer lays its picture out for a cell (CELL_WIDTH), so it shows whole at the
+    theme's own text size: not scrolled, and not shrunk (to_svg(fit=True) never shrinks the
+    default theme's text)."""
+    step, _, page_scene = recorded(name)
+    explorer = tv.explore(step.tape, step.loss)
+    scene = explorer.view.scene
+    assert scene.canvas[0] <= CELL_WIDTH < page_scene.canvas[0], (name, round(scene.canvas[0]))
+    assert set(scene.boxes) == set(page_scene.boxes)  # the same picture, in more rows
+    check(scene, (name, "explorer"))
 
 
 @pytest.mark.parametrize("name", GALLERY)
@@ -123,3 +141,42 @@ def test_short_names_keep_the_shortest_suffix_no_other_path_ends_with():
     }
     assert short_names({1: "a/b", 2: "a/b"}) == {1: "b", 2: "b"}  # one layer called twice: the caller tells them apart
     assert short_names({}) == {}
+
+
+def test_a_long_name_takes_a_second_line_broken_after_a_separator():
+    width, size = 100.0, 8.0  # a box's text width at the default theme's size (points)
+    assert name_lines("dense", width, size, "bold") == ["dense"]
+    lines = name_lines("sparse_categorical_crossentropy", width, size, "bold")
+    assert lines == ["sparse_categorical_", "crossentropy"]
+    assert all(fonts.text_width(line, size, "bold") <= width for line in lines)
+    lines = name_lines("encoder/block1/multi_head_attention", width, size, "bold")
+    assert "".join(lines) == "encoder/block1/multi_head_attention" and len(lines) == 2
+    assert lines[0].endswith(("/", "_"))
+    assert name_lines("conv2_block2–3 (2 alike)", width, size, "bold") == ["conv2_block2–3", "(2 alike)"]
+    # no separator: broken where the line is full; only a name longer than two lines is cut
+    lines = name_lines("x" * 30, width, size, "bold")
+    assert "".join(lines) == "x" * 30 and len(lines) == 2
+    lines = name_lines("x" * 80, width, size, "bold")
+    assert len(lines) == 2 and lines[1].endswith(ELLIPSIS)
+
+
+def test_row_lengths_are_balanced_and_each_tried_once():
+    assert row_lengths(26) == [26, 13, 9, 7, 6, 5, 4, 3, 2]
+    assert row_lengths(9) == [9, 5, 3, 2]  # 3 rows of 3, not 4 + 4 + 1
+    assert row_lengths(2) == [2]
+    assert row_lengths(1) == [2]  # at least two columns a row (wrap_bands leaves one row alone)
+
+
+def test_rows_are_cut_where_the_fewest_edges_return():
+    """Each edge crossing a cut is a lane back under its row. A chain 0..5 with a skip 1 -> 4,
+    in two rows of at most 4: every cut (before column 2, 3 or 4) crosses 2 edges, so the
+    even one wins; with a second skip 0 -> 3, the cut before 4 crosses fewest."""
+    import networkx as nx
+
+    g = nx.DiGraph([(i, i + 1) for i in range(5)] + [(1, 4)])
+    pos = {i: (float(i), 0.0) for i in range(6)}
+    assert row_starts(g, pos, 4) == [0, 3]
+    g.add_edge(0, 3)  # crossings before columns 2, 3, 4: 3, 3, 2
+    assert row_starts(g, pos, 4) == [0, 4]
+    assert row_starts(g, pos, 6) == [0]  # one row holds it
+    assert row_starts(g, pos, 2) == [0, 2, 4]  # no choice

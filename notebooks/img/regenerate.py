@@ -2,6 +2,8 @@
 
 "before" is every recorded op (show_all=True), "after" the default picture (what carries
 nothing to the target hidden, constants folded into chips, TF API calls collapsed).
+gallery/ holds the default picture of each architecture in tests/gallery_models.py (the
+README shows three, docs/gallery.md all).
 """
 
 import sys
@@ -15,6 +17,7 @@ import tapeviz as tv
 from tapeviz import cli, examples
 
 HERE = Path(__file__).resolve().parent
+TESTS = HERE.parents[1] / "tests"
 # "after" pictures in rows of at most 4 boxes: ~1,100 px wide, so a page column (~880 px)
 # shows their text at a readable size ("before" pictures stay as wide as they are).
 README_ROW = 4
@@ -74,6 +77,30 @@ def higher_order() -> None:
     tv.save(outer, HERE / "hessian_row1.png", target=g, output_gradients=hessian.seed(1))
 
 
+def gallery_models():
+    """tests/gallery_models.py (the pictures and the gallery test share it)."""
+    sys.path.insert(0, str(TESTS))
+    import gallery_models
+
+    return gallery_models
+
+
+def slug(name: str) -> str:
+    """'seq2seq LSTM' -> 'seq2seq_lstm' (a file name)."""
+    return "".join(c if c.isalnum() else "_" for c in name.lower()).strip("_")
+
+
+def gallery(names=None) -> None:
+    """The default picture of one training step of each gallery architecture, as tv.save
+    draws it (no option given): gallery/<slug>.png."""
+    models = gallery_models()
+    out = HERE / "gallery"
+    out.mkdir(exist_ok=True)
+    for name in names or models.GALLERY:
+        step = models.GALLERY[name]()
+        tv.save(step.tape, out / f"{slug(name)}.png", target=step.loss, progress=False)
+
+
 def main() -> None:
     export_both("clip_in_training", "mlp")
     export_both("clip_by_norm", "clip_by_norm")
@@ -83,6 +110,7 @@ def main() -> None:
     for show_all, when in ((True, "before"), (False, "after")):
         wrap = None if show_all else README_ROW
         tv.save(tape, HERE / f"cnn_{when}.png", target=loss, caption=caption, show_all=show_all, wrap=wrap)
+    gallery()
     higher_order()
 
 

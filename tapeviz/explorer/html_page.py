@@ -28,7 +28,8 @@ from ..messages import catalogue, say
 from ..output.export import check_path
 from ..record.graph import format_value
 from . import panels, quiz
-from .state import Explored, ExplorerState, panel, picture, step_of
+from .canvas import page_script
+from .state import Explored, ExplorerState, panel, picture, step_of, tips
 
 __all__ = ["write_page"]
 
@@ -251,9 +252,10 @@ def write_page(
     page_title = title if title is not None else say("page.title", lang, target=", ".join(names))
 
     made: list = []
-    boxes, counts = [], []
+    boxes, counts, hover = [], [], []
     for name in names:
         s = state if name == state.target else state.replace(target=name, step=None, collapsed=None)
+        hover.append(tips(ex, s))
         box, n = _target_box(ex, s, interval, made)
         boxes.append(box)
         counts.append(n)
@@ -318,7 +320,9 @@ def write_page(
         "body:has(.jupyter-widgets) .tv-export-loading { display: none; }\n</style>\n"
         "</head>\n<body>\n"
         f"<p class='tv-export-loading'>{_esc(say('page.loading', lang, url=embed_url))}</p>\n"
-        f"{quiz_parts}{load_requirejs}{snippet}\n</body>\n</html>\n"
+        f"{quiz_parts}{load_requirejs}{snippet}\n"
+        # the canvas's hover tips, zoom and pan, inlined (no anywidget, no CDN, no kernel here)
+        f"<script>\n{page_script(hover, say('ui.canvas.reset', lang))}\n</script>\n</body>\n</html>\n"
     )
     p.write_text(page, encoding="utf-8")
     return p

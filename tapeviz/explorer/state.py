@@ -29,14 +29,18 @@ from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, check_lang, say
 from ..output.svg import to_svg
 from ..output.view import GraphView
+from ..picture.frames import group_frames
 from ..picture.marks import Hidden
 from ..picture.options import option_names
+from ..picture.rows import CELL_WIDTH
 from ..picture.visibility import Collapsed, Shown, decide
 from ..record.graph import GRAD_NORM, TapeGraph, format_value
 from . import panels, quiz
 from .quiz import TOLERANCE
 
 __all__ = [
+    "tips",
+    "box_at",
     "ExplorerState",
     "Explored",
     "picture",
@@ -82,7 +86,7 @@ class ExplorerState:
     lang: str = DEFAULT
     theme: str = "light"
     magnitude: bool = False  # boxes coloured by ||g|| / ||w||
-    wrap: int | None = None  # rows of at most this many boxes; None: only pictures wider than a screen wrap
+    wrap: int | None = None  # rows of at most this many boxes; None: rows that fit a notebook cell
     quiz: bool = False  # predict, then reveal: a step's numbers are hidden until answered
     answers: tuple = ()  # quiz.Answer per answered step (of every target)
     tolerance: float = TOLERANCE  # how close a right prediction is (relative, at least absolute)
@@ -123,6 +127,7 @@ class Explored:
         self._measures: dict[str, clipping.Measures] = {}
         self._pictures: OrderedDict = OrderedDict()
         self._texts: dict[tuple, dict] = {}
+        self._tips: dict[tuple, dict] = {}
 
     # -- what is computed once -------------------------------------------------------
     def flow(self, target: str) -> GradientFlow:
@@ -190,6 +195,7 @@ class Explored:
                 collapsed=set(key[1]),
                 functions=set(state.functions),
                 **{n: getattr(state, n) for n in _VIEW_OPTIONS},
+                page=CELL_WIDTH,
             )
         view.overrides = clipped_texts(self, state)
         view.hidden = quiz_hidden(self, state)
@@ -257,6 +263,7 @@ class Explored:
         self._measures.clear()
         self._pictures.clear()
         self._texts.clear()
+        self._tips.clear()
 
 
 # --------------------------------------------------------------------------- what a state shows
@@ -304,7 +311,7 @@ def picture(ex: Explored, state: ExplorerState) -> str:
 
     def make() -> str:
         with gc_paused():
-            svg = to_svg(ex.view(state), fit=True)
+            svg = to_svg(ex.view(state), fit=True, frames=True)
         return svg[svg.find("<svg") :]
 
     return ex.cached_picture(key, make)
@@ -333,6 +340,60 @@ def gradients(ex: Explored, state: ExplorerState, clipped: bool = True) -> dict[
         return {k: clipping.to_numpy(v) for k, v in raw.items()}
     out = clipping.clip(raw, state.clip, state.clip_norm, state.clip_range)
     return {k: clipping.to_numpy(v) for k, v in out.items()}
+
+
+def _structure_key(ex: Explored, state: ExplorerState) -> tuple:
+    return state.structure[:1] + (ex.collapsed(state),) + state.structure[2:]
+
+
+def box_at(ex: Explored, state: ExplorerState, element_id: str) -> tuple[str, Any] | None:
+    """What a canvas element of this state's picture is: ("open", group id) for a closed
+    group's box, ("close", group id) for an open group's frame, ("select", node) for
+    any other box of the graph; None for anything else."""
+    display = ex.view(state).scene.display
+    if element_id.startswith("group-"):
+        gid = element_id[len("group-") :]
+        return ("close", gid) if gid in display.tree else None
+    for n, d in display.nx.nodes(data=True):
+        if f"node-{n}" == element_id:
+            if d.get("kind") == "layer" and d.get("layer") in display.tree:
+                return "open", d["layer"]
+            return ("select", n) if n in ex.graph.nx else None
+    return None
+
+
+def tips(ex: Explored, state: ExplorerState) -> dict[str, str]:
+    """Hover text per canvas element id: a box's full name, what it is, its value's shape and
+    summary, its gradient's summary (TF's, from the flow), and what a click does."""
+    key = (_structure_key(ex, state), state.lang)
+    got = ex._tips.get(key)
+    if got is not None:
+        return got
+    lang, graph, fl = state.lang, ex.graph, ex.flow(state.target)
+    scene = ex.view(state).scene
+    out: dict[str, str] = {}
+    for n, b in scene.boxes.items():
+        d = scene.display.nx.nodes[n] if n in scene.display.nx else {}
+        lines = [b.tip or str(d.get("name") or d.get("label") or n)]
+        if d.get("kind") == "layer":
+            lines.append(say("ui.canvas.open", lang))
+        elif n in graph.nx:
+            info = graph.output_info(n)
+            if info is not None:
+                lines.append(say("ui.canvas.shape", lang, dtype=info.dtype, shape=info.shape))
+                lines.append(say("ui.canvas.value", lang, summary=format_value(info.value, info.summary)))
+            grad = fl.grad(n)
+            first = grad[0] if isinstance(grad, list) else grad  # several outputs: the first, as the box shows
+            shown = "None" if first is None else format_value(first, norm=GRAD_NORM)
+            lines.append(say("ui.canvas.grad", lang, summary=shown))
+            lines.append(say("ui.canvas.select", lang))
+        out[b.gid] = "\n".join(lines)
+    for f in group_frames(scene):
+        out[f"group-{f.gid}"] = f"{f.gid}\n{say('ui.canvas.close', lang)}"
+    if len(ex._tips) >= 32:
+        ex._tips.pop(next(iter(ex._tips)))
+    ex._tips[key] = out
+    return out
 
 
 # --------------------------------------------------------------------------- the quiz

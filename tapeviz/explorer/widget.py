@@ -23,6 +23,7 @@ from ..output.view import GraphView
 from ..picture.names import short_names
 from . import panels
 from . import state as st
+from .canvas import Canvas, make_canvas
 from .keyboard import attach_keys
 from .notebook_theme import PageTheme
 from .state import Explored, ExplorerState
@@ -124,7 +125,16 @@ class Explorer(W.VBox):
             c["reset"] = W.Button(description=say("quiz.reset", lang)).add_class("tv-quiz-reset")
         self.controls = c
 
-        self.canvas = W.HTML(layout=W.Layout(overflow="auto")).add_class("tv-canvas")
+        # The canvas (canvas.py): patched in place, clicks open / close groups and select boxes;
+        # today's HTML picture where anywidget's front end is missing.
+        self.canvas = make_canvas(
+            reset_label=say("ui.canvas.reset", lang), fallback_note=say("ui.canvas.fallback", lang)
+        ).add_class("tv-canvas")
+        self._canvas_link: W.Widget | None = None
+        if isinstance(self.canvas, Canvas):
+            self.canvas.on_click(self._on_canvas_click)
+            # the page shows the slider's step by itself when it has the patches (canvas.py)
+            self._canvas_link = W.jslink((c["step"], "value"), (self.canvas, "step"))
         self.panel = W.HTML().add_class("tv-panel")
         self.inspector = W.HTML().add_class("tv-inspect")
         self.message = W.HTML().add_class("tv-message")
@@ -296,6 +306,25 @@ class Explorer(W.VBox):
         self._set(collapsed=frozenset(groups - opened), functions=functions)
         self._sync_groups()
 
+    def _on_canvas_click(self, element_id: str) -> None:
+        """A click on the picture: a closed group's box opens it (its groups inside stay
+        closed), an open group's frame closes it, any other box goes to the inspector."""
+        hit = st.box_at(self.model, self.state, element_id)
+        if hit is None:
+            return
+        what, x = hit
+        if what == "select":
+            self.controls["node"].value = x  # the node menu sets state.node, as a pick there does
+            return
+        tree = self.model.default_shown(self.state).tree
+        collapsed = set(self.model.collapsed(self.state))
+        if what == "open":
+            collapsed = (collapsed - {x}) | set(tree.groups[x].children)
+        else:
+            collapsed.add(x)
+        self._set(collapsed=frozenset(collapsed))
+        self._sync_groups()
+
     def _sync_groups(self) -> None:
         """The 'expanded' list: this picture's groups as a tree (indented) and its
         tf.function calls, open ones selected."""
@@ -362,10 +391,26 @@ class Explorer(W.VBox):
             open_step = st.quiz_open(self.model, self.state)
             for k in ("answer", "check", "reveal"):
                 c[k].disabled = not open_step
+        if isinstance(self.canvas, Canvas):
+            self.canvas.look_ahead()  # last: the patches to the steps around this one
 
     def _set_canvas(self, svg: str) -> None:
-        if self.canvas.value != svg:
-            self.canvas.value = svg
+        if not isinstance(self.canvas, Canvas):
+            if self.canvas.value != svg:
+                self.canvas.value = svg
+            return
+        model, state = self.model, self.state
+        # the pictures of every step in these settings: the page steps between them by itself
+        self.canvas.show(
+            svg,
+            step=st.step_of(model, state),
+            family=(model, state.replace(step=None, node=None, lr=0.0)),
+            picture_at=lambda k: st.picture(model, state.replace(step=k)),
+            last=model.flow(state.target).last_step,
+        )
+        tips = st.tips(model, state)  # after the picture: what the eye is on goes first
+        if self.canvas.tips is not tips:
+            self.canvas.tips = tips
 
     # -- output --------------------------------------------------------------------------
     def save(self, path) -> Any:
@@ -423,6 +468,7 @@ class Explorer(W.VBox):
             self.page_theme.close()
         for w in [
             self._link,
+            *([self._canvas_link] if self._canvas_link is not None else []),
             *self.controls.values(),
             self.canvas,
             self.panel,

@@ -192,6 +192,16 @@ MESSAGES = {
     "ui.control.show_all": "show every op",
     "ui.control.show_all_tip": "draw every recorded op: nothing hidden, no constant folded",
     "ui.control.train_step": "train step",
+    "ui.canvas.reset": "reset zoom and pan",
+    "ui.canvas.fallback": ("tapeviz: anywidget's front end is not installed where Jupyter looks for extensions, "
+                           "so the explorer shows its picture as plain HTML (no clicks, hover tips, zoom or patches). "
+                           "Install anywidget into the Jupyter server's environment to get the canvas."),
+    "ui.canvas.open": "click: open",
+    "ui.canvas.close": "click the frame: close",
+    "ui.canvas.select": "click: inspect",
+    "ui.canvas.value": "value {summary}",
+    "ui.canvas.grad": "gradient {summary}",
+    "ui.canvas.shape": "{dtype} {shape}",
     "ui.keys.off": "click the picture, then ← / → step, space plays",
     "ui.keys.on": "keys on: ← / → step, space plays / pauses",
     "ui.history.flags": "Flags at step {step}:",

@@ -29,6 +29,7 @@ import re
 from typing import Any
 
 from ..picture import fonts
+from ..picture.frames import GroupFrame, group_frames
 from ..picture.marks import Arrow, Box, Label, Swatch
 from ..picture.scene import Scene
 from ..picture.style import CURVE4, DPI, MOVETO
@@ -251,6 +252,36 @@ class SvgPainter(Painter):
             out.append(f'<path d="{d}" style="{style}"/>')
         return "".join(out)
 
+    def frame(self, f: GroupFrame) -> str:
+        """An open group's frame (or its pieces) and its name (top left, inside), as one ``<g>`` line."""
+        th = self.scene.theme
+        style = self.stroke(th.muted, 0.8, "--", fill=th.muted) + ";fill-opacity:0.04"
+        rects = []
+        for x, y, w, h in f.parts or ((f.x, f.y, f.w, f.h),):
+            x0, y1 = self.to_px(x, y)
+            x1, y0 = self.to_px(x + w, y + h)
+            rects.append((x0, y0, x1, y1))
+        out = [
+            f'<rect x="{x0:.2f}" y="{y0:.2f}" width="{x1 - x0:.2f}" height="{y1 - y0:.2f}" rx="{6 * self.px:.2f}" '
+            f'style="{style}"/>'
+            for x0, y0, x1, y1 in rects
+        ]
+        x0, y0, x1, _ = rects[0]  # pieces come top row first, left to right
+        # the innermost frames name themselves top left, the ones holding them top right (apart);
+        # px=True: (x, y) are canvas pixels measured from the bottom
+        left = f.inner == 0
+        name = Label(
+            x0 + 4 * self.px if left else x1 - 4 * self.px,
+            self.height - y0 - 2 * self.px,
+            f.name,
+            th.font * 0.85,
+            color=th.muted,
+            ha="left" if left else "right",
+            va="top",
+        )
+        out.append(self.text(name, px=True))
+        return f'<g id="group-{_esc(f.gid)}" class="tv-group">{"".join(out)}</g>\n'
+
     def swatch(self, sw: Swatch) -> str:
         H = self.height
         if sw.kind == "box":
@@ -348,7 +379,7 @@ def draws_whole_figure(view) -> bool:
 MIN_FIT_TEXT = 9.0
 
 
-def to_svg(view: Any, *, fit: bool = False) -> str:
+def to_svg(view: Any, *, fit: bool = False, frames: bool = False) -> str:
     """The view (a GraphView or a Scene) as it stands now, as a standalone SVG document.
 
     ``fit=True`` (the explorer's canvas): the picture may shrink to the width of the page
@@ -362,6 +393,10 @@ def to_svg(view: Any, *, fit: bool = False) -> str:
     carries the stroke colour and, for edges the gradient does not cross,
     ``stroke-dasharray``; then its filled head), ``label-<u>-<v>-<k>`` (the edge's
     label), ``marks`` (the backward chevrons), ``title``, ``caption``, ``legend``.
+
+    ``frames=True`` (the explorer's canvas) draws a frame around each open group's boxes
+    behind everything else, ``group-<group id>``, with the group's name on it (a click on
+    it closes the group).
     """
     sc = _scene_of(view)
     w = SvgPainter(sc)
@@ -377,8 +412,12 @@ def to_svg(view: Any, *, fit: bool = False) -> str:
             f'viewBox="0 0 {W:.2f} {H:.2f}" font-family="{_esc(FAMILY)}" style="{style}">\n'
         ),
         f'<rect width="100%" height="100%"{w.paint("fill", sc.theme.background)}/>\n',
-        '<g id="layer-edges">\n',
     ]
+    if frames:
+        drawn = [w.frame(f) for f in group_frames(sc)]
+        if drawn:
+            out += ['<g id="layer-groups">\n', *drawn, "</g>\n"]
+    out.append('<g id="layer-edges">\n')
     # thicker (carrying, then active) edges last: where edges converge on a box, their heads show on top
     for ar in sorted(sc.arrows.values(), key=lambda a: a.lw):
         if ar.visible:

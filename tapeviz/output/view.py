@@ -24,6 +24,7 @@ from matplotlib.text import Text
 from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT
 from ..picture.marks import Hidden
+from ..picture.rows import PAGE_WIDTH
 from ..picture.scene import Scene
 from ..picture.style import DPI
 from ..picture.themes import Theme
@@ -113,6 +114,7 @@ class GraphView:
         wrap: int | None = None,
         depth: int | None = None,
         expand: Iterable[str] = (),
+        page: float = PAGE_WIDTH,
     ):
         magnitudes = None
         if magnitude and flow is not None:
@@ -136,6 +138,7 @@ class GraphView:
             wrap=wrap,
             depth=depth,
             expand=expand,
+            page=page,
         )
         self._user_ax = ax
         self._drawing: _Drawing | None = None
@@ -362,6 +365,7 @@ class GraphView:
             lang=sc.lang,
             magnitude=self.magnitude,
             wrap=sc.wrap,
+            page=sc.page,
         )
         view.overrides = self.overrides
         view.set_step(self.step)

@@ -53,7 +53,9 @@ def name_lines(name: str, width: float, size: float, weight="normal", *, lines: 
         head = fonts.fit(rest, width, size, weight).removesuffix(fonts.ELLIPSIS)
         if not head:
             break
-        cut = max((head.rfind(c) for c in _BREAK_AFTER), default=-1) + 1
+        cut = head.rfind("(")  # a note in brackets ("(3 alike)", "(call 2)") stays whole
+        if cut <= len(head) // 3:
+            cut = max((head.rfind(c) for c in _BREAK_AFTER), default=-1) + 1
         cut = cut if cut > len(head) // 3 else len(head)  # a break near the start wastes the line
         out.append(rest[:cut].rstrip(" "))
         rest = rest[cut:]

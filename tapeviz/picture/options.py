@@ -92,7 +92,7 @@ class Options:
         parse=_yes_no_auto,
     )
     wrap: int | None = _option(
-        None, "rows of at most this many boxes (a page, a slide); unset: only pictures wider than a screen wrap", int
+        None, "rows of at most this many boxes (a page, a slide); unset: rows that fit a 1,600 px page", int
     )
 
     def __post_init__(self) -> None:

@@ -9,7 +9,8 @@ of tapes.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from bisect import bisect_right
+from collections.abc import Hashable, Mapping, Sequence
 
 import networkx as nx
 
@@ -21,10 +22,12 @@ __all__ = [
     "wrap_bands",
     "band_columns",
     "row_lengths",
+    "row_starts",
     "WRAP_COLUMNS",
     "PAGE_WIDTH",
     "MAX_RATIO",
     "NARROW_PAGE",
+    "CELL_WIDTH",
     "PAGE_FIT_MOST",
 ]
 
@@ -42,6 +45,9 @@ MAX_RATIO = 3.5
 #: ... except a picture no wider than a notebook cell (~1,100 px), shown at full size whatever
 #: its shape: a chain of four boxes stays one row.
 NARROW_PAGE = 1100
+#: The explorer's page: a notebook cell about 1,000 CSS px wide (a canvas pixel is 0.96 CSS
+#: px), so its picture shows whole at full text size instead of scrolling or shrinking.
+CELL_WIDTH = 1040
 #: Layouts up to this many columns are folded to fit the page (about 12 rows of 5); longer
 #: ones (every op of a large model) are folded into bands as wide as a screen instead.
 PAGE_FIT_MOST = 60
@@ -70,6 +76,41 @@ def row_lengths(n_columns: int, *, least: int = 2) -> list[int]:
     return out or [least]
 
 
+def row_starts(g: nx.DiGraph, pos: Mapping[Node, Point], columns: int, *, layer_gap: float = 1.0) -> list[int]:
+    """Where each row begins (its first column) when a layout is folded into as many rows
+    as rows of ``columns`` columns need, each at most ``columns`` long, cut where the
+    fewest edges cross: every edge that crosses a cut is one more lane running back under
+    its row, and a tangle of lanes is what makes a folded picture hard to follow. Among
+    equally few crossings, the most even row lengths."""
+    col = {n: int(round(x / layer_gap)) for n, (x, _) in pos.items()}
+    n = max(col.values(), default=-1) + 1
+    rows = max(1, math.ceil(n / columns))
+    cross = [0] * (n + 1)  # cross[j]: edges from a column before j to column j or later
+    for u, v in dict.fromkeys(g.edges()):
+        a, b = sorted((col[u], col[v]))
+        for j in range(a + 1, b + 1):
+            cross[j] += 1
+    even = n / rows
+    inf = (math.inf, math.inf)
+    # best[r][j]: (crossings, unevenness) of r rows holding columns 0..j-1, and the last row's start
+    best: list[list[tuple]] = [[(inf, 0)] * (n + 1) for _ in range(rows + 1)]
+    best[0][0] = ((0, 0.0), 0)
+    for r in range(1, rows + 1):
+        for j in range(1, n + 1):
+            for start in range(max(0, j - columns), j):
+                (c, u), _ = best[r - 1][start]
+                if c == math.inf:
+                    continue
+                cost = (c + (cross[start] if start else 0), u + (j - start - even) ** 2)
+                if cost < best[r][j][0]:
+                    best[r][j] = (cost, start)
+    out, j = [], n
+    for r in range(rows, 0, -1):
+        j = best[r][j][1]
+        out.append(j)
+    return out[::-1]
+
+
 def wrap_bands(
     g: nx.DiGraph,
     pos: Mapping[Node, Point],
@@ -77,6 +118,7 @@ def wrap_bands(
     *,
     columns: int,
     layer_gap: float = 1.0,
+    starts: Sequence[int] | None = None,
 ) -> tuple[dict[Node, Point], dict[tuple[Node, Node], list[Point]], dict[tuple[Node, Node], list[tuple[float, int]]]]:
     """Fold a layout from :func:`layered_routes` into bands of ``columns`` columns,
     stacked top to bottom like lines of text.
@@ -92,14 +134,16 @@ def wrap_bands(
     their vertical legs by it, so parallel returns do not overlap).  Edges between
     neighbouring columns that end up in different bands get a route (possibly with no
     bend point) so that drawings route them too.  Layouts of at most ``columns``
-    columns are returned unchanged, with no lanes.
+    columns are returned unchanged, with no lanes.  ``starts``: each band's first column
+    (e.g. from :func:`row_starts`) instead of one every ``columns``.
     """
     col = {n: int(round(x / layer_gap)) for n, (x, _) in pos.items()}
     if not col or max(col.values()) < columns:
         return dict(pos), dict(routes), {}
+    first = list(starts) if starts is not None else list(range(0, max(col.values()) + 1, columns))
 
     def band(x: float) -> int:
-        return int(round(x / layer_gap)) // columns
+        return bisect_right(first, int(round(x / layer_gap))) - 1
 
     top: dict[int, float] = {}
     bottom: dict[int, float] = {}
@@ -148,7 +192,7 @@ def wrap_bands(
 
     def moved(x: float, y: float) -> Point:
         b = band(x)
-        return (x - b * columns * layer_gap, y + shift[b])
+        return (x - first[b] * layer_gap, y + shift[b])
 
     new_pos = {n: moved(*p) for n, p in pos.items()}
     new_routes = {e: [moved(*p) for p in bends] for e, bends in routed.items()}

@@ -149,10 +149,3 @@ def compact(value) -> str:
     if a.size <= 1:
         return format_value(a)
     return format_value(a, max_items=1, norm=GRAD_NORM)
-
-
-def norm_text(value) -> str:
-    if value is None:
-        return "None"
-    a = np.asarray(value)
-    return format_value(a) if a.size == 1 else f"{float(np.linalg.norm(a)):.3g}"

@@ -1,0 +1,574 @@
+"""The explorer's canvas: an SVG picture you can click, hover, zoom and pan, patched in place.
+
+Why a widget of its own: an ``ipywidgets.HTML`` picture is replaced whole on every move
+(about 200 KiB for a 1,000-op graph, although a step changes a handful of elements) and
+gives Python no clicks. The :class:`Canvas` (anywidget: one generic front end, already
+used by keyboard.py, that runs in JupyterLab 4, Notebook 7 and Voilà) receives the first
+picture whole, then per move only what changed per element id (patches.py), which its
+front end applies to the SVG on the page; a new layout (a group opened) is sent whole.
+
+Python keeps ``canvas.value``, the current picture's complete markup (setting it is how
+the explorer shows a picture); the front end reports clicks (``on_click``): the
+explorer decides what a click means (open a group, close it, select a box) by setting
+one field of its state. Hover tips (full name, shape, value and gradient summaries) are
+plain text per element id in ``tips``. Zoom (wheel), pan (drag) and the reset button
+stay in the browser and survive steps and new layouts.
+
+:data:`PAGE_SCRIPT` is the same front end for the exported HTML page (no kernel, no
+anywidget there: inlined, no CDN): hover tips, zoom and pan on the page's pictures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import ipywidgets as W
+import traitlets as T
+
+from . import patches
+
+__all__ = ["Canvas", "canvas_available", "make_canvas", "PAGE_SCRIPT", "page_script"]
+
+#: Front-end code shared by the widget and the exported page (plain functions, no imports).
+_CORE = r"""
+const TV_SVGNS = "http://www.w3.org/2000/svg";
+
+// Whitespace between elements is not drawn: drop it, so a patched picture and a fresh one
+// are the same DOM (patches insert elements, not the newlines around them).
+function tvStrip(svg) {
+  for (const box of [svg, ...Array.from(svg.children).filter((c) => c.tagName === "g" && c.id.startsWith("layer-"))]) {
+    for (const n of Array.from(box.childNodes)) if (n.nodeType === 3 && !n.data.trim()) n.remove();
+  }
+  return svg;
+}
+
+function tvFragments(markup) {
+  const t = document.createElementNS(TV_SVGNS, "svg");
+  t.innerHTML = markup;
+  return Array.from(t.children);
+}
+
+// One patch (patches.py): drop, set (in place), put (new / changed / moved, right to left).
+function tvApply(svg, p) {
+  const ids = new Map();
+  for (const e of svg.querySelectorAll("[id]")) ids.set(e.id, e);
+  ids.set("", svg);
+  for (const k of p.drop) { const e = ids.get(k); if (e) e.remove(); ids.delete(k); }
+  const keys = Object.keys(p.set);
+  if (keys.length) {
+    const made = tvFragments(keys.map((k) => p.set[k]).join(""));
+    keys.forEach((k, i) => { const old = ids.get(k); if (old) old.replaceWith(made[i]); ids.set(k, made[i]); });
+  }
+  const fresh = tvFragments(p.put.filter((x) => x[2] !== null).map((x) => x[2]).join(""));
+  let j = 0;
+  for (const [box, k, markup, before] of p.put) {
+    const old = ids.get(k);
+    const e = markup === null ? old : fresh[j++];
+    if (old && old !== e) old.remove();
+    ids.get(box).insertBefore(e, before === null ? null : ids.get(before));
+    ids.set(k, e);
+  }
+}
+
+// Wheel zooms about the pointer, a drag pans, reset() goes back; the transform sits on
+// `content` (not on the SVG), so patches and new pictures keep the view.
+function tvNavigate(viewport, content, onClick) {
+  const v = { s: 1, x: 0, y: 0 };
+  const show = () => {
+    content.style.transform = v.s === 1 && v.x === 0 && v.y === 0 ? "" : `translate(${v.x}px, ${v.y}px) scale(${v.s})`;
+    viewport.dataset.tvScale = v.s.toFixed(3);
+    viewport.dataset.tvPan = `${Math.round(v.x)},${Math.round(v.y)}`;
+  };
+  content.style.transformOrigin = "0 0";
+  viewport.addEventListener("wheel", (e) => {
+    if (e.ctrlKey && e.deltaMode !== 0) return;
+    e.preventDefault();
+    const r = viewport.getBoundingClientRect();
+    const mx = e.clientX - r.left + viewport.scrollLeft, my = e.clientY - r.top + viewport.scrollTop;
+    const f = Math.min(4, Math.max(0.25, Math.exp(-e.deltaY * 0.0015)));
+    const s = Math.min(20, Math.max(0.1, v.s * f));
+    v.x = mx - (mx - v.x) * (s / v.s);
+    v.y = my - (my - v.y) * (s / v.s);
+    v.s = s;
+    show();
+  }, { passive: false });
+  let down = null;
+  viewport.addEventListener("pointerdown", (e) => {
+    if (e.button !== 0 || (e.target instanceof Element && e.target.closest("button"))) return;
+    down = { x: e.clientX, y: e.clientY, vx: v.x, vy: v.y, moved: false, id: e.pointerId };
+  });
+  viewport.addEventListener("pointermove", (e) => {
+    if (!down) return;
+    const dx = e.clientX - down.x, dy = e.clientY - down.y;
+    if (!down.moved && Math.hypot(dx, dy) < 4) return;
+    if (!down.moved) { down.moved = true; try { viewport.setPointerCapture(down.id); } catch (_) {} }
+    v.x = down.vx + dx;
+    v.y = down.vy + dy;
+    viewport.classList.add("tv-panning");
+    show();
+  });
+  const up = (e) => {
+    if (!down) return;
+    const was = down;
+    down = null;
+    viewport.classList.remove("tv-panning");
+    if (!was.moved && e.type === "pointerup" && onClick) onClick(e);
+  };
+  viewport.addEventListener("pointerup", up);
+  viewport.addEventListener("pointercancel", up);
+  return { reset: () => { v.s = 1; v.x = 0; v.y = 0; show(); }, view: v };
+}
+
+// The element a pointer is on: a box (node-…), an open group's frame (group-…), or null.
+function tvItem(target, svg) {
+  let e = target instanceof Element ? target : null;
+  while (e && e !== svg) {
+    if (e.tagName === "g" && e.id && (e.id.startsWith("node-") || e.id.startsWith("group-"))) return e;
+    e = e.parentElement;
+  }
+  return null;
+}
+
+// Hover tips: text per element id from tips(), else the box's own <title>.
+function tvTips(viewport, tip, svgOf, tips) {
+  viewport.addEventListener("pointermove", (e) => {
+    const item = tvItem(e.target, svgOf());
+    const text = item ? (tips()[item.id] || (item.querySelector(":scope > title") || {}).textContent || "") : "";
+    if (!text) { tip.style.display = "none"; tip.dataset.for = ""; return; }
+    if (tip.dataset.for !== item.id) { tip.textContent = text; tip.dataset.for = item.id; }
+    const r = viewport.getBoundingClientRect();
+    tip.style.left = `${e.clientX - r.left + viewport.scrollLeft + 14}px`;
+    tip.style.top = `${e.clientY - r.top + viewport.scrollTop + 14}px`;
+    tip.style.display = "block";
+  });
+  viewport.addEventListener("pointerleave", () => { tip.style.display = "none"; tip.dataset.for = ""; });
+}
+
+function tvFrame(el, resetLabel) {
+  el.classList.add("tv-canvas-view");
+  const viewport = document.createElement("div");
+  viewport.className = "tv-viewport";
+  const content = document.createElement("div");
+  content.className = "tv-content";
+  const tip = document.createElement("div");
+  tip.className = "tv-tip";
+  const reset = document.createElement("button");
+  reset.className = "tv-reset";
+  reset.textContent = "⟲";
+  reset.title = resetLabel;
+  reset.setAttribute("aria-label", resetLabel);
+  viewport.append(content, tip, reset);
+  el.appendChild(viewport);
+  return { viewport, content, tip, reset };
+}
+"""
+
+_ESM = (
+    _CORE
+    + r"""
+const LIVE = new WeakMap();  // model -> its views' state (a second view of one model starts from a live one)
+
+// Merge the patches "ahead" into a view's table (per view: anywidget hands each view its own model proxy).
+function merge(t, a) {
+  if (!a || a.seq === undefined) return;
+  if (t.seq !== a.seq) { t.seq = a.seq; t.f = new Map(); t.b = new Map(); }
+  for (const [k, p] of Object.entries(a.f)) t.f.set(Number(k), p);
+  for (const [k, p] of Object.entries(a.b)) t.b.set(Number(k), p);
+}
+
+function render({ model, el }) {
+  const { viewport, content, tip, reset } = tvFrame(el, model.get("reset_label"));
+  const me = { svg: null, seq: -1, step: null, asked: "", timer: 0 };
+  const table = { seq: -1, f: new Map(), b: new Map() };
+  const tableOf = () => table;
+  if (!LIVE.has(model)) LIVE.set(model, new Set());
+  LIVE.get(model).add(me);
+
+  const full = (markup, seq) => {
+    content.innerHTML = markup;
+    me.svg = content.querySelector("svg");
+    if (me.svg) tvStrip(me.svg);
+    me.seq = seq;
+  };
+  // Walk the picture from the step it shows to step `to` with the patches at hand.
+  const walk = (to) => {
+    const t = tableOf();
+    if (me.svg === null || me.step === null || me.step === undefined || t.seq !== me.seq) return false;
+    const chain = [];
+    if (to >= me.step) {
+      for (let k = me.step; k < to; k++) { const p = t.f.get(k); if (!p) return false; chain.push(p); }
+    } else {
+      for (let k = me.step; k > to; k--) { const p = t.b.get(k); if (!p) return false; chain.push(p); }
+    }
+    for (const p of chain) tvApply(me.svg, p);
+    me.step = to;
+    return true;
+  };
+  const mark = () => {
+    el.dataset.tvSeq = String(me.seq);
+    el.dataset.tvStep = String(me.step);
+    const t = tableOf();
+    el.dataset.tvAhead = `${t.seq}:${t.f.size}/${t.b.size}`;  // what the page can walk (tests read it)
+  };
+  // Show the slider's step: at once when the patches are here, else ask the kernel (once per need).
+  const sync = () => {
+    const want = model.get("step");
+    if (me.svg === null || me.step === null || me.step === undefined || want === me.step) return;
+    let walked = false;
+    try { walked = walk(want); } catch (err) { el.dataset.tvError = String(err); }
+    mark();
+    if (walked) return;
+    const key = `${me.seq}:${me.step}:${want}`;
+    if (me.asked !== key) { me.asked = key; model.send({ event: "need", seq: me.seq, step: me.step, want }); }
+    // still not there a moment later (patches lost, or a race with the kernel): the whole picture
+    clearTimeout(me.timer);
+    me.timer = setTimeout(() => {
+      if (me.svg !== null && model.get("step") !== me.step && !walk(model.get("step"))) model.send({ event: "resync" });
+      else mark();
+    }, 600);
+  };
+  const onFrame = () => {
+    const f = model.get("frame");
+    if (!f || f.seq === undefined) return;
+    if (f.kind === "full") {
+      full(f.markup, f.seq);
+      me.step = f.at;
+      tip.style.display = "none";
+      tip.dataset.for = "";
+    } else if (me.svg && f.base === me.seq && (f.from == null || f.from === me.step || walk(f.from))) {
+      tvApply(me.svg, f.patch);
+      me.seq = f.seq;
+      me.step = f.at;
+    } else {
+      const twin = [...LIVE.get(model)].find((o) => o !== me && o.svg && o.seq === f.seq);
+      if (twin) {
+        content.replaceChildren(twin.svg.cloneNode(true));
+        me.svg = content.querySelector("svg");
+        me.seq = f.seq;
+        me.step = twin.step;
+      } else model.send({ event: "resync" });
+    }
+    mark();
+    sync();
+  };
+  const onAhead = () => { merge(table, model.get("ahead")); sync(); };
+  model.on("change:frame", onFrame);
+  model.on("change:step", sync);
+  model.on("change:ahead", onAhead);
+  onFrame();
+  merge(table, model.get("ahead"));
+
+  const nav = tvNavigate(viewport, content, (e) => {
+    const item = tvItem(e.target, me.svg);
+    if (item) model.send({ event: "click", id: item.id });
+  });
+  reset.addEventListener("click", () => nav.reset());
+  tvTips(viewport, tip, () => me.svg, () => model.get("tips"));
+  return () => {
+    model.off("change:frame", onFrame);
+    model.off("change:step", sync);
+    model.off("change:ahead", onAhead);
+    clearTimeout(me.timer);
+    LIVE.get(model).delete(me);
+  };
+}
+
+export default { render };
+"""
+)
+
+_CSS = """
+.tv-canvas-view { position: relative; }
+.tv-viewport { position: relative; overflow: auto; cursor: grab; touch-action: none; }
+.tv-viewport.tv-panning { cursor: grabbing; user-select: none; }
+.tv-viewport g[id^="node-layer:"], .tv-viewport g.tv-group { cursor: pointer; }
+.tv-content { width: max-content; max-width: 100%; }
+.tv-content svg { display: block; }
+.tv-tip { display: none; position: absolute; z-index: 10; pointer-events: none; white-space: pre-line;
+  max-width: 420px; padding: 4px 7px; border-radius: 4px; font: 12px/1.35 sans-serif;
+  background: rgba(30, 41, 59, 0.94); color: #f8fafc; box-shadow: 0 1px 4px rgba(0,0,0,.3); }
+.tv-reset { position: absolute; top: 4px; right: 4px; z-index: 5; width: 26px; height: 26px; padding: 0;
+  border: 1px solid #cbd5e1; border-radius: 4px; background: rgba(255,255,255,.85); color: #334155;
+  cursor: pointer; font-size: 15px; line-height: 22px; }
+"""
+
+
+class Canvas(anywidget.AnyWidget):
+    """An SVG picture sent whole once, then as per-id patches; clicks come back to Python.
+
+    ``value``: the current picture's complete markup (from ``<svg``); set it to show
+    another picture, or call :meth:`show` to say which backward step it is, so the page
+    can step on its own. ``tips``: hover text per element id. ``on_click(f)``: ``f(element
+    id)`` for a click (not a drag) on a box (``node-…``) or a group frame (``group-…``).
+
+    Stepping without the kernel: ``step`` is linked in the browser to the explorer's step
+    slider, and ``ahead`` carries the patches between neighbouring steps of the picture on
+    the page (a few steps either way; more when pictures are cheap). A slider move then
+    patches the page at once; when the kernel gets the same move, it finds the page could
+    do it alone and sends nothing, and sends the patches for the steps beyond.
+    """
+
+    _esm = _ESM
+    _css = _CSS
+
+    value = T.Unicode("", help="the current picture's complete SVG markup (Python side only)")
+    frame = T.Dict(help="what the page gets: a whole picture or a patch of the last one").tag(sync=True)
+    ahead = T.Dict(help="patches to neighbouring steps of the picture on the page").tag(sync=True)
+    step = T.Int(0, help="the step the page should show (linked in the browser to the step slider)").tag(sync=True)
+    tips = T.Dict(help="hover text per element id").tag(sync=True)
+    reset_label = T.Unicode("reset zoom and pan").tag(sync=True)
+
+    #: Pictures computed ahead per move: as many as fit this budget (seconds), at least 1 each way.
+    AHEAD_BUDGET = 0.03
+    AHEAD_MOST = 8
+
+    def __init__(self, **kwargs) -> None:
+        self._doc: patches.Document | None = None
+        self._seq = 0
+        self._at: int | None = None  # the backward step the picture shows (None: not a step picture)
+        self._family: Any = None  # what, besides the step, decides the picture
+        self._from: int | None = None  # the step of the picture the last patch applies to
+        self._sent: dict[tuple[str, int], dict] = {}  # ("f", k): patch k -> k+1 sent; ("b", k): k -> k-1
+        self._docs: dict[str, patches.Document | None] = {}
+        self._local = False
+        self._asked = 0  # answers to pages that asked for patches again
+        self._ahead_of: tuple | None = None  # (step, last, picture_at) of the last picture shown
+        self._clicks: list[Callable[[str], Any]] = []
+        super().__init__(**kwargs)
+        self.on_msg(self._on_msg)
+        self.sent_bytes = 0  # what the last picture change sent (a benchmark reads it)
+
+    # -- pictures ----------------------------------------------------------------------
+    def show(
+        self,
+        markup: str,
+        *,
+        step: int | None = None,
+        family: Any = None,
+        picture_at: Callable[[int], str] | None = None,
+        last: int | None = None,
+    ) -> None:
+        """Show ``markup``, the picture of backward ``step`` among the pictures
+        ``picture_at(0..last)`` of one ``family`` (the same layout and settings): moves
+        between them are patched by the page itself once their patches are there
+        (:meth:`look_ahead` sends them)."""
+        same = family is not None and family == self._family and self._at is not None and step is not None
+        self._local = same and step != self._at and self._reaches(self._at, step)
+        before = self._at
+        self._family, self._at, self._from = family, step, before
+        try:
+            if markup != self.value:
+                self.value = markup
+            elif not same and self._doc is not None:  # other settings, same picture here: the
+                self._patch_frame({"drop": [], "put": [], "set": {}})  # steps around it differ: new seq
+        finally:
+            self._local = False
+        has_steps = picture_at is not None and step is not None and last is not None
+        self._ahead_of = (step, last, picture_at) if has_steps else None
+
+    def look_ahead(self) -> None:
+        """Send the patches to the steps around the one shown (call when the rest of the view
+        is up to date: this computes neighbouring pictures)."""
+        if self._ahead_of is not None:
+            self._send_ahead(self.value, *self._ahead_of)
+
+    def _reaches(self, a: int | None, b: int | None) -> bool:
+        if a is None or b is None:
+            return False
+        if b >= a:
+            return all(("f", k) in self._sent for k in range(a, b))
+        return all(("b", k) in self._sent for k in range(b + 1, a + 1))
+
+    def _parsed(self, markup: str) -> patches.Document | None:
+        doc = self._docs.get(markup)
+        if doc is None:
+            if len(self._docs) > 2 * self.AHEAD_MOST + 4:
+                self._docs.clear()
+            doc = self._docs[markup] = patches.parse(markup)
+        return doc
+
+    def _send_ahead(self, markup: str, step: int, last: int, picture_at: Callable[[int], str]) -> None:
+        """Patches between the pictures around ``step`` the page does not have yet."""
+        import time
+
+        add: dict[str, dict[str, Any]] = {"f": {}, "b": {}}
+        start = time.perf_counter()
+        docs = {step: self._parsed(markup)}
+        for reach in range(1, self.AHEAD_MOST + 1):
+            for k in (step + reach, step - reach):
+                near = k - 1 if k > step else k + 1  # its neighbour towards step, read already
+                if not 0 <= k <= last or docs.get(near) is None:
+                    continue
+                lo, hi = min(k, near), max(k, near)
+                docs[k] = self._parsed(picture_at(k))
+                if ("f", lo) in self._sent and ("b", hi) in self._sent:
+                    continue
+                a, b = (docs[near], docs[k]) if k > near else (docs[k], docs[near])
+                up = down = None
+                if a is not None and b is not None:
+                    up, down = patches.diff(a, b), patches.diff(b, a)
+                if up is None or down is None:
+                    docs[k] = None  # another layout: the page asks, the kernel sends it whole
+                    continue
+                add["f"][str(lo)], add["b"][str(hi)] = self._sent["f", lo], self._sent["b", hi] = up, down
+            if time.perf_counter() - start > self.AHEAD_BUDGET:
+                break
+        if add["f"] or add["b"]:
+            self.ahead = {"seq": self._seq, "f": add["f"], "b": add["b"], "n": len(self._sent)}
+            self.sent_bytes += len(json.dumps(self.ahead))
+
+    @T.observe("value")
+    def _picture_changed(self, change) -> None:
+        markup = change["new"]
+        doc = self._parsed(markup)
+        if self._local:  # the page steps there itself with the patches it has
+            self._doc = doc
+            self.sent_bytes = 0
+            return
+        patch = patches.diff(self._doc, doc) if self._doc is not None and doc is not None else None
+        self._doc = doc
+        self._seq += 1
+        self._sent = {}
+        if patch is not None:
+            size = len(json.dumps(patch))
+            if size < len(markup) // 2:  # a patch half the picture's size: the whole picture is simpler
+                self.sent_bytes = size
+                self._patch_frame(patch, bumped=True)
+                return
+        self.sent_bytes = len(markup)
+        self.frame = self._whole()
+
+    def _patch_frame(self, patch: dict, bumped: bool = False) -> None:
+        """Send a patch of the page's picture as a new picture seq (the step patches sent so far
+        belong to the old one)."""
+        if not bumped:
+            self._seq += 1
+            self._sent = {}
+        self.frame = {
+            "kind": "patch",
+            "seq": self._seq,
+            "base": self._seq - 1,
+            "from": self._from,
+            "at": self._at,
+            "patch": patch,
+        }
+
+    def _whole(self) -> dict:
+        return {"kind": "full", "seq": self._seq, "at": self._at, "markup": self.value}
+
+    def get_state(self, key=None, drop_defaults=False):
+        """A front end asking for the whole state (a page reload) gets the whole picture."""
+        state = super().get_state(key, drop_defaults)
+        if key is None and self.frame.get("kind") == "patch":
+            state["frame"] = self._whole()
+        return state
+
+    def on_click(self, callback: Callable[[str], Any]) -> None:
+        """Call ``callback(element id)`` when a box or a group frame is clicked."""
+        self._clicks.append(callback)
+
+    def _on_msg(self, _widget, content, _buffers) -> None:
+        if not isinstance(content, dict):
+            return
+        event = content.get("event")
+        if event == "need" and self._resend(content):
+            pass
+        elif event in ("resync", "need"):
+            # a view that missed what a patch applies to, or steps no patch was sent for
+            self._seq += 1
+            self._sent = {}
+            self.frame = self._whole()
+            self.look_ahead()
+        elif event == "click" and isinstance(content.get("id"), str):
+            for f in self._clicks:
+                f(content["id"])
+
+    def _resend(self, content: dict) -> bool:
+        """A page at (seq, step) that cannot walk to the step it wants: send the patches again
+        (a reload lost them) when they were sent in this seq; False when they were not."""
+        a, want = content.get("step"), content.get("want")
+        if content.get("seq") != self._seq or not isinstance(a, int) or not isinstance(want, int):
+            return False
+        if not self._reaches(a, want):
+            return self._at is not None and self._at != want  # the kernel has not got there yet: it will
+        keys = [("f", k) for k in range(a, want)] if want >= a else [("b", k) for k in range(want + 1, a + 1)]
+        again: dict[str, dict] = {"f": {}, "b": {}}
+        for d, k in keys:
+            again[d][str(k)] = self._sent[d, k]
+        self._asked += 1
+        self.ahead = {"seq": self._seq, **again, "n": -self._asked}  # "n": a new value every time
+        return True
+
+
+def canvas_available() -> bool:
+    """True when anywidget's front end is installed where Jupyter looks for lab extensions
+    (JupyterLab 4, Notebook 7 and Voilà load it from there)."""
+    try:
+        from jupyter_core.paths import jupyter_path
+    except ImportError:  # pragma: no cover - jupyter_core comes with ipykernel
+        return True
+    return any((Path(p) / "anywidget" / "package.json").is_file() for p in jupyter_path("labextensions"))
+
+
+_warned = False
+
+
+def make_canvas(*, reset_label: str, fallback_note: str) -> W.DOMWidget:
+    """A :class:`Canvas`, or where anywidget's front end is missing (or
+    ``TAPEVIZ_CANVAS=html``) today's ``ipywidgets.HTML`` picture, saying so once."""
+    global _warned
+    if os.environ.get("TAPEVIZ_CANVAS", "").lower() != "html" and canvas_available():
+        return Canvas(reset_label=reset_label)
+    if not _warned:
+        _warned = True
+        warnings.warn(fallback_note, stacklevel=3)
+    return W.HTML(layout=W.Layout(overflow="auto"))
+
+
+_PAGE = r"""
+// tapeviz: hover tips, zoom and pan on the exported page's pictures (no kernel here).
+(function () {
+  const style = document.createElement("style");
+  style.textContent = TV_CSS;
+  document.head.appendChild(style);
+  const done = new WeakSet();
+  const setup = () => {
+    document.querySelectorAll(".tv-frames").forEach((stack, i) => {
+      if (done.has(stack)) return;
+      done.add(stack);
+      const parent = stack.parentElement;
+      const { viewport, content, tip, reset } = tvFrame(document.createElement("div"), "RESET_LABEL");
+      const holder = viewport.parentElement;
+      parent.insertBefore(holder, stack);
+      content.appendChild(stack);
+      const nav = tvNavigate(viewport, content, null);
+      reset.addEventListener("click", () => nav.reset());
+      const tips = (window.TAPEVIZ_TIPS || [])[i] || {};
+      tvTips(viewport, tip, () => stack.querySelector("svg:not([style*='display: none'])"), () => tips);
+    });
+  };
+  new MutationObserver(setup).observe(document.documentElement, { childList: true, subtree: true });
+  setup();
+})();
+"""
+
+
+def page_script(tips: list[dict[str, str]], reset_label: str) -> str:
+    """The exported page's inline ``<script>`` body: the canvas's hover tips (one map per
+    target's pictures, in page order), zoom and pan, with no anywidget and no kernel."""
+
+    def js(x) -> str:  # JSON with no "<" at all: nothing in it can open or close a tag
+        return json.dumps(x).replace("<", "\\u003c")
+
+    page = _PAGE.replace('"RESET_LABEL"', js(reset_label))
+    return f"window.TAPEVIZ_TIPS = {js(tips)};\nconst TV_CSS = {js(_CSS)};\n{_CORE}\n{page}"
+
+
+#: The page script with no tips (for tests and docs).
+PAGE_SCRIPT = page_script([], "reset zoom and pan")

@@ -1,0 +1,226 @@
+"""What changed between two SVG pictures of the explorer, per element id.
+
+A backward step changes a few elements of a picture (the arrows of the step, a box's
+outline, a gradient text, the chevrons, the title); the rest of the document stays
+byte for byte. :func:`diff` compares two documents written by
+:func:`tapeviz.output.svg.to_svg` element by element and returns the changes as plain
+JSON, which the canvas's front end (canvas.py) applies to the SVG on the page in place;
+:func:`apply` does the same to markup, so a test can check the patch against a fresh
+document in Python too.
+
+to_svg writes one element per line: the ``<svg>`` start tag and the background, then
+groups holding elements (``<g id="layer-edges">`` ... ``</g>``) and elements
+(``<g id="edge-a-b-0">...</g>``) each on its line. A document is read as containers
+holding id'd lines in order. Patches say, per container, which elements go (``drop``),
+which are new, changed or moved (``put``: id, markup or None for "keep it", the id of
+the element it goes before, None for the end), and which changed where they are
+(``set``). ``put`` entries are listed right to left in each container, so each one's
+``before`` is already in its final place when it is applied; elements that keep their
+order are the longest run that needs no move (edges are sorted by line width, so a
+step that thickens an edge moves it and only it).
+
+Anything this reading does not recognise (another start tag or background, a line
+without an id, two elements with one id) gives None: the caller sends the whole
+document.
+"""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+__all__ = ["Document", "parse", "diff", "apply"]
+
+_ID = re.compile(r'<[A-Za-z]+ id="([^"]*)"')
+_OPEN = re.compile(r'^<g id="([^"]*)">$')
+_INNER = re.compile(r'<text id="([^"]*)".*?</text>')  # an element's own id'd text (a box's gradient text)
+ROOT = ""  # the container id of the <svg> element itself
+
+
+class Document:
+    """An SVG document as its head (start tag, background) and containers of id'd lines."""
+
+    __slots__ = ("head", "order", "lines", "parent")
+
+    def __init__(self, head: str, order: dict[str, list[str]], lines: dict[str, str], parent: dict[str, str]):
+        self.head = head  # everything before the first element, e.g. '<svg ...>\n<rect .../>'
+        self.order = order  # container id -> its children's ids, in document order
+        self.lines = lines  # element id -> its markup line (containers: their start tag)
+        self.parent = parent  # element id -> container id
+
+
+def parse(markup: str) -> Document | None:
+    """Read a to_svg document (from ``<svg``); None when it is not one this module can patch."""
+    rows = markup.split("\n")
+    i = 0
+    head = []
+    while i < len(rows) and not rows[i].startswith("<g "):
+        if rows[i].startswith("</svg>"):
+            break
+        head.append(rows[i])
+        i += 1
+    if not head or not head[0].startswith("<svg"):
+        return None
+    order: dict[str, list[str]] = {ROOT: []}
+    lines: dict[str, str] = {}
+    parent: dict[str, str] = {}
+    stack = [ROOT]
+    for row in rows[i:]:
+        if not row:
+            continue
+        if row == "</g>":
+            if len(stack) == 1:
+                return None
+            stack.pop()
+            continue
+        if row == "</svg>":
+            break
+        m = _OPEN.match(row)
+        key = m.group(1) if m else None
+        if key is None:
+            found = _ID.match(row)
+            if found is None:
+                return None
+            key = found.group(1)
+        if key in lines:
+            return None
+        lines[key] = row
+        parent[key] = stack[-1]
+        order[stack[-1]].append(key)
+        if m:
+            order[key] = []
+            stack.append(key)
+    if len(stack) != 1:
+        return None
+    return Document("\n".join(head), order, lines, parent)
+
+
+def _kept(old_pos: list[int]) -> set[int]:
+    """Indexes (into ``old_pos``) of a longest increasing run: the elements that need no move."""
+    tails: list[int] = []  # tails[k]: index of the smallest tail of an increasing run of length k+1
+    prev = [-1] * len(old_pos)
+    for i, p in enumerate(old_pos):
+        k = _search(tails, old_pos, p)
+        if k > 0:
+            prev[i] = tails[k - 1]
+        if k == len(tails):
+            tails.append(i)
+        else:
+            tails[k] = i
+    out = set()
+    i = tails[-1] if tails else -1
+    while i >= 0:
+        out.add(i)
+        i = prev[i]
+    return out
+
+
+def _search(tails: list[int], old_pos: list[int], p: int) -> int:
+    lo, hi = 0, len(tails)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if old_pos[tails[mid]] < p:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _changed(key: str, old: str, new: str) -> dict[str, str]:
+    """{id: markup} for a changed line: its id'd texts alone when only they changed (a
+    clipped gradient text), else the whole line."""
+    a, b = list(_INNER.finditer(old)), list(_INNER.finditer(new))
+    if a and len(a) == len(b) and [m.group(1) for m in a] == [m.group(1) for m in b]:
+        rest_a = _INNER.sub("", old)
+        if rest_a == _INNER.sub("", new):
+            return {unescape(y.group(1)): y.group(0) for x, y in zip(a, b, strict=True) if x.group(0) != y.group(0)}
+    return {unescape(key): new}
+
+
+def diff(old: Document, new: Document) -> dict | None:
+    """The changes that turn ``old`` into ``new`` (JSON-ready), or None when the heads or
+    the containers differ (another layout: send the whole document)."""
+    if old.head != new.head or old.order.keys() != new.order.keys():
+        return None
+    drop: list[str] = []
+    put: list[list] = []
+    set_: dict[str, str] = {}
+    for box, ids in new.order.items():
+        if old.parent.get(box, ROOT) != new.parent.get(box, ROOT) or (box != ROOT and old.lines[box] != new.lines[box]):
+            return None
+        before = old.order[box]
+        if before == ids:
+            for k in ids:
+                if k not in new.order and old.lines[k] != new.lines[k]:
+                    set_.update(_changed(k, old.lines[k], new.lines[k]))
+            continue
+        now = set(ids)
+        drop += [unescape(k) for k in before if k not in now]
+        where = {k: i for i, k in enumerate(before) if k in now}
+        common = [k for k in ids if k in where]
+        stay = {common[i] for i in _kept([where[k] for k in common])}
+        moves = []
+        for j, k in enumerate(ids):
+            if k in new.order:  # a container must stay in place (its children are patched separately)
+                if k not in stay:
+                    return None
+                continue
+            changed = k not in where or old.lines[k] != new.lines[k]
+            if k in stay:
+                if changed:
+                    set_.update(_changed(k, old.lines[k], new.lines[k]))
+                continue
+            nxt = unescape(ids[j + 1]) if j + 1 < len(ids) else None
+            moves.append([unescape(box), unescape(k), new.lines[k] if changed else None, nxt])
+        put += reversed(moves)
+    return {"drop": drop, "put": put, "set": set_}
+
+
+def _replace_inner(line: str, k: str, markup: str) -> str:
+    for m in _INNER.finditer(line):
+        if unescape(m.group(1)) == k:
+            return line[: m.start()] + markup + line[m.end() :]
+    raise KeyError(k)
+
+
+def apply(doc_markup: str, patch: dict) -> str:
+    """``patch`` applied to a document's markup, as the front end applies it to the page's
+    SVG (for tests: ``apply(old, diff(parse(old), parse(new))) == new``)."""
+    doc = parse(doc_markup)
+    if doc is None:
+        raise ValueError("apply: not a document this module reads (see parse)")
+    esc = {unescape(k): k for k in doc.lines}
+    order = {b: list(ids) for b, ids in doc.order.items()}
+    lines = dict(doc.lines)
+    for k in patch["drop"]:
+        key = esc[k]
+        order[doc.parent[key]].remove(key)
+    inner = {unescape(m.group(1)): k for k, line in lines.items() for m in _INNER.finditer(line)}
+    for k, line in patch["set"].items():
+        if k in esc:
+            lines[esc[k]] = line
+        else:  # an id'd text inside an element's line
+            key = inner[k]
+            lines[key] = _replace_inner(lines[key], k, line)
+    for box, k, line, nxt in patch["put"]:
+        m = _ID.match(line) if line is not None else None
+        key = esc.get(k) or (m.group(1) if m else k)
+        esc[k] = key
+        ids = order[esc.get(box, box)]
+        if key in ids:
+            ids.remove(key)
+        if line is not None:
+            lines[key] = line
+        ids.insert(len(ids) if nxt is None else ids.index(esc[nxt]), key)
+    out = [doc.head]
+
+    def write(box: str) -> None:
+        for k in order[box]:
+            out.append(lines[k])
+            if k in order:
+                write(k)
+                out.append("</g>")
+
+    write(ROOT)
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,114 @@
+"""Frames around open groups: where an opened block's boxes are, and its name on it.
+
+A closed group is one box; once opened (the explorer's click, ``expand=``), its boxes
+spread among the others and nothing says they belonged together. A frame is the
+rectangle around the boxes (and their gradient texts) of one open group, outer groups
+around inner ones, titled with the group's short name, so a reader sees the block she
+opened and can click its frame to close it again.
+
+Frames are plain records in data units, like boxes; the SVG writer draws them behind
+the edges (``g#group-<group id>``). Nested frames get wider margins, innermost first,
+so the lines of a group and of its parent never coincide. The layout places boxes by
+the flow, not by group, so a group's boxes may sit among others' (a wrapped row, a
+bias beside another layer's input): then one rectangle would claim boxes that are not
+in it, and the frame is drawn in pieces around runs of its own boxes instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .style import CAPTION_H
+from .visibility import Shown
+
+__all__ = ["GroupFrame", "group_frames"]
+
+PAD_X, PAD_TOP, PAD_BOTTOM = 0.05, 0.11, CAPTION_H + 0.03  # data units around the innermost frame
+NEST_X, NEST_Y = 0.035, 0.04  # more margin per open group inside
+
+
+@dataclass(frozen=True)
+class GroupFrame:
+    """An open group's frame: lower-left corner and size in data units, its id and name."""
+
+    gid: str  # the group's id (full path in the tree)
+    name: str  # its own short name, written on the frame
+    x: float
+    y: float
+    w: float
+    h: float
+    level: int  # 1 for the outermost groups
+    inner: int = 0  # open groups nested inside it (on its deepest path)
+    parts: tuple = ()  # (x, y, w, h) pieces when one rectangle would hold boxes of other groups
+
+
+def _open_path(display: Shown, node) -> tuple[str, ...]:
+    """The open groups holding a drawn box, outermost first."""
+    tree = display.tree
+    d = display.nx.nodes[node]
+    if d.get("kind") == "layer" and d.get("layer") in tree:  # a closed group's box
+        gid = d["layer"]
+        return tuple(reversed(tree.ancestors(gid)))
+    path = tree.paths.get(node, ())
+    out = []
+    for gid in path:
+        if gid in display.collapsed:
+            break
+        out.append(gid)
+    return tuple(out)
+
+
+def group_frames(scene) -> list[GroupFrame]:
+    """The frames of a scene's open groups, outermost first (so inner ones are drawn on top)."""
+    display: Shown = scene.display
+    tree = getattr(display, "tree", None)
+    if tree is None or not tree.groups:
+        return []
+    bounds: dict[str, list[float]] = {}
+    inner: dict[str, int] = {}  # open groups nested inside, on the deepest path
+    members: dict[str, list] = {}
+    paths = {}
+    for n, b in scene.boxes.items():
+        if n not in display.nx or not b.visible:
+            continue
+        path = paths[n] = _open_path(display, n)
+        for i, gid in enumerate(path):
+            members.setdefault(gid, []).append(b)
+            x0, y0, x1, y1 = b.x, b.y, b.x + b.w, b.y + b.h
+            got = bounds.get(gid)
+            if got is None:
+                bounds[gid] = [x0, y0, x1, y1]
+            else:
+                got[0], got[1], got[2], got[3] = min(got[0], x0), min(got[1], y0), max(got[2], x1), max(got[3], y1)
+            inner[gid] = max(inner.get(gid, 0), len(path) - 1 - i)
+    out = []
+    for grp in tree.walk():  # parents first
+        box = bounds.get(grp.id)
+        if box is None:
+            continue
+        k = inner[grp.id]
+        x0 = box[0] - PAD_X - k * NEST_X
+        x1 = box[2] + PAD_X + k * NEST_X
+        y0 = box[1] - PAD_BOTTOM - k * NEST_Y
+        y1 = box[3] + PAD_TOP + k * NEST_Y
+        strangers = any(
+            grp.id not in paths[n] and x0 < b.x + b.w / 2 < x1 and y0 < b.y + b.h / 2 < y1
+            for n, b in scene.boxes.items()
+            if n in paths
+        )
+        parts = _pieces(members[grp.id], k) if strangers else ()
+        out.append(GroupFrame(grp.id, grp.name, x0, y0, x1 - x0, y1 - y0, grp.level, k, parts))
+    return out
+
+
+def _pieces(boxes: list, k: int) -> tuple:
+    """Rectangles around runs of boxes side by side in one row (next columns), padded."""
+    runs: list[list[float]] = []
+    for b in sorted(boxes, key=lambda b: (-b.y, b.x)):
+        last = runs[-1] if runs else None
+        if last is not None and abs(last[1] - b.y) < 1e-6 and b.x - last[2] <= 1.0 - b.w + 1e-6:
+            last[2] = b.x + b.w
+        else:
+            runs.append([b.x, b.y, b.x + b.w, b.y + b.h])
+    px, pt, pb = PAD_X + k * NEST_X, PAD_TOP + k * NEST_Y, PAD_BOTTOM + k * NEST_Y
+    return tuple((x0 - px, y0 - pb, x1 - x0 + 2 * px, y1 - y0 + pt + pb) for x0, y0, x1, y1 in runs)

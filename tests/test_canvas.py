@@ -1,0 +1,239 @@
+"""The explorer's canvas without a browser: patches (explorer/patches.py) turn any picture
+into the next one exactly, clicks map to state fields, tips carry TF's numbers, open
+groups are framed, and the HTML fallback says why once. The browser side is in
+test_browser_canvas.py (JupyterLab, Voilà) and test_export_html.py (the exported page)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tapeviz as tv
+from tapeviz.explorer import canvas as cv
+from tapeviz.explorer import patches
+from tapeviz.explorer import state as st
+from tapeviz.record.graph import GRAD_NORM, format_value
+
+
+def _nested_model_tape():
+    import keras
+
+    keras.utils.set_random_seed(0)
+    block = keras.Sequential(
+        [keras.layers.Dense(4, activation="tanh", name="a"), keras.layers.Dense(4, activation="tanh", name="b")],
+        name="block",
+    )
+    model = keras.Sequential([keras.Input((3,)), block, keras.layers.Dense(1, name="head")], name="net")
+    x = tf.constant(np.random.default_rng(0).normal(size=(2, 3)).astype("float32"))
+    with tv.GradientTape(persistent=True) as tape:
+        loss = tf.reduce_mean(model(x) ** 2)
+    return tape, loss, model
+
+
+@pytest.fixture(scope="module")
+def nested():
+    tape, loss, model = _nested_model_tape()
+    ex = tv.explore(tape, loss, theme="light", depth=1)
+    yield ex, tape, loss, model
+    ex.close()
+
+
+def test_patches_turn_every_step_and_clip_setting_into_the_fresh_picture(nested):
+    ex, *_ = nested
+    model, s0 = ex.model, ex.state.replace(collapsed=frozenset())  # everything open: the most elements
+    last = model.flow(s0.target).last_step
+    states = [s0.replace(step=k) for k in [last, 0, 3, last - 1, 1, last]]
+    states += [s0.replace(clip="by_norm", clip_norm=v) for v in (0.1, 0.05, 1.0)]
+    states += [s0.replace(clip="by_value", clip_value=(-0.01, 0.01)), s0.replace(step=2, clip="by_value")]
+    prev = st.picture(model, states[0])
+    for s in states[1:]:
+        new = st.picture(model, s)
+        patch = patches.diff(patches.parse(prev), patches.parse(new))
+        assert patch is not None, s
+        assert patches.apply(prev, patch) == new, s
+        prev = new
+
+
+class _Page:
+    """What canvas.py's front end does with frames and the patches "ahead", in Python."""
+
+    def __init__(self, c):
+        self.c, self.table = c, {"f": {}, "b": {}}
+        self.markup, self.seq, self.at = c.frame["markup"], c.frame["seq"], c.frame["at"]
+        self.merge()
+
+    def merge(self):
+        a = self.c.ahead
+        if a.get("seq") != self.seq:
+            return
+        for d in "fb":
+            self.table[d].update({int(k): p for k, p in a[d].items()})
+
+    def walk(self, to) -> bool:
+        d, ks = ("f", range(self.at, to)) if to >= self.at else ("b", range(self.at, to, -1))
+        if any(k not in self.table[d] for k in ks):
+            return False
+        for k in ks:
+            self.markup = patches.apply(self.markup, self.table[d][k])
+        self.at = to
+        return True
+
+    def receive(self, frame):
+        if frame["kind"] == "full":
+            self.markup = frame["markup"]
+        else:
+            assert frame["base"] == self.seq and (self.at == frame["from"] or self.walk(frame["from"]))
+            self.markup = patches.apply(self.markup, frame["patch"])
+        self.seq, self.at, self.table = frame["seq"], frame["at"], {"f": {}, "b": {}}
+
+
+def test_the_page_steps_by_itself_and_the_kernel_sends_nothing_it_can_do(nested):
+    _, tape, loss, _ = nested
+    ex = tv.explore(tape, loss, theme="light", depth=1)
+    c = ex.canvas
+    c._on_msg(c, {"event": "click", "id": "node-layer:net"}, [])  # a new layout: a whole picture
+    page = _Page(c)
+    last = c._at
+    seen = []
+    for to in [last - 1, last - 2, last - 1, 2, 1, 0, last]:
+        local = page.walk(to)  # the slider moved in the browser: the page goes first
+        before = c.frame
+        ex.controls["step"].value = to  # then the kernel hears of it
+        if c.frame is not before:
+            assert not local, "the kernel sent a picture the page had made itself"
+            page.receive(c.frame)
+        page.merge()
+        seen.append(local)
+        assert page.at == to and page.markup == c.value == st.picture(ex.model, ex.state)
+    assert seen[:3] == [True, True, True] and seen[4:6] == [True, True]
+    # other settings with the same picture at this step: a new seq, so old step patches are not used
+    ex.controls["step"].value = last - 1
+    page.walk(last - 1) or page.receive(c.frame)
+    page.merge()
+    before = c.frame
+    ex.controls["clip"].value = "by_value"  # clipped texts show on the last step only
+    assert c.frame is not before and c.frame["kind"] == "patch" and c.frame["patch"]["set"] == {}
+    page.receive(c.frame)
+    page.merge()
+    assert page.walk(last) and page.markup == st.picture(ex.model, ex.state.replace(step=last))
+    ex.close()
+
+
+def test_a_new_layout_gives_no_patch_and_bad_documents_none():
+    assert patches.parse("<div>not svg</div>") is None
+    assert patches.parse('<svg a="1">\n<g id="x">\n<rect/>\n</g>\n</svg>\n') is None  # a line without an id
+    a = patches.parse('<svg w="1">\n<g id="layer-nodes">\n<g id="node-a">A</g>\n</g>\n</svg>\n')
+    b = patches.parse('<svg w="2">\n<g id="layer-nodes">\n<g id="node-a">A</g>\n</g>\n</svg>\n')
+    assert a is not None and b is not None
+    assert patches.diff(a, b) is None  # another size: the whole picture
+
+
+def test_moves_reorder_with_few_puts():
+    rows = [f'<g id="e{i}">{i}</g>' for i in range(50)]
+
+    def doc(order):
+        return "\n".join(['<svg x="1">', '<g id="layer-edges">', *order, "</g>", "</svg>"]) + "\n"
+
+    old = doc(rows)
+    moved = rows[:10] + rows[11:40] + [rows[10]] + rows[40:]  # one edge drawn later (thicker now)
+    new = doc([r.replace(">12<", ">twelve<") for r in moved] + ['<g id="e99">new</g>'])
+    patch = patches.diff(patches.parse(old), patches.parse(new))
+    assert patches.apply(old, patch) == new
+    assert len(patch["put"]) == 2 and patch["set"] == {"e12": '<g id="e12">twelve</g>'} and patch["drop"] == []
+
+
+def test_canvas_value_is_the_whole_picture_and_steps_send_patches(nested):
+    ex, *_ = nested
+    c = ex.canvas
+    assert isinstance(c, cv.Canvas)
+    assert c.value == st.picture(ex.model, ex.state)
+    assert c.frame["kind"] == "full" and c.frame["markup"] == c.value
+    before, frame, last = c.value, c.frame, c._at
+    assert ("b", last) in c._sent  # the patch to the step before went ahead with the picture
+    ex.controls["step"].value = last - 1
+    assert c.frame is frame and c.sent_bytes < len(c.value) / 3  # the page does it alone: no picture sent
+    assert patches.apply(before, c._sent["b", last]) == c.value == st.picture(ex.model, ex.state)
+    ex.controls["step"].value = 0  # out of reach of the patches sent: a patch of the page's picture
+    assert c.frame["kind"] == "patch" and c.frame["from"] == last - 1 and c.frame["at"] == 0
+    assert c.get_state()["frame"] == {"kind": "full", "seq": c._seq, "at": c._at, "markup": c.value}  # a reload
+    ex.controls["step"].value = ex.controls["step"].max
+
+
+def test_clicks_open_close_and_select(nested):
+    ex, tape, loss, model = nested
+    c = ex.canvas
+    assert "node-layer:net" in c.tips
+    c._on_msg(c, {"event": "click", "id": "node-layer:net"}, [])
+    closed = ex.model.collapsed(ex.state)
+    assert "net" not in closed and {"net/block", "net/head"} <= closed  # one level opens
+    assert c.frame["kind"] == "full" and 'id="group-net"' in c.value and ">net</text>" in c.value
+    c._on_msg(c, {"event": "click", "id": "node-layer:net/block"}, [])
+    assert 'id="group-net/block"' in c.value and 'id="node-layer:net/block/a"' in c.value
+    c._on_msg(c, {"event": "click", "id": "group-net/block"}, [])
+    assert "net/block" in ex.model.collapsed(ex.state) and 'id="group-net/block"' not in c.value
+    assert 'id="node-layer:net/block"' in c.value
+    # select: open the head, click its kernel; the inspector shows the variable
+    c._on_msg(c, {"event": "click", "id": "node-layer:net/head"}, [])
+    kernel = next(k for k, t in c.tips.items() if t.startswith("net/head/kernel"))
+    c._on_msg(c, {"event": "click", "id": kernel}, [])
+    assert ex.state.node == kernel[len("node-") :]
+    assert "net/head/kernel" in ex.inspector.value
+    c._on_msg(c, {"event": "click", "id": "legend"}, [])  # nothing happens
+    c._on_msg(c, {"event": "click", "id": "group-net"}, [])
+    assert "net" in ex.model.collapsed(ex.state)
+
+
+def test_tips_show_tensorflow_s_gradient(nested):
+    ex, tape, loss, model = nested
+    s = ex.state.replace(collapsed=frozenset())
+    tips = st.tips(ex.model, s)
+    var = model.get_layer("head").kernel
+    g = tape.gradient(loss, var).numpy()
+    tip = next(t for t in tips.values() if t.startswith("net/head/kernel"))
+    assert format_value(g, norm=GRAD_NORM) in tip
+    assert "float32 (4, 1)" in tip
+    assert all(b.gid in tips for b in ex.model.view(s).scene.boxes.values())
+
+
+def test_frames_hold_their_groups_boxes(nested):
+    ex, *_ = nested
+    s = ex.state.replace(collapsed=frozenset({"net/head"}))
+    scene = ex.model.view(s).scene
+    from tapeviz.picture.frames import group_frames
+
+    frames = {f.gid: f for f in group_frames(scene)}
+    assert set(frames) == {"net", "net/block", "net/block/a", "net/block/b"}
+    for f in frames.values():
+        pieces = f.parts or ((f.x, f.y, f.w, f.h),)
+        for n, b in scene.boxes.items():
+            path = scene.display.tree.paths.get(n, ())
+            if f.gid in path:  # each of its boxes is inside a piece of the frame
+                assert any(x <= b.x and b.x + b.w <= x + w and y <= b.y and b.y + b.h <= y + h for x, y, w, h in pieces)
+
+
+def test_fallback_to_html_says_so_once(monkeypatch):
+    import ipywidgets as W
+
+    monkeypatch.setenv("TAPEVIZ_CANVAS", "html")
+    monkeypatch.setattr(cv, "_warned", False)
+    tape, loss, _ = _nested_model_tape()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        a = tv.explore(tape, loss)
+        b = tv.explore(tape, loss)
+    assert type(a.canvas) is W.HTML and a.canvas.value.startswith("<svg")
+    assert len([w for w in seen if "anywidget" in str(w.message)]) == 1
+    a.close()
+    b.close()
+
+
+def test_canvas_available_finds_anywidget_s_front_end():
+    assert cv.canvas_available()  # the test environment installs anywidget's lab extension
+
+
+def test_page_script_is_inline_and_escaped():
+    script = cv.page_script([{"node-a": "</script><b>"}], "reset")
+    assert "</script>" not in script and "tvNavigate" in script and "TAPEVIZ_TIPS" in script
