@@ -5,6 +5,7 @@ test_browser_canvas.py (JupyterLab, Voilà) and test_export_html.py (the exporte
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -154,7 +155,9 @@ def test_canvas_value_is_the_whole_picture_and_steps_send_patches(nested):
     before, frame, last = c.value, c.frame, c._at
     assert ("b", last) in c._sent  # the patch to the step before went ahead with the picture
     ex.controls["step"].value = last - 1
-    assert c.frame is frame and c.sent_bytes < len(c.value) / 3  # the page does it alone: no picture sent
+    # the page does it alone: no picture sent, at most more step patches ahead (how many the time
+    # budget allows: on a busy machine fewer went with the picture, so more may go now)
+    assert c.frame is frame and c.sent_bytes in (0, len(json.dumps(c.ahead)))
     assert patches.apply(before, c._sent["b", last]) == c.value == st.picture(ex.model, ex.state)
     ex.controls["step"].value = 0  # out of reach of the patches sent: a patch of the page's picture
     assert c.frame["kind"] == "patch" and c.frame["from"] == last - 1 and c.frame["at"] == 0

@@ -366,9 +366,11 @@ def pictures(nb) -> list[str]:
         if "image/svg+xml" in o.get("data", {})
     ]
     for m in _widget_states(nb).values():
-        value = m.get("state", {}).get("value")
-        if isinstance(value, str) and "<svg" in value:
-            out.append(value)
+        state = m.get("state", {})
+        frame = state.get("frame")  # the explorer's canvas: its last whole picture
+        for value in (state.get("value"), frame.get("markup") if isinstance(frame, dict) else None):
+            if isinstance(value, str) and "<svg" in value:
+                out.append(value)
     return out
 
 

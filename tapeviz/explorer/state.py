@@ -382,8 +382,9 @@ def tips(ex: Explored, state: ExplorerState) -> dict[str, str]:
             if info is not None:
                 lines.append(say("ui.canvas.shape", lang, dtype=info.dtype, shape=info.shape))
                 lines.append(say("ui.canvas.value", lang, summary=format_value(info.value, info.summary)))
-            grad = fl.grad(n)
-            first = grad[0] if isinstance(grad, list) else grad  # several outputs: the first, as the box shows
+            # what arrived at the box's first output, as the box shows it (computed, not grad:
+            # it answers behind an op with no registered gradient, where grad raises TF's error)
+            first = fl.computed(n)
             shown = "None" if first is None else format_value(first, norm=GRAD_NORM)
             lines.append(say("ui.canvas.grad", lang, summary=shown))
             lines.append(say("ui.canvas.select", lang))
