@@ -226,7 +226,7 @@ def test_import_comes_from_the_wheel(installed):
     assert version == tapeviz.__version__
     site = Path(path).resolve().parent
     assert site.is_relative_to(installed.root.resolve()), f"imported {path}, not the installed wheel"
-    assert Path(notebooks) == site / "notebooks"
+    assert Path(notebooks) == site / "notebooks" / "en"  # the English set unless asked (or the locale says zh)
     import tensorflow as tf
 
     assert tf_version == tf.__version__  # TF came from the same wheel (pip's cache), not a newer one
@@ -286,7 +286,8 @@ def test_demo_serves_the_shipped_notebooks(installed):
     log = installed.work / "demo.log"
     with open(log, "w") as sink:
         proc = subprocess.Popen(
-            [str(installed.tapeviz), "demo", "--no-browser", "--port", str(_free_port()), "--workdir", str(served)],
+            [str(installed.tapeviz), "demo", "--lang", "en", "--no-browser"]
+            + ["--port", str(_free_port()), "--workdir", str(served)],
             cwd=installed.work,
             env=installed.env,
             stdin=subprocess.DEVNULL,
@@ -305,8 +306,8 @@ def test_demo_serves_the_shipped_notebooks(installed):
         base, token = url
         with urllib.request.urlopen(f"{base}/api/contents?token={token}", timeout=30) as resp:
             names = sorted(item["name"] for item in json.load(resp)["content"] if item["type"] == "notebook")
-        assert names == sorted(n for n in NOTEBOOKS if n.endswith(".ipynb"))
-        assert (served / "img").is_dir()
+        english = sorted(n.removeprefix("en/") for n in NOTEBOOKS if n.startswith("en/") and n.endswith(".ipynb"))
+        assert names == english and english  # the English set, as asked
         assert "site-packages/tapeviz/notebooks" in log.read_text()  # "working copies of <source>"
     finally:
         if proc.poll() is None:
