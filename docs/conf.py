@@ -8,7 +8,13 @@ time without pandoc. The default theme (alabaster) and these extensions load not
 
 from __future__ import annotations
 
+import os
 import sys
+
+# The executed notebooks' explorers are shown by a static page (ipywidgets' html-manager), which
+# has no anywidget front end: they draw today's HTML picture, not the clickable canvas (which
+# would show as an empty box there). tapeviz's kernel inherits this.
+os.environ.setdefault("TAPEVIZ_CANVAS", "html")
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent

@@ -17,6 +17,7 @@ import contextlib
 import inspect
 import io
 import json
+import linecache
 import shutil
 import subprocess
 import tarfile
@@ -169,13 +170,17 @@ def lesson_explorer(path: Path):
 
     nb = nbformat.read(str(path), as_version=4)
     namespace: dict = {"__name__": f"lesson_{path.stem}"}
-    for cell in nb.cells:
+    for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
         code = "\n".join(ln for ln in cell.source.splitlines() if not ln.lstrip().startswith(("%", "!")))
         code = code.replace("QUIZ = False", "QUIZ = True")
+        # the cell's source where tracebacks and tapeviz's names look (linecache), as IPython
+        # keeps it: a derivative group is named from its source line (du = ∂u/∂pts)
+        filename = f"<{path.name} cell {i}>"
+        linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
         with contextlib.redirect_stdout(io.StringIO()):  # the lesson's prints are the lesson page's
-            exec(compile(code, f"{path.name}", "exec"), namespace)
+            exec(compile(code, filename, "exec"), namespace)
     ex = namespace.get("ex")
     return ex if getattr(getattr(ex, "state", None), "quiz", False) else None
 
@@ -213,7 +218,10 @@ def teaching_markdown(src: Path = NOTEBOOKS_SRC / "en") -> str:
         ex = lesson_explorer(path)
         title = path.stem.replace("_", " ")
         if ex is None:
-            parts.append(f"### {title}\n\nNo quiz: this lesson's explorer is `tv.interact` (predict the slope).\n")
+            why = "it has no quiz explorer"
+            if "what_if" in path.stem:
+                why = "its explorer is `tv.interact` (predict the slope)"
+            parts.append(f"### {title}\n\nNo quiz: {why}.\n")
             continue
         rows = quiz_questions(ex)
         ex.close()
