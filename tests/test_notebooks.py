@@ -425,6 +425,7 @@ def allowed_words(nb) -> set[str]:
             "TensorFlow",
             "show_all",
             "sum",  # sum(clipped): a non-scalar target's slope is its sum's (the Sum op), written as code
+            "strided_slice",  # the name scope TF gives x[:, 0:1] (lesson 12's explorer draws it as a group)
         }
     )
 
