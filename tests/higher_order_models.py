@@ -92,14 +92,44 @@ def wgan_gp_loss(critic, generator, real, z, eps, outer_tape_type=tf.GradientTap
     return tape, loss
 
 
-def wgan_gp(inner_tape_type=tf.GradientTape) -> Program:
+def gradient_penalty(critic, real, fake, eps, inner_tape_type=tf.GradientTape):
+    """E[(||dD/dx_hat|| - 1)^2] at points x_hat between real and fake samples (Gulrajani
+    et al. 2017, Algorithm 1; keras.io's WGAN-GP example has it as a method too)."""
+    x_hat = eps * real + (1.0 - eps) * fake
+    with inner_tape_type() as gp_tape:
+        gp_tape.watch(x_hat)
+        d_hat = critic(x_hat)
+    grads = gp_tape.gradient(d_hat, x_hat)
+    return tf.reduce_mean((tf.norm(grads, axis=1) - 1.0) ** 2)
+
+
+def critic_loss(real_score, fake_score):
+    """The Wasserstein estimate the critic minimises: E[D(fake)] - E[D(real)]."""
+    return tf.reduce_mean(fake_score) - tf.reduce_mean(real_score)
+
+
+def wgan_gp_step_loss(critic, generator, real, z, eps, outer_tape_type=tf.GradientTape, inner_tape_type=tf.GradientTape):
+    """The same critic loss written the way WGAN-GP code usually is: helpers for the
+    Wasserstein estimate and the penalty, called while the outer tape records."""
+    with outer_tape_type() as tape:
+        fake = generator(z)
+        d_cost = critic_loss(critic(real), critic(fake))
+        gp = gradient_penalty(critic, real, fake, eps, inner_tape_type)
+        loss = d_cost + 10.0 * gp
+    return tape, loss
+
+
+def wgan_gp(inner_tape_type=tf.GradientTape, helpers: bool = False) -> Program:
+    """The WGAN-GP critic loss, written inline in the tape's block or (``helpers``) with
+    a ``critic_loss`` and a ``gradient_penalty`` function."""
     critic, generator = wgan_nets()
     real = tf.constant([[0.5, -0.2, 0.1, 0.9], [1.0, 0.3, -0.7, 0.2], [-0.3, 0.8, 0.4, -0.1]])
     z = tf.constant([[0.1, 0.2, 0.3], [-0.5, 0.4, 0.0], [0.9, -0.1, 0.2]])
     eps = tf.constant([[0.3], [0.6], [0.9]])
-    plain_tape, plain_loss = wgan_gp_loss(critic, generator, real, z, eps)
+    write = wgan_gp_step_loss if helpers else wgan_gp_loss
+    plain_tape, plain_loss = write(critic, generator, real, z, eps)
     plain = plain_tape.gradient(plain_loss, critic.trainable_variables)
-    tape, loss = wgan_gp_loss(critic, generator, real, z, eps, tv.GradientTape, inner_tape_type)
+    tape, loss = write(critic, generator, real, z, eps, tv.GradientTape, inner_tape_type)
     return Program(tape, loss, list(critic.trainable_variables), plain)
 
 

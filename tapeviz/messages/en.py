@@ -167,8 +167,9 @@ MESSAGES = {
     "ui.step.part": "Step {k}/{n}: {node} receives {value} through one of its {reads} reads",
     "ui.step.in_group": "{node} (in {group})",
     "ui.step.done": " (backward pass of {target} done)",
-    "ui.note.collapsed": lambda layers, calls, total, blocks=0, losses=0, derivatives=0, **_: ", ".join(
-        [f"{blocks} {_plural(blocks, 'block')}"] * bool(blocks)
+    "ui.note.collapsed": lambda layers, calls, total, blocks=0, losses=0, derivatives=0, functions=0, **_: ", ".join(
+        [f"{functions} {_plural(functions, 'function')} of yours"] * bool(functions)
+        + [f"{blocks} {_plural(blocks, 'block')}"] * bool(blocks)
         + [f"{layers} {_plural(layers, 'layer')}"] * bool(layers)
         + [f"{losses} {_plural(losses, 'loss', 'losses')}"] * bool(losses)
         + [f"{calls} TF API {_plural(calls, 'call')}"] * bool(calls)
@@ -259,6 +260,7 @@ MESSAGES = {
     "ui.group.alike": "{name} ({n}\u00a0alike)",  # a no-break space: a second line starts at "("
     "ui.group.api": lambda n, **_: f"tf API · {n} {_plural(n, 'op')}",
     "ui.group.derivative": lambda n, call, **_: f"{call} · {n} {_plural(n, 'op')}",
+    "ui.group.function": lambda n, **_: f"your function · {n} {_plural(n, 'op')}",
     "ui.group.inner": "in tf.function {function}",
     # A collapsed group's variables, too many to list under its box: their gradient's norm taken together.
     "ui.group.grad_total": "‖g‖ {norm} over {n} variables",

@@ -62,9 +62,10 @@ def _hidden_note(hidden, folded, target, **_):
     return "；".join(parts) + "（show_all=True 可全部显示）"
 
 
-def _collapsed_note(layers, calls, total, blocks=0, losses=0, derivatives=0, **_):
+def _collapsed_note(layers, calls, total, blocks=0, losses=0, derivatives=0, functions=0, **_):
     parts = (
-        [f"{blocks} 个模块"] * bool(blocks)
+        [f"{functions} 个你的函数"] * bool(functions)
+        + [f"{blocks} 个模块"] * bool(blocks)
         + [f"{layers} 个层"] * bool(layers)
         + [f"{losses} 个损失"] * bool(losses)
         + [f"{calls} 个 tf 函数调用"] * bool(calls)
@@ -185,6 +186,7 @@ MESSAGES = {
     "ui.group.alike": "{name}（{n} 个相同）",
     "ui.group.api": "tf 函数 · {n} 个运算",
     "ui.group.derivative": "{call} · {n} 个运算",
+    "ui.group.function": "你的函数 · {n} 个运算",
     "ui.group.inner": "在 tf.function {function} 中",
     "ui.group.grad_total": "‖g‖ {norm}（{n} 个变量合计）",
     "ui.legend.forward": "→ 前向计算",

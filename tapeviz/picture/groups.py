@@ -14,6 +14,9 @@ call-site facts, and this module turns them into one tree of plain records:
 - **derivatives**: the ops an inner ``tape.gradient`` / ``jacobian`` call ran while the
   tape recorded ("du = ∂u/∂pts", see record.derivatives), whatever scopes they ran in; a
   call made inside another's nests in it;
+- **the user's own functions** called from the tape's block (``gradient_penalty()``, see
+  record.user_calls): the outermost level of all, one group per call, holding the
+  layers, API calls and derivatives it ran;
 - **name prefixes** in flat functional models, whose layers are all siblings but whose
   names carry the structure: ``conv3_block2_1_conv`` sits in ``conv3`` → ``conv3_block2``
   → ``conv3_block2_1``. Only consecutive siblings share a prefix group.
@@ -47,8 +50,9 @@ class Group:
     ``id`` is its full path in the tree (``"resnet50/conv3/conv3_block2"``), unique in the
     picture; ``name`` the last part (what its box is titled); ``kind`` one of "layer"
     (a name scope holding ops only), "block" (a scope or name prefix holding groups),
-    "api" (a TF API call), "loss" (a Keras loss or metric) or "derivative" (an inner
-    gradient call; ``note`` is the call, "t1.gradient"); ``level`` 1 for the
+    "api" (a TF API call), "loss" (a Keras loss or metric), "derivative" (an inner
+    gradient call; ``note`` is the call, "t1.gradient") or "function" (a call of a
+    function of the user's, named "gradient_penalty()"); ``level`` 1 for the
     outermost groups; ``children`` the ids of the groups directly inside, in forward order;
     ``size`` how many boxes it holds when open all the way down.
     """
@@ -163,6 +167,7 @@ def build_tree(
     prefixes: bool = True,
     loose: Iterable[Node] = (),
     derivatives: Mapping[Node, tuple[tuple[int, str, str], ...]] | None = None,
+    functions: Mapping[Node, tuple[tuple[int, str], ...]] | None = None,
 ) -> GroupTree:
     """The group tree of the boxes ``boxes`` of graph ``g`` (nodes carry ``kind`` and, for
     ops, ``scope``), visited in forward ``order``.
@@ -172,16 +177,19 @@ def build_tree(
     ``prefixes`` adds groups for name prefixes shared by consecutive sibling layers;
     ``loose`` nodes stay outside every group (the targets, always drawn as themselves);
     ``derivatives`` maps ops an inner gradient call ran to those calls, outermost first, as
-    (record index, title, call): they group by call before anything else.
+    (record index, title, call): they group by call before any scope or API call;
+    ``functions`` maps ops to the calls of the user's functions they ran in, outermost
+    first, as (record index, title): every other group of the op is made inside them.
     """
     boxes = set(boxes)
     loose = set(loose)
     apis = apis or {}
     derivatives = derivatives or {}
+    functions = functions or {}
     losses = set(loss_scopes)
     root = _Raw("", "block")
     by_key: dict[tuple, _Raw] = {}
-    by_scope: dict[str, _Raw] = {}
+    by_scope: dict[int, dict[str, _Raw]] = {}  # per function call (or the root): its scope groups
     where: dict[Node, _Raw] = {}
     joiners = []
     for n in order:
@@ -198,20 +206,21 @@ def build_tree(
             root.items.append(n)
             continue
         scope = d.get("scope") or ""
+        home = _function_group(root, by_key, functions[n]) if n in functions else root
         if n in derivatives:
-            parent = _derivative_group(root, by_key, derivatives[n])
+            parent = _derivative_group(home, by_key, derivatives[n])
         elif scope:
-            parent = _scope_group(scope, by_scope, root, losses)
+            parent = _scope_group(scope, by_scope.setdefault(id(home), {}), home, losses)
         elif n in apis:
             name, call, kind = apis[n]
             key = ("\0api", name, call)
             call_group = by_key.get(key)
             if call_group is None:
                 call_group = by_key[key] = _Raw(name, kind)
-                root.items.append(call_group)
+                home.items.append(call_group)
             parent = call_group
         else:
-            parent = root
+            parent = home
         parent.items.append(n)
         where[n] = parent
     for n in joiners:  # a variable or constant joins the group of its first consumer drawn
@@ -224,6 +233,18 @@ def build_tree(
         _add_prefix_groups(root)
     _dissolve_singletons(root, set(joiners))
     return _freeze(root)
+
+
+def _function_group(root: _Raw, by_key: dict, calls: tuple[tuple[int, str], ...]) -> _Raw:
+    """The group of the innermost of the user's function ``calls`` (outermost first)."""
+    parent = root
+    for index, title in calls:
+        made = by_key.get(("\0function", index))
+        if made is None:
+            made = by_key[("\0function", index)] = _Raw(title, "function")
+            parent.items.append(made)
+        parent = made
+    return parent
 
 
 def _derivative_group(root: _Raw, by_key: dict, calls: tuple[tuple[int, str, str], ...]) -> _Raw:

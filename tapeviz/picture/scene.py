@@ -552,6 +552,7 @@ class Scene:
                     losses=kinds["loss"],
                     calls=kinds["api"],
                     derivatives=kinds["derivative"],
+                    functions=kinds["function"],
                     total=self.graph.nx.number_of_nodes(),
                 )
             )

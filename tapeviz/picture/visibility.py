@@ -173,6 +173,52 @@ def derivative_paths(graph: TapeGraph, boxes: Iterable[Node]) -> dict[Node, tupl
     return out
 
 
+def function_paths(graph: TapeGraph, boxes: Iterable[Node]) -> dict[Node, tuple[tuple[int, str], ...]]:
+    """Ops run inside calls of the user's own functions (capture's function records): op
+    node -> those calls, outermost first, as (record index, title "gradient_penalty()")."""
+    records = getattr(graph.capture, "functions", None)
+    if not records:
+        return {}
+    ops = graph.capture.ops
+    out: dict[Node, tuple[tuple[int, str], ...]] = {}
+    for n in boxes:
+        d = graph.nx.nodes[n]
+        if d["kind"] != "op" or ops[d["op_index"]].function is None:
+            continue
+        path = []
+        k = ops[d["op_index"]].function
+        while k is not None:
+            path.append((k, records[k].title))
+            k = records[k].parent
+        out[n] = tuple(reversed(path))
+    return out
+
+
+def derivative_contexts(tree: GroupTree, ops: Iterable[Node]) -> set[str]:
+    """The calls of the user's functions that hold an inner gradient (``gradient_penalty()``
+    around ``gp_tape.gradient``): closed by default, as a TF API call is. The function is
+    the derivative's context, named by its author; opened, it shows the inner tape's
+    gradient as its own box. Not a function holding all the ``ops`` the picture draws (the
+    target's whole computation, ``loss = pinn_loss(net, pts)``): its one box would leave
+    nothing to see, so the picture opens it as any other level."""
+    out = set()
+    for gid, grp in tree.groups.items():
+        if grp.kind == "derivative":
+            out |= {a for a in tree.ancestors(gid) if tree.groups[a].kind == "function"}
+    return out - holding_everything(tree, ops)
+
+
+def holding_everything(tree: GroupTree, ops: Iterable[Node]) -> set[str]:
+    """The function groups that hold every one of ``ops`` (the op boxes but the targets)."""
+    held: dict[str, int] = {}
+    n_ops = 0
+    for n in ops:
+        n_ops += 1
+        for gid in tree.paths.get(n, ()):
+            held[gid] = held.get(gid, 0) + 1
+    return {gid for gid, k in held.items() if k == n_ops and tree.groups[gid].kind == "function"}
+
+
 # --------------------------------------------------------------------------- the display graph
 
 
@@ -344,8 +390,10 @@ def differentiated_groups(g: nx.MultiDiGraph, tree: GroupTree, sources: Iterable
     a derivative group (its backward ops read their activations). They are closed by
     default, whatever the picture's size: the inner gradient treats them as one function
     (u = pinn(pts)), and drawn open they would send an edge from every internal
-    activation into the derivative's box. A group holding one of the ``sources`` an inner
-    gradient differentiates by stays as the picture has it: the source must be seen."""
+    activation into the derivative's box. Outermost below what holds the derivative too:
+    in ``gradient_penalty()`` it is the critic called there. A group holding one of the
+    ``sources`` an inner gradient differentiates by stays as the picture has it: the
+    source must be seen."""
     inside: dict[Node, str] = {}  # node -> the outermost derivative group holding it
     for n, path in tree.paths.items():
         kinds = [tree.groups[gid].kind for gid in path]
@@ -353,11 +401,15 @@ def differentiated_groups(g: nx.MultiDiGraph, tree: GroupTree, sources: Iterable
             inside[n] = path[kinds.index("derivative")]
     out: set[str] = set()
     for n, gid in inside.items():
+        around = {gid, *tree.ancestors(gid)}
         for p in g.predecessors(n):
-            feeding = tree.paths.get(p)
-            if feeding and inside.get(p) != gid and tree.groups[feeding[0]].kind != "derivative":
-                out.add(feeding[0])
-    return out - {held[0] for n in sources if (held := tree.paths.get(n))}
+            if inside.get(p) == gid:
+                continue
+            feeding = next((x for x in tree.paths.get(p, ()) if x not in around), None)
+            if feeding is not None and tree.groups[feeding].kind != "derivative":
+                out.add(feeding)
+    held = {x for n in sources for x in tree.paths.get(n, ())}
+    return out - held
 
 
 class Run(NamedTuple):
@@ -464,12 +516,21 @@ def choose_closed(
     return closed
 
 
-def fitting_level(tree: GroupTree, boxes: Iterable[Node], fit: int) -> int:
+def fitting_level(
+    tree: GroupTree, boxes: Iterable[Node], fit: int, closed: set | frozenset = frozenset(), opened=frozenset()
+) -> int:
     """The default depth: the hierarchy opened down to the deepest level whose picture
-    still has at most ``fit`` boxes (API calls and losses closed at every level), else 1."""
+    still has at most ``fit`` boxes (API calls and losses closed at every level, and the
+    groups ``closed`` too; the groups ``opened`` never closed), else 1.
+
+    A picture keeps one grain: with groups ``closed`` whatever its size (the critic an
+    inner gradient differentiates through, ``gradient_penalty()``), it opens no deeper
+    than the level just below the shallowest of them, so that the generator beside a
+    one-box critic is one box too, not its MatMul, BiasAdd and Tanh."""
     boxes = list(boxes)
-    for level in range(tree.depth + 1, 1, -1):
-        if tree.count_boxes(boxes, tree.closed_below(level)) <= fit:
+    deepest = min((tree.groups[gid].level + 1 for gid in closed if gid in tree), default=tree.depth + 1)
+    for level in range(min(deepest, tree.depth + 1), 1, -1):
+        if tree.count_boxes(boxes, tree.closed_below(level) - opened | closed) <= fit:
             return level
     return 1
 
@@ -714,7 +775,14 @@ class _Decision:
         order = sorted(self.boxes, key=lambda n: G.nodes[n].get("op_index", -1))
         derivatives = derivative_paths(self.graph, self.boxes - targets)
         tree = build_tree(
-            G, self.boxes, order, apis=apis, loss_scopes=loss_scopes, loose=targets, derivatives=derivatives
+            G,
+            self.boxes,
+            order,
+            apis=apis,
+            loss_scopes=loss_scopes,
+            loose=targets,
+            derivatives=derivatives,
+            functions=function_paths(self.graph, self.boxes - targets),
         )
         links = getattr(self.flow, "left_links", ()) if self.flow is not None else ()
 
@@ -735,18 +803,21 @@ class _Decision:
 
         fitted: list[int] = []
 
+        ops = [n for n in self.boxes - targets if G.nodes[n]["kind"] == "op"]
         differentiated = differentiated_groups(G, tree, derivative_sources(self.graph))
+        differentiated |= derivative_contexts(tree, ops)
+        everything = holding_everything(tree, ops)  # one box for the whole picture tells nothing
 
         def default() -> set:
-            fitted.append(fitting_level(tree, self.boxes, fit))
-            return tree.closed_below(fitted[0]) | differentiated
+            fitted.append(fitting_level(tree, self.boxes, fit, differentiated, everything))
+            return tree.closed_below(fitted[0]) - everything | differentiated
 
         chosen = choose_closed(tree, collapsed, depth=depth, expand=expand, default=default)
         display = _acyclic(make, G, tree, chosen)
         level = fitted[0] if fitted and not expand else 0
         while level > 1 and display.nx.number_of_nodes() > fit:
             level -= 1  # a group split per call added boxes the count did not see
-            display = _acyclic(make, G, tree, tree.closed_below(level) | differentiated)
+            display = _acyclic(make, G, tree, tree.closed_below(level) - everything | differentiated)
         runs = alike_runs(display)
         if runs:
             merged = make(display.collapsed, display.calls, runs)

@@ -17,7 +17,13 @@ from .derivatives import DerivativeRecord
 from .numpy_exports import Export, Reentry
 from .records import OpRecord, TensorFacts, VariableRecord, is_trainable, key_of
 from .replay import BackwardCall, replay_backward
+from .user_calls import FunctionRecord
 from .user_frame import FrameInfo
+
+
+# ``x[:, 0:1]`` runs in a name scope TF opens even when executing eagerly (its stack of
+# begin / end / strides, then StridedSlice): not a layer of the user's; the slice is its op.
+_SLICE_SCOPE = "strided_slice"
 
 
 class Capture:
@@ -56,10 +62,13 @@ class Capture:
         unread: dict,
         loss_scopes: frozenset = frozenset(),
         derivatives: list | None = None,
+        functions: list | None = None,
     ):
         self._raw = raw
         #: inner gradient / jacobian calls this recording saw, in call order (derivatives.py)
         self.derivatives: list[DerivativeRecord] = list(derivatives or ())
+        #: calls of the user's own functions the recorded ops ran in (user_calls.py)
+        self.functions: list[FunctionRecord] = list(functions or ())
         self._unread = unread  # handle id -> a variable the block names but never read
         self._seen = seen  # tensor id -> EagerTensor (every tensor the records name)
         self._variables = variables  # handle id -> tf.Variable
@@ -106,11 +115,13 @@ class Capture:
         ops = []
         seen = self._seen
         backward = self._backward
-        for i, (op_type, inputs, attrs, outputs, scope, rec, gen, bw, api) in enumerate(self._raw):
+        for i, (op_type, inputs, attrs, outputs, scope, rec, gen, bw, api, fn) in enumerate(self._raw):
             if type(op_type) is bytes:
                 op_type = op_type.decode()
             if scope.endswith("/"):
                 scope = scope[:-1]
+            if scope.endswith(_SLICE_SCOPE) and (len(scope) == len(_SLICE_SCOPE) or scope[-len(_SLICE_SCOPE) - 1] == "/"):
+                scope = scope[: -len(_SLICE_SCOPE) - 1] if len(scope) > len(_SLICE_SCOPE) else ""
             in_ids = []
             for t in inputs:
                 tid = t._id
@@ -138,6 +149,7 @@ class Capture:
                     custom=bw is not None,
                     api=api[0] if api else None,
                     api_call=api[1] if api else 0,
+                    function=fn,
                 )
             )
         for d in self.derivatives:  # in call order: an inner call's range overrides its parent's

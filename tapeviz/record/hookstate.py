@@ -44,6 +44,7 @@ OWN_FILES = frozenset(
         "recorder.py",
         "replay.py",
         "capture.py",
+        "user_calls.py",
     )
 )
 
@@ -54,7 +55,17 @@ class CallSiteMemo:
     objects stay, handle ids are never reused, a Keras path never changes). One object
     holds it all, so a test can start from nothing by replacing a field."""
 
-    __slots__ = ("paths", "keras_codes", "keras_dirs", "code_kinds", "api_names", "code_api", "keras_api_dirs")
+    __slots__ = (
+        "paths",
+        "keras_codes",
+        "keras_dirs",
+        "code_kinds",
+        "api_names",
+        "code_api",
+        "keras_api_dirs",
+        "library_dirs",
+        "code_user",
+    )
 
     def __init__(self) -> None:
         #: resource handle id -> its Keras path (str), or how often its reads showed none (int)
@@ -74,6 +85,10 @@ class CallSiteMemo:
         #: Keras's folders once keras.losses is imported: its code lies between the user and TF
         #: in an API-call walk (empty until then)
         self.keras_api_dirs: tuple[str, ...] = ()
+        #: folders whose code is not the user's (standard library, installed packages; None until needed)
+        self.library_dirs: tuple[str, ...] | None = None
+        #: id(code) -> (code, what it is to the user-call walk: user_calls.py), keyed by id as code_kinds
+        self.code_user: dict[int, tuple[types.CodeType, int]] = {}
 
 
 call_site_memo = CallSiteMemo()

@@ -29,7 +29,8 @@ from .derivatives import DerivativeRecord
 from .hooks import Patches
 from .hookstate import active as _active
 from .numpy_exports import Export, Reentry
-from .records import R_ATTRS, R_BACKWARD, R_IN, R_OUT, R_SCOPE, R_TYPE
+from .records import R_ATTRS, R_BACKWARD, R_FN, R_IN, R_OUT, R_SCOPE, R_TYPE
+from .user_calls import UserCalls
 from .user_frame import scan_frame
 
 _is_stopped = pywrap_tfe.TFE_Py_TapeSetIsStopped
@@ -132,6 +133,7 @@ class Recorder:
         self._started = False
         self._graph_mode = False
         self.api_calls = ApiCalls()  # the TF API calls unscoped ops ran in
+        self.user_calls = UserCalls(None)  # the user's own functions ops ran in (from start())
         self._scopes_seen: set[str] = set()
         self._loss_scopes: set[str] = set()  # name scopes a Keras loss object opened
         self._derivatives: list[DerivativeRecord] = []
@@ -147,6 +149,7 @@ class Recorder:
         self._thread_id = _get_ident()
         self._started = True
         self._enter = (frame.f_code, frame.f_lasti) if frame is not None else None
+        self.user_calls = UserCalls(frame)
         # Inside a tf.function the block is traced, not executed: there is nothing to
         # record, so no hook is installed and flow() explains why.
         self._graph_mode = not _context.executing_eagerly()
@@ -185,6 +188,7 @@ class Recorder:
             return self.capture
         self._detach()
         self.api_calls.forget_frame()  # a frame keeps its locals alive
+        self._functions = self.user_calls.finish(len(self.raw))
         self.capture = self._finish(frame)
         return self.capture
 
@@ -219,6 +223,7 @@ class Recorder:
         """
         tape, tld, append, is_stopped, rec = self.tape, self._tld, self.raw.append, _is_stopped, self
         side_ops, side_state, api_call = _SIDE_STATE_OPS, self._side_state, self.api_calls.current
+        user_call = self.user_calls.current
         scopes_seen, loss_scopes = self._scopes_seen, self._loss_scopes
         thread, get_ident = self._thread_id, _get_ident
 
@@ -254,6 +259,7 @@ class Recorder:
                     rec._gen,
                     None,
                     None if scope else api_call(),
+                    user_call(sys._getframe(1), len(rec.raw)),
                 )
             )
             return None
@@ -287,9 +293,10 @@ class Recorder:
             # The forward function may return extra outputs (intermediates kept for its
             # backward pass); the tape records only the leading, user-visible ones.
             if r[R_BACKWARD] is None and rtype == op_type and call_out[: len(out_ids)] == out_ids:
-                raw[i] = (op_type, inputs, r[R_ATTRS], outputs, r[R_SCOPE], recording, gen, backward, None)
+                raw[i] = (op_type, inputs, r[R_ATTRS], outputs, r[R_SCOPE], recording, gen, backward, None, r[R_FN])
                 return
-        raw.append((op_type, inputs, (), outputs, self._tld.scope_name, recording, gen, backward, None))
+        fn = self.user_calls.current(sys._getframe(1), len(raw))
+        raw.append((op_type, inputs, (), outputs, self._tld.scope_name, recording, gen, backward, None, fn))
 
     # -- derivative groups -------------------------------------------------------------
     @property
@@ -395,4 +402,5 @@ class Recorder:
             loss_scopes=frozenset(self._loss_scopes),
             # a call still open here (the block ended inside it: an exception) ran to the end
             derivatives=[d if d.end >= 0 else dataclasses.replace(d, end=len(self.raw)) for d in self._derivatives],
+            functions=self._functions,
         )

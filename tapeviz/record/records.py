@@ -38,6 +38,9 @@ class OpRecord:
     # The innermost derivative group (an inner tape.gradient / jacobian call, see
     # derivatives.py) that ran this op: an index into Capture.derivatives, or None.
     derivative: int | None = None
+    # The innermost call of a function of the user's that ran this op (see user_calls.py):
+    # an index into Capture.functions, or None (run by the block's own code).
+    function: int | None = None
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,7 @@ class TensorFacts:
 
 # What the callback stores per op (a plain tuple: building OpRecords waits until after
 # the block). Positions:
-R_TYPE, R_IN, R_ATTRS, R_OUT, R_SCOPE, R_REC, R_GEN, R_BACKWARD, R_API = range(9)
+R_TYPE, R_IN, R_ATTRS, R_OUT, R_SCOPE, R_REC, R_GEN, R_BACKWARD, R_API, R_FN = range(10)
 
 
 class GraphModeError(RuntimeError):
