@@ -441,6 +441,9 @@ def node_cause(nodes: dict[str, NodeFacts], n: NodeFacts, edge_reason: dict, off
     return StopReason(n.id, Reason.UNCONNECTED, Cause.NO_DEPENDENCY, Facts(target=target, subject=n.name), n.id)
 
 
+_SHAPE_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank"})
+
+
 def integer_cause(
     nodes: dict[str, NodeFacts], where, producer: NodeFacts, dtype: str, origin, target: str
 ) -> StopReason:
@@ -450,6 +453,10 @@ def integer_cause(
     that op is the cut: it has no gradient, and casting its result back to float
     does not change that. Otherwise the dtype is the reason (a tf.cast to int)."""
     if producer.kind == "op" and producer.op_type not in CAST_OPS and any(e.floating for e in producer.ins):
+        if producer.op_type in _SHAPE_OPS:  # the value's shape, not the value (a broadcast's gradient reads it)
+            read = nodes[producer.ins[0].producer].name
+            facts = Facts(target=target, subject=read, op=producer.op_type, dtype=dtype)
+            return StopReason(where, Reason.NO_GRADIENT, Cause.SHAPE_ONLY, facts, producer.id)
         facts = Facts(target=target, subject=producer.name, op=producer.op_type, dtype=dtype)
         return StopReason(where, Reason.NO_GRADIENT, Cause.INTEGER_RESULT, facts, producer.id)
     return StopReason(

@@ -56,7 +56,8 @@ class Cause(str, Enum):
     INTEGER = "integer"
     # no_gradient
     NOT_DIFFERENTIABLE = "not_differentiable"  # the op's gradient is None (Round, ...)
-    INTEGER_RESULT = "integer_result"  # an op turned floats into integers (ArgMax, Shape)
+    INTEGER_RESULT = "integer_result"  # an op turned floats into integers (ArgMax, Equal)
+    SHAPE_ONLY = "shape_only"  # an op read only the shape of a float value (Shape, Size, Rank)
     NOT_REGISTERED = "not_registered"  # no gradient registered for the op: tape.gradient raises LookupError
     # stateful
     ASSIGNED = "assigned"  # written into a variable by assign*

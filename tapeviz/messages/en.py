@@ -94,6 +94,7 @@ MESSAGES = {
     "stop.not_watched.derived": "{subject} was computed only from values the tape does not watch, so it is not on the tape.",
     "stop.integer_dtype.integer": "{subject} is a {dtype} tensor; gradients only flow through floating-point tensors (cast to tf.float32 first).",
     "stop.no_gradient.not_differentiable": "{op} has no gradient in TensorFlow (it is not differentiable), so nothing flows back to {subject}.",
+    "stop.no_gradient.shape_only": "{op} reads only the shape of {subject}, not its values: {target} depends on {subject} only through that shape, so no gradient flows back.",
     "stop.no_gradient.integer_result": "{subject} comes from {op}, which has no gradient in TensorFlow: its {dtype} result is not differentiable, and casting it to float does not change that.",
     "stop.no_gradient.not_registered": "{op} has no gradient registered in TensorFlow (tape.gradient raises LookupError: gradient registry has no entry for: {op}), so nothing flows back to {subject}.",
     "stop.stateful.assigned": lambda subject, variable, op, **_: (
@@ -260,7 +261,8 @@ MESSAGES = {
     "ui.group.alike": "{name} ({n}\u00a0alike)",  # a no-break space: a second line starts at "("
     "ui.group.api": lambda n, **_: f"tf API · {n} {_plural(n, 'op')}",
     "ui.group.derivative": lambda n, call, **_: f"{call} · {n} {_plural(n, 'op')}",
-    "ui.group.function": lambda n, **_: f"your function · {n} {_plural(n, 'op')}",
+    # a function of the user's holding inner gradients names them instead (a subtitle has no room for both)
+    "ui.group.function": lambda n, call="", **_: f"with {call}" if call else f"your function · {n} {_plural(n, 'op')}",
     "ui.group.inner": "in tf.function {function}",
     # A collapsed group's variables, too many to list under its box: their gradient's norm taken together.
     "ui.group.grad_total": "‖g‖ {norm} over {n} variables",

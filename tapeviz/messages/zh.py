@@ -99,6 +99,7 @@ MESSAGES = {
     "stop.not_watched.derived": "{subject} 只由磁带未监视的值计算而来，所以不在磁带上。",
     "stop.integer_dtype.integer": "{subject} 是 {dtype} 张量；梯度只能流过浮点张量（请先转换为 tf.float32）。",
     "stop.no_gradient.not_differentiable": "{op} 在 TensorFlow 中没有梯度（不可微），所以没有梯度流回 {subject}。",
+    "stop.no_gradient.shape_only": "{op} 只读取 {subject} 的形状，不读取它的值：{target} 只通过这个形状依赖 {subject}，因此没有梯度传回。",
     "stop.no_gradient.integer_result": "{subject} 来自 {op}，它在 TensorFlow 中没有梯度：其 {dtype} 结果不可微，转换回浮点数也无济于事。",
     "stop.no_gradient.not_registered": "TensorFlow 没有为 {op} 注册梯度（tape.gradient 会抛出 LookupError: gradient registry has no entry for: {op}），所以没有梯度流回 {subject}。",
     "stop.stateful.assigned": lambda subject, variable, op, **_: (
@@ -186,7 +187,7 @@ MESSAGES = {
     "ui.group.alike": "{name}（{n} 个相同）",
     "ui.group.api": "tf 函数 · {n} 个运算",
     "ui.group.derivative": "{call} · {n} 个运算",
-    "ui.group.function": "你的函数 · {n} 个运算",
+    "ui.group.function": lambda n, call="", **_: f"含 {call}" if call else f"你的函数 · {n} 个运算",
     "ui.group.inner": "在 tf.function {function} 中",
     "ui.group.grad_total": "‖g‖ {norm}（{n} 个变量合计）",
     "ui.legend.forward": "→ 前向计算",

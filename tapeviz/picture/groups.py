@@ -52,7 +52,8 @@ class Group:
     (a name scope holding ops only), "block" (a scope or name prefix holding groups),
     "api" (a TF API call), "loss" (a Keras loss or metric), "derivative" (an inner
     gradient call; ``note`` is the call, "t1.gradient") or "function" (a call of a
-    function of the user's, named "gradient_penalty()"); ``level`` 1 for the
+    function of the user's, named "gradient_penalty()"; ``note`` is the math of the
+    inner gradients it holds, "∂d_hat/∂x_hat"); ``level`` 1 for the
     outermost groups; ``children`` the ids of the groups directly inside, in forward order;
     ``size`` how many boxes it holds when open all the way down.
     """
@@ -232,7 +233,25 @@ def build_tree(
     if prefixes:
         _add_prefix_groups(root)
     _dissolve_singletons(root, set(joiners))
+    _name_inner_gradients(root)
     return _freeze(root)
+
+
+def _name_inner_gradients(root: _Raw) -> None:
+    """A function group's note: the inner gradients it holds ("∂d_hat/∂x_hat"), so that
+    its closed box still names them."""
+    for raw in _all(root):
+        if raw.kind != "function":
+            continue
+        titles, stack = [], list(raw.items)
+        while stack:
+            it = stack.pop(0)
+            if isinstance(it, _Raw):
+                if it.kind == "derivative":  # its math: "grads = ∂d_hat/∂x_hat" -> ∂d_hat/∂x_hat
+                    titles.append(it.name.split(" = ", 1)[-1].split(" (", 1)[0])
+                else:
+                    stack.extend(it.items)
+        raw.note = ", ".join(titles)
 
 
 def _function_group(root: _Raw, by_key: dict, calls: tuple[tuple[int, str], ...]) -> _Raw:

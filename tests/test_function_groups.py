@@ -1,0 +1,218 @@
+"""Function groups: the ops a call of the user's own function ran while the tape recorded
+are a group named after it ("gradient_penalty()"); closed by default when it holds an
+inner gradient, opened like any level otherwise; never hiding a path that carries no
+gradient."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import tapeviz as tv
+from tapeviz.gradients.stop_reasons import Reason
+from tapeviz.picture.visibility import decide
+from tapeviz.picture.wording import box_names
+from tapeviz.record import hooks
+
+
+def _shown(tape, target, **options):
+    fl = tv.flow(tape, target)
+    return fl, decide(tape.graph, fl, **options)
+
+
+def _titles(tape, shown) -> list[str]:
+    return sorted(title for title, _ in box_names(tape.graph, shown).values())
+
+
+def _group_kinds(shown) -> dict[str, str]:
+    return {d["name"]: d["group_kind"] for _, d in shown.nx.nodes(data=True) if d.get("kind") == "layer"}
+
+
+def _penalty(w, x):
+    """A helper holding an inner gradient: the derivative's context."""
+    with tf.GradientTape() as inner:
+        inner.watch(x)
+        y = w * x**2
+    g = inner.gradient(y, x)
+    return tf.reduce_sum(g**2)
+
+
+def _scaled(w, x):
+    return w * (x * 2.0)
+
+
+def test_calls_are_recorded_with_their_nesting():
+    w = tf.Variable(1.5)
+    x = tf.constant([1.0, 2.0])
+
+    def outer_fn(v):
+        return _scaled(w, v) + 1.0
+
+    with tv.GradientTape() as tape:
+        a = outer_fn(x)
+        b = outer_fn(a)  # a second call: a group of its own
+        c = [tf.sin(t) for t in (a, b)]  # a comprehension is no group of its own
+        loss = tf.reduce_sum(c[0] + c[1])
+    records = tape.graph.capture.functions
+    assert [(r.name, r.parent) for r in records] == [
+        ("outer_fn", None),
+        ("_scaled", 0),
+        ("outer_fn", None),
+        ("_scaled", 2),
+    ]
+    ops = tape.graph.capture.ops
+    assert {ops[i].function for i in range(records[1].start, records[1].end)} == {1}
+    sines = [op for op in ops if op.op_type == "Sin"]
+    assert [op.function for op in sines] == [None, None]
+    assert ops[-1].function is None and ops[-1].op_type == "Sum"
+    assert not hooks.hooks_installed()
+    # the numbers are TF's
+    fl = tv.flow(tape, loss)
+    with tf.GradientTape() as plain:
+        pa = outer_fn(x)
+        pb = outer_fn(pa)
+        pl = tf.reduce_sum(tf.sin(pa) + tf.sin(pb))
+    np.testing.assert_array_equal(fl.grad(w), plain.gradient(pl, w).numpy())
+
+
+def test_keras_layer_code_is_not_a_function_group():
+    class Doubling(keras.layers.Layer):
+        def call(self, x):  # the user's code, but called by Keras: the layer is its group
+            return _twice(x)
+
+    def _twice(x):
+        return x * 2.0 + 1.0
+
+    layer = Doubling(name="doubling")
+    x = tf.Variable([1.0, 2.0])
+    with tv.GradientTape() as tape:
+        y = tf.reduce_sum(layer(x))
+    assert not tape.graph.capture.functions
+    assert {op.scope for op in tape.graph.capture.ops if op.op_type in ("Mul", "AddV2")} == {"doubling"}
+    assert y is not None
+
+
+def test_a_function_holding_the_whole_loss_keeps_the_seeds_picture():
+    """The seed's some_loss_function(): the whole loss in one helper. Its picture is the
+    same as the same code written in the block: one box for everything would tell nothing."""
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
+    xb = tf.constant([[0.1, 0.2, 0.3], [0.4, -0.5, 0.6]])
+    yb = tf.constant([[1.0], [0.0]])
+
+    def some_loss_function():
+        return tf.reduce_mean(tf.square(model(xb) - yb))
+
+    with tv.GradientTape() as helper_tape:
+        loss = some_loss_function()
+    helper_loss = loss
+    with tv.GradientTape() as inline_tape:
+        loss = tf.reduce_mean(tf.square(model(xb) - yb))
+    _, helper = _shown(helper_tape, helper_loss)
+    _, inline = _shown(inline_tape, loss)
+    assert "some_loss_function()" in helper.tree  # grouped, and opened by default
+    assert "some_loss_function()" not in _group_kinds(helper)
+    assert _titles(helper_tape, helper) == _titles(inline_tape, inline)
+    # closing it by name works like any group
+    _, closed = _shown(helper_tape, helper_loss, collapsed=["some_loss_function()"])
+    assert _group_kinds(closed) == {"some_loss_function()": "function"}
+
+
+def test_a_function_holding_an_inner_gradient_is_closed_and_opens():
+    w = tf.Variable(3.0)
+    x = tf.Variable([1.0, -2.0])
+    with tv.GradientTape() as tape:
+        h = tf.reduce_sum(w * x)
+        loss = h + 0.5 * _penalty(w, x)
+    fl, shown = _shown(tape, loss)
+    assert _group_kinds(shown) == {"_penalty()": "function"}
+    with tf.GradientTape() as plain:
+        pl = tf.reduce_sum(w * x) + 0.5 * _penalty(w, x)
+    for v, g in zip((w, x), plain.gradient(pl, [w, x]), strict=True):
+        np.testing.assert_array_equal(fl.grad(v), g.numpy())  # bit for bit
+    _, opened = _shown(tape, loss, expand=["_penalty()"])
+    kinds = _group_kinds(opened)
+    assert kinds == {"g = ∂y/∂x": "derivative"}
+    ops = {d.get("op_type") for _, d in opened.nx.nodes(data=True) if d.get("kind") == "op"}
+    assert {"Pow", "Sum"} <= ops  # the helper's own ops, drawn
+    _, everything = _shown(tape, loss, collapsed=False)
+    ops = {d.get("op_type") for _, d in everything.nx.nodes(data=True) if d.get("kind") == "op"}
+    assert "Mul" in ops and not _group_kinds(everything)
+
+
+def test_a_forgotten_watch_stays_visible_into_a_closed_function():
+    """x is never watched by the outer tape: its path into the closed helper's box is a
+    grey edge that says why, and x is a box of its own."""
+    w = tf.Variable(3.0)
+    x = tf.constant([1.0, -2.0])  # forgotten: tape.watch(x)
+    with tv.GradientTape() as tape:
+        h = tf.reduce_sum(w * 2.0)
+        loss = h + _penalty(w, x * 2.0)
+    fl, shown = _shown(tape, loss)
+    assert fl.grad(x) is None  # what tape.gradient says
+    assert _group_kinds(shown) == {"_penalty()": "function"}
+    x_node = tape.graph.tensors[x._id].node
+    assert x_node in shown.nx
+    into = [d for _, v, d in shown.nx.out_edges(x_node, data=True)]
+    path = [(u, v, d) for u, v, d in shown.nx.edges(data=True) if v == "layer:_penalty()"]
+    reasons = {fl.edge_reason.get(m).reason for _, _, d in path for m in d["members"] if fl.edge_reason.get(m)}
+    assert into and Reason.NOT_WATCHED in reasons
+
+
+def test_a_forgotten_watch_behind_an_op_in_a_helper_stays_visible():
+    """y = w * (x * 2) with x unwatched, written as a helper holding the whole target:
+    x and the grey path from it are drawn, as in the same code written inline."""
+    w = tf.Variable(3.0)
+    x = tf.constant(1.0)
+    with tv.GradientTape() as tape:
+        y = _scaled(w, x)
+    fl, shown = _shown(tape, y)
+    x_node = tape.graph.tensors[x._id].node
+    assert x_node in shown.nx and not _group_kinds(shown)
+    (edge,) = [d for _, _, d in shown.nx.out_edges(x_node, data=True)]
+    assert {fl.edge_reason[m].reason for m in edge["members"]} == {Reason.NOT_WATCHED}
+
+
+def test_eager_slices_are_their_op_not_a_strided_slice_group():
+    x = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
+    with tv.GradientTape() as tape:
+        a = x[:, 0:1]
+        b = x[:, 1:2]
+        loss = tf.reduce_sum(a * b)
+    slices = [op for op in tape.graph.capture.ops if op.op_type == "StridedSlice"]
+    assert len(slices) == 2 and all(op.scope == "" for op in slices)
+    _, shown = _shown(tape, loss)
+    assert "strided_slice" not in shown.tree
+    assert _titles(tape, shown).count("a") == 1 and "b" in _titles(tape, shown)
+    assert loss is not None
+
+
+def test_a_helper_holding_the_whole_nested_tape_loss_stays_open():
+    """``loss = residual(net, pts)``: the PINN residual written as one helper. Closed it
+    would be the whole picture; it opens, and its inner gradients are boxes of their own."""
+    from higher_order_models import pinn_net
+
+    net = pinn_net()
+    pts = tf.constant([[0.1, 0.0], [0.5, 0.3], [-0.4, 0.8]])
+
+    def residual(net, pts):
+        with tf.GradientTape() as t1:
+            t1.watch(pts)
+            u = net(pts)
+        du = t1.gradient(u, pts)
+        return tf.reduce_mean((du[:, 1:2] - 0.1 * du[:, 0:1]) ** 2)
+
+    with tv.GradientTape() as tape:
+        loss = residual(net, pts)
+    fl, shown = _shown(tape, loss)
+    kinds = _group_kinds(shown)
+    assert "residual()" in shown.tree and "residual()" not in kinds
+    assert kinds.get("du = ∂u/∂pts") == "derivative" and kinds.get("pinn") == "block"
+    with tf.GradientTape() as plain:
+        plain_loss = residual(net, pts)
+    for v, g in zip(net.trainable_variables, plain.gradient(plain_loss, net.trainable_variables), strict=True):
+        if g is None:
+            assert fl.grad(v) is None
+        else:
+            np.testing.assert_array_equal(fl.grad(v), g.numpy())
+    # however small the fit, a picture is never one box holding everything
+    _, tight = _shown(tape, loss, fit=2)
+    assert "residual()" not in _group_kinds(tight)
