@@ -89,6 +89,8 @@ def test_wgan_gp_default_picture_is_the_losss_story(inner):
     shown_open = decide(p.tape.graph, tv.flow(p.tape, p.loss), expand=["gradient_penalty()"])
     assert "layer:gradient_penalty()/critic" in set(shown_open.nx.predecessors(derivative))
     assert {"Sub", "Pow", "Mean", "Mul", "AddV2"} <= _op_types(opened)  # the penalty's and x_hat's own ops
+    # named as the helper names them (its locals, read when it returned)
+    assert "x_hat" in {d.get("name") for _, d in opened if d.get("op_type") == "AddV2"}
     _, everything = _boxes(p.tape, p.loss, collapsed=False)
     assert "ReluGrad" in _op_types(everything)
 

@@ -66,11 +66,12 @@ def export_both(name: str, stem: str) -> None:
 
 def higher_order() -> None:
     """docs/higher-order.md's pictures: the PINN and WGAN-GP default pictures (the test
-    programs of tests/higher_order_models.py) and a Hessian's heatmap."""
+    programs of tests/higher_order_models.py; WGAN-GP written with helpers and inline)
+    and a Hessian's heatmap."""
     sys.path.insert(0, str(HERE.parents[1] / "tests"))
     from higher_order_models import hessian_program, pinn, wgan_gp
 
-    for stem, program in (("pinn", pinn()), ("wgan_gp", wgan_gp())):
+    for stem, program in (("pinn", pinn()), ("wgan_gp", wgan_gp(helpers=True)), ("wgan_gp_inline", wgan_gp())):
         tv.save(program.tape, HERE / f"{stem}_default.png", target=program.loss)
     outer, _, g, hessian = hessian_program()
     hessian.figure(row=1).savefig(HERE / "hessian_heatmap.png")

@@ -54,6 +54,8 @@ def name_lines(name: str, width: float, size: float, weight="normal", *, lines: 
         if not head:
             break
         cut = head.rfind("(")  # a note in brackets ("(3 alike)", "(call 2)") stays whole
+        while cut > 0 and head.startswith("()", cut):  # not a call's brackets: gradient_penalty()/critic
+            cut = head.rfind("(", 0, cut)
         if cut <= len(head) // 3:
             cut = max((head.rfind(c) for c in _BREAK_AFTER), default=-1) + 1
         cut = cut if cut > len(head) // 3 else len(head)  # a break near the start wastes the line

@@ -78,7 +78,8 @@ class Capture:
         self.exported: dict[int, Export] = exported
         self.reentries: dict[int, Reentry] = reentries  # tensors made from NumPy values in the block
         self.start_uid = start_uid
-        self._names = names  # id(python object) -> name in the user's frame
+        self._names = names  # id(python object) -> name in the user's frame (or a function of theirs)
+        self._kept: list = []  # objects named by id that must outlive the capture's records
         self.persistent = persistent
         self.thread_id = thread_id
         self.tape_ref = tape_ref
@@ -156,6 +157,11 @@ class Capture:
             for op in ops[d.start : d.end]:
                 op.derivative = d.index
         return ops
+
+    def keep(self, objects: list) -> None:
+        """Keep these objects alive with the capture: tensors named by id (``python_name``)
+        that no op record holds, so that no later tensor can take their id."""
+        self._kept = objects
 
     # -- tensors ---------------------------------------------------------------------
     def facts(self, tid: int) -> TensorFacts:

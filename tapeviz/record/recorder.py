@@ -190,6 +190,7 @@ class Recorder:
         self.api_calls.forget_frame()  # a frame keeps its locals alive
         self._functions = self.user_calls.finish(len(self.raw))
         self.capture = self._finish(frame)
+        self.capture.keep(self.user_calls.kept)
         return self.capture
 
     def note_watch(self, tensors) -> None:
@@ -388,7 +389,8 @@ class Recorder:
             exported=self.exported,
             reentries=self.reentries,
             start_uid=self._start_uid,
-            names=info.names if info is not None else {},
+            # names the user's functions gave their tensors, then the block's own (which win)
+            names={**self.user_calls.names, **(info.names if info is not None else {})},
             persistent=bool(tape._persistent),
             thread_id=self._thread_id,
             tape_ref=weakref.ref(tape),

@@ -21,6 +21,8 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 
+from tensorflow.python.framework import ops as _ops
+
 from .hookstate import OWN_FILES, TF_DIRS
 from .hookstate import call_site_memo as _memo
 
@@ -34,6 +36,7 @@ _OTHER, _THROUGH, _USER = range(3)
 _TAPEVIZ = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # tapeviz's own examples are the seed tutorial's programs: the user's code, as in the seed
 _EXAMPLES = os.path.join(_TAPEVIZ, "examples.py")
+_EAGER = _ops.EagerTensor
 
 
 @dataclass
@@ -92,7 +95,7 @@ class UserCalls:
     0), with ``states[i]``: the user's calls from the block down to ``path[i]`` and
     whether that chain can still grow (every frame above is the user's)."""
 
-    __slots__ = ("block", "path", "states", "pos", "open", "records")
+    __slots__ = ("block", "path", "states", "pos", "open", "records", "names", "kept")
 
     def __init__(self, block) -> None:
         self.block = block  # the frame that entered the tape's block
@@ -101,6 +104,8 @@ class UserCalls:
         self.pos: dict[int, int] = {}
         self.open: list = []  # (frame, record) of the user's calls running now, outermost first
         self.records: list[FunctionRecord] = []
+        self.names: dict[int, str] = {}  # id(tensor) -> its name in a call that returned
+        self.kept: list = []  # those tensors, kept alive so that their ids name nothing else
 
     def current(self, f, index: int) -> int | None:
         """The innermost user's call running op number ``index`` (a FunctionRecord's
@@ -150,8 +155,9 @@ class UserCalls:
         j = 0
         while j < len(running) and j < len(chain) and running[j][0] is chain[j]:
             j += 1
-        for _, record in running[j:]:
+        for fr, record in running[j:]:
             record.end = index
+            self._note_names(fr)
         del running[j:]
         for fr in chain[j:]:
             code = fr.f_code
@@ -169,6 +175,19 @@ class UserCalls:
             running.append((fr, record))
         return running[-1][1].index if running else None
 
+    def _note_names(self, frame) -> None:
+        """The names a returned call gave its tensors (``x_hat``, ``grads`` in
+        ``gradient_penalty``): a box drawn from inside it says them once opened. The
+        block's own names win (see Recorder); a first call's name wins over a later one's."""
+        try:
+            local = frame.f_locals
+        except Exception:  # noqa: BLE001 - a frame that cannot show its locals: no names
+            return
+        for k, v in list(local.items()):
+            if type(v) is _EAGER and not k.startswith("_") and id(v) not in self.names:
+                self.names[id(v)] = k
+                self.kept.append(v)
+
     def _forget_path(self) -> None:
         self.path.clear()
         self.states.clear()
@@ -177,8 +196,9 @@ class UserCalls:
     def finish(self, end: int) -> list[FunctionRecord]:
         """The calls seen, every one still open ended at ``end``; the frames are let go
         (a frame keeps its locals alive)."""
-        for _, record in self.open:
+        for fr, record in self.open:
             record.end = end
+            self._note_names(fr)
         self.open.clear()
         self._forget_path()
         self.block = None
