@@ -234,7 +234,8 @@ def _code_role(code):
 
 
 def _outer_api_frame(f):
-    """The outermost public TF function's frame above `f`, before the user's code (or None)."""
+    """(the outermost public TF function's frame above `f` before the user's code, or None;
+    the frame the walk stopped at: the user's code, or None when it went too far)."""
     outer = None
     roles = _memo.code_api
     for _ in range(_API_DEPTH):
@@ -244,27 +245,29 @@ def _outer_api_frame(f):
         entry = roles.get(id(code))
         role = entry[1] if entry is not None and entry[0] is code else _code_role(code)
         if role is None:
-            break  # the user's code (or Keras): the outermost API call is found
+            return outer, f  # the user's code (or Keras): the outermost API call is found
         if role:
             outer = f
         f = f.f_back
-    return outer
+    return outer, None
 
 
 class ApiCalls:
     """The TF API calls one recorder's unscoped ops ran in, numbered in order: consecutive
     ops of one call (one frame of the outermost public TF function) share a number."""
 
-    __slots__ = ("frame", "seq")
+    __slots__ = ("frame", "seq", "caller")
 
     def __init__(self) -> None:
         self.frame = None  # the frame of the TF API call the last unscoped op ran in
         self.seq = 0
+        self.caller = None  # the frame the last walk stopped at: the code that called TF
 
     def current(self) -> tuple[str, int] | None:
         """(public name, call number) of the TF API call running the current op, or None.
-        Called from the op callback: the op's frames start two above this one."""
-        outer = _outer_api_frame(sys._getframe(2))
+        Called from the op callback: the op's frames start two above this one. The frame
+        of the code that called TF is left in ``caller`` (for the user-call walk)."""
+        outer, self.caller = _outer_api_frame(sys._getframe(2))
         if outer is None:
             return None
         if outer is not self.frame:
@@ -275,7 +278,7 @@ class ApiCalls:
 
     def forget_frame(self) -> None:
         """Drop the last call's frame (a frame keeps its locals alive)."""
-        self.frame = None
+        self.frame = self.caller = None
 
 
 _loss_codes: frozenset | None = None  # code objects of Keras's Loss.__call__ (and overrides)
@@ -323,7 +326,7 @@ def loss_scopes_at(scope: str, f) -> list[str]:
 def passed_by_user(value, frame) -> bool:
     """Whether the user handed `value` to the TF function running at `frame` (not a NumPy
     array TF made for itself, such as the axes of tf.reduce_sum)."""
-    outer = _outer_api_frame(frame)
+    outer = _outer_api_frame(frame)[0]
     if outer is None:
         return True  # called from the user's code directly
     for v in outer.f_locals.values():

@@ -224,7 +224,7 @@ class Recorder:
         """
         tape, tld, append, is_stopped, rec = self.tape, self._tld, self.raw.append, _is_stopped, self
         side_ops, side_state, api_call = _SIDE_STATE_OPS, self._side_state, self.api_calls.current
-        user_call = self.user_calls.current
+        user_call, api_calls = self.user_calls.current, self.api_calls
         scopes_seen, loss_scopes = self._scopes_seen, self._loss_scopes
         thread, get_ident = self._thread_id, _get_ident
 
@@ -249,6 +249,7 @@ class Recorder:
             if scope and scope not in scopes_seen:
                 scopes_seen.add(scope)
                 loss_scopes.update(loss_scopes_at(scope, sys._getframe(1)))
+            api = None if scope else api_call()
             append(
                 (
                     op_type,
@@ -259,8 +260,9 @@ class Recorder:
                     tape._recording and not is_stopped(),
                     rec._gen,
                     None,
-                    None if scope else api_call(),
-                    user_call(sys._getframe(1), len(rec.raw)),
+                    api,
+                    # the API walk of an unscoped op stopped at the code that called TF: go on from there
+                    user_call((api_calls.caller if not scope else None) or sys._getframe(1), len(rec.raw)),
                 )
             )
             return None
