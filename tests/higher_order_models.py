@@ -108,7 +108,9 @@ def critic_loss(real_score, fake_score):
     return tf.reduce_mean(fake_score) - tf.reduce_mean(real_score)
 
 
-def wgan_gp_step_loss(critic, generator, real, z, eps, outer_tape_type=tf.GradientTape, inner_tape_type=tf.GradientTape):
+def wgan_gp_step_loss(
+    critic, generator, real, z, eps, outer_tape_type=tf.GradientTape, inner_tape_type=tf.GradientTape
+):
     """The same critic loss written the way WGAN-GP code usually is: helpers for the
     Wasserstein estimate and the penalty, called while the outer tape records."""
     with outer_tape_type() as tape:

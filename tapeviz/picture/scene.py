@@ -253,23 +253,12 @@ class Scene:
         flow, dg = self.flow, self.display.nx
         self.targets = {self.display.of[t] for t in flow.target_nodes} if flow is not None else set()
         self.kinds = [k for k in self.theme.kinds if any(d["kind"] == k for _, d in dg.nodes(data=True))]
-        self.reasons = sorted(self._drawn_stops(dg)) if flow is not None else []
+        self.reasons = sorted(drawn_stops(flow, dg)) if flow is not None else []
         self.chip_kinds = [
             k
             for k in ("value", "input", "random")
             if any(c.kind == k for _, d in dg.nodes(data=True) for c in d.get("chips") or ())
         ]
-
-    def _drawn_stops(self, dg) -> set:
-        """The stop reasons of the edges drawn as stopped: every edge an arrow stands for
-        carries nothing, and the first one's reason styles it (see _style_edge). A merged
-        edge into a group box that carries gradient on one of its edges is not one."""
-        out = set()
-        for _, _, d in dg.edges(data=True):
-            stops = [self.flow.edge_reason.get(m) for m in d.get("members", ())]
-            if stops and all(r is not None for r in stops):
-                out.add(stops[0].reason)
-        return out
 
     def _make_records(self, plans, names) -> None:
         """One record per box, text, chip, gradient line, arrow and edge label (placement.py)."""
@@ -807,3 +796,16 @@ class Scene:
                     grad = format_value(fl.computed(st.node), norm=GRAD_NORM)
                 title = say("ui.step.received", self.lang, k=k, n=n, node=node, value=grad)
         return title + say("ui.step.done", self.lang, target=target) if finished else title
+
+
+def drawn_stops(flow: GradientFlow, dg) -> set:
+    """The stop reasons of the edges drawn as stopped: every edge an arrow stands for
+    carries nothing, and the first one's reason styles it (see Scene._style_edge). A merged
+    edge into a group box that carries gradient on one of its edges is not one."""
+    out = set()
+    for _, _, d in dg.edges(data=True):
+        stops = [flow.edge_reason.get(m) for m in d.get("members", ())]
+        first = stops[0] if stops else None
+        if first is not None and all(r is not None for r in stops):
+            out.add(first.reason)
+    return out

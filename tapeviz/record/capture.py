@@ -20,7 +20,6 @@ from .replay import BackwardCall, replay_backward
 from .user_calls import FunctionRecord
 from .user_frame import FrameInfo
 
-
 # ``x[:, 0:1]`` runs in a name scope TF opens even when executing eagerly (its stack of
 # begin / end / strides, then StridedSlice): not a layer of the user's; the slice is its op.
 _SLICE_SCOPE = "strided_slice"
@@ -121,8 +120,8 @@ class Capture:
                 op_type = op_type.decode()
             if scope.endswith("/"):
                 scope = scope[:-1]
-            if scope.endswith(_SLICE_SCOPE) and (len(scope) == len(_SLICE_SCOPE) or scope[-len(_SLICE_SCOPE) - 1] == "/"):
-                scope = scope[: -len(_SLICE_SCOPE) - 1] if len(scope) > len(_SLICE_SCOPE) else ""
+            if scope == _SLICE_SCOPE or scope.endswith("/" + _SLICE_SCOPE):
+                scope = scope[: -len(_SLICE_SCOPE)].rstrip("/")
             in_ids = []
             for t in inputs:
                 tid = t._id
