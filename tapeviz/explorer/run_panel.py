@@ -127,8 +127,8 @@ def run_svg(data: RunData, bars: LayerBars, lang: str = DEFAULT) -> str:
         pts = " ".join(f"{sx(s):.1f},{sy(x):.1f}" for s, x in zip(data.steps[ok], data.loss[ok], strict=True))
         out.append(f'<polyline points="{pts}" fill="none" stroke="#000000" stroke-width="1.3"/>')
         for x in (float(np.nanmin(data.loss[ok])), float(np.nanmax(data.loss[ok]))):
-            out.append(_text(left - 4, sy(x), f"{x:.3g}", anchor="end"))
-        out.append(_text(left - 4, top + h / 2, say("plot.loss", lang), anchor="end", fill="#777777"))
+            out.append(_text(left - 8, sy(x), f"{x:.3g}", anchor="end"))
+        out.append(_text(left - 8, top + h / 2, say("plot.loss", lang), anchor="end", fill="#777777"))
         i = int(np.searchsorted(data.steps, bars.step))
         if i < len(data.loss) and np.isfinite(data.loss[i]) and ok[i]:
             out.append(
