@@ -155,40 +155,31 @@ def derivative_paths(graph: TapeGraph, boxes: Iterable[Node]) -> dict[Node, tupl
     op node -> the calls it ran in, outermost first, as (record index, title, call): a
     ``t2.gradient`` made inside another call's gradient function nests in it. Titles are
     how the user wrote the call ("du = ∂u/∂pts", see record.derivatives)."""
-    records = graph.capture.derivatives
-    if not records:
-        return {}
-    ops = graph.capture.ops
-    out: dict[Node, tuple[tuple[int, str, str], ...]] = {}
-    for n in boxes:
-        d = graph.nx.nodes[n]
-        if d["kind"] != "op" or ops[d["op_index"]].derivative is None:
-            continue
-        path = []
-        k = ops[d["op_index"]].derivative
-        while k is not None:
-            path.append((k, records[k].title, records[k].call))
-            k = records[k].parent
-        out[n] = tuple(reversed(path))
-    return out
+    return _call_paths(graph, boxes, graph.capture.derivatives, "derivative", lambda k, r: (k, r.title, r.call))
 
 
 def function_paths(graph: TapeGraph, boxes: Iterable[Node]) -> dict[Node, tuple[tuple[int, str], ...]]:
     """Ops run inside calls of the user's own functions (capture's function records): op
     node -> those calls, outermost first, as (record index, title "gradient_penalty()")."""
-    records = getattr(graph.capture, "functions", None)
+    return _call_paths(graph, boxes, graph.capture.functions, "function", lambda k, r: (k, r.title))
+
+
+def _call_paths(graph: TapeGraph, boxes: Iterable[Node], records, innermost: str, describe: Callable) -> dict:
+    """Op node -> the nested calls it ran in (``records``, each knowing its ``parent``; the
+    op record's ``innermost`` field names the innermost), outermost first, as ``describe``
+    writes each."""
     if not records:
         return {}
     ops = graph.capture.ops
-    out: dict[Node, tuple[tuple[int, str], ...]] = {}
+    out: dict = {}
     for n in boxes:
         d = graph.nx.nodes[n]
-        if d["kind"] != "op" or ops[d["op_index"]].function is None:
+        k = getattr(ops[d["op_index"]], innermost) if d["kind"] == "op" else None
+        if k is None:
             continue
         path = []
-        k = ops[d["op_index"]].function
         while k is not None:
-            path.append((k, records[k].title))
+            path.append(describe(k, records[k]))
             k = records[k].parent
         out[n] = tuple(reversed(path))
     return out
