@@ -216,3 +216,43 @@ def test_a_helper_holding_the_whole_nested_tape_loss_stays_open():
     # however small the fit, a picture is never one box holding everything
     _, tight = _shown(tape, loss, fit=2)
     assert "residual()" not in _group_kinds(tight)
+
+
+def test_record_step_groups_the_users_helpers_and_not_keras_own():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    x = tf.constant([[0.1, 0.2, 0.3], [0.4, -0.5, 0.6]])
+    y = tf.constant([[1.0, 0.0], [0.0, 1.0]])
+    keras_steps = tv.record_step(model, x, y)  # Keras's train_step and compute_loss are Keras's
+    assert keras_steps[0].graph.capture.functions == []
+
+    def penalty(w):
+        return 0.01 * tf.reduce_sum(w**2)
+
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(x) - y) ** 2) + penalty(model.trainable_variables[0])
+        return tape.gradient(loss, model.trainable_variables)
+
+    steps = tv.record_step(train_step, x, y)
+    assert [f.title for f in steps[0].graph.capture.functions] == ["penalty()"]
+
+
+def test_a_helper_called_in_a_loop_is_one_group_per_call():
+    w = tf.Variable([0.5, -0.5])
+
+    def term(k):
+        return tf.reduce_sum(tf.sin(w * k))
+
+    with tv.GradientTape() as tape:
+        total = tf.constant(0.0)
+        for k in (1.0, 2.0, 3.0):
+            total = total + term(k)
+    fl, shown = _shown(tape, total, collapsed=True)
+    assert sorted(_group_kinds(shown)) == ["term()", "term() #2", "term() #3"]
+    with tf.GradientTape() as plain:
+        plain_total = tf.constant(0.0)
+        for k in (1.0, 2.0, 3.0):
+            plain_total = plain_total + term(k)
+    np.testing.assert_array_equal(fl.grad(w), plain.gradient(plain_total, w).numpy())
