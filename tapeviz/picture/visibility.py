@@ -17,8 +17,10 @@ turns into integers (ArgMax, a cast to int).
 
 Groups collapse into one box each: Keras layers (name scopes), TF API calls the user
 wrote (``tf.clip_by_norm``, which sets no scope when executing eagerly, grouped by
-the call on the stack: see capture) and tf.function calls. TF API calls are
-collapsed by default; layers when the picture would not fit a screen.
+the call on the stack: see capture), tf.function calls, inner gradient calls and calls of
+the user's own functions. TF API calls and inner gradients are collapsed by default, and so
+is a function of the user's that holds an inner gradient; layers when the picture would
+not fit a screen.
 
 The model is not changed: hiding and folding change pictures only; ``fl.grad``,
 contributions and steps stay those of the whole tape. ``show_all=True`` shows every
