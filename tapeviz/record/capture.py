@@ -17,7 +17,7 @@ from .derivatives import DerivativeRecord
 from .numpy_exports import Export, Reentry
 from .records import OpRecord, TensorFacts, VariableRecord, is_trainable, key_of
 from .replay import BackwardCall, replay_backward
-from .user_calls import FunctionRecord
+from .user_calls import FunctionRecord, function_records
 from .user_frame import FrameInfo
 
 # ``x[:, 0:1]`` runs in a name scope TF opens even when executing eagerly (its stack of
@@ -66,8 +66,8 @@ class Capture:
         self._raw = raw
         #: inner gradient / jacobian calls this recording saw, in call order (derivatives.py)
         self.derivatives: list[DerivativeRecord] = list(derivatives or ())
-        #: calls of the user's own functions the recorded ops ran in (user_calls.py)
-        self.functions: list[FunctionRecord] = list(functions or ())
+        self._calls = functions or []  # the user's calls as UserCalls noted them
+        self._functions: list[FunctionRecord] | None = None
         self._unread = unread  # handle id -> a variable the block names but never read
         self._seen = seen  # tensor id -> EagerTensor (every tensor the records name)
         self._variables = variables  # handle id -> tf.Variable
@@ -103,6 +103,14 @@ class Capture:
         self.settled = False
 
     # -- records ---------------------------------------------------------------------
+    @property
+    def functions(self) -> list[FunctionRecord]:
+        """Calls of the user's own functions the recorded ops ran in (user_calls.py),
+        made on first use."""
+        if self._functions is None:
+            self._functions = function_records(self._calls)
+        return self._functions
+
     @property
     def ops(self) -> list[OpRecord]:
         """The recorded ops as OpRecords (built from the raw log on first use)."""

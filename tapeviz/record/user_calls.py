@@ -9,9 +9,14 @@ and the op that are the user's code, outermost first. The walk stops at the firs
 that is not: a user function called by Keras (a custom layer's ``call``) or by
 TensorFlow (a custom gradient) is already inside a layer or an API call.
 
-Each op costs a walk up the stack only to the first frame the previous op's walk saw:
-consecutive ops share their callers, and the frames of the last walk are kept (and
-forgotten when the recording stops).
+The walk runs for every op, so it is kept cheap (bench/RESULTS.md, issue 22c follow-up):
+what a frame's code is (the user's or not) is learned once per code object; only the
+user's running frames are kept, down to the deepest the last op ran under (the
+*anchor*). An op the anchor runs directly costs one comparison; an op inside a Keras
+layer or a TF function the anchor called costs a bare walk up to the anchor (no list,
+no look-up per frame, no frame of another's kept); only an op outside the anchor, or in
+a new call of the user's, walks to the block. The frames are let go when the recording
+stops.
 """
 
 from __future__ import annotations
@@ -26,9 +31,8 @@ from tensorflow.python.framework import ops as _ops
 from .hookstate import OWN_FILES, TF_DIRS
 from .hookstate import call_site_memo as _memo
 
-__all__ = ["FunctionRecord", "UserCalls"]
+__all__ = ["FunctionRecord", "UserCalls", "function_records"]
 
-_MAX_DEPTH = 256  # frames walked before giving up: the op did not run under the block
 # What a code object is to the walk: another's code (ends the chain), the user's code
 # with no name a reader knows (a comprehension, a lambda: the chain goes through it),
 # or a named function of the user's (a group).
@@ -89,91 +93,108 @@ def _code_kind(code) -> int:
 
 
 class UserCalls:
-    """The calls of the user's functions one recorder's ops ran in (FunctionRecords).
+    """The calls of the user's functions one recorder's ops ran in (see function_records).
 
-    ``path`` holds the frames the last walk saw, outermost first (the block's callee at
-    0), with ``states[i]``: the user's calls from the block down to ``path[i]`` and
-    whether that chain can still grow (every frame above is the user's)."""
+    ``path`` holds the frames of the user's code from the block's callee (at 0) down to
+    the *anchor*: the deepest one the last op ran under (the block while it is empty);
+    ``chains[i]``: the user's calls from the block down to ``path[i]``. ``last`` is the
+    innermost call the last op ran in, which every op the anchor runs shares: whether
+    directly or through a frame that is not the user's (a Keras layer, a TF function),
+    below which nothing the user wrote opens a call."""
 
-    __slots__ = ("block", "path", "states", "pos", "open", "records", "names", "kept")
+    __slots__ = ("block", "path", "chains", "anchor", "last", "open", "calls", "names", "kept")
 
     def __init__(self, block) -> None:
         self.block = block  # the frame that entered the tape's block
         self.path: list = []
-        self.states: list[tuple[tuple, bool]] = []
-        self.pos: dict[int, int] = {}
-        self.open: list = []  # (frame, record) of the user's calls running now, outermost first
-        self.records: list[FunctionRecord] = []
+        self.chains: list[tuple] = []
+        self.anchor = block  # path[-1], or the block while the path is empty
+        self.last: int | None = None  # the innermost call the last op ran in
+        self.open: list = []  # (frame, call, its index) of the user's calls running now, outermost first
+        self.calls: list[list] = []  # [code, start, end, parent] of each call seen
         self.names: dict[int, str] = {}  # id(tensor) -> its name in a call that returned
         self.kept: list = []  # those tensors, kept alive so that their ids name nothing else
 
     def current(self, f, index: int) -> int | None:
         """The innermost user's call running op number ``index`` (a FunctionRecord's
-        index), or None; ``f`` is the frame that ran the op (TF's)."""
+        index), or None; ``f`` is the frame that ran the op (TF's, or the code that
+        called TF). Runs for every op: the common cases make no list and keep no frame."""
+        anchor = self.anchor
+        if f is anchor:
+            return self.last  # the code that ran the last op (or its caller) runs this one
+        block, g = self.block, f
+        try:
+            up = g.f_back
+            while up is not anchor:
+                if up is block:
+                    return self._walk(f, index)  # the anchor has returned
+                g, up = up, up.f_back
+        except AttributeError:  # past the outermost frame: not under the block
+            return self._walk(f, index)
+        # g: the frame the anchor called. Not the user's: nothing below opens a call.
+        code = g.f_code
+        entry = _memo.code_user.get(id(code))
+        kind = entry[1] if entry is not None and entry[0] is code else _code_kind(code)
+        return self.last if kind == _OTHER else self._walk(f, index)
+
+    def _walk(self, f, index: int) -> int | None:
+        """Walk up to the block (an op that runs outside the anchor, or in a new call of
+        the user's under it): ``path`` is a run of frames down from the block, so what it
+        shares with this op's stack is a common prefix; below it come the frames the
+        user's code runs now, down to the first that is not the user's."""
         block = self.block
         if block is None:
             return None
-        path, pos = self.path, self.pos
-        fresh = []
-        k = -1
-        depth = 0
-        while True:
-            if f is None or depth > _MAX_DEPTH:
-                self._forget_path()
-                return self._sync((), index)  # not under the block (another frame ran it)
-            if f is block:
-                break
-            i = pos.get(id(f))
-            if i is not None and i < len(path) and path[i] is f:
-                k = i
-                break
-            fresh.append(f)
-            f = f.f_back
-            depth += 1
-        for gone in path[k + 1 :]:
-            pos.pop(id(gone), None)
-        del path[k + 1 :], self.states[k + 1 :]
-        chain, growing = self.states[k] if k >= 0 else ((), True)
+        fresh: list = []
+        append = fresh.append
+        try:
+            while f is not block:
+                append(f)
+                f = f.f_back
+        except AttributeError:  # past the outermost frame: not under the block (another frame ran it)
+            self._forget_path()
+            return self._sync((), index)
+        fresh.reverse()
+        path, chains = self.path, self.chains
+        k = 0
+        if path:
+            n = min(len(path), len(fresh))
+            while k < n and path[k] is fresh[k]:
+                k += 1
+            del path[k:], chains[k:]
+        chain = chains[k - 1] if k else ()
         kinds = _memo.code_user
-        for fr in reversed(fresh):
-            if growing:
-                code = fr.f_code
-                entry = kinds.get(id(code))
-                kind = entry[1] if entry is not None and entry[0] is code else _code_kind(code)
-                if kind == _USER:
-                    chain = (*chain, fr)
-                elif kind == _OTHER:
-                    growing = False
-            pos[id(fr)] = len(path)
+        for fr in fresh[k:] if k else fresh:
+            code = fr.f_code
+            entry = kinds.get(id(code))
+            kind = entry[1] if entry is not None and entry[0] is code else _code_kind(code)
+            if kind == _OTHER:
+                break  # frames from the first that is not the user's down are never kept
+            if kind == _USER:
+                chain = (*chain, fr)
             path.append(fr)
-            self.states.append((chain, growing))
+            chains.append(chain)
+        self.anchor = path[-1] if path else block
         return self._sync(chain, index)
 
     def _sync(self, chain: tuple, index: int) -> int | None:
-        """Close the calls that returned, open the new ones; the innermost one's index."""
+        """Close the calls that returned, open the new ones; the innermost one's index.
+        A call is noted as a list ``[code, start, end, parent]`` (FunctionRecords are
+        made from them only when a picture asks: function_records)."""
         running = self.open
         j = 0
         while j < len(running) and j < len(chain) and running[j][0] is chain[j]:
             j += 1
-        for fr, record in running[j:]:
-            record.end = index
+        for fr, call, _ in running[j:]:
+            call[2] = index
             self._note_names(fr)
         del running[j:]
+        calls = self.calls
         for fr in chain[j:]:
-            code = fr.f_code
-            parent = running[-1][1].index if running else None
-            record = FunctionRecord(
-                len(self.records),
-                code.co_name,
-                getattr(code, "co_qualname", code.co_name),
-                code.co_filename,
-                code.co_firstlineno,
-                index,
-                parent=parent,
-            )
-            self.records.append(record)
-            running.append((fr, record))
-        return running[-1][1].index if running else None
+            running.append((fr, [fr.f_code, index, -1, running[-1][2] if running else None], len(calls)))
+            calls.append(running[-1][1])
+        self.last = running[-1][2] if running else None
+        return self.last
 
     def _note_names(self, frame) -> None:
         """The names a returned call gave its tensors (``x_hat``, ``grads`` in
@@ -183,23 +204,41 @@ class UserCalls:
             local = frame.f_locals
         except Exception:  # noqa: BLE001 - a frame that cannot show its locals: no names
             return
-        for k, v in list(local.items()):
+        for k, v in local.items():  # a snapshot: no code runs while it is read
             if type(v) is _EAGER and not k.startswith("_") and id(v) not in self.names:
                 self.names[id(v)] = k
                 self.kept.append(v)
 
     def _forget_path(self) -> None:
         self.path.clear()
-        self.states.clear()
-        self.pos.clear()
+        self.chains.clear()
+        self.anchor = self.block
 
-    def finish(self, end: int) -> list[FunctionRecord]:
-        """The calls seen, every one still open ended at ``end``; the frames are let go
-        (a frame keeps its locals alive)."""
-        for fr, record in self.open:
-            record.end = end
+    def finish(self, end: int) -> list[list]:
+        """The calls seen (for function_records), every one still open ended at ``end``;
+        the frames are let go (a frame keeps its locals alive)."""
+        for fr, call, _ in self.open:
+            call[2] = end
             self._note_names(fr)
         self.open.clear()
         self._forget_path()
-        self.block = None
-        return self.records
+        self.block = self.anchor = None
+        return self.calls
+
+
+def function_records(calls: list[list]) -> list[FunctionRecord]:
+    """FunctionRecords of the calls UserCalls noted (made after the recording: the op
+    hook only notes the code object and the op range)."""
+    return [
+        FunctionRecord(
+            i,
+            code.co_name,
+            getattr(code, "co_qualname", code.co_name),
+            code.co_filename,
+            code.co_firstlineno,
+            start,
+            end,
+            parent,
+        )
+        for i, (code, start, end, parent) in enumerate(calls)
+    ]
