@@ -256,3 +256,119 @@ def test_a_helper_called_in_a_loop_is_one_group_per_call():
         for k in (1.0, 2.0, 3.0):
             plain_total = plain_total + term(k)
     np.testing.assert_array_equal(fl.grad(w), plain.gradient(plain_total, w).numpy())
+
+
+class _WGAN(keras.Model):
+    """keras.io's WGAN-GP shape (Dense nets instead of convolutions): the penalty is a
+    method, called from the user's train_step inside the critic's tape."""
+
+    def __init__(self, discriminator, generator, latent_dim, gp_weight=10.0):
+        super().__init__()
+        self.discriminator, self.generator = discriminator, generator
+        self.latent_dim, self.gp_weight = latent_dim, gp_weight
+        self.last_d_gradient = None
+
+    def compile(self, d_optimizer, g_optimizer, d_loss_fn, g_loss_fn):
+        super().compile()
+        self.d_optimizer, self.g_optimizer = d_optimizer, g_optimizer
+        self.d_loss_fn, self.g_loss_fn = d_loss_fn, g_loss_fn
+
+    def gradient_penalty(self, batch_size, real_images, fake_images):
+        alpha = tf.random.uniform([batch_size, 1], 0.0, 1.0)
+        interpolated = real_images + alpha * (fake_images - real_images)
+        with tf.GradientTape() as gp_tape:
+            gp_tape.watch(interpolated)
+            pred = self.discriminator(interpolated, training=True)
+        grads = gp_tape.gradient(pred, [interpolated])[0]
+        norm = tf.sqrt(tf.reduce_sum(tf.square(grads), axis=[1]))
+        return tf.reduce_mean((norm - 1.0) ** 2)
+
+    def train_step(self, real_images):
+        batch_size = tf.shape(real_images)[0]
+        z = tf.random.normal(shape=(batch_size, self.latent_dim))
+        with tf.GradientTape() as tape:
+            fake_images = self.generator(z, training=True)
+            fake_logits = self.discriminator(fake_images, training=True)
+            real_logits = self.discriminator(real_images, training=True)
+            d_cost = self.d_loss_fn(real_img=real_logits, fake_img=fake_logits)
+            gp = self.gradient_penalty(batch_size, real_images, fake_images)
+            d_loss = d_cost + gp * self.gp_weight
+        d_gradient = tape.gradient(d_loss, self.discriminator.trainable_variables)
+        self.d_optimizer.apply_gradients(zip(d_gradient, self.discriminator.trainable_variables, strict=True))
+        self.last_d_gradient = d_gradient
+        z = tf.random.normal(shape=(batch_size, self.latent_dim))
+        with tf.GradientTape() as tape:
+            g_loss = self.g_loss_fn(self.discriminator(self.generator(z, training=True), training=True))
+        g_gradient = tape.gradient(g_loss, self.generator.trainable_variables)
+        self.g_optimizer.apply_gradients(zip(g_gradient, self.generator.trainable_variables, strict=True))
+        return {"d_loss": d_loss, "g_loss": g_loss}
+
+
+def _wasserstein(real_img, fake_img):
+    return tf.reduce_mean(fake_img) - tf.reduce_mean(real_img)
+
+
+def _keras_wgan():
+    keras.utils.set_random_seed(3)
+    critic = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)], name="critic"
+    )
+    generator = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="tanh")], name="generator")
+    wgan = _WGAN(critic, generator, latent_dim=3)
+    wgan.compile(keras.optimizers.Adam(1e-3), keras.optimizers.Adam(1e-3), _wasserstein, lambda f: -tf.reduce_mean(f))
+    real = tf.constant(np.random.default_rng(0).normal(size=(5, 4)).astype("float32"))
+    return wgan, real
+
+
+def _assert_penalty_method_closed(tape, target):
+    fl, shown = _shown(tape, target)
+    kinds = _group_kinds(shown)
+    assert kinds["gradient_penalty()"] == "function" and kinds["_wasserstein()"] == "function"
+    notes = {d["name"]: d.get("note") for _, d in shown.nx.nodes(data=True) if d.get("kind") == "layer"}
+    assert notes["gradient_penalty()"] == "∂pred/∂interpolated"  # gradient(pred, [interpolated])[0]
+    assert len(shown.nx) <= 14
+    assert not {"ReluGrad", "AddN", "BroadcastGradientArgs"} & {d.get("op_type") for _, d in shown.nx.nodes(data=True)}
+    return fl
+
+
+def test_keras_wgan_gp_penalty_method_is_a_closed_group():
+    """keras.io's WGAN-GP: gradient_penalty is a method of the keras.Model subclass, called
+    from the user's train_step (tv.record_step) or a custom loop; grouped and closed like a
+    plain helper, with flows equal to the gradients the step applied."""
+    wgan, real = _keras_wgan()
+    steps = tv.record_step(wgan, real)  # Keras's fit is not in the way: train_step is the user's
+    first = steps[0]
+    assert [f.qualname for f in first.graph.capture.functions] == ["_wasserstein", "_WGAN.gradient_penalty"]
+    fl = _assert_penalty_method_closed(first, first.target)
+    for v, g in zip(wgan.discriminator.trainable_variables, wgan.last_d_gradient, strict=True):
+        np.testing.assert_array_equal(fl.grad(v), g.numpy())
+    # a custom loop calling the same method inside a tv tape
+    z = tf.random.normal((5, 3))
+    with tv.GradientTape(persistent=True) as tape:
+        fake = wgan.generator(z)
+        d_cost = wgan.d_loss_fn(real_img=wgan.discriminator(real), fake_img=wgan.discriminator(fake))
+        d_loss = d_cost + wgan.gp_weight * wgan.gradient_penalty(5, real, fake)
+    fl = _assert_penalty_method_closed(tape, d_loss)
+    critic_vars = wgan.discriminator.trainable_variables
+    for v, g in zip(critic_vars, tape.gradient(d_loss, critic_vars), strict=True):
+        np.testing.assert_array_equal(fl.grad(v), g.numpy())
+
+
+def test_legend_names_the_kinds_of_closed_groups_drawn():
+    """Every closed group box has one colour; its legend entry names the kinds drawn (it
+    said "layer (collapsed)" of a function, a block or an inner gradient too)."""
+    from tapeviz.picture.legend import legend_entries
+
+    def group_entry(view):
+        texts = [text for kind, style, text in legend_entries(view.scene) if kind == "box"]
+        return [t for t in texts if "collapsed" in t or "折叠" in t]
+
+    wgan, real = _keras_wgan()
+    first = tv.record_step(wgan, real)[0]
+    assert group_entry(tv.view(first, first.target)) == ["your function / block / layer (collapsed)"]
+    assert group_entry(tv.view(first, first.target, lang="zh")) == ["你的函数、模块、层（已折叠）"]
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="d")])
+    with tv.GradientTape() as tape:
+        loss = tf.reduce_sum(model(tf.ones((1, 3))))
+    assert group_entry(tv.view(tape, loss, collapsed=True)) == ["layer (collapsed)"]  # as before
+    assert group_entry(tv.view(tape, loss, collapsed=False)) == []

@@ -52,6 +52,17 @@ def _watch_call(subject, keras, **_):
     return f"tape.watch(v.value) with v the Keras variable {subject}" if keras else f"tape.watch({subject})"
 
 
+# What the legend calls each kind of closed group box (picture.groups.Group.kind).
+_GROUP_KINDS = {
+    "function": "your function",
+    "block": "block",
+    "layer": "layer",
+    "loss": "loss",
+    "api": "TF API call",
+    "derivative": "inner gradient",
+}
+
+
 def _plural(n: int, word: str, plural: str | None = None) -> str:
     return word if n == 1 else plural or word + "s"
 
@@ -253,7 +264,8 @@ MESSAGES = {
     "ui.kind.constant": "constant",
     "ui.kind.input": "tensor from outside",
     "ui.kind.op": "op",
-    "ui.kind.layer": "layer (collapsed)",
+    # one swatch for every closed group box, naming the kinds drawn (scene.group_kinds)
+    "ui.kind.layer": lambda kinds=("layer",), **_: " / ".join(_GROUP_KINDS[k] for k in kinds) + " (collapsed)",
     "ui.kind.inner": "op inside a tf.function",
     "ui.group.layer": lambda n, **_: f"layer · {n} {_plural(n, 'op')}",
     "ui.group.block": lambda n, **_: f"block · {n} {_plural(n, 'op')}",

@@ -62,6 +62,17 @@ def _hidden_note(hidden, folded, target, **_):
     return "；".join(parts) + "（show_all=True 可全部显示）"
 
 
+# 图例中每种折叠分组框的名称（picture.groups.Group.kind）
+_GROUP_KINDS = {
+    "function": "你的函数",
+    "block": "模块",
+    "layer": "层",
+    "loss": "损失",
+    "api": "tf 函数调用",
+    "derivative": "内层求导",
+}
+
+
 def _collapsed_note(layers, calls, total, blocks=0, losses=0, derivatives=0, functions=0, **_):
     parts = (
         [f"{functions} 个你的函数"] * bool(functions)
@@ -179,7 +190,7 @@ MESSAGES = {
     "ui.kind.constant": "常量",
     "ui.kind.input": "外部张量",
     "ui.kind.op": "运算",
-    "ui.kind.layer": "层（已折叠）",
+    "ui.kind.layer": lambda kinds=("layer",), **_: "、".join(_GROUP_KINDS[k] for k in kinds) + "（已折叠）",
     "ui.kind.inner": "tf.function 内部的运算",
     "ui.group.layer": "层 · {n} 个运算",
     "ui.group.block": "模块 · {n} 个运算",

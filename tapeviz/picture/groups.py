@@ -36,11 +36,15 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-__all__ = ["Group", "GroupTree", "build_tree", "ALWAYS_CLOSED"]
+__all__ = ["Group", "GroupTree", "build_tree", "ALWAYS_CLOSED", "GROUP_KINDS"]
 
 Node = Hashable
 #: Group kinds drawn as one box by default whatever the picture's size (they open like any group).
 ALWAYS_CLOSED = frozenset({"api", "loss", "derivative"})
+
+
+#: Every kind of Group, in the order the caption and the legend name them.
+GROUP_KINDS = ("function", "block", "layer", "loss", "api", "derivative")
 
 
 @dataclass(frozen=True)

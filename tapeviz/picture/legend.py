@@ -34,7 +34,11 @@ def legend_entries(scene: LegendSource) -> list[tuple[str, Any, str]]:
     out: list[tuple[str, Any, str]] = []
     for k in scene.kinds:
         fc, ec = th.kinds[k]
-        out.append(("box", (fc, ec, LW_BOX * th.line, "-"), say(f"ui.kind.{k}", lang)))
+        if k == "layer":  # one colour for every closed group: the text names the kinds drawn
+            text = say("ui.kind.layer", lang, kinds=tuple(getattr(scene, "group_kinds", None) or ("layer",)))
+        else:
+            text = say(f"ui.kind.{k}", lang)
+        out.append(("box", (fc, ec, LW_BOX * th.line, "-"), text))
     out.append(("line", (th.forward, LW_EDGE * th.line * 1.4, "-", False), say("ui.legend.forward", lang)))
     if scene.flow is not None:
         out.append(("line", (th.flowing, LW_CARRIES * th.line, "-", False), say("ui.legend.flowing", lang)))

@@ -49,6 +49,7 @@ from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, check_lang, localize, say
 from ..record.graph import GRAD_NORM, VALUE_NORM, TapeGraph, format_value
 from . import fonts
+from .groups import GROUP_KINDS
 from .layout import layered_routes
 from .legend import legend_entries, legend_layout
 from .marks import Arrow, Frame, Hidden, Label
@@ -253,6 +254,9 @@ class Scene:
         flow, dg = self.flow, self.display.nx
         self.targets = {self.display.of[t] for t in flow.target_nodes} if flow is not None else set()
         self.kinds = [k for k in self.theme.kinds if any(d["kind"] == k for _, d in dg.nodes(data=True))]
+        # the kinds of the closed group boxes, in the caption's order: the legend names them
+        drawn = {d.get("group_kind", "layer") for _, d in dg.nodes(data=True) if d["kind"] == "layer"}
+        self.group_kinds = [k for k in GROUP_KINDS if k in drawn]
         self.reasons = sorted(drawn_stops(flow, dg)) if flow is not None else []
         self.chip_kinds = [
             k

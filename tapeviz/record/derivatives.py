@@ -96,6 +96,8 @@ def call_site(filename: str, lineno: int, method: str, module_globals: dict | No
     keywords = {k.arg: k.value for k in call.keywords if k.arg}
     target = args[0] if args else keywords.get("target")
     sources = args[1] if len(args) > 1 else keywords.get("sources") or keywords.get("source")
+    if isinstance(sources, (ast.List, ast.Tuple)) and len(sources.elts) == 1:
+        sources = sources.elts[0]  # keras.io's gp_tape.gradient(pred, [interpolated])[0]: ∂pred/∂interpolated
     return CallSite(_text(receiver) or "tape", _text(target), _text(sources), assigned)
 
 
