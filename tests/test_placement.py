@@ -67,6 +67,18 @@ def problems(scene: Scene) -> dict[str, list]:
     for n, b in boxes.items():
         if not _inside(b, canvas):
             out["outside"].append(f"box {n}")
+    # an open group's frame (the explorer's canvas) holds its boxes, and stays off the
+    # title, caption and legend
+    chrome = [(what, r) for what, owner, r in texts if what in ("title", "caption") or what.startswith("legend")]
+    # ... and its line runs through no text drawn without a background (gradients under
+    # boxes, frames' names): such a text is inside the frame or clear of it
+    bare = [(what, r) for what, owner, r in texts if what.startswith(("gradient", "frame name"))]
+    out["frame/chrome"] = []
+    for gid, f in placed.get("frames", ()):
+        if not _inside(f, canvas):
+            out["outside"].append(f"frame {gid}")
+        out["frame/chrome"] += [(gid, what) for what, r in chrome if _overlap(f, r)]
+        out["frame/chrome"] += [(gid, what) for what, r in bare if _overlap(f, r) and not _inside(r, f)]
     for e, a in scene.arrows.items():
         for x, y in a.path.vertices if a.path is not None else (a.start, a.end):
             px, py = scene.data_to_px(x, y)
@@ -84,7 +96,7 @@ def check(scene: Scene, what: str) -> None:
             scene.set_step(k)
         found = problems(scene)
         counts = {kind: len(v) for kind, v in found.items()}
-        assert counts == {"label/label": 0, "label/box": 0, "outside": 0}, (
+        assert counts == {"label/label": 0, "label/box": 0, "outside": 0, "frame/chrome": 0}, (
             what,
             k,
             {kind: v[:4] for kind, v in found.items()},
