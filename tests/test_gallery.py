@@ -120,6 +120,7 @@ def test_explorer_picture_fits_a_notebook_cell_with_no_text_below_9_pt(recorded,
     rows, height = EXPLORER_ROWS_AT_8_PT[name]
     columns = {round(x) for x, _ in scene.pos.values()}
     assert len(columns) == 3 and len(scene.frames) > 0, (name, columns)
+    assert not [t.text for t, _, _ in scene.labels.values() if ELLIPSIS in t.text], name  # titles whole
     assert len(_row_firsts(scene)) == rows, name
     shown_h = shown_width_pt(svg) * CSS_PX_PER_PT * scene.canvas[1] / scene.canvas[0]
     assert shown_h <= 1.3 * height, (name, round(shown_h), height)
@@ -187,6 +188,11 @@ def test_a_long_name_takes_a_second_line_broken_after_a_separator():
     assert "".join(lines) == "x" * 30 and len(lines) == 2
     lines = name_lines("x" * 80, width, size, "bold")
     assert len(lines) == 2 and lines[1].endswith(ELLIPSIS)
+    # a separator in the last ellipsis' width of the line: taken when the name would be cut
+    # otherwise (the explorer's 9.5 pt titles in its 113 pt boxes), as a file's 8 pt title breaks
+    head = fonts.text_width("sparse_categorical_", 9.5, "bold")
+    width = head + fonts.text_width(ELLIPSIS, 9.5, "bold") / 2
+    assert name_lines("sparse_categorical_crossentropy", width, 9.5, "bold") == ["sparse_categorical_", "crossentropy"]
 
 
 def test_row_lengths_are_balanced_and_each_tried_once():

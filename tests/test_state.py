@@ -6,7 +6,6 @@ compare what they show with TensorFlow, then check the widget shows the same."""
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from svg_text import CSS_PX_PER_PT, shown_text_pt, shown_width_pt
 from test_placement import check
 

@@ -278,8 +278,9 @@ def test_explorer_theme_has_no_text_below_9_pt_and_narrower_columns_than_its_tex
             "column": 0,
             "least": 0,
         }  # same colours, name, lines
-        # three columns, their left gap, return lanes and margins fit the cell (3.2 columns)
+        # three columns, the gap left of the first, return lanes right of the last and the
+        # margins fit the cell: 3.16 columns (0.73 + 2 + 0.43) and 2 margins
         column_px = INCH_X * big.scale * big.column * DPI
-        assert 3.2 * column_px + 2 * MARGIN * big.scale * DPI / 72 <= CELL_WIDTH < 4 * column_px
+        assert 3.16 * column_px + 2 * MARGIN * big.scale * DPI / 72 <= CELL_WIDTH < 4 * column_px
     assert explorer_theme("projector") is THEMES["projector"]  # its tags are 10.5 pt already
     assert THEMES["light"].font == 8.0 and THEMES["light"].least == 0.0  # files keep their look

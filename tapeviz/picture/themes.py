@@ -219,11 +219,11 @@ EXPLORER_FONT = 9.5
 #: Geometry of the explorer's picture, as multiples of a light file's. Rows: tall enough for
 #: a box's lines at the explorer's sizes (a two-line title, subtitle, value and a row of
 #: 9 pt tags). Columns: three fit a notebook cell (rows.CELL_WIDTH) with their gaps and
-#: margins, as in a file; the box and its gap grow by 1.2 while its text grows by 1.19
+#: margins, as in a file; the box and its gap grow by 1.13 while its text grows by 1.19
 #: (titles) to 1.38 (tags), so titles wrap onto their second line sooner and an edge label
 #: too long for its gap is written shorter (its norm alone: the shape is on the box).
 EXPLORER_ROWS = 1.22
-EXPLORER_COLUMNS = 1.17
+EXPLORER_COLUMNS = 1.13
 
 
 def explorer_theme(theme: str | Theme | None) -> Theme:
