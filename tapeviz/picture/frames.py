@@ -127,7 +127,8 @@ def group_frames(scene) -> list[GroupFrame]:
 
 
 def _pieces(boxes: list, k: int, pad_top: float) -> tuple:
-    """Rectangles around runs of boxes side by side in one row (next columns), padded."""
+    """Rectangles around runs of boxes side by side in one row (next columns), padded; the
+    first (top left) is the one :func:`name_label` writes the name in."""
     runs: list[list[float]] = []
     for b in sorted(boxes, key=lambda b: (-b.y, b.x)):
         last = runs[-1] if runs else None
@@ -135,5 +136,9 @@ def _pieces(boxes: list, k: int, pad_top: float) -> tuple:
             last[2] = b.x + b.w
         else:
             runs.append([b.x, b.y, b.x + b.w, b.y + b.h])
-    px, pt, pb = PAD_X + k * NEST_X, (k + 1) * pad_top, PAD_BOTTOM + k * NEST_Y
-    return tuple((x0 - px, y0 - pb, x1 - x0 + 2 * px, y1 - y0 + pt + pb) for x0, y0, x1, y1 in runs)
+    px, pt, pb = PAD_X + k * NEST_X, pad_top + k * NEST_Y, PAD_BOTTOM + k * NEST_Y
+    named = (k + 1) * pad_top  # the first piece holds the name, in a band above the frames inside
+    return tuple(
+        (x0 - px, y0 - pb, x1 - x0 + 2 * px, y1 - y0 + (named if i == 0 else pt) + pb)
+        for i, (x0, y0, x1, y1) in enumerate(runs)
+    )
