@@ -50,9 +50,8 @@ class VariableReader:
         global _batched_ok
         if self._batched and _batched_ok:
             try:
-                return list(
-                    execute.execute("_ReadVariablesOp", len(self._handles), self._handles, self._attrs, context.context())
-                )
+                handles = self._handles
+                return list(execute.execute("_ReadVariablesOp", len(handles), handles, self._attrs, context.context()))
             except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError, tf.errors.UnimplementedError):
                 _batched_ok = False  # no such kernel here: read one by one from now on
         return [_read(v, h) for v, h in zip(self.variables, self._handles, strict=True)]

@@ -1,16 +1,15 @@
 """Sums of squares of one training step's tensors (squared norms), the cheapest way measured
 in a real training loop on the device that holds them.
 
-- **CPU.** ``np.asarray`` of an eager CPU tensor is a view of the tensor's own buffer (no
-  copy). A float32 tensor's sum is one BLAS ``sdot`` on that view (:func:`host_sums`), in
-  pieces of ``DOT_PIECE`` values: OpenBLAS starts threads above 10,000 values, and they
-  fight TensorFlow's for the cores (a step measured 2-5x slower with them on 2 cores). The
-  pieces are added in float64. Other dtypes, and a float32 sum that overflowed or
-  underflowed, are cast to float64 and summed exactly (:func:`host_sumsq`). The step's
-  variables are read with one batched op (:mod:`tapeviz.record.variable_reads`).
-  Measured right after real steps on their fresh gradients (6 gradients + 6 weights): sdot
-  128-143 µs, one eager ``tf.nn.l2_loss`` per tensor 140-155 µs, exact float64 NumPy sums
-  215-240 µs (docs/training.md, "What it costs").
+- **CPU.** An eager CPU tensor's NumPy view shares the tensor's own buffer (no copy;
+  :func:`~tapeviz.record.variable_reads.host_views`). A float32 tensor's sum is one BLAS
+  ``sdot`` on that view (``np.vdot``, :func:`host_sums`), in pieces of ``DOT_PIECE``
+  values: OpenBLAS starts threads above 10,000 values, and they fight TensorFlow's for the
+  cores (a step measured 2-5x slower with them on 2 cores). The pieces are added in
+  float64. Other dtypes, and a float32 sum that overflowed or underflowed, are cast to
+  float64 and summed exactly (:func:`host_sumsq`). The step's variables are read with one
+  batched op (:class:`~tapeviz.record.variable_reads.VariableReader`). Timings, right after
+  real steps on their fresh gradients: docs/training.md, "What it costs".
 - **Any other device (GPU).** One ``tf.function`` per step computes every sum on the device
   (XLA-compiled on a GPU, so one fused kernel) into one float64 vector that stays there;
   :class:`tapeviz.training.history.History` fetches the vectors of many steps together (one
