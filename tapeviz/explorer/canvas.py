@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -182,9 +183,13 @@ function merge(t, a) {
   for (const [k, p] of Object.entries(a.b)) t.b.set(Number(k), p);
 }
 
+// Two clip_norm values one slider step apart are the same value: compare within rounding.
+const near = (a, b) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
+
 function render({ model, el }) {
   const { viewport, content, tip, reset } = tvFrame(el, model.get("reset_label"));
-  const me = { svg: null, seq: -1, step: null, asked: "", timer: 0 };
+  // pending: a clip move the page made by itself ({base seq, step, clip_norm}), until the kernel's frame confirms it
+  const me = { svg: null, seq: -1, step: null, asked: "", timer: 0, pending: null, clipTimer: 0 };
   const table = { seq: -1, f: new Map(), b: new Map() };
   const tableOf = () => table;
   if (!LIVE.has(model)) LIVE.set(model, new Set());
@@ -199,7 +204,7 @@ function render({ model, el }) {
   // Walk the picture from the step it shows to step `to` with the patches at hand.
   const walk = (to) => {
     const t = tableOf();
-    if (me.svg === null || me.step === null || me.step === undefined || t.seq !== me.seq) return false;
+    if (me.svg === null || me.step === null || me.step === undefined || t.seq !== me.seq || me.pending) return false;
     const chain = [];
     if (to >= me.step) {
       for (let k = me.step; k < to; k++) { const p = t.f.get(k); if (!p) return false; chain.push(p); }
@@ -215,11 +220,12 @@ function render({ model, el }) {
     el.dataset.tvStep = String(me.step);
     const t = tableOf();
     el.dataset.tvAhead = `${t.seq}:${t.f.size}/${t.b.size}`;  // what the page can walk (tests read it)
+    el.dataset.tvClip = me.pending ? String(me.pending.value) : "";
   };
   // Show the slider's step: at once when the patches are here, else ask the kernel (once per need).
   const sync = () => {
     const want = model.get("step");
-    if (me.svg === null || me.step === null || me.step === undefined || want === me.step) return;
+    if (me.svg === null || me.step === null || me.step === undefined || want === me.step || me.pending) return;
     let walked = false;
     try { walked = walk(want); } catch (err) { el.dataset.tvError = String(err); }
     mark();
@@ -233,9 +239,38 @@ function render({ model, el }) {
       else mark();
     }, 600);
   };
+  // The clip_norm slider moved: patch the picture at once when its patch came ahead. The
+  // kernel hears of the move too and sends its frame, which says the page was right.
+  let clips = { seq: -1, at: null, c: [] };
+  const clipTo = () => {
+    const v = model.get("clip");
+    if (me.pending || me.svg === null || clips.seq !== me.seq || clips.at !== me.step) return;
+    const hit = clips.c.find((x) => near(x[0], v));
+    if (!hit) return;
+    try { tvApply(me.svg, hit[1]); } catch (err) { el.dataset.tvError = String(err); model.send({ event: "resync" }); return; }
+    me.pending = { base: me.seq, at: me.step, value: hit[0] };
+    mark();
+    clearTimeout(me.clipTimer);  // no word from the kernel: the whole picture
+    me.clipTimer = setTimeout(() => { if (me.pending) { me.pending = null; model.send({ event: "resync" }); } }, 3000);
+  };
   const onFrame = () => {
     const f = model.get("frame");
     if (!f || f.seq === undefined) return;
+    const p = me.pending;
+    me.pending = null;
+    clearTimeout(me.clipTimer);
+    if (p && f.kind !== "full") {
+      if (f.base === p.base && f.from === p.at && (f.clip_ok || []).some((v) => near(v, p.value))) {
+        me.seq = f.seq;  // the page is there already
+        me.step = f.at;
+        mark();
+        sync();
+      } else {
+        model.send({ event: "resync" });  // the kernel went elsewhere: the whole picture
+        mark();
+      }
+      return;
+    }
     if (f.kind === "full") {
       full(f.markup, f.seq);
       me.step = f.at;
@@ -258,11 +293,15 @@ function render({ model, el }) {
     sync();
   };
   const onAhead = () => { merge(table, model.get("ahead")); sync(); };
+  const onClips = () => { const c = model.get("clips"); if (c && c.seq !== undefined) clips = c; };
   model.on("change:frame", onFrame);
   model.on("change:step", sync);
   model.on("change:ahead", onAhead);
+  model.on("change:clips", onClips);
+  model.on("change:clip", clipTo);
   onFrame();
   merge(table, model.get("ahead"));
+  onClips();
 
   const nav = tvNavigate(viewport, content, (e) => {
     const item = tvItem(e.target, me.svg);
@@ -274,7 +313,10 @@ function render({ model, el }) {
     model.off("change:frame", onFrame);
     model.off("change:step", sync);
     model.off("change:ahead", onAhead);
+    model.off("change:clips", onClips);
+    model.off("change:clip", clipTo);
     clearTimeout(me.timer);
+    clearTimeout(me.clipTimer);
     LIVE.get(model).delete(me);
   };
 }
@@ -321,12 +363,16 @@ class Canvas(anywidget.AnyWidget):
     frame = T.Dict(help="what the page gets: a whole picture or a patch of the last one").tag(sync=True)
     ahead = T.Dict(help="patches to neighbouring steps of the picture on the page").tag(sync=True)
     step = T.Int(0, help="the step the page should show (linked in the browser to the step slider)").tag(sync=True)
+    clip = T.Float(0.0, help="the clip_norm the page should show (linked in the browser to its slider)").tag(sync=True)
+    clips = T.Dict(help="patches from the picture on the page to its neighbouring clip_norm values").tag(sync=True)
     tips = T.Dict(help="hover text per element id").tag(sync=True)
     reset_label = T.Unicode("reset zoom and pan").tag(sync=True)
 
     #: Pictures computed ahead per move: as many as fit this budget (seconds), at least 1 each way.
     AHEAD_BUDGET = 0.03
     AHEAD_MOST = 8
+    #: Pictures of neighbouring clip_norm values computed per move: as many as fit (at least one).
+    CLIP_BUDGET = 0.03
 
     def __init__(self, **kwargs) -> None:
         self._doc: patches.Document | None = None
@@ -339,6 +385,8 @@ class Canvas(anywidget.AnyWidget):
         self._local = False
         self._asked = 0  # answers to pages that asked for patches again
         self._ahead_of: tuple | None = None  # (step, last, picture_at) of the last picture shown
+        self._clip_of: tuple | None = None  # (clip_norm values near, picture_of) of the last picture shown
+        self._clips_sent: tuple = (-1, None, {})  # (seq, step, {clip_norm: markup}) of the last clips sent
         self._clicks: list[Callable[[str], Any]] = []
         super().__init__(**kwargs)
         self.on_msg(self._on_msg)
@@ -353,11 +401,15 @@ class Canvas(anywidget.AnyWidget):
         family: Any = None,
         picture_at: Callable[[int], str] | None = None,
         last: int | None = None,
+        clip_near: Sequence[float] = (),
+        picture_of: Callable[[float], str] | None = None,
     ) -> None:
         """Show ``markup``, the picture of backward ``step`` among the pictures
         ``picture_at(0..last)`` of one ``family`` (the same layout and settings): moves
         between them are patched by the page itself once their patches are there
-        (:meth:`look_ahead` sends them)."""
+        (:meth:`look_ahead` sends them). ``picture_of(v)``: this picture with clip_norm
+        ``v``, for the values ``clip_near`` the clip_norm slider can go to next (the page
+        patches those by itself too; the kernel's picture then confirms it)."""
         same = family is not None and family == self._family and self._at is not None and step is not None
         self._local = same and step != self._at and self._reaches(self._at, step)
         before = self._at
@@ -371,12 +423,39 @@ class Canvas(anywidget.AnyWidget):
             self._local = False
         has_steps = picture_at is not None and step is not None and last is not None
         self._ahead_of = (step, last, picture_at) if has_steps else None
+        self._clip_of = (tuple(clip_near), picture_of) if picture_of is not None and clip_near else None
 
     def look_ahead(self) -> None:
         """Send the patches to the steps around the one shown (call when the rest of the view
-        is up to date: this computes neighbouring pictures)."""
+        is up to date: this computes neighbouring pictures). The neighbouring clip_norm
+        values go first: a clip move sends no step patches the page had (it starts a new
+        seq, so they go again, after)."""
+        if self._clip_of is not None:
+            self._send_clips(*self._clip_of)
         if self._ahead_of is not None:
             self._send_ahead(self.value, *self._ahead_of)
+
+    def _send_clips(self, near: tuple[float, ...], picture_of: Callable[[float], str]) -> None:
+        """Patches from the picture on the page to its pictures at neighbouring clip_norm
+        values (TensorFlow clips in ``picture_of``): a clip key press is patched by the page
+        at once, and the kernel's frame for that move confirms it (``clip_ok``)."""
+        if self._clips_sent[:2] == (self._seq, self._at):
+            return
+        start = time.perf_counter()
+        doc = self._parsed(self.value)
+        out, markups = [], {}
+        for v in near:
+            markup = picture_of(v)
+            other = self._parsed(markup)
+            patch = patches.diff(doc, other) if doc is not None and other is not None else None
+            if patch is not None:
+                out.append([v, patch])
+                markups[v] = markup
+            if time.perf_counter() - start > self.CLIP_BUDGET:
+                break
+        self._clips_sent = (self._seq, self._at, markups)
+        self.clips = {"seq": self._seq, "at": self._at, "c": out}
+        self.sent_bytes += len(json.dumps(self.clips))
 
     def _reaches(self, a: int | None, b: int | None) -> bool:
         if a is None or b is None:
@@ -395,8 +474,6 @@ class Canvas(anywidget.AnyWidget):
 
     def _send_ahead(self, markup: str, step: int, last: int, picture_at: Callable[[int], str]) -> None:
         """Patches between the pictures around ``step`` the page does not have yet."""
-        import time
-
         add: dict[str, dict[str, Any]] = {"f": {}, "b": {}}
         start = time.perf_counter()
         docs = {step: self._parsed(markup)}
@@ -450,6 +527,10 @@ class Canvas(anywidget.AnyWidget):
         if not bumped:
             self._seq += 1
             self._sent = {}
+        seq, at, markups = self._clips_sent
+        # the clip_norm values whose picture, sent ahead from the base, is this one: a page
+        # that went there by itself already shows it
+        ok = [v for v, m in markups.items() if m == self.value] if (seq, at) == (self._seq - 1, self._from) else []
         self.frame = {
             "kind": "patch",
             "seq": self._seq,
@@ -457,6 +538,7 @@ class Canvas(anywidget.AnyWidget):
             "from": self._from,
             "at": self._at,
             "patch": patch,
+            "clip_ok": ok,
         }
 
     def _whole(self) -> dict:

@@ -27,7 +27,9 @@ recorded op, grouped by name scope only, as before this stage existed.
 
 from __future__ import annotations
 
+import functools
 import re
+import weakref
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeAlias
@@ -561,7 +563,22 @@ def decide(
     :func:`choose_closed`)."""
     if show_all:
         return collapse(graph.nx, collapsed, bodies=bodies, depth=depth, expand=expand)
-    return _Decision(graph, flow).shown(collapsed, bodies, fit, depth=depth, expand=expand)
+    return _decision(graph, flow).shown(collapsed, bodies, fit, depth=depth, expand=expand)
+
+
+#: flow -> its _Decision: what is a box, a chip or hidden, and the groups' tree, do not
+#: depend on which groups are closed, and each new set of closed groups (a click that
+#: opens a block in the explorer) asks again (ResNet50: ~150 ms of a 270 ms click).
+_DECISIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _decision(graph: TapeGraph, flow) -> _Decision:
+    if flow is None:
+        return _Decision(graph, flow)
+    got = _DECISIONS.get(flow)
+    if got is None or got.graph is not graph:
+        got = _DECISIONS[flow] = _Decision(graph, flow)
+    return got
 
 
 class _Decision:
@@ -569,7 +586,8 @@ class _Decision:
 
     def __init__(self, graph: TapeGraph, flow):
         self.graph = graph
-        self.flow = flow
+        # weakly: _DECISIONS keeps a decision as long as its flow lives, not longer
+        self._flow = weakref.ref(flow) if flow is not None else lambda: None
         G = graph.nx
         self.G = G
         self.order = graph.forward_order
@@ -591,6 +609,10 @@ class _Decision:
                 self.boxes.add(n)  # a non-float value made from something drawn: keep the path visible
         self.hidden = set(G) - reach
         self.chips = self._chips()
+
+    @property
+    def flow(self):
+        return self._flow()
 
     # -- what is what ----------------------------------------------------------------
     def _float_value(self, n) -> bool:
@@ -706,16 +728,26 @@ class _Decision:
         return Chip(Phrase(f"ui.chip.role.{role}", value=value) if role else value, "value", index, members)
 
     # -- groups and the display graph ------------------------------------------------
-    def shown(self, collapsed, bodies, fit: int, *, depth=None, expand=()) -> Shown:
+    @functools.cached_property
+    def tree(self) -> GroupTree:
+        """The groups of the boxes (whichever are closed)."""
         G = self.G
         targets = set(self.flow.target_nodes) if self.flow is not None else set()
         apis, loss_scopes = _call_sites(self.graph, self.boxes)
         # groups in the order their ops ran (a topological order can visit a ReLU layer late)
         order = sorted(self.boxes, key=lambda n: G.nodes[n].get("op_index", -1))
         derivatives = derivative_paths(self.graph, self.boxes - targets)
-        tree = build_tree(
+        return build_tree(
             G, self.boxes, order, apis=apis, loss_scopes=loss_scopes, loose=targets, derivatives=derivatives
         )
+
+    @functools.cached_property
+    def differentiated(self) -> set:
+        return differentiated_groups(self.G, self.tree, derivative_sources(self.graph))
+
+    def shown(self, collapsed, bodies, fit: int, *, depth=None, expand=()) -> Shown:
+        G = self.G
+        tree = self.tree
         links = getattr(self.flow, "left_links", ()) if self.flow is not None else ()
 
         def make(ch, calls=None, runs=None):
@@ -734,8 +766,7 @@ class _Decision:
             )
 
         fitted: list[int] = []
-
-        differentiated = differentiated_groups(G, tree, derivative_sources(self.graph))
+        differentiated = self.differentiated
 
         def default() -> set:
             fitted.append(fitting_level(tree, self.boxes, fit))
