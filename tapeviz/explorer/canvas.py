@@ -178,7 +178,13 @@ const LIVE = new WeakMap();  // model -> its views' state (a second view of one 
 // Merge the patches "ahead" into a view's table (per view: anywidget hands each view its own model proxy).
 function merge(t, a) {
   if (!a || a.seq === undefined) return;
-  if (t.seq !== a.seq) { t.seq = a.seq; t.f = new Map(); t.b = new Map(); }
+  if (t.seq !== a.seq) {  // a new picture seq: keep what the kernel says did not change
+    const kept = (m, ks) => new Map(a.carry === t.seq && ks ? ks.filter((k) => m.has(k)).map((k) => [k, m.get(k)]) : []);
+    const keep = a.keep || {};
+    t.f = kept(t.f, keep.f);
+    t.b = kept(t.b, keep.b);
+    t.seq = a.seq;
+  }
   for (const [k, p] of Object.entries(a.f)) t.f.set(Number(k), p);
   for (const [k, p] of Object.entries(a.b)) t.b.set(Number(k), p);
 }
@@ -247,7 +253,11 @@ function render({ model, el }) {
     if (me.pending || me.svg === null || clips.seq !== me.seq || clips.at !== me.step) return;
     const hit = clips.c.find((x) => near(x[0], v));
     if (!hit) return;
-    try { tvApply(me.svg, hit[1]); } catch (err) { el.dataset.tvError = String(err); model.send({ event: "resync" }); return; }
+    try { tvApply(me.svg, hit[1]); } catch (err) {
+      el.dataset.tvError = String(err);
+      model.send({ event: "resync" });
+      return;
+    }
     me.pending = { base: me.seq, at: me.step, value: hit[0] };
     mark();
     clearTimeout(me.clipTimer);  // no word from the kernel: the whole picture
@@ -381,6 +391,8 @@ class Canvas(anywidget.AnyWidget):
         self._family: Any = None  # what, besides the step, decides the picture
         self._from: int | None = None  # the step of the picture the last patch applies to
         self._sent: dict[tuple[str, int], dict] = {}  # ("f", k): patch k -> k+1 sent; ("b", k): k -> k-1
+        self._pics: dict[int, str] = {}  # step -> the picture those patches were made from, this seq
+        self._carry: tuple = (-1, {}, {})  # the last seq's (seq, _sent, _pics): the page may keep some
         self._docs: dict[str, patches.Document | None] = {}
         self._local = False
         self._asked = 0  # answers to pages that asked for patches again
@@ -472,19 +484,41 @@ class Canvas(anywidget.AnyWidget):
             doc = self._docs[markup] = patches.parse(markup)
         return doc
 
+    def _new_seq(self, carry: bool = True) -> None:
+        """A new picture seq: the step patches sent so far belong to the old one (but the page
+        keeps those whose two pictures did not change, e.g. the steps a clip move leaves alone;
+        not ``carry``: a page that lost them)."""
+        self._carry = (self._seq, self._sent, self._pics) if carry else (-1, {}, {})
+        self._seq += 1
+        self._sent, self._pics = {}, {}
+
     def _send_ahead(self, markup: str, step: int, last: int, picture_at: Callable[[int], str]) -> None:
         """Patches between the pictures around ``step`` the page does not have yet."""
         add: dict[str, dict[str, Any]] = {"f": {}, "b": {}}
+        keep: dict[str, list[int]] = {"f": [], "b": []}
+        carry_seq, carried, pics = self._carry
         start = time.perf_counter()
         docs = {step: self._parsed(markup)}
+        self._pics[step] = markup
         for reach in range(1, self.AHEAD_MOST + 1):
             for k in (step + reach, step - reach):
                 near = k - 1 if k > step else k + 1  # its neighbour towards step, read already
                 if not 0 <= k <= last or docs.get(near) is None:
                     continue
                 lo, hi = min(k, near), max(k, near)
-                docs[k] = self._parsed(picture_at(k))
+                self._pics[k] = picture_at(k)
+                docs[k] = self._parsed(self._pics[k])
                 if ("f", lo) in self._sent and ("b", hi) in self._sent:
+                    continue
+                if (
+                    ("f", lo) in carried
+                    and ("b", hi) in carried
+                    and pics.get(lo) == self._pics[lo]
+                    and pics.get(hi) == self._pics[hi]
+                ):  # the same two pictures as in the last seq: the page keeps their patches
+                    self._sent["f", lo], self._sent["b", hi] = carried["f", lo], carried["b", hi]
+                    keep["f"].append(lo)
+                    keep["b"].append(hi)
                     continue
                 a, b = (docs[near], docs[k]) if k > near else (docs[k], docs[near])
                 up = down = None
@@ -496,8 +530,15 @@ class Canvas(anywidget.AnyWidget):
                 add["f"][str(lo)], add["b"][str(hi)] = self._sent["f", lo], self._sent["b", hi] = up, down
             if time.perf_counter() - start > self.AHEAD_BUDGET:
                 break
-        if add["f"] or add["b"]:
-            self.ahead = {"seq": self._seq, "f": add["f"], "b": add["b"], "n": len(self._sent)}
+        if add["f"] or add["b"] or keep["f"]:
+            self.ahead = {
+                "seq": self._seq,
+                "f": add["f"],
+                "b": add["b"],
+                "carry": carry_seq,  # from the table of that seq, the page keeps these
+                "keep": keep,
+                "n": len(self._sent),
+            }
             self.sent_bytes += len(json.dumps(self.ahead))
 
     @T.observe("value")
@@ -510,8 +551,7 @@ class Canvas(anywidget.AnyWidget):
             return
         patch = patches.diff(self._doc, doc) if self._doc is not None and doc is not None else None
         self._doc = doc
-        self._seq += 1
-        self._sent = {}
+        self._new_seq()
         if patch is not None:
             size = len(json.dumps(patch))
             if size < len(markup) // 2:  # a patch half the picture's size: the whole picture is simpler
@@ -525,8 +565,7 @@ class Canvas(anywidget.AnyWidget):
         """Send a patch of the page's picture as a new picture seq (the step patches sent so far
         belong to the old one)."""
         if not bumped:
-            self._seq += 1
-            self._sent = {}
+            self._new_seq()
         seq, at, markups = self._clips_sent
         # the clip_norm values whose picture, sent ahead from the base, is this one: a page
         # that went there by itself already shows it
@@ -563,8 +602,7 @@ class Canvas(anywidget.AnyWidget):
             pass
         elif event in ("resync", "need"):
             # a view that missed what a patch applies to, or steps no patch was sent for
-            self._seq += 1
-            self._sent = {}
+            self._new_seq(carry=False)
             self.frame = self._whole()
             self.look_ahead()
         elif event == "click" and isinstance(content.get("id"), str):
