@@ -155,6 +155,34 @@ def test_canvas_clicks_hover_zoom_keys_and_patches_in_jupyterlab(jupyterlab, pag
         expect(step).to_have_attribute("aria-valuetext", str(last - 1))
         c.check_contract()
 
+        # clip_norm keys on the finished pass: the page patches the picture by itself (the
+        # kernel sent, ahead, TF's clipped pictures one and two slider steps away) and the
+        # kernel's frame for the move confirms it: the same picture as a fresh one
+        step.press("End")
+        expect(step).to_have_attribute("aria-valuetext", str(last))
+        page.locator(f"{c.root} .tv-clip-mode select").select_option("tf.clip_by_norm")
+        clip = page.locator(f"{c.root} .tv-clip-norm .noUi-handle")
+        expect(clip).to_be_visible()
+        c.check_contract()
+        view = page.locator(f"{c.sel}.tv-canvas-view, {c.sel} .tv-canvas-view").first
+        for key in ("ArrowLeft", "ArrowLeft", "ArrowRight"):
+            seq = int(c.kernel("print(ex.canvas._seq)"))
+            for _ in range(200):  # the kernel sent the clipped pictures around this one
+                if c.kernel("print(ex.canvas.clips.get('seq') == ex.canvas._seq)") == "True":
+                    break
+                time.sleep(0.05)
+            done = int(view.get_attribute("data-tv-local-clips") or 0)
+            clip.press(key)
+            expect(view).to_have_attribute("data-tv-local-clips", str(done + 1))  # the page went first
+            for _ in range(200):  # then the kernel heard of the move and sent its frame
+                if int(c.kernel("print(ex.canvas._seq)")) > seq:
+                    break
+                time.sleep(0.05)
+            c.check_contract()
+        page.locator(f"{c.root} .tv-clip-mode select").select_option("tf.clip_by_value")
+        step.press("ArrowLeft")
+        expect(step).to_have_attribute("aria-valuetext", str(last - 1))
+
         # -- a click on an open group's frame closes it ---------------------------------
         c.box("group-net/block").locator("text").first.click()
         expect(c.box("group-net/block")).to_have_count(0)

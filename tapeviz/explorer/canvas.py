@@ -189,7 +189,7 @@ function merge(t, a) {
   for (const [k, p] of Object.entries(a.b)) t.b.set(Number(k), p);
 }
 
-// Two clip_norm values one slider step apart are the same value: compare within rounding.
+// The slider's clip_norm and a value the kernel sent ahead: the same number up to rounding.
 const near = (a, b) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
 
 function render({ model, el }) {
@@ -259,6 +259,7 @@ function render({ model, el }) {
       return;
     }
     me.pending = { base: me.seq, at: me.step, value: hit[0] };
+    el.dataset.tvLocalClips = String(Number(el.dataset.tvLocalClips || 0) + 1);  // tests read it
     mark();
     clearTimeout(me.clipTimer);  // no word from the kernel: the whole picture
     me.clipTimer = setTimeout(() => { if (me.pending) { me.pending = null; model.send({ event: "resync" }); } }, 3000);
