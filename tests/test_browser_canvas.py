@@ -35,16 +35,23 @@ ex""",
 
 # The canvas's SVG, and a fresh parse of `markup` with the same whitespace rule (the
 # front end drops whitespace-only text between elements), both serialised by the browser.
+# The selected box's highlight is a class the page puts on top of the picture (as the
+# view's zoom): it is left out, and which box has it is returned.
 _SAME_AS_FRESH_JS = r"""
 ([sel, markup]) => {
-  const svg = document.querySelector(sel + " svg");
+  const svg = document.querySelector(sel + " svg").cloneNode(true);
+  const selected = Array.from(svg.querySelectorAll(".tv-selected")).map((e) => e.id);
+  for (const e of svg.querySelectorAll(".tv-selected")) {
+    e.classList.remove("tv-selected");
+    if (!e.classList.length) e.removeAttribute("class");
+  }
   const div = document.createElement("div");
   div.innerHTML = markup;
   const fresh = div.querySelector("svg");
   const layers = Array.from(fresh.children).filter((c) => c.tagName === "g" && c.id.startsWith("layer-"));
   for (const box of [fresh, ...layers])
     for (const n of Array.from(box.childNodes)) if (n.nodeType === 3 && !n.data.trim()) n.remove();
-  return {page: svg.outerHTML, fresh: fresh.outerHTML};
+  return {page: svg.outerHTML, fresh: fresh.outerHTML, selected};
 }
 """
 
@@ -87,6 +94,8 @@ class Canvas(ExplorerOnPage):
         at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
         where = f"{at}:\n{a[at - 300 : at + 300]}\n{b[at - 300 : at + 300]}"
         assert a == b, f"the patched SVG differs from a fresh SVG of the same state at {where}"
+        node = json.loads(self.kernel("import json; print(json.dumps(ex.canvas.selected))"))
+        assert got["selected"] == ([node] if node and f'id="{node}"' in markup else []), got["selected"]
         return {"seq": state[0], "kind": state[1], "at": state[2]}
 
 
@@ -201,6 +210,9 @@ def test_canvas_clicks_hover_zoom_keys_and_patches_in_jupyterlab(jupyterlab, pag
         variable.click()
         expect(page.locator(f"{c.root} .tv-inspect")).to_contain_text(name)
         expect(page.locator(f"{c.root} .tv-inspect")).to_contain_text("shape")
+        expect(variable).to_have_class("tv-selected")  # drawn highlighted on the canvas
+        assert variable.evaluate("g => getComputedStyle(g.querySelector('rect')).strokeWidth") == "4.5px"
+        c.check_contract()
 
         # -- hover: the tip has the full name, shape, value and gradient summaries --------
         variable.hover()
@@ -265,6 +277,47 @@ def test_canvas_in_voila(voila, page):
         expect(view).to_have_attribute("data-tv-step", str(last - 1))
         expect(view).to_have_attribute("data-tv-seq", "2")  # the first picture, the group opened: the step walked
         screenshot(page, "canvas_voila")
+    finally:
+        if c.kc is not None:
+            c.kc.stop_channels()
+
+
+def test_canvas_in_notebook7(notebook7, page):
+    """Notebook 7: a click opens a group, a click on a box selects it (the inspector shows
+    it, the canvas highlights it), and ← steps once the picture has focus (Notebook 7
+    keeps arrow keys from a focused slider); the patch contract holds after each."""
+    from playwright.sync_api import expect
+
+    c = _open(page, notebook7)
+    try:
+        c.check_contract()
+        c.box("node-layer:net").click()
+        expect(c.box("group-net")).to_have_count(1)
+        expect(c.box("node-layer:net/head")).to_have_count(1)
+        assert c.check_contract()["kind"] == "full"
+        c.box("node-layer:net/head").click()  # the head's variables: boxes of their own
+        expect(c.box("group-net/head")).to_have_count(1)
+        c.check_contract()
+        variable = page.locator(f'{c.sel} g[id^="node-var"]').first
+        expect(variable).to_have_count(1)
+        name = variable.locator("title").text_content()
+        variable.click()
+        expect(page.locator(f"{c.root} .tv-inspect")).to_contain_text(name)
+        expect(variable).to_have_class("tv-selected")
+        c.check_contract()
+        screenshot(page, "notebook7_canvas_selected")
+
+        step = page.locator(f"{c.root} .tv-step .noUi-handle")
+        last = int(step.get_attribute("aria-valuetext"))
+        c.box("title").click()  # the picture's title: no box, focuses the explorer
+        page.keyboard.press("ArrowLeft")
+        expect(step).to_have_attribute("aria-valuetext", str(last - 1))
+        page.keyboard.press("ArrowLeft")
+        expect(step).to_have_attribute("aria-valuetext", str(last - 2))
+        c.check_contract()  # walked by the page: the selected box is still highlighted
+        page.keyboard.press("ArrowRight")
+        expect(step).to_have_attribute("aria-valuetext", str(last - 1))
+        c.check_contract()
     finally:
         if c.kc is not None:
             c.kc.stop_channels()

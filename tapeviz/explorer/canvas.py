@@ -179,7 +179,8 @@ const LIVE = new WeakMap();  // model -> its views' state (a second view of one 
 function merge(t, a) {
   if (!a || a.seq === undefined) return;
   if (t.seq !== a.seq) {  // a new picture seq: keep what the kernel says did not change
-    const kept = (m, ks) => new Map(a.carry === t.seq && ks ? ks.filter((k) => m.has(k)).map((k) => [k, m.get(k)]) : []);
+    const carry = a.carry === t.seq;
+    const kept = (m, ks) => new Map(carry && ks ? ks.filter((k) => m.has(k)).map((k) => [k, m.get(k)]) : []);
     const keep = a.keep || {};
     t.f = kept(t.f, keep.f);
     t.b = kept(t.b, keep.b);
@@ -219,9 +220,24 @@ function render({ model, el }) {
     }
     for (const p of chain) tvApply(me.svg, p);
     me.step = to;
+    highlight();
     return true;
   };
+  // The selected box (the inspector's) gets a class on top of the picture, like the view's
+  // zoom: after any patch, walk or new picture it is put back on the element with that id.
+  const highlight = () => {
+    if (me.svg === null) return;
+    const want = model.get("selected");
+    for (const e of me.svg.querySelectorAll(".tv-selected")) {
+      if (e.id === want) continue;
+      e.classList.remove("tv-selected");
+      if (!e.classList.length) e.removeAttribute("class");
+    }
+    const e = want ? me.svg.querySelector(`[id="${CSS.escape(want)}"]`) : null;
+    if (e) e.classList.add("tv-selected");
+  };
   const mark = () => {
+    highlight();
     el.dataset.tvSeq = String(me.seq);
     el.dataset.tvStep = String(me.step);
     const t = tableOf();
@@ -310,13 +326,19 @@ function render({ model, el }) {
   model.on("change:ahead", onAhead);
   model.on("change:clips", onClips);
   model.on("change:clip", clipTo);
+  model.on("change:selected", highlight);
   onFrame();
   merge(table, model.get("ahead"));
   onClips();
 
   const nav = tvNavigate(viewport, content, (e) => {
     const item = tvItem(e.target, me.svg);
-    if (item) model.send({ event: "click", id: item.id });
+    if (!item) return;
+    if (item.id.startsWith("node-") && !item.id.startsWith("node-layer:")) {
+      model.set("selected", item.id);  // a box to inspect: highlighted at once, the kernel agrees
+      model.save_changes();
+    }
+    model.send({ event: "click", id: item.id });
   });
   reset.addEventListener("click", () => nav.reset());
   tvTips(viewport, tip, () => me.svg, () => model.get("tips"));
@@ -326,6 +348,7 @@ function render({ model, el }) {
     model.off("change:ahead", onAhead);
     model.off("change:clips", onClips);
     model.off("change:clip", clipTo);
+    model.off("change:selected", highlight);
     clearTimeout(me.timer);
     clearTimeout(me.clipTimer);
     LIVE.get(model).delete(me);
@@ -343,6 +366,8 @@ _CSS = """
 .tv-viewport g[id^="node-layer:"], .tv-viewport g.tv-group { cursor: pointer; }
 .tv-content { width: max-content; max-width: 100%; }
 .tv-content svg { display: block; }
+.tv-content svg g.tv-selected > rect:first-of-type { stroke: #c026d3 !important; stroke-width: 4.5px !important; }
+.tv-content svg g.tv-selected { filter: drop-shadow(0 0 3px rgba(192, 38, 211, 0.55)); }
 .tv-tip { display: none; position: absolute; z-index: 10; pointer-events: none; white-space: pre-line;
   max-width: 420px; padding: 4px 7px; border-radius: 4px; font: 12px/1.35 sans-serif;
   background: rgba(30, 41, 59, 0.94); color: #f8fafc; box-shadow: 0 1px 4px rgba(0,0,0,.3); }
@@ -377,6 +402,7 @@ class Canvas(anywidget.AnyWidget):
     clip = T.Float(0.0, help="the clip_norm the page should show (linked in the browser to its slider)").tag(sync=True)
     clips = T.Dict(help="patches from the picture on the page to its neighbouring clip_norm values").tag(sync=True)
     tips = T.Dict(help="hover text per element id").tag(sync=True)
+    selected = T.Unicode("", help="the id of the box the inspector shows: drawn highlighted").tag(sync=True)
     reset_label = T.Unicode("reset zoom and pan").tag(sync=True)
 
     #: Pictures computed ahead per move: as many as fit this budget (seconds), at least 1 each way.

@@ -421,6 +421,10 @@ class Explorer(W.VBox):
             clip_near=clip_near,
             picture_of=lambda v: st.picture(model, state.replace(clip_norm=v)),
         )
+        # the inspector's box, highlighted on the page (a class on top of the picture, not in it)
+        selected = f"node-{state.node}" if state.node is not None else ""
+        if self.canvas.selected != selected:
+            self.canvas.selected = selected
         tips = st.tips(model, state)  # after the picture: what the eye is on goes first
         if self.canvas.tips is not tips:
             self.canvas.tips = tips
