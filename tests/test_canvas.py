@@ -247,6 +247,27 @@ def test_clicks_open_close_and_select(nested):
     assert "net" in ex.model.collapsed(ex.state)
 
 
+def test_a_click_on_a_box_of_alike_blocks_opens_the_first(nested):
+    import keras
+
+    keras.utils.set_random_seed(0)
+
+    def block(i):
+        dense = keras.layers.Dense
+        return keras.Sequential([dense(4, activation="tanh", name=f"a{i}"), dense(4, name=f"b{i}")], name=f"block{i}")
+
+    model = keras.Sequential([keras.Input((4,)), block(1), block(2), block(3), keras.layers.Dense(1, name="head")])
+    x = tf.constant(np.random.default_rng(0).normal(size=(2, 4)).astype("float32"))
+    with tv.GradientTape() as tape:
+        loss = tf.reduce_mean(model(x) ** 2)
+    ex = tv.explore(tape, loss, depth=2)
+    run = next(k for k in st.tips(ex.model, ex.state) if "–" in k)  # "node-layer:<model>/block1–3"
+    ex._on_canvas_click(run)
+    assert "group-" + run.removeprefix("node-layer:").replace("block1–3", "block1") in ex.canvas.value
+    assert 'id="node-layer:' in ex.canvas.value and "block2–3" in ex.canvas.value  # the other two: one box
+    ex.close()
+
+
 def test_tips_show_tensorflow_s_gradient(nested):
     ex, tape, loss, model = nested
     s = ex.state.replace(collapsed=frozenset())

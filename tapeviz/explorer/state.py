@@ -348,14 +348,18 @@ def _structure_key(ex: Explored, state: ExplorerState) -> tuple:
 
 def box_at(ex: Explored, state: ExplorerState, element_id: str) -> tuple[str, Any] | None:
     """What a canvas element of this state's picture is: ("open", group id) for a closed
-    group's box, ("close", group id) for an open group's frame, ("select", node) for
-    any other box of the graph; None for anything else."""
+    group's box (for a box of alike blocks, "conv3_block2–4": the first of them), ("close",
+    group id) for an open group's frame, ("select", node) for any other box of the graph;
+    None for anything else."""
     display = ex.view(state).scene.display
     if element_id.startswith("group-"):
         gid = element_id[len("group-") :]
         return ("close", gid) if gid in display.tree else None
+    runs = {r.id: r for r in display.runs.values()}
     for n, d in display.nx.nodes(data=True):
         if f"node-{n}" == element_id:
+            if d.get("kind") == "layer" and d.get("layer") in runs:
+                return "open", runs[d["layer"]].groups[0]  # a box of alike blocks: the first opens
             if d.get("kind") == "layer" and d.get("layer") in display.tree:
                 return "open", d["layer"]
             return ("select", n) if n in ex.graph.nx else None
