@@ -141,7 +141,8 @@ def test_the_page_steps_by_itself_and_the_kernel_sends_nothing_it_can_do(nested)
     page.merge()
     before = c.frame
     ex.controls["clip"].value = "by_value"  # clipped texts show on the last step only
-    assert c.frame is not before and c.frame["kind"] == "patch" and c.frame["patch"]["set"] == {}
+    assert c.frame is not before and c.frame["kind"] == "patch"
+    assert c.frame["patch"]["set"] == c.frame["patch"]["text"] == {}
     page.receive(c.frame)
     page.merge()
     assert page.walk(last) and page.markup == st.picture(ex.model, ex.state.replace(step=last))
@@ -188,6 +189,23 @@ def test_a_new_layout_gives_no_patch_and_bad_documents_none():
     b = patches.parse('<svg w="2">\n<g id="layer-nodes">\n<g id="node-a">A</g>\n</g>\n</svg>\n')
     assert a is not None and b is not None
     assert patches.diff(a, b) is None  # another size: the whole picture
+
+
+def test_a_text_whose_words_change_is_sent_as_its_words():
+    def doc(grad: str, x: str = "1", title: str = "Step 1") -> str:
+        box = f'<g id="node-a"><rect/><text id="grad-a" x="{x}">{grad}</text></g>'
+        title = f'<text id="title">{title}</text>'
+        return "\n".join(['<svg w="1">', '<g id="layer-nodes">', box, title, "</g>", "</svg>"])
+
+    a = doc("∂ 0.5 → 0.4")
+    for b, want in [
+        (doc("∂ 0.5 → 0.3", title="Step 2"), {"set": {}, "text": {"grad-a": "∂ 0.5 → 0.3", "title": "Step 2"}}),
+        (doc("∂ 0.5 → 0.3", x="2"), {"set": {"grad-a": '<text id="grad-a" x="2">∂ 0.5 → 0.3</text>'}, "text": {}}),
+        (doc("a &lt; b &amp; it&#x27;s"), {"set": {}, "text": {"grad-a": "a &lt; b &amp; it&#x27;s"}}),
+    ]:
+        patch = patches.diff(patches.parse(a), patches.parse(b))
+        assert patch is not None and {k: patch[k] for k in ("set", "text")} == want
+        assert patches.apply(a, patch) == b + "\n"
 
 
 def test_moves_reorder_with_few_puts():

@@ -55,7 +55,7 @@ function tvFragments(markup) {
   return Array.from(t.children);
 }
 
-// One patch (patches.py): drop, set (in place), put (new / changed / moved, right to left).
+// One patch (patches.py): drop, set (in place), text (a text's content), put (new / changed / moved, right to left).
 function tvApply(svg, p) {
   const ids = new Map();
   for (const e of svg.querySelectorAll("[id]")) ids.set(e.id, e);
@@ -66,6 +66,7 @@ function tvApply(svg, p) {
     const made = tvFragments(keys.map((k) => p.set[k]).join(""));
     keys.forEach((k, i) => { const old = ids.get(k); if (old) old.replaceWith(made[i]); ids.set(k, made[i]); });
   }
+  for (const [k, t] of Object.entries(p.text || {})) { const e = ids.get(k); if (e) e.innerHTML = t; }
   const fresh = tvFragments(p.put.filter((x) => x[2] !== null).map((x) => x[2]).join(""));
   let j = 0;
   for (const [box, k, markup, before] of p.put) {
@@ -457,7 +458,7 @@ class Canvas(anywidget.AnyWidget):
             if markup != self.value:
                 self.value = markup
             elif not same and self._doc is not None:  # other settings, same picture here: the
-                self._patch_frame({"drop": [], "put": [], "set": {}})  # steps around it differ: new seq
+                self._patch_frame({"drop": [], "put": [], "set": {}, "text": {}})  # steps around it differ: new seq
         finally:
             self._local = False
         has_steps = picture_at is not None and step is not None and last is not None
