@@ -128,6 +128,7 @@ class Explored:
         self._pictures: OrderedDict = OrderedDict()
         self._texts: dict[tuple, dict] = {}
         self._tips: dict[tuple, dict] = {}
+        self._variables: dict[str, Any] | None = None
 
     # -- what is computed once -------------------------------------------------------
     def flow(self, target: str) -> GradientFlow:
@@ -228,8 +229,10 @@ class Explored:
         return rep
 
     def variables(self) -> dict[str, Any]:
-        """{variable name: node} for every variable the tape saw."""
-        return {d["name"]: n for n, d in self.graph.nx.nodes(data=True) if d["kind"] == "variable"}
+        """{variable name: node} for every variable the tape saw (read once: every clip move asks)."""
+        if self._variables is None:
+            self._variables = {d["name"]: n for n, d in self.graph.nx.nodes(data=True) if d["kind"] == "variable"}
+        return dict(self._variables)
 
     def raw_gradients(self, state: ExplorerState) -> dict[str, Any]:
         fl = self.flow(state.target)
@@ -280,19 +283,19 @@ def clipped_texts(ex: Explored, state: ExplorerState) -> dict:
         return {}
     return ex.cached_texts(
         (state.target, state.clip, state.clip_norm, tuple(state.clip_value)),
-        lambda: _clipped_texts(ex, ex.report(state)),
+        lambda: _clipped_texts(ex, state.target, ex.report(state)),
     )
 
 
-def _clipped_texts(ex: Explored, rep: clipping.ClipReport) -> dict:
+def _clipped_texts(ex: Explored, target: str, rep: clipping.ClipReport) -> dict:
+    # the raw side of "∂ raw → clipped" is the same for every setting: written once
+    raw = ex.cached_texts(
+        (target, "raw"), lambda: {name: format_value(rep.raw.get(name), norm=GRAD_NORM) for name in ex.variables()}
+    )
     out = {}
     for name, node in ex.variables().items():
         g = rep.clipped.get(name)
-        out[node] = (
-            f"∂ {format_value(rep.raw.get(name), norm=GRAD_NORM)} → {format_value(g, norm=GRAD_NORM)}"
-            if g is not None
-            else "∂ None"
-        )
+        out[node] = f"∂ {raw[name]} → {format_value(g, norm=GRAD_NORM)}" if g is not None else "∂ None"
     return out
 
 
