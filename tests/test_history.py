@@ -870,3 +870,53 @@ def test_plot_speaks_chinese_with_no_english_words_but_names():
     assert any("训练历史" in t for t in texts) and any("梯度裁剪" in t for t in texts)
     en = [t.get_text() for t in hist.plot().findobj(lambda a: hasattr(a, "get_text"))]
     assert any(t.startswith("Training history") for t in en), "English stays the default"
+
+
+def test_episode_onsets_worked_out_per_block_match_the_row_by_row_rule():
+    """A flag is raised where an episode starts: the condition holds and no episode is
+    open; an episode closes after quiet_steps rows without it. Blocks of any size, columns
+    appearing later, must give the onsets the plain row-by-row rule gives."""
+    from tapeviz.training.step_warnings import _Episodes
+
+    rng = np.random.default_rng(1)
+    for trial in range(60):
+        quiet = int(rng.integers(1, 6))
+        rows = rng.random((int(rng.integers(1, 80)), 5)) < rng.choice([0.02, 0.1, 0.5])
+        active, since = np.zeros(5, bool), np.zeros(5, np.int64)
+        want = []
+        for i, c in enumerate(rows):  # the rule, one row at a time
+            want += [(i, int(j)) for j in np.flatnonzero(c & ~active)]
+            active |= c
+            since = np.where(c, 0, since + 1)
+            active &= since < quiet
+        ep, got, at = _Episodes(), [], 0
+        while at < len(rows):
+            b = int(rng.integers(0, 12))
+            width = 3 if at < len(rows) // 3 and not rows[: at + b, 3:].any() else 5  # columns 3, 4 join later
+            got += [(at + i, j) for i, j in ep.onsets(rows[at : at + b, :width], quiet)]
+            at += b
+        assert got == want, (trial, quiet)
+
+
+def test_growth_streaks_worked_out_per_block_match_the_row_by_row_rule():
+    """The exploding rule's growth streak (a layer's norm grew by growth_factor for
+    growth_steps steps in a row) must not depend on how steps are split into blocks."""
+    from tapeviz.training.step_warnings import FlagDetector
+
+    rng = np.random.default_rng(2)
+    t = Thresholds(growth_factor=2.0, growth_steps=3)
+    for trial in range(40):
+        factors = np.where(rng.random((int(rng.integers(2, 70)), 4)) < 0.6, 2.5, 0.9)
+        norms = np.cumprod(factors, axis=0)
+        streak, want = np.zeros(4, int), []
+        for i in range(len(norms)):  # the rule, one step at a time
+            grew = norms[i] >= 2.0 * norms[i - 1] if i else np.zeros(4, bool)
+            streak = np.where(grew, streak + 1, 0)
+            want.append(streak >= 3)
+        det, got, at = FlagDetector(t), [], 0
+        det._grow_layers(4)
+        while at < len(norms):
+            b = int(rng.integers(0, 9))
+            got += list(det._exploding(norms[at : at + b])[1])
+            at += b
+        np.testing.assert_array_equal(np.array(got), np.array(want), err_msg=f"trial {trial}")

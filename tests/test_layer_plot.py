@@ -154,7 +154,9 @@ def test_plot_layers_and_compare_speak_chinese(run):
     words = [fig.texts[0].get_text(), fig.axes[0].get_xlabel(), *[t.get_text() for t in fig.legends[0].get_texts()]]
     assert words[0].startswith("第 3 步各层的梯度范数") and "对数" in words[1] and "标记：梯度消失" in words
     assert any("梯度消失" in t.get_text() for t in fig.axes[0].texts)
-    fig, _ = hist.compare(0, 11, lang="zh")
+    fig, table = hist.compare(0, 11, lang="zh")
     assert "第 0 步对比第 11 步" in fig.texts[0].get_text() and "第 11 步的 ‖g‖" in fig.axes[1].get_xlabel()
+    head = "| 层 | 第 0 步 ‖g‖ | 第 11 步 ‖g‖ | ‖g‖ 之比 b/a | 第 0 步 ‖g‖/‖w‖ | 第 11 步 ‖g‖/‖w‖ |"
+    assert str(table).startswith(head) and "<th>第 11 步 ‖g‖</th>" in table._repr_html_()
     with pytest.raises(ValueError, match="No messages in language"):
         hist.plot_layers(lang="fr")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from picture_text import english_words
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
@@ -133,7 +134,7 @@ PRINTED = {
             "step  0  vanishing  sig/d0",
             "与 tf.norm 一致: True",
             "与 float64 的 tf.norm 相差不到 1e-6: True",
-            "| layer | ‖g‖ at 0 | ‖g‖ at 29 | ‖g‖ b/a",
+            "| 层 | 第 0 步 ‖g‖ | 第 29 步 ‖g‖ | ‖g‖ 之比 b/a",
             "step  6  exploding  seq/rnn/simple_rnn_cell",
             "step  7  nan        loss",
             "ReLU + He 初始化时梯度消失的标记数: 0",
@@ -323,7 +324,7 @@ def test_last_cell_displays_the_explorer_once(name, lang):
 def test_the_picture_check_catches_english():
     nb = _read("zh", "01_basics")
     allowed, lesson = allowed_words(nb), names_of_lesson(nb)
-    shown = "<svg><text>第 1/2 步：Pow 运算 x show_all=True dy/dx AddV2 seque…tial 2x2 dense_1</text></svg>"
+    shown = "<svg><text>第 1/2 步：Pow 运算 x show_all=True dy/dx AddV2 seque…tial 2x2 dense_1 1e5 6.3e-08</text></svg>"
     assert english_words(shown, allowed, lesson) == set()
     wrong = "<svg><text>Step 1/2: Pow passes gradient</text><text>exponent 2.0</text></svg>"
     found = english_words(wrong, allowed, lesson)
@@ -374,17 +375,6 @@ def pictures(nb) -> list[str]:
     return out
 
 
-def picture_words(svg: str) -> set[str]:
-    """The Latin words of a picture's texts, whole identifiers (show_all, AddV2, sig/d0's d0);
-    shapes (2x2, 8x1) are numbers."""
-    texts = re.findall(r"<text[^>]*>(.*?)</text>", svg, flags=re.S)
-    words = set()
-    for t in texts:
-        plain = re.sub(r"\d+(?:x\d+)+", " ", re.sub(r"<[^>]+>", "", t))
-        words |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", plain))
-    return {w for w in words if len(w.strip("_")) >= 2}
-
-
 def code_names(nb) -> set[str]:
     """The names a lesson's code gives things: its variables, functions, parameters and the
     strings it names layers and targets with (not attributes like .gradient, not keywords)."""
@@ -433,21 +423,6 @@ def allowed_words(nb) -> set[str]:
 def names_of_lesson(nb) -> set[str]:
     keras = {"sequential", "dense", "kernel", "bias", "simple_rnn_cell", "recurrent_kernel"}
     return code_names(nb) | keras
-
-
-def english_words(svg: str, allowed: set[str], lesson: set[str] = frozenset()) -> set[str]:
-    """The picture's words that are neither allowed names, nor a derivative written with
-    them (dz/dx: d + a name), nor part of a lesson's name a picture cut short to fit (sequ…ential)."""
-    out = set()
-    for w in picture_words(svg) - allowed:
-        if w.startswith("d") and w[1:] in allowed:
-            continue
-        if re.sub(r"_?\d+$", "", w) in allowed | {"d"}:  # numbered names: dense_1, sig/d3 (f"d{i}")
-            continue
-        if len(w) >= 3 and any(w in name for name in lesson):
-            continue
-        out.add(w)
-    return out
 
 
 def _strip_comments(source: str) -> str:

@@ -7,6 +7,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from picture_text import english_words
 from training_runs import sigmoid_run
 
 import tapeviz as tv
@@ -181,3 +182,67 @@ def test_explore_a_norms_only_history_in_chinese(norms_only):
         assert "只记录了范数" in ex.note.value
     finally:
         ex.close()
+
+
+def _kinds_shown(flags_html: str) -> set[str]:
+    return set(re.findall(r"<li class='tv-flag-[a-z_]+'><b>([^<]*)</b>", flags_html))
+
+
+def test_the_run_panel_speaks_chinese_with_no_english_words(norms_only):
+    """Every word the run panel draws in a zh explorer comes from the zh catalogue: at every
+    step, its SVG texts hold no English word but the layers' names (issue 24's picture check)
+    and NaN / Inf; the flags' kinds are Chinese too."""
+    hist, seen = norms_only
+    allowed = {part for name in hist.layers() for part in name.split("/")} | {"NaN", "Inf"}
+    ex = tv.explore(hist, lang="zh")
+    try:
+        for step in hist.steps():
+            ex.controls["train_step"].value = int(step)
+            english = english_words(ex.run.value, allowed)
+            assert not english, f"step {step}: English words in the zh run panel: {sorted(english)}"
+        ex.controls["train_step"].value = 3
+        svg = ex.run.value
+        assert f"损失：第 3 步为 {seen[3]['loss']:.4g}" in svg and ">损失<" in svg
+        assert "第 3 步 net/ 中各层的梯度范数 ‖g‖（对数刻度）" in svg
+        assert "▼ 梯度消失" in svg and "标记：梯度消失（这一步条件成立）" in svg
+        assert _bars(svg) == {layer: hist.norms(layer)[3] for layer in hist.layers()}  # the numbers stay TF's
+        assert _kinds_shown(ex.flags_view.value) == {"梯度消失"}
+    finally:
+        ex.close()
+
+
+def test_the_run_panel_in_english_is_unchanged(norms_only):
+    hist, seen = norms_only
+    ex = tv.explore(hist)
+    try:
+        ex.controls["train_step"].value = 3
+        svg = ex.run.value
+        assert f"loss: {seen[3]['loss']:.4g} at step 3" in svg and ">loss<" in svg
+        assert "gradient norm ‖g‖ by layer of net/ at step 3 (log scale)" in svg
+        assert "▼ vanishing" in svg and "flag: vanishing (condition holds at this step)" in svg
+        assert _kinds_shown(ex.flags_view.value) == {"vanishing"}
+        assert not re.search(r"[\u4e00-\u9fff]", svg + ex.flags_view.value + ex.note.value)
+    finally:
+        ex.close()
+
+
+def test_the_run_panel_says_log_scale_missing_layers_and_no_loss_in_both_languages():
+    """The panel's rarer words: a loss over many decades (log scale), a layer that a step
+    did not have, a step whose loss is NaN."""
+    from tapeviz.explorer.run_panel import run_data, step_svg
+
+    a, b = tf.Variable([1.0, 2.0], name="a"), tf.Variable([3.0], name="b")
+    hist = tv.History()
+    for step in range(6):
+        used = [a] if step < 2 else [a, b]
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(a * a) * 10.0**step + (tf.reduce_sum(b) if step >= 2 else 0.0)
+            loss = loss * float("nan") if step == 5 else loss
+        hist.add(step, loss=loss, grads=tape.gradient(loss, used), variables=used)
+    data = run_data(hist)
+    en0, zh0, en5, zh5 = (step_svg(hist, data, s, lang) for s in (0, 5) for lang in ("en", "zh"))
+    assert "loss (log scale): 5 at step 0" in en0 and "not in this step" in en0
+    assert "损失（对数刻度）：第 0 步为 5" in zh0 and "这一步没有记录" in zh0
+    assert "loss (log scale): none at step 5" in en5 and "损失（对数刻度）：第 5 步无值" in zh5
+    for svg in (zh0, zh5):
+        assert not english_words(svg, {"NaN", "Inf"}), svg

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz.record.variable_reads import read_variables
+from tapeviz.record.variable_reads import VariableReader, host_views, read_variables
 from tapeviz.training import squared_norms as sumsq
 
 keras = pytest.importorskip("keras")
@@ -93,6 +93,22 @@ def test_a_variable_is_read_with_its_current_value_and_the_loss_leads_the_device
     assert sumsq.host_sums(read_variables([v])) == [64.0]
     got = sumsq.device_sums(tf.constant(2.5), [tf.constant([3.0, 4.0]), v]).numpy()
     np.testing.assert_array_equal(got, [2.5, 25.0, 64.0])
+
+
+def test_a_reader_made_once_reads_each_steps_values_and_views_share_the_buffers():
+    v, b = tf.Variable(tf.ones((4, 4))), tf.Variable(tf.fill([3], 2.0))
+    read = VariableReader([v, b])  # what a History keeps per layout, reused at every step
+    for k in range(1, 4):
+        v.assign(tf.fill((4, 4), float(k)))
+        got_v, got_b = read()
+        np.testing.assert_array_equal(got_v, v.numpy())
+        np.testing.assert_array_equal(got_b, b.numpy())
+    t = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    sl = tf.IndexedSlices(tf.constant([[5.0, 6.0]]), tf.constant([1]), tf.constant([2, 2]))
+    view, values = host_views([t, sl])
+    assert np.shares_memory(view, np.asarray(t)) and view.shape == (2, 2)
+    np.testing.assert_array_equal(values, [[5.0, 6.0]])  # an IndexedSlices: its values
+    assert host_views([np.arange(3.0)])[0].tolist() == [0.0, 1.0, 2.0]  # not a tensor: np.asarray
 
 
 def _mlp_run(hist, steps=6, clip=None):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..messages import DEFAULT, say
 from ..picture.fonts import text_width
 from ..picture.themes import FONT_FAMILIES
 from ..training.layer_plot import BAR, LayerBars, _color, _decades, _kind_word, _label, common_prefix, layer_bars
@@ -61,9 +62,9 @@ def run_data(hist) -> RunData:
     )
 
 
-def step_svg(hist, data: RunData, step: int) -> str:
+def step_svg(hist, data: RunData, step: int, lang: str = DEFAULT) -> str:
     """The SVG at ``step``: :func:`run_svg` of that step's bars."""
-    return run_svg(data, layer_bars(hist, step))
+    return run_svg(data, layer_bars(hist, step), lang)
 
 
 def _esc(s) -> str:
@@ -93,8 +94,9 @@ def _decade_label(e: int) -> str:
     return f"1e{e}"
 
 
-def run_svg(data: RunData, bars: LayerBars) -> str:
-    """The run's loss with ``bars.step`` marked, and ``bars`` as one row per layer."""
+def run_svg(data: RunData, bars: LayerBars, lang: str = DEFAULT) -> str:
+    """The run's loss with ``bars.step`` marked, and ``bars`` as one row per layer; every
+    word from the ``run.*`` messages of ``lang``."""
     names = [n[len(data.prefix) :] for n in data.layers]
     left = min(320.0, max([text_width(n, SIZE) for n in names] + [40.0]) + 16.0)
     right = 150.0  # room for the value and the flag's name
@@ -102,7 +104,7 @@ def run_svg(data: RunData, bars: LayerBars) -> str:
     out: list[str] = []
     y0 = 8.0
     # -- loss
-    out.append(_text(left, y0 + 8, _loss_title(data, bars.step), size=SIZE, weight="bold"))
+    out.append(_text(left, y0 + 8, _loss_title(data, bars.step, lang), size=SIZE, weight="bold"))
     top, h = y0 + 22, LOSS_H
     out.append(f'<rect x="{left}" y="{top}" width="{plot_w:.1f}" height="{h}" fill="none" stroke="#999999"/>')
     s0, s1 = float(data.steps[0]), float(data.steps[-1])
@@ -125,8 +127,8 @@ def run_svg(data: RunData, bars: LayerBars) -> str:
         pts = " ".join(f"{sx(s):.1f},{sy(x):.1f}" for s, x in zip(data.steps[ok], data.loss[ok], strict=True))
         out.append(f'<polyline points="{pts}" fill="none" stroke="#000000" stroke-width="1.3"/>')
         for x in (float(np.nanmin(data.loss[ok])), float(np.nanmax(data.loss[ok]))):
-            out.append(_text(left - 4, sy(x), f"{x:.3g}", anchor="end"))
-        out.append(_text(left - 4, top + h / 2, "loss", anchor="end", fill="#777777"))
+            out.append(_text(left - 8, sy(x), f"{x:.3g}", anchor="end"))
+        out.append(_text(left - 8, top + h / 2, say("plot.loss", lang), anchor="end", fill="#777777"))
         i = int(np.searchsorted(data.steps, bars.step))
         if i < len(data.loss) and np.isfinite(data.loss[i]) and ok[i]:
             out.append(
@@ -143,10 +145,8 @@ def run_svg(data: RunData, bars: LayerBars) -> str:
             out.append(_text(sx(t), top + h + 10, f"{int(t)}", anchor="middle"))
     # -- layers
     y = top + h + 34
-    of = f" of {data.prefix}" if data.prefix else ""
-    out.append(
-        _text(left, y, f"gradient norm ‖g‖ by layer{of} at step {bars.step} (log scale)", size=SIZE, weight="bold")
-    )
+    of = say("run.of", lang, prefix=data.prefix) if data.prefix else ""
+    out.append(_text(left, y, say("run.norms", lang, of=of, step=bars.step), size=SIZE, weight="bold"))
     top = y + 18
     lo, hi = data.lim
     decades = math.log10(hi / lo)
@@ -168,7 +168,7 @@ def run_svg(data: RunData, bars: LayerBars) -> str:
         out.append(_text(left - 8, cy, name, size=SIZE, anchor="end", fill="#111111", cls="tv-run-name"))
         j = at.get(full)
         if j is None:
-            out.append(_text(left + 4, cy, "not in this step", fill="#999999"))
+            out.append(_text(left + 4, cy, say("run.absent", lang), fill="#999999"))
             continue
         g, kinds = float(bars.grad[j]), bars.kinds[j]
         seen.update(kinds)
@@ -180,15 +180,16 @@ def run_svg(data: RunData, bars: LayerBars) -> str:
                 f'y="{cy - ROW * 0.38:.1f}" width="{end - left:.1f}" height="{ROW * 0.76:.1f}" '
                 f'fill="{_color(kinds, BAR)}"/>'
             )
-        out.append(_text(end + 5, cy, _label(g, kinds), fill="#333333"))
+        out.append(_text(end + 5, cy, _label(g, kinds, lang), fill="#333333"))
     out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + rows_h}" stroke="#999999"/>')
     y = top + rows_h + 30
     legend = [(k, FLAG_STYLE[k][1]) for k in ("vanishing", "exploding") if k in seen]
     x = left
     for kind, color in legend:
         out.append(f'<rect x="{x}" y="{y - 6}" width="14" height="12" fill="{color}"/>')
-        out.append(_text(x + 18, y, f"flag: {_kind_word(kind)} (condition holds at this step)"))
-        x += 18 + text_width(f"flag: {_kind_word(kind)} (condition holds at this step)", SMALL) + 20
+        words = say("run.flag", lang, kind=_kind_word(kind, lang))
+        out.append(_text(x + 18, y, words))
+        x += 18 + text_width(words, SMALL) + 20
     height = y + (16 if legend else 0)
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="tv-run" width="{WIDTH:.0f}" height="{height:.0f}" '
@@ -197,8 +198,10 @@ def run_svg(data: RunData, bars: LayerBars) -> str:
     )
 
 
-def _loss_title(data: RunData, step: int) -> str:
+def _loss_title(data: RunData, step: int, lang: str) -> str:
     i = int(np.searchsorted(data.steps, step))
     loss = data.loss[i] if i < len(data.loss) else float("nan")
-    scale = " (log scale)" if data.log_loss else ""
-    return f"loss{scale}: {loss:.4g} at step {step}" if np.isfinite(loss) else f"loss{scale}: none at step {step}"
+    scale = say("run.log_scale", lang) if data.log_loss else ""
+    if not np.isfinite(loss):
+        return say("run.no_loss", lang, scale=scale, step=step)
+    return say("run.loss", lang, scale=scale, loss=f"{loss:.4g}", step=step)

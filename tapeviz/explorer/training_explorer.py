@@ -133,7 +133,7 @@ class TrainingExplorer(W.VBox):
         (keeping the picture explorer's clipping, lr, language and theme)."""
         svg = self._svgs.get(step)
         if svg is None:
-            svg = self._svgs[step] = step_svg(self.history, self.data, step)
+            svg = self._svgs[step] = step_svg(self.history, self.data, step, self.lang)
             if len(self._svgs) > _KEEP:
                 self._svgs.pop(next(iter(self._svgs)))
         self.run.value = svg
@@ -172,8 +172,8 @@ class TrainingExplorer(W.VBox):
         items = []
         for f, ongoing in flags:
             since = f" <i>{html.escape(say('ui.history.since', lang, first=f.step))}</i>" if ongoing else ""
-            kind = html.escape(f.kind)
-            items.append(f"<li class='tv-flag-{kind}'><b>{kind}</b>{since} {html.escape(f.text(lang))}</li>")
+            kind = html.escape(say(f"plot.kind.{f.kind}", lang))
+            items.append(f"<li class='tv-flag-{f.kind}'><b>{kind}</b>{since} {html.escape(f.text(lang))}</li>")
         head = html.escape(say("ui.history.flags", lang, step=step))
         return f"<div class='tv-bad'>{head}</div><ul>{''.join(items)}</ul>"
 

@@ -378,4 +378,18 @@ MESSAGES = {
     "plot.every": "every gradient",
     "plot.clip_axis": "clipped / raw",
     "plot.step": "step",
+    "compare.col.layer": "layer",
+    "compare.col.grad_at": "‖g‖ at {step}",
+    "compare.col.grad_ratio": "‖g‖ b/a",
+    "compare.col.rel_at": "‖g‖/‖w‖ at {step}",
+    "compare.col.rel_ratio": "‖g‖/‖w‖ b/a",
+    "compare.col.weight_ratio": "‖w‖ b/a",
+    # ---- the run panel of tv.explore(hist) ---------------------------------------------
+    "run.loss": "loss{scale}: {loss} at step {step}",
+    "run.no_loss": "loss{scale}: none at step {step}",
+    "run.log_scale": " (log scale)",
+    "run.norms": "gradient norm ‖g‖ by layer{of} at step {step} (log scale)",
+    "run.of": " of {prefix}",
+    "run.absent": "not in this step",
+    "run.flag": "flag: {kind} (condition holds at this step)",
 }

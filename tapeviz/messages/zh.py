@@ -367,4 +367,18 @@ MESSAGES = {
     "plot.every": "所有梯度",
     "plot.clip_axis": "裁剪后 / 原始",
     "plot.step": "步骤",
+    "compare.col.layer": "层",
+    "compare.col.grad_at": "第 {step} 步 ‖g‖",
+    "compare.col.grad_ratio": "‖g‖ 之比 b/a",
+    "compare.col.rel_at": "第 {step} 步 ‖g‖/‖w‖",
+    "compare.col.rel_ratio": "‖g‖/‖w‖ 之比 b/a",
+    "compare.col.weight_ratio": "‖w‖ 之比 b/a",
+    # ---- tv.explore(hist) 的训练面板 ----------------------------------------------------
+    "run.loss": "损失{scale}：第 {step} 步为 {loss}",
+    "run.no_loss": "损失{scale}：第 {step} 步无值",
+    "run.log_scale": "（对数刻度）",
+    "run.norms": "第 {step} 步{of}各层的梯度范数 ‖g‖（对数刻度）",
+    "run.of": " {prefix} 中",
+    "run.absent": "这一步没有记录",
+    "run.flag": "标记：{kind}（这一步条件成立）",
 }

@@ -26,6 +26,7 @@ path without the last part.
 
 from __future__ import annotations
 
+import itertools
 import operator
 import os
 import threading
@@ -38,7 +39,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..gradients.magnitude import Magnitude, MagnitudeScale, layer_of, magnitude
-from ..record.variable_reads import read_variables
+from ..record.variable_reads import VariableReader, host_views
 from .bounded_series import Buckets
 from .squared_norms import device_sums, host_sums, on_cpu
 from .step_pictures import PictureStore
@@ -148,8 +149,10 @@ class _Layout:
     ):
         self.variables = variables  # strong refs: the ids in the cache key stay theirs
         self.weights = [_inner_variable(v) for v in variables]
+        self.read_weights = VariableReader(self.weights)  # one op a step, its inputs worked out once
         self.var_index = var_index  # position in hist's variable list, per variable passed
         self.present = present  # gradient is not None
+        self.some_none = not present.all()
         self.has_clipped = has_clipped
         self.clipped_present = clipped_present  # clipped gradient given and not None
         self.loss_packed = loss_packed
@@ -277,6 +280,7 @@ class History:
                 elif variables is not None or clipped is not None:
                     raise ValueError("hist.add got variables/clipped without grads: pass grads= as well.")
                 elif packed_loss is not None:
+                    _require_scalar(tuple(packed_loss.shape))
                     host_loss = float(packed_loss)  # a loss-only step: fetch it now
             except BaseException:
                 del values[mark:]  # a refused call leaves nothing half-recorded
@@ -796,24 +800,29 @@ def _measure(loss, grads, clipped, layout: _Layout) -> list[float] | tf.Tensor:
     a BLAS dot on the tensors' buffers; elsewhere one float64 vector left on the device (both
     fetched together at the next flush, see :func:`_fetch`)."""
     if not layout.on_host:
+        if loss is not None:
+            _require_scalar(tuple(loss.shape))
         tensors = [g for g, p in zip(grads, layout.present, strict=True) if p] + list(layout.weights)
         if layout.has_clipped:
             tensors += [c for c, p in zip(clipped, layout.clipped_present, strict=True) if p]
         return device_sums(loss, tensors)
-    tensors = [g for g, p in zip(grads, layout.present, strict=True) if p]
-    tensors += read_variables(layout.weights)
+    tensors = [g for g, p in zip(grads, layout.present, strict=True) if p] if layout.some_none else list(grads)
+    tensors += layout.read_weights()
     if layout.has_clipped:
         tensors += [c for c, p in zip(clipped, layout.clipped_present, strict=True) if p]
-    out = host_sums(tensors)
-    return [float(np.asarray(loss)), *out] if layout.loss_packed else out
+    if not layout.loss_packed:
+        return host_sums(tensors)
+    value = host_views((loss,))[0]
+    _require_scalar(value.shape)
+    return [float(value), *host_sums(tensors)]
 
 
 def _fetch(items: list) -> np.ndarray:
     """The pending steps' values as one float64 array: host lists as they are, device
     vectors fetched with one concat and one copy."""
     device = [it for it in items if not isinstance(it, list)]
-    if not device:
-        return np.fromiter((v for it in items for v in it), np.float64)
+    if not device:  # chain.from_iterable walks the lists in C: 0.1 ms for 256 steps, a generator 0.5 ms
+        return np.fromiter(itertools.chain.from_iterable(items), np.float64)
     fetched = tf.concat(device, 0).numpy()
     parts, at = [], 0
     for it in items:
@@ -890,6 +899,8 @@ def _variable_name(v) -> str:
 
 
 def _as_step(step) -> int:
+    if step.__class__ is int:
+        return step
     if isinstance(step, (tf.Tensor, tf.Variable)) or hasattr(step, "numpy"):
         step = step.numpy()
     if isinstance(step, np.ndarray) and step.shape == ():
@@ -906,15 +917,18 @@ def _loss_tensor(loss):
     """The scalar loss tensor to measure with the norms, or None for a host number."""
     if isinstance(loss, (tf.Tensor, tf.Variable)) or hasattr(loss, "numpy"):
         t = loss if isinstance(loss, tf.Tensor) else tf.convert_to_tensor(loss)
-        if t.shape.rank != 0:
-            raise ValueError(
-                f"hist.add(loss=...) needs the scalar loss, got shape {tuple(t.shape)}: pass "
-                "tf.reduce_mean of per-example losses (what you differentiate)."
-            )
         if not t.dtype.is_floating:
             raise TypeError(f"hist.add(loss=...) must be a float, got dtype {t.dtype.name}.")
-        return t
+        return t  # its shape is checked where it is read (_require_scalar): t.shape costs µs a step
     return None
+
+
+def _require_scalar(shape: tuple) -> None:
+    if shape != ():
+        raise ValueError(
+            f"hist.add(loss=...) needs the scalar loss, got shape {shape}: pass "
+            "tf.reduce_mean of per-example losses (what you differentiate)."
+        )
 
 
 def _host_loss(loss) -> float:

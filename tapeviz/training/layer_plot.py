@@ -338,12 +338,10 @@ class LayerChange:
 
 class NormTable:
     """The per-layer norm ratios of :func:`compare`: ``rows`` (LayerChange), shown as a
-    table in a notebook (``_repr_html_``) and as Markdown by ``str``."""
+    table in a notebook (``_repr_html_``) and as Markdown by ``str``, headed in ``lang``."""
 
-    COLUMNS = ("layer", "‖g‖ at a", "‖g‖ at b", "‖g‖ b/a", "‖g‖/‖w‖ at a", "‖g‖/‖w‖ at b", "‖g‖/‖w‖ b/a", "‖w‖ b/a")
-
-    def __init__(self, a: int, b: int, rows: list[LayerChange]):
-        self.a, self.b, self.rows = a, b, rows
+    def __init__(self, a: int, b: int, rows: list[LayerChange], lang: str = DEFAULT):
+        self.a, self.b, self.rows, self.lang = a, b, rows, check_lang(lang)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -355,7 +353,17 @@ class NormTable:
         raise KeyError(f"No layer named {name!r} in this table; names: {', '.join(r.name for r in self.rows[:8])}.")
 
     def _head(self) -> list[str]:
-        return [c.replace(" at a", f" at {self.a}").replace(" at b", f" at {self.b}") for c in self.COLUMNS]
+        lang, a, b = self.lang, self.a, self.b
+        return [
+            say("compare.col.layer", lang),
+            say("compare.col.grad_at", lang, step=a),
+            say("compare.col.grad_at", lang, step=b),
+            say("compare.col.grad_ratio", lang),
+            say("compare.col.rel_at", lang, step=a),
+            say("compare.col.rel_at", lang, step=b),
+            say("compare.col.rel_ratio", lang),
+            say("compare.col.weight_ratio", lang),
+        ]
 
     def _cells(self) -> list[list[str]]:
         fmt = _fmt
@@ -431,6 +439,7 @@ def _compare(hist, a: int, b: int, *, by: str, lang: str) -> tuple[Figure, NormT
                 strict=True,
             )
         ],
+        lang,
     )
     fig = Figure(figsize=(10.0, _height(len(names)) + 0.3), layout="constrained")
     ax_norm, ax_ratio = fig.subplots(1, 2, sharey=True, width_ratios=[1.5, 1.0])

@@ -1,16 +1,15 @@
 """Sums of squares of one training step's tensors (squared norms), the cheapest way measured
 in a real training loop on the device that holds them.
 
-- **CPU.** ``np.asarray`` of an eager CPU tensor is a view of the tensor's own buffer (no
-  copy). A float32 tensor's sum is one BLAS ``sdot`` on that view (:func:`host_sums`), in
-  pieces of ``DOT_PIECE`` values: OpenBLAS starts threads above 10,000 values, and they
-  fight TensorFlow's for the cores (a step measured 2-5x slower with them on 2 cores). The
-  pieces are added in float64. Other dtypes, and a float32 sum that overflowed or
-  underflowed, are cast to float64 and summed exactly (:func:`host_sumsq`). The step's
-  variables are read with one batched op (:mod:`tapeviz.record.variable_reads`).
-  Measured right after real steps on their fresh gradients (6 gradients + 6 weights): sdot
-  128-143 µs, one eager ``tf.nn.l2_loss`` per tensor 140-155 µs, exact float64 NumPy sums
-  215-240 µs (docs/training.md, "What it costs").
+- **CPU.** An eager CPU tensor's NumPy view shares the tensor's own buffer (no copy;
+  :func:`~tapeviz.record.variable_reads.host_views`). A float32 tensor's sum is one BLAS
+  ``sdot`` on that view (``np.vdot``, :func:`host_sums`), in pieces of ``DOT_PIECE``
+  values: OpenBLAS starts threads above 10,000 values, and they fight TensorFlow's for the
+  cores (a step measured 2-5x slower with them on 2 cores). The pieces are added in
+  float64. Other dtypes, and a float32 sum that overflowed or underflowed, are cast to
+  float64 and summed exactly (:func:`host_sumsq`). The step's variables are read with one
+  batched op (:class:`~tapeviz.record.variable_reads.VariableReader`). Timings, right after
+  real steps on their fresh gradients: docs/training.md, "What it costs".
 - **Any other device (GPU).** One ``tf.function`` per step computes every sum on the device
   (XLA-compiled on a GPU, so one fused kernel) into one float64 vector that stays there;
   :class:`tapeviz.training.history.History` fetches the vectors of many steps together (one
@@ -33,6 +32,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from ..record.variable_reads import host_views
+
 __all__ = ["on_cpu", "host_sumsq", "host_sums", "device_sums", "CHUNK", "DOT_PIECE"]
 
 CHUNK = 1 << 16
@@ -42,7 +43,7 @@ DOT_PIECE = 8192
 _F64 = np.float64
 _F32_DT = np.dtype(np.float32)
 _TINY, _INF = 2.0**-100, float("inf")
-_asarray, _square, _sum, _dot = np.asarray, np.square, np.add.reduce, np.dot
+_asarray, _square, _sum, _vdot = np.asarray, np.square, np.add.reduce, np.vdot
 
 
 def on_cpu(tensors: Sequence[Any]) -> bool:
@@ -82,29 +83,39 @@ def host_sums(tensors: Sequence[Any]) -> list[float]:
     pieces added in float64. A sum that is not finite or below ``2**-100`` (a float32 square
     overflowed or underflowed) and any other dtype are summed exactly in float64 instead
     (:func:`host_sumsq`): so a huge but finite gradient keeps a finite sum, and only a
-    real Inf / NaN value gives a non-finite one."""
-    out = []
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflowing dot is summed again in float64
-        for t in tensors:
-            out.append(_host_sum(t))
+    real Inf / NaN value gives a non-finite one.
+
+    Written for speed (a History calls it at every step on a dozen or more tensors): the
+    buffers come from :func:`~tapeviz.record.variable_reads.host_views`, and ``np.vdot``
+    reads any contiguous array as flat, one C call a piece (28 µs for six fresh gradients
+    of the bench's MLP, against 54 µs by ``np.asarray`` + ``reshape`` + ``np.dot``; the
+    same BLAS routine, so the same bits)."""
+    out: list[float] = []
+    exact: list[tuple[int, np.ndarray]] = []  # summed in float64 at the end, under one np.errstate
+    append, vdot = out.append, _vdot
+    for a in host_views(tensors):  # BLAS sets no NumPy error state, so the dots need no np.errstate (5 µs)
+        if a.dtype is not _F32_DT and a.dtype != _F32_DT:
+            exact.append((len(out), a))
+            append(0.0)
+            continue
+        if (n := a.size) <= DOT_PIECE:
+            s = float(vdot(a, a))
+        else:
+            a = a.reshape(-1)
+            s = 0.0
+            for i in range(0, n, DOT_PIECE):
+                p = a[i : i + DOT_PIECE]
+                s += float(vdot(p, p))
+        if _TINY <= s < _INF:
+            append(s)
+        else:
+            exact.append((len(out), a))
+            append(0.0)
+    if exact:
+        with np.errstate(over="ignore", invalid="ignore"):
+            for i, a in exact:
+                out[i] = host_sumsq(a) if a.any() else 0.0
     return out
-
-
-def _host_sum(t) -> float:
-    if t.__class__ is tf.IndexedSlices:
-        t = t.values
-    a = _asarray(t)
-    if a.dtype is not _F32_DT and a.dtype != _F32_DT:
-        return host_sumsq(a)
-    a = a.reshape(-1)
-    if (n := a.size) <= DOT_PIECE:
-        s = float(_dot(a, a))
-    else:
-        s = 0.0
-        for i in range(0, n, DOT_PIECE):
-            p = a[i : i + DOT_PIECE]
-            s += float(_dot(p, p))
-    return s if _TINY <= s < _INF else host_sumsq(a) if a.any() else 0.0
 
 
 def _sumsq(t):
