@@ -71,6 +71,36 @@ class Canvas(ExplorerOnPage):
     def kernel(self, code: str) -> str:
         return kernel_eval(self.kc, code)
 
+    def select_a_variable(self):
+        """Click a variable's box (opening the head when every variable is inside a closed
+        box): the inspector shows it and the canvas draws it highlighted. (locator, name)"""
+        from playwright.sync_api import expect
+
+        variable = self.page.locator(f'{self.sel} g[id^="node-var"]').first
+        if variable.count() == 0:
+            self.box("node-layer:net/head").click()
+            variable = self.page.locator(f'{self.sel} g[id^="node-var"]').first
+        expect(variable).to_have_count(1)
+        name = variable.locator("title").text_content()
+        variable.click()
+        expect(self.page.locator(f"{self.root} .tv-inspect")).to_contain_text(name)
+        expect(self.page.locator(f"{self.root} .tv-inspect")).to_contain_text("shape")
+        expect(variable).to_have_class("tv-selected")  # drawn highlighted on the canvas
+        assert variable.evaluate("g => getComputedStyle(g.querySelector('rect')).strokeWidth") == "4.5px"
+        self.check_contract()
+        return variable, name
+
+    def keys_step(self, step, *moves: tuple[str, int]) -> None:
+        """A click on the picture's title (no box: it focuses the explorer), then each key
+        moves the step slider to its step; the patch contract holds after each."""
+        from playwright.sync_api import expect
+
+        self.box("title").click()
+        for key, k in moves:
+            self.page.keyboard.press(key)
+            expect(step).to_have_attribute("aria-valuetext", str(k))
+            self.check_contract()
+
     def check_contract(self) -> dict:
         """Wait until the page shows the kernel's current picture, then compare the DOMs."""
         # the kernel has heard of the slider's last move (its step is the slider's), then read its state
@@ -199,20 +229,7 @@ def test_canvas_clicks_hover_zoom_keys_and_patches_in_jupyterlab(jupyterlab, pag
         c.check_contract()
 
         # -- a click on any other box selects it: the inspector shows it -----------------
-        head = c.box("node-layer:net/head")
-        expect(head).to_have_count(1)
-        variable = page.locator(f'{c.sel} g[id^="node-var"]').first
-        if variable.count() == 0:  # every variable inside a closed box: open the head
-            head.click()
-            variable = page.locator(f'{c.sel} g[id^="node-var"]').first
-        expect(variable).to_have_count(1)
-        name = variable.locator("title").text_content()
-        variable.click()
-        expect(page.locator(f"{c.root} .tv-inspect")).to_contain_text(name)
-        expect(page.locator(f"{c.root} .tv-inspect")).to_contain_text("shape")
-        expect(variable).to_have_class("tv-selected")  # drawn highlighted on the canvas
-        assert variable.evaluate("g => getComputedStyle(g.querySelector('rect')).strokeWidth") == "4.5px"
-        c.check_contract()
+        variable, name = c.select_a_variable()
 
         # -- hover: the tip has the full name, shape, value and gradient summaries --------
         variable.hover()
@@ -249,12 +266,7 @@ def test_canvas_clicks_hover_zoom_keys_and_patches_in_jupyterlab(jupyterlab, pag
         expect(c.viewport).to_have_attribute("data-tv-pan", "0,0")
 
         # -- keyboard, once the canvas has focus -------------------------------------------
-        c.box("title").click()  # the picture's title: no box, focuses the explorer
-        page.keyboard.press("ArrowLeft")
-        expect(step).to_have_attribute("aria-valuetext", str(last - 3))
-        page.keyboard.press("ArrowRight")
-        expect(step).to_have_attribute("aria-valuetext", str(last - 2))
-        c.check_contract()
+        c.keys_step(step, ("ArrowLeft", last - 3), ("ArrowRight", last - 2))
     finally:
         if c.kc is not None:
             c.kc.stop_channels()
@@ -298,26 +310,13 @@ def test_canvas_in_notebook7(notebook7, page):
         c.box("node-layer:net/head").click()  # the head's variables: boxes of their own
         expect(c.box("group-net/head")).to_have_count(1)
         c.check_contract()
-        variable = page.locator(f'{c.sel} g[id^="node-var"]').first
-        expect(variable).to_have_count(1)
-        name = variable.locator("title").text_content()
-        variable.click()
-        expect(page.locator(f"{c.root} .tv-inspect")).to_contain_text(name)
-        expect(variable).to_have_class("tv-selected")
-        c.check_contract()
+        c.select_a_variable()
         screenshot(page, "notebook7_canvas_selected")
 
         step = page.locator(f"{c.root} .tv-step .noUi-handle")
         last = int(step.get_attribute("aria-valuetext"))
-        c.box("title").click()  # the picture's title: no box, focuses the explorer
-        page.keyboard.press("ArrowLeft")
-        expect(step).to_have_attribute("aria-valuetext", str(last - 1))
-        page.keyboard.press("ArrowLeft")
-        expect(step).to_have_attribute("aria-valuetext", str(last - 2))
-        c.check_contract()  # walked by the page: the selected box is still highlighted
-        page.keyboard.press("ArrowRight")
-        expect(step).to_have_attribute("aria-valuetext", str(last - 1))
-        c.check_contract()
+        # walked by the page: the selected box is still highlighted (check_contract checks it)
+        c.keys_step(step, ("ArrowLeft", last - 1), ("ArrowLeft", last - 2), ("ArrowRight", last - 1))
     finally:
         if c.kc is not None:
             c.kc.stop_channels()
