@@ -778,10 +778,17 @@ def screenshot(page, name: str, full_page: bool = False) -> Path:
 # Its canvas (a widget with class tv-canvas) holds one inline SVG, replaced on every
 # repaint; the figure title among its texts names the step shown (output/artists.py's title).
 _SVG_JS = "sel => { const s = document.querySelector(sel + ' svg'); return s ? s.outerHTML : null; }"
+# A title wrapped onto two lines (a narrow picture, e.g. the explorer's) is one <text> per
+# line inside <g id="title">: read them joined, as the title reads.
 _TITLE_JS = r"""
 sel => {
-  const texts = Array.from(document.querySelectorAll(sel + ' svg text')).map(t => (t.textContent || '').trim());
-  return texts.find(t => /^(Step \d+\/\d+|Backward pass)/.test(t)) || null;
+  const lines = t => Array.from(t.querySelectorAll('text')).map(x => (x.textContent || '').trim());
+  const head = /^(Step \d+\/\d+|Backward pass)/;
+  const group = document.querySelector(sel + ' svg g#title');
+  const whole = group ? lines(group).join(' ') : '';
+  if (head.test(whole)) return whole;
+  const svg = document.querySelector(sel + ' svg');
+  return (svg ? lines(svg) : []).find(t => head.test(t)) || null;
 }
 """
 _CHANGED_JS = "([sel, old]) => { const s = document.querySelector(sel + ' svg'); return !!s && s.outerHTML !== old; }"

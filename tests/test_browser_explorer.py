@@ -229,7 +229,8 @@ def test_chinese_projector_explorer(jupyterlab, page):
 
     import tapeviz as tv
     from tapeviz.messages import say
-    from tapeviz.picture.themes import LIGHT, PROJECTOR
+    from tapeviz.picture.style import DPI
+    from tapeviz.picture.themes import LIGHT, PROJECTOR, explorer_theme
 
     write_notebook(jupyterlab.root / ZH_PROJECTOR_NOTEBOOK, ZH_PROJECTOR_CELLS)
     _open_explorer(page, jupyterlab, ZH_PROJECTOR_NOTEBOOK)
@@ -249,7 +250,11 @@ def test_chinese_projector_explorer(jupyterlab, page):
     sizes = {float(s) for s in re.findall(r'font-size="([0-9.]+)', svg)}
     light = tv.explore(tape, y, lang="zh", theme="light")
     light_sizes = {float(s) for s in re.findall(r'font-size="([0-9.]+)', light.canvas.value)}
-    assert PROJECTOR.font > LIGHT.font and min(sizes) > max(light_sizes) * 0.99, (sizes, light_sizes)
+    # projector text is bigger than the light explorer's (itself raised to 9 pt: explorer_theme),
+    # its smallest text bigger than the light one's box titles
+    titles = explorer_theme("light").font * DPI / 72  # font-size is in viewBox units (canvas px)
+    assert PROJECTOR.font > LIGHT.font and max(sizes) > max(light_sizes), (sizes, light_sizes)
+    assert min(sizes) > titles > min(light_sizes), (sizes, light_sizes)
 
     expect(page.locator(PANEL).first).to_contain_text(say("panel.global", "zh").strip())
     raw = float(tf.norm(2 * x))
@@ -265,10 +270,11 @@ GALLERY_NOTEBOOK = "explorer_transformer.ipynb"
 def test_a_transformers_explorer_fits_the_cell_at_full_text_size(jupyterlab, page):
     """Issue 20: the explorer's picture of a 30-box Transformer is laid out for a notebook
     cell (rows.CELL_WIDTH): in JupyterLab it shows whole, neither scrolled nor shrunk, its
-    text at the theme's size. Screenshot for the eye."""
+    smallest text (tags, edge labels, values) at 9 pt as the browser lays it out.
+    Screenshot for the eye."""
     from pathlib import Path
 
-    from tapeviz.picture.themes import LIGHT
+    from tapeviz.picture.themes import EXPLORER_TEXT
 
     tests = str(Path(__file__).resolve().parent)
     cells = [
@@ -293,5 +299,5 @@ def test_a_transformers_explorer_fits_the_cell_at_full_text_size(jupyterlab, pag
     )
     assert got["width"] <= got["cell"] + 1 and got["scroll"] <= got["cell"] + 1, got  # whole, no scroll bar
     smallest_pt = got["fontPx"] * 72 / 96  # CSS px -> pt
-    assert smallest_pt >= LIGHT.font - 1.5 - 0.05, got  # chips (font - 1.5) and up, as in a file
+    assert smallest_pt >= EXPLORER_TEXT - 0.05, got  # 9 pt, titles 9.5 (a file: tags 6.5 pt)
     screenshot(page, "explorer_transformer")

@@ -99,7 +99,9 @@ class ExplorerOnPage:
 
 
 def _drag_handle_to(page, handle, track, value: int, lo: int, hi: int) -> None:
-    """Drag a noUiSlider handle with the mouse to where ``value`` sits on its track."""
+    """Drag a noUiSlider handle with the mouse to where ``value`` sits on its track (in view
+    first: an explorer taller than the window, scrolled into view, can hide it above)."""
+    handle.scroll_into_view_if_needed()
     box = track.bounding_box()
     hb = handle.bounding_box()
     x = box["x"] + box["width"] * (value - lo) / (hi - lo)

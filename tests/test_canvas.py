@@ -312,6 +312,13 @@ def test_frames_hold_their_groups_boxes(nested):
             path = scene.display.tree.paths.get(n, ())
             if f.gid in path:  # each of its boxes is inside a piece of the frame
                 assert any(x <= b.x and b.x + b.w <= x + w and y <= b.y and b.y + b.h <= y + h for x, y, w, h in pieces)
+    # the frames' names (9 pt) and lines clear of every text, the caption and each other's names,
+    # with the groups as opened here and with all three levels open
+    from test_placement import check
+
+    assert scene.frames and {f.gid for f in scene.frames} == set(frames)
+    check(scene, "nested frames")
+    check(ex.model.view(ex.state.replace(collapsed=frozenset())).scene, "nested frames, all open")
 
 
 def test_fallback_to_html_says_so_once(monkeypatch):

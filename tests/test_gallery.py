@@ -93,17 +93,47 @@ def test_each_named_box_shows_its_full_path_on_hover(recorded, name):
         assert all(len(t) < len(full) for full, t in paths.items())
 
 
-@pytest.mark.parametrize("name", ["Transformer", "U-Net", "VAE"])
-def test_explorer_picture_fits_a_notebook_cell_at_full_text_size(recorded, name):
-    """The explorer lays its picture out for a cell (CELL_WIDTH), so it shows whole at the
-    theme's own text size: not scrolled, and not shrunk (to_svg(fit=True) never shrinks the
-    default theme's text)."""
+#: Rows of the explorer's picture when its text was 8 pt (before issue 20's 9 pt): at 9 pt
+#: it keeps them (three columns a row) and grows in height by its rows' height alone.
+EXPLORER_ROWS_AT_8_PT = {"Transformer": (10, 1736), "U-Net": (5, 1065), "VAE": (5, 1777)}
+
+
+@pytest.mark.parametrize("name", list(EXPLORER_ROWS_AT_8_PT))
+def test_explorer_picture_fits_a_notebook_cell_with_no_text_below_9_pt(recorded, name):
+    """The explorer lays its picture out for a cell (CELL_WIDTH), so it shows whole, not
+    scrolled and not shrunk, with every text at 9 pt or more as shown (a flatter, larger
+    scale than a file's 8 / 6.5 pt, on columns that grew less than the text): three boxes a
+    row, as many rows as at 8 pt, at most 1.3 times as tall; frames off the caption and no
+    overlaps (test_placement.check, which looks at the frames' names too)."""
+    from svg_text import CSS_PX_PER_PT, shown_text_pt, shown_width_pt
+
+    from tapeviz.explorer.state import picture
+    from tapeviz.picture.themes import EXPLORER_TEXT
+
     step, _, page_scene = recorded(name)
     explorer = tv.explore(step.tape, step.loss)
     scene = explorer.view.scene
     assert scene.canvas[0] <= CELL_WIDTH < page_scene.canvas[0], (name, round(scene.canvas[0]))
     assert set(scene.boxes) == set(page_scene.boxes)  # the same picture, in more rows
+    svg = picture(explorer.model, explorer.state)
+    assert min(shown_text_pt(svg) + shown_text_pt(svg, shrunk=True)) >= EXPLORER_TEXT - 0.01, name
+    rows, height = EXPLORER_ROWS_AT_8_PT[name]
+    columns = {round(x) for x, _ in scene.pos.values()}
+    assert len(columns) == 3 and len(scene.frames) > 0, (name, columns)
+    assert not [t.text for t, _, _ in scene.labels.values() if ELLIPSIS in t.text], name  # titles whole
+    assert len(_row_firsts(scene)) == rows, name
+    shown_h = shown_width_pt(svg) * CSS_PX_PER_PT * scene.canvas[1] / scene.canvas[0]
+    assert shown_h <= 1.3 * height, (name, round(shown_h), height)
     check(scene, (name, "explorer"))
+
+
+def _row_firsts(scene) -> set:
+    """The first column of each row the scene folded its layout into: a box's column in
+    the layered layout, less its column in its row."""
+    from tapeviz.picture.layout import layered_layout
+
+    unfolded = layered_layout(scene.display.nx)
+    return {round(unfolded[n][0]) - round(x) for n, (x, _) in scene.pos.items()}
 
 
 @pytest.mark.parametrize("name", GALLERY)
@@ -158,6 +188,11 @@ def test_a_long_name_takes_a_second_line_broken_after_a_separator():
     assert "".join(lines) == "x" * 30 and len(lines) == 2
     lines = name_lines("x" * 80, width, size, "bold")
     assert len(lines) == 2 and lines[1].endswith(ELLIPSIS)
+    # a separator in the last ellipsis' width of the line: taken when the name would be cut
+    # otherwise (the explorer's 9.5 pt titles in its 113 pt boxes), as a file's 8 pt title breaks
+    head = fonts.text_width("sparse_categorical_", 9.5, "bold")
+    width = head + fonts.text_width(ELLIPSIS, 9.5, "bold") / 2
+    assert name_lines("sparse_categorical_crossentropy", width, 9.5, "bold") == ["sparse_categorical_", "crossentropy"]
 
 
 def test_row_lengths_are_balanced_and_each_tried_once():

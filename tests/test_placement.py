@@ -14,7 +14,9 @@ import tensorflow as tf
 
 import tapeviz as tv
 from tapeviz.examples import EXAMPLES
+from tapeviz.picture.rows import CELL_WIDTH
 from tapeviz.picture.scene import Scene
+from tapeviz.picture.themes import explorer_theme
 
 HERE = Path(__file__).resolve().parent
 EPS = 0.5  # pixels: touching is not overlapping
@@ -67,6 +69,18 @@ def problems(scene: Scene) -> dict[str, list]:
     for n, b in boxes.items():
         if not _inside(b, canvas):
             out["outside"].append(f"box {n}")
+    # an open group's frame (the explorer's canvas) holds its boxes, and stays off the
+    # title, caption and legend
+    chrome = [(what, r) for what, owner, r in texts if what in ("title", "caption") or what.startswith("legend")]
+    # ... and its line runs through no text drawn without a background (gradients under
+    # boxes, frames' names): such a text is inside the frame or clear of it
+    bare = [(what, r) for what, owner, r in texts if what.startswith(("gradient", "frame name"))]
+    out["frame/chrome"] = []
+    for gid, f in placed.get("frames", ()):
+        if not _inside(f, canvas):
+            out["outside"].append(f"frame {gid}")
+        out["frame/chrome"] += [(gid, what) for what, r in chrome if _overlap(f, r)]
+        out["frame/chrome"] += [(gid, what) for what, r in bare if _overlap(f, r) and not _inside(r, f)]
     for e, a in scene.arrows.items():
         for x, y in a.path.vertices if a.path is not None else (a.start, a.end):
             px, py = scene.data_to_px(x, y)
@@ -84,7 +98,7 @@ def check(scene: Scene, what: str) -> None:
             scene.set_step(k)
         found = problems(scene)
         counts = {kind: len(v) for kind, v in found.items()}
-        assert counts == {"label/label": 0, "label/box": 0, "outside": 0}, (
+        assert counts == {"label/label": 0, "label/box": 0, "outside": 0, "frame/chrome": 0}, (
             what,
             k,
             {kind: v[:4] for kind, v in found.items()},
@@ -103,6 +117,8 @@ def test_built_in_examples_in_every_view_and_theme(name):
         check(Scene(g, fl, **kw), (name, kw))
     for theme in ("dark", "projector"):
         check(Scene(g, fl, theme=theme), (name, theme))
+    explorer = explorer_theme("light")  # the explorer's canvas: 9 pt text, frames drawn, a cell wide
+    check(Scene(g, fl, theme=explorer, page=CELL_WIDTH, frames=True), (name, "explorer"))
 
 
 def small_cnn():
@@ -195,7 +211,7 @@ def test_the_counter_sees_overlaps_and_escapes():
     """The measure itself: a label moved onto a box, onto another label and off the canvas is counted."""
     run = EXAMPLES["stop_gradient"].run()
     s = Scene(run.tape.graph, tv.flow(run.tape, run.target))
-    assert problems(s) == {"label/label": [], "label/box": [], "outside": []}
+    assert problems(s) == {"label/label": [], "label/box": [], "outside": [], "frame/chrome": []}
     n, box = next(iter(s.boxes.items()))
     e, label = next((e, t) for e, t in s.edge_labels.items() if t.text)
     label.x, label.y = box.x + box.w / 2, box.y + box.h / 2
@@ -203,6 +219,16 @@ def test_the_counter_sees_overlaps_and_escapes():
     assert found["label/box"] and found["label/label"]  # on the box and on the box's own texts
     s.grads[n].x = -50.0
     assert problems(s)["outside"]
+    # a group's frame (the explorer's canvas) across the caption, or through a gradient's text
+    run = EXAMPLES["clip_in_training"].run()
+    s = Scene(run.tape.graph, tv.flow(run.tape, run.target), theme=explorer_theme("light"), frames=True)
+    assert s.frames and not problems(s)["frame/chrome"]
+    top = max(s.frames, key=lambda f: f.y + f.h)
+    s.caption_label.y = s.data_to_px(top.x, top.y + top.h)[1] + 5.0  # hanging down across the frame's top
+    assert (top.gid, "caption") in problems(s)["frame/chrome"]
+    n = next(n for n in s.boxes if s.grads[n].text)
+    s.grads[n].text = "∂ " + "9" * 60  # wider than any frame around it
+    assert any(what == f"gradient {n}" for _, what in problems(s)["frame/chrome"])
 
 
 @pytest.mark.parametrize("wrap", [2, 3, 4, 7])

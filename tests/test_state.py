@@ -6,6 +6,8 @@ compare what they show with TensorFlow, then check the widget shows the same."""
 import numpy as np
 import pytest
 import tensorflow as tf
+from svg_text import CSS_PX_PER_PT, shown_text_pt, shown_width_pt
+from test_placement import check
 
 import tapeviz as tv
 from tapeviz.api import _explored
@@ -38,8 +40,10 @@ def test_picture_of_a_state_is_the_views_svg_at_that_step(persistent):
     ex = _explored(tape, targets, None)
     s = ex.initial().replace(target="f2", step=0)
     svg = st.picture(ex, s)
-    view = tv.view(tape, targets["f2"], step=0)
-    expected = to_svg(view)
+    from tapeviz.picture.themes import explorer_theme
+
+    view = tv.view(tape, targets["f2"], step=0, theme=explorer_theme("light"))  # the explorer's text size
+    expected = to_svg(view, fit=True, frames=True)
     assert svg == expected[expected.find("<svg") :]
     assert st.picture(ex, s) is svg, "a state seen before is not drawn again"
 
@@ -142,3 +146,32 @@ def test_auto_theme_follows_the_page(persistent):
         assert not fixed.auto_theme and fixed.page_theme is None and fixed.state.theme == "projector"
     finally:
         fixed.close()
+
+
+@pytest.mark.parametrize("theme", ["light", "dark", "projector"])
+def test_the_explorers_picture_has_no_text_below_9_pt_and_fits_the_cell(theme):
+    """Issue 20: the explorer's inline SVG, shown at its own size (1 viewBox unit = 0.72 pt)
+    or shrunk as far as its style lets a narrow cell squeeze it, writes every text (titles,
+    values, edge labels, tags, frames' names, caption, legend) at 9 pt or more, and is laid
+    out for a notebook cell (rows.CELL_WIDTH canvas px, ~1,000 CSS px): a Keras model's 14
+    boxes in rows of three, as many rows as its picture had at 8 pt."""
+    from tapeviz import examples
+    from tapeviz.picture.rows import CELL_WIDTH
+    from tapeviz.picture.themes import EXPLORER_TEXT
+
+    run = examples.clip_in_training()
+    ex = _explored(run.tape, run.target, None)
+    s = ex.initial(theme=theme)
+    for state in (s, s.replace(step=0), s.replace(show_all=True)):
+        svg = st.picture(ex, state)
+        sizes = shown_text_pt(svg) + shown_text_pt(svg, shrunk=True)
+        assert min(sizes) >= EXPLORER_TEXT - 0.01, (theme, state.step, state.show_all, min(sizes))
+        assert shown_width_pt(svg) * CSS_PX_PER_PT <= CELL_WIDTH * 0.96 + 1  # ~1,000 CSS px
+        assert 'id="group-' in svg or state.show_all  # its groups' frames are drawn (and named)
+    scene = ex.view(s).scene
+    check(scene, ("explorer", theme))  # no overlap; frames off the caption, their names clear of lines
+    if theme != "projector":  # (the projector's 12 pt text takes two columns a row, as before)
+        assert len({round(x) for x, _ in scene.pos.values()}) == 3  # columns in a row
+    # the same picture in a file keeps the theme's own sizes (8 pt text, 6.5 pt tags in light)
+    file_sizes = shown_text_pt(to_svg(tv.view(run.tape, run.target, theme=theme)))
+    assert min(file_sizes) == pytest.approx({"projector": 10.5}.get(theme, 6.5), abs=0.01)

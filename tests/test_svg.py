@@ -388,7 +388,8 @@ def test_the_canvas_may_shrink_a_projector_picture_to_the_page_but_keeps_its_tex
     root = re.search(r"<svg [^>]*>", to_svg(projector, fit=True)).group(0)
     width = float(re.search(r'width="([0-9.]+)pt"', root).group(1))
     floor = float(re.search(r"min-width:([0-9.]+)pt", root).group(1))
-    assert "max-width:100%" in root and floor == pytest.approx(width * MIN_FIT_TEXT / PROJECTOR.font, abs=0.01)
+    assert PROJECTOR.smallest == PROJECTOR.font - 1.5  # its tags, 10.5 pt: shrunk to 9 pt, no further
+    assert "max-width:100%" in root and floor == pytest.approx(width * MIN_FIT_TEXT / PROJECTOR.smallest, abs=0.01)
     assert "max-width" not in re.search(r"<svg [^>]*>", to_svg(projector)).group(0)  # files keep their size
-    light = tv.view(run.tape, run.target)  # 8 pt text: no room to shrink
+    light = tv.view(run.tape, run.target)  # 6.5 pt tags: no room to shrink
     assert "max-width" not in re.search(r"<svg [^>]*>", to_svg(light, fit=True)).group(0)

@@ -251,3 +251,36 @@ def test_a_chinese_picture_made_without_the_font_has_no_overlaps(no_cjk_font):
     assert view.scene.title_label.text == "反向传播：梯度从 y 流回 x"
     check(view.scene, "zh without a CJK font")
     assert "反向传播" in view._repr_svg_()
+
+
+def test_explorer_theme_has_no_text_below_9_pt_and_narrower_columns_than_its_text():
+    """The explorer's theme (issue 20): every text at least 9 pt, the smaller ones raised
+    more than the titles (a flatter scale), columns grown less than the text, so that a
+    file's three columns per row still fit a notebook cell; files keep their themes."""
+    from tapeviz.picture.rows import CELL_WIDTH
+    from tapeviz.picture.style import DPI, INCH_X, MARGIN
+    from tapeviz.picture.themes import BELOW, EXPLORER_TEXT, explorer_theme
+
+    for name in ("light", "dark"):
+        base, big = THEMES[name], explorer_theme(name)
+        sizes = {role: big.size(role) for role in BELOW}
+        assert min(sizes.values()) == big.smallest == EXPLORER_TEXT < big.font, sizes
+        assert base.smallest < EXPLORER_TEXT and {r: base.size(r) for r in BELOW} == {
+            r: base.font - b for r, b in BELOW.items()
+        }  # files: the old offsets, nothing floored
+        grow_text = big.font / base.font
+        grow_rows, grow_columns = big.scale / base.scale, big.scale * big.column / (base.scale * base.column)
+        assert grow_columns < grow_text <= grow_rows, (grow_text, grow_rows, grow_columns)
+        assert {**big.__dict__, "font": 0, "scale": 0, "column": 0, "least": 0} == {
+            **base.__dict__,
+            "font": 0,
+            "scale": 0,
+            "column": 0,
+            "least": 0,
+        }  # same colours, name, lines
+        # three columns, the gap left of the first, return lanes right of the last and the
+        # margins fit the cell: 3.16 columns (0.73 + 2 + 0.43) and 2 margins
+        column_px = INCH_X * big.scale * big.column * DPI
+        assert 3.16 * column_px + 2 * MARGIN * big.scale * DPI / 72 <= CELL_WIDTH < 4 * column_px
+    assert explorer_theme("projector") is THEMES["projector"]  # its tags are 10.5 pt already
+    assert THEMES["light"].font == 8.0 and THEMES["light"].least == 0.0  # files keep their look

@@ -33,6 +33,7 @@ from ..picture.frames import group_frames
 from ..picture.marks import Hidden
 from ..picture.options import option_names
 from ..picture.rows import CELL_WIDTH
+from ..picture.themes import explorer_theme
 from ..picture.visibility import Collapsed, Shown, decide
 from ..record.graph import GRAD_NORM, TapeGraph, format_value
 from . import panels, quiz
@@ -195,8 +196,10 @@ class Explored:
                 self.flow(state.target),
                 collapsed=set(key[1]),
                 functions=set(state.functions),
-                **{n: getattr(state, n) for n in _VIEW_OPTIONS},
+                **{n: getattr(state, n) for n in _VIEW_OPTIONS if n != "theme"},
+                theme=explorer_theme(state.theme),  # no text below 9 pt on the screen; files keep the theme
                 page=CELL_WIDTH,
+                frames=True,
             )
         view.overrides = clipped_texts(self, state)
         view.hidden = quiz_hidden(self, state)

@@ -29,11 +29,11 @@ import re
 from typing import Any
 
 from ..picture import fonts
-from ..picture.frames import GroupFrame, group_frames
+from ..picture.frames import GroupFrame, group_frames, name_label
 from ..picture.marks import Arrow, Box, Label, Swatch
 from ..picture.scene import Scene
 from ..picture.style import CURVE4, DPI, MOVETO
-from ..picture.themes import FONT_FAMILIES, rgba
+from ..picture.themes import EXPLORER_TEXT, FONT_FAMILIES, rgba
 from .painter import Painter
 
 __all__ = ["to_svg", "SvgPainter", "draws_whole_figure", "head_and_line", "chevron"]
@@ -266,20 +266,7 @@ class SvgPainter(Painter):
             f'style="{style}"/>'
             for x0, y0, x1, y1 in rects
         ]
-        x0, y0, x1, _ = rects[0]  # pieces come top row first, left to right
-        # the innermost frames name themselves top left, the ones holding them top right (apart);
-        # px=True: (x, y) are canvas pixels measured from the bottom
-        left = f.inner == 0
-        name = Label(
-            x0 + 4 * self.px if left else x1 - 4 * self.px,
-            self.height - y0 - 2 * self.px,
-            f.name,
-            th.font * 0.85,
-            color=th.muted,
-            ha="left" if left else "right",
-            va="top",
-        )
-        out.append(self.text(name, px=True))
+        out.append(self.text(name_label(f, self.scene)))
         return f'<g id="group-{_esc(f.gid)}" class="tv-group">{"".join(out)}</g>\n'
 
     def swatch(self, sw: Swatch) -> str:
@@ -375,18 +362,18 @@ def draws_whole_figure(view) -> bool:
     return True if check is None else check()
 
 
-#: A picture shrunk to fit its place on a page keeps its text at least this big (points).
-MIN_FIT_TEXT = 9.0
+#: A picture shrunk to fit its place on a page keeps its smallest text at least this big (points).
+MIN_FIT_TEXT = EXPLORER_TEXT
 
 
 def to_svg(view: Any, *, fit: bool = False, frames: bool = False) -> str:
     """The view (a GraphView or a Scene) as it stands now, as a standalone SVG document.
 
     ``fit=True`` (the explorer's canvas): the picture may shrink to the width of the page
-    around it, but no further than keeps its base text at :data:`MIN_FIT_TEXT` points; a
-    wider picture scrolls. Only the projector theme's large text leaves room to shrink
-    (12 pt down to 9): a projector picture of a few boxes then fits a notebook cell
-    instead of being cut at its right edge. Files keep their size.
+    around it, but no further than keeps its smallest text (tags) at :data:`MIN_FIT_TEXT`
+    points; a wider picture scrolls. Only the projector theme's large text leaves room to
+    shrink (tags 10.5 pt down to 9): a projector picture of a few boxes then fits a
+    notebook cell instead of being cut at its right edge. Files keep their size.
 
     Ids: ``node-<node>`` (a box with its labels), ``grad-<node>`` (the gradient text
     under it), ``chips-<node>`` (its tags), ``edge-<u>-<v>-<k>`` (an arrow: its line path
@@ -402,7 +389,7 @@ def to_svg(view: Any, *, fit: bool = False, frames: bool = False) -> str:
     w = SvgPainter(sc)
     W, H, px = w.width, w.height, w.px
     style = "white-space:pre"
-    shrink = MIN_FIT_TEXT / sc.theme.font
+    shrink = MIN_FIT_TEXT / sc.theme.smallest
     if fit and shrink < 1.0:
         style += f";max-width:100%;height:auto;min-width:{shrink * W / px:.2f}pt"
     out = [
@@ -414,7 +401,7 @@ def to_svg(view: Any, *, fit: bool = False, frames: bool = False) -> str:
         f'<rect width="100%" height="100%"{w.paint("fill", sc.theme.background)}/>\n',
     ]
     if frames:
-        drawn = [w.frame(f) for f in group_frames(sc)]
+        drawn = [w.frame(f) for f in (sc.frames or group_frames(sc))]
         if drawn:
             out += ['<g id="layer-groups">\n', *drawn, "</g>\n"]
     out.append('<g id="layer-edges">\n')

@@ -115,6 +115,7 @@ class GraphView:
         depth: int | None = None,
         expand: Iterable[str] = (),
         page: float = PAGE_WIDTH,
+        frames: bool = False,
     ):
         magnitudes = None
         if magnitude and flow is not None:
@@ -139,6 +140,7 @@ class GraphView:
             depth=depth,
             expand=expand,
             page=page,
+            frames=frames,
         )
         self._user_ax = ax
         self._drawing: _Drawing | None = None
@@ -289,7 +291,7 @@ class GraphView:
                 loc="upper center",
                 bbox_to_anchor=(0.5, -0.08),
                 ncol=3,
-                fontsize=sc.font - 0.5,
+                fontsize=sc.theme.size("legend"),
                 frameon=False,
             )
             if handles
@@ -366,6 +368,7 @@ class GraphView:
             magnitude=self.magnitude,
             wrap=sc.wrap,
             page=sc.page,
+            frames=sc.show_frames,
         )
         view.overrides = self.overrides
         view.set_step(self.step)

@@ -8,7 +8,8 @@ opened and can click its frame to close it again.
 
 Frames are plain records in data units, like boxes; the SVG writer draws them behind
 the edges (``g#group-<group id>``). Nested frames get wider margins, innermost first,
-so the lines of a group and of its parent never coincide. The layout places boxes by
+so the lines of a group and of its parent never coincide; above the boxes, each
+frame leaves a band for its name over those of the frames inside it. The layout places boxes by
 the flow, not by group, so a group's boxes may sit among others' (a wrapped row, a
 bias beside another layer's input): then one rectangle would claim boxes that are not
 in it, and the frame is drawn in pieces around runs of its own boxes instead.
@@ -18,13 +19,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import fonts
+from .marks import Label
 from .style import CAPTION_H
 from .visibility import Shown
 
-__all__ = ["GroupFrame", "group_frames"]
+__all__ = ["GroupFrame", "group_frames", "name_label"]
 
 PAD_X, PAD_TOP, PAD_BOTTOM = 0.05, 0.11, CAPTION_H + 0.03  # data units around the innermost frame
 NEST_X, NEST_Y = 0.035, 0.04  # more margin per open group inside
+NAME_X, NAME_Y = 4.0, 2.0  # points between a frame's corner and its name
 
 
 @dataclass(frozen=True)
@@ -58,12 +62,33 @@ def _open_path(display: Shown, node) -> tuple[str, ...]:
     return tuple(out)
 
 
+def name_label(f: GroupFrame, scene) -> Label:
+    """A frame's name, inside its top corner (of its first piece, the top row's): the
+    innermost frames name themselves top left, the ones holding them top right (apart)."""
+    th = scene.theme
+    x, y, w, h = f.parts[0] if f.parts else (f.x, f.y, f.w, f.h)
+    dx, dy = NAME_X / scene.unit[0], NAME_Y / scene.unit[1]
+    left = f.inner == 0
+    return Label(
+        x + dx if left else x + w - dx,
+        y + h - dy,
+        f.name,
+        th.size("frame"),
+        color=th.muted,
+        ha="left" if left else "right",
+        va="top",
+    )
+
+
 def group_frames(scene) -> list[GroupFrame]:
-    """The frames of a scene's open groups, outermost first (so inner ones are drawn on top)."""
+    """The frames of a scene's open groups, outermost first (so inner ones are drawn on top).
+    Above its boxes, a frame leaves room for its name (:func:`name_label`)."""
     display: Shown = scene.display
     tree = getattr(display, "tree", None)
     if tree is None or not tree.groups:
         return []
+    size = scene.theme.size("frame")
+    pad_top = max(PAD_TOP, (sum(fonts.line_box(size)[:2]) + NAME_Y + 1.0) / scene.unit[1])
     bounds: dict[str, list[float]] = {}
     inner: dict[str, int] = {}  # open groups nested inside, on the deepest path
     members: dict[str, list] = {}
@@ -90,19 +115,20 @@ def group_frames(scene) -> list[GroupFrame]:
         x0 = box[0] - PAD_X - k * NEST_X
         x1 = box[2] + PAD_X + k * NEST_X
         y0 = box[1] - PAD_BOTTOM - k * NEST_Y
-        y1 = box[3] + PAD_TOP + k * NEST_Y
+        y1 = box[3] + (k + 1) * pad_top  # a band for its name above each frame inside
         strangers = any(
             grp.id not in paths[n] and x0 < b.x + b.w / 2 < x1 and y0 < b.y + b.h / 2 < y1
             for n, b in scene.boxes.items()
             if n in paths
         )
-        parts = _pieces(members[grp.id], k) if strangers else ()
+        parts = _pieces(members[grp.id], k, pad_top) if strangers else ()
         out.append(GroupFrame(grp.id, grp.name, x0, y0, x1 - x0, y1 - y0, grp.level, k, parts))
     return out
 
 
-def _pieces(boxes: list, k: int) -> tuple:
-    """Rectangles around runs of boxes side by side in one row (next columns), padded."""
+def _pieces(boxes: list, k: int, pad_top: float) -> tuple:
+    """Rectangles around runs of boxes side by side in one row (next columns), padded; the
+    first (top left) is the one :func:`name_label` writes the name in."""
     runs: list[list[float]] = []
     for b in sorted(boxes, key=lambda b: (-b.y, b.x)):
         last = runs[-1] if runs else None
@@ -110,5 +136,9 @@ def _pieces(boxes: list, k: int) -> tuple:
             last[2] = b.x + b.w
         else:
             runs.append([b.x, b.y, b.x + b.w, b.y + b.h])
-    px, pt, pb = PAD_X + k * NEST_X, PAD_TOP + k * NEST_Y, PAD_BOTTOM + k * NEST_Y
-    return tuple((x0 - px, y0 - pb, x1 - x0 + 2 * px, y1 - y0 + pt + pb) for x0, y0, x1, y1 in runs)
+    px, pt, pb = PAD_X + k * NEST_X, pad_top + k * NEST_Y, PAD_BOTTOM + k * NEST_Y
+    named = (k + 1) * pad_top  # the first piece holds the name, in a band above the frames inside
+    return tuple(
+        (x0 - px, y0 - pb, x1 - x0 + 2 * px, y1 - y0 + (named if i == 0 else pt) + pb)
+        for i, (x0, y0, x1, y1) in enumerate(runs)
+    )

@@ -64,12 +64,12 @@ def legend_entries(scene: LegendSource) -> list[tuple[str, Any, str]]:
 def legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple[list[Swatch], float]:
     """Legend entries flowed into centred rows no wider than ``inner`` points; positions
     in points from the lower-left of the legend area (the caller shifts them)."""
-    size = font - 0.5
+    size, tag = th.size("legend", font), th.size("tag", font)
     sample_w, sample_h, sep, col_gap = 20.0 * th.scale, 9.0 * th.scale, 4.0, 14.0 * th.scale
     items = []
     for kind, style, text in entries:
         if kind == "chip":
-            w_sample = fonts.text_width("2.0", size - 1) + 2 * CHIP_PAD * (size - 1)
+            w_sample = fonts.text_width("2.0", tag) + 2 * CHIP_PAD * tag
         elif kind == "note":  # a sample text in the gradients' colour
             w_sample = fonts.text_width(style, size)
         elif kind == "scale":  # the low end's label and ten colour steps; the high end's label leads the text
@@ -152,7 +152,7 @@ def legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple[
                     x + w_sample / 2,
                     y,
                     "2.0" if style == "value" else ("x" if style == "input" else "∼"),
-                    size - 1,
+                    tag,
                     color=tc,
                     boxed=True,
                     fill=fc,

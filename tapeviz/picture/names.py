@@ -47,10 +47,21 @@ def name_lines(name: str, width: float, size: float, weight="normal", *, lines: 
     """``name`` broken into at most ``lines`` lines of at most ``width`` points: after a
     ``/``, ``_``, ``-``, ``.`` or space where one fits, else inside a word; only a name longer
     than all the lines together is cut (with "…", at the end of the last line)."""
+    out = _break(name, width, size, weight, lines, 0.0)
+    if out and out[-1].endswith(fonts.ELLIPSIS):  # a break one "…" wider (the line has none) may save it
+        fuller = _break(name, width, size, weight, lines, fonts.text_width(fonts.ELLIPSIS, size, weight))
+        if not fuller[-1].endswith(fonts.ELLIPSIS):
+            return fuller
+    return out
+
+
+def _break(name: str, width: float, size: float, weight, lines: int, more: float) -> list[str]:
+    """name_lines's lines, each break sought in the start that ``fonts.fit`` keeps in
+    ``width + more`` points (``fit`` keeps room for an ellipsis)."""
     out: list[str] = []
     rest = name
     while rest and len(out) < lines - 1 and fonts.text_width(rest, size, weight) > width:
-        head = fonts.fit(rest, width, size, weight).removesuffix(fonts.ELLIPSIS)
+        head = fonts.fit(rest, width + more, size, weight).removesuffix(fonts.ELLIPSIS)
         if not head:
             break
         cut = head.rfind("(")  # a note in brackets ("(3 alike)", "(call 2)") stays whole

@@ -29,7 +29,7 @@ from .style import (
     MAX_INCHES,
     TAIL,
 )
-from .themes import LIGHT, Theme
+from .themes import BELOW, LIGHT, Theme
 from .visibility import Shown
 from .wording import box_names, node_subtitle, node_value_text
 
@@ -97,13 +97,17 @@ def box_specs(
     return boxes
 
 
-@cache
-def box_lines(size: float, has_sub: bool, has_chips: bool) -> tuple[float, ...]:
+def box_lines(size: float, has_sub: bool, has_chips: bool, theme: Theme = LIGHT) -> tuple[float, ...]:
     """Heights (points) of a box's lines: title, subtitle, value, chips."""
+    return _box_lines(size, has_sub, has_chips, theme.least)
+
+
+@cache
+def _box_lines(size: float, has_sub: bool, has_chips: bool, least: float) -> tuple[float, ...]:
     title = sum(fonts.line_box(size, "bold")[:2])
-    sub = sum(fonts.line_box(size - 1, style="italic")[:2]) if has_sub else 0.0
-    value = sum(fonts.line_box(size - 0.5)[:2])
-    chips = label_height(size - 1.5) + 1.0 if has_chips else 0.0
+    sub = sum(fonts.line_box(max(size - BELOW["subtitle"], least), style="italic")[:2]) if has_sub else 0.0
+    value = sum(fonts.line_box(max(size - BELOW["value"], least))[:2])
+    chips = label_height(max(size - BELOW["tag"], least)) + 1.0 if has_chips else 0.0
     return (title, sub, value, chips)
 
 
@@ -131,7 +135,7 @@ def label_specs(
         sub = node_subtitle(graph, n, display, lang)
         chips = bool(d.get("chips"))
         title_lines = name_lines(names[n][0], inner, fontsize, "bold")
-        heights = list(box_lines(fontsize, bool(sub), chips))
+        heights = list(box_lines(fontsize, bool(sub), chips, theme))
         if len(title_lines) > 1:
             heights[0] = len(title_lines) * title_pitch
         gap = 2.0
@@ -143,18 +147,19 @@ def label_specs(
             if h:
                 top -= (h + gap) / ppu_y
         title = "\n".join(title_lines)
-        value = fonts.fit(node_value_text(graph, n, display), inner, fontsize - 0.5)
+        value_size, sub_size = theme.size("value", fontsize), theme.size("subtitle", fontsize)
+        value = fonts.fit(node_value_text(graph, n, display), inner, value_size)
         labels[n] = (
             Label(x, centres[0], title, fontsize, color=theme.text, weight="bold"),
             Label(
                 x,
                 centres[1] if sub else y,
-                fonts.fit(sub, inner, fontsize - 1, style="italic"),
-                fontsize - 1,
+                fonts.fit(sub, inner, sub_size, style="italic"),
+                sub_size,
                 color=theme.muted,
                 style="italic",
             ),
-            Label(x, centres[2], value, fontsize - 0.5, color=theme.value),
+            Label(x, centres[2], value, value_size, color=theme.value),
         )
     return labels
 
@@ -172,7 +177,7 @@ def chip_specs(
     """The chips of each box (folded constants, shapes, random masks, named inputs) as a
     row of small tags at the bottom of the box: as many as fit, then "+k"."""
     out = {}
-    size = fontsize - 1.5
+    size = theme.size("tag", fontsize)
     inner = BOX_W * unit[0] * 0.92
     pad = CHIP_PAD * size
     for n, d in display.nx.nodes(data=True):
@@ -244,7 +249,7 @@ def grad_specs(
             pos[n][0],
             pos[n][1] - BOX_H / 2 - 0.02,
             "",
-            fontsize - 0.5,
+            theme.size("gradient", fontsize),
             color=theme.grad_text,
             va="top",
             gid=f"grad-{n}",
@@ -307,7 +312,7 @@ def edge_label_specs(
             x,
             p.port,
             "",
-            fontsize - 1,
+            theme.size("edge", fontsize),
             color=theme.grad_text,
             ha="right",
             boxed=True,

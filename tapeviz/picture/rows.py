@@ -45,9 +45,10 @@ MAX_RATIO = 3.5
 #: ... except a picture no wider than a notebook cell (~1,100 px), shown at full size whatever
 #: its shape: a chain of four boxes stays one row.
 NARROW_PAGE = 1100
-#: The explorer's page: a notebook cell about 1,000 CSS px wide (a canvas pixel is 0.96 CSS
-#: px), so its picture shows whole at full text size instead of scrolling or shrinking.
-CELL_WIDTH = 1040
+#: The explorer's page: a notebook cell, 960 CSS px (a canvas pixel is 0.96 CSS px), so its
+#: picture shows whole at full text size instead of scrolling or shrinking. Measured: a
+#: JupyterLab cell's output is 968 CSS px wide in a 1,400 px window with the file browser open.
+CELL_WIDTH = 1000
 #: Layouts up to this many columns are folded to fit the page (about 12 rows of 5); longer
 #: ones (every op of a large model) are folded into bands as wide as a screen instead.
 PAGE_FIT_MOST = 60

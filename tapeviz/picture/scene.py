@@ -49,6 +49,7 @@ from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, check_lang, localize, say
 from ..record.graph import GRAD_NORM, VALUE_NORM, TapeGraph, format_value
 from . import fonts
+from .frames import group_frames, name_label
 from .layout import layered_routes
 from .legend import legend_entries, legend_layout
 from .marks import Arrow, Frame, Hidden, Label
@@ -121,7 +122,9 @@ class Scene:
     ``functions``); positions and edge routes from ``layered_routes`` unless ``pos`` is
     given, in which case edges are drawn straight (the caller's positions carry no
     routes). ``theme``: "light", "dark", "projector" or a :class:`~tapeviz.picture.themes.Theme`;
-    ``lang``: the language of every word on the picture.
+    ``lang``: the language of every word on the picture. ``frames``: the open groups'
+    frames will be drawn (the explorer's canvas, ``to_svg(frames=True)``): the canvas
+    keeps room for them.
     """
 
     def __init__(
@@ -143,9 +146,11 @@ class Scene:
         depth: int | None = None,
         expand=(),
         page: float = PAGE_WIDTH,
+        frames: bool = False,
     ):
         self.wrap = _checked_wrap(wrap)
         self.page = page  # pixels: the width the rows are chosen for (the explorer's is a notebook cell's)
+        self.show_frames = frames  # open groups' frames are drawn (the explorer's canvas): room is kept for them
         self.graph = graph
         self.lang = check_lang(lang)
         self.theme = th = get_theme(theme)
@@ -153,7 +158,7 @@ class Scene:
         self.flow = flow
         self.display = self._decide_shown(collapsed, functions, placed=pos is not None, depth=depth, expand=expand)
         self.font = th.font
-        self.unit = (INCH_X * th.scale * 72.0, INCH_Y * th.scale * 72.0)  # points per data unit
+        self.unit = (INCH_X * th.scale * th.column * 72.0, INCH_Y * th.scale * 72.0)  # points per data unit
         self._list_what_is_shown()
         self.custom_title = title
         self.title = title or ""
@@ -166,9 +171,10 @@ class Scene:
         self.pos = pos
         self.routes = routes  # (u, v) -> bend points; edges not in it run straight to their consumer's gap
         self.lanes = lanes  # (u, v) -> lanes back to the next band, where the layout wraps
-        label_h = (label_height(self.font - 1) + 1.0) / self.unit[1]
+        label_h = (label_height(self.theme.size("edge")) + 1.0) / self.unit[1]
         plans = edge_plans(self.graph, self.pos, self.routes, self.display, self.lanes, label_h=label_h)
         self._make_records(plans, names)
+        self.frames = group_frames(self) if self.show_frames else []
         self.magnitudes, self.magnitude_scale = self._magnitudes(magnitudes)
         self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
         self._grad_rooms = self._grad_allowance(plans, label_h)
@@ -226,7 +232,7 @@ class Scene:
             choices = row_lengths(n_columns)
         else:  # too long for a page at full size: bands as wide as a screen can show
             choices = [band_columns(n_columns, most=BAND_MOST)]
-        column_px = INCH_X * self.theme.scale * DPI
+        column_px = INCH_X * self.theme.scale * self.theme.column * DPI
         best = None
         for i, columns in enumerate(choices):
             if i < len(choices) - 1 and min(columns, n_columns) * column_px > self.page:
@@ -274,13 +280,14 @@ class Scene:
     def _make_records(self, plans, names) -> None:
         """One record per box, text, chip, gradient line, arrow and edge label (placement.py)."""
         graph, pos, disp, th = self.graph, self.pos, self.display, self.theme
-        self._rooms = {e: p.room * self.unit[0] - 2 * LABEL_PAD * (self.font - 1) - 1.0 for e, p in plans.items()}
+        edge = th.size("edge")
+        self._rooms = {e: p.room * self.unit[0] - 2 * LABEL_PAD * edge - 1.0 for e, p in plans.items()}
         self.boxes = box_specs(graph, pos, targets=self.targets, display=disp, theme=th, names=names)
         self.labels = label_specs(
             graph, pos, fontsize=self.font, display=disp, theme=th, lang=self.lang, unit=self.unit, names=names
         )
         chip_rows = {
-            n: trio[2].y - (sum(box_lines(self.font, True, True)[2:]) / 2 + 1.0) / self.unit[1]
+            n: trio[2].y - (sum(box_lines(self.font, True, True, th)[2:]) / 2 + 1.0) / self.unit[1]
             for n, trio in self.labels.items()
         }
         self.chips = chip_specs(disp, pos, fontsize=self.font, theme=th, unit=self.unit, rows=chip_rows, lang=self.lang)
@@ -360,10 +367,10 @@ class Scene:
         the gaps beside it hold no edge label at that height (at most to the middle of each
         gap, which the neighbouring column's gradient line may use from the other side)."""
         unit_x = self.unit[0]
-        size = self.font - 0.5
+        size = self.theme.size("gradient")
         text_h = sum(fonts.line_box(size)[:2]) / self.unit[1]
         rects: dict = {}  # column of the consumer -> reserved label rectangles (y0, y1, x0, x1), by y0
-        pad = LABEL_PAD * (self.font - 1) / unit_x
+        pad = LABEL_PAD * self.theme.size("edge") / unit_x
         for p in plans.values():
             x1 = p.gap_right - (CONVERGE_ROOM if abs(p.port - p.end_y) > 1e-9 else TAIL) - p.col * p.room
             rects.setdefault(round(p.gap_right + BOX_W / 2), []).append(
@@ -375,10 +382,19 @@ class Scene:
             starts[col] = [r[0] for r in rs]
         out = {}
         most = 0.5 - 0.02  # half a column pitch, less a margin from the neighbour's text
+        walls = self._frame_walls()
         for n, g in self.grads.items():
             x, y_top = g.x, g.y
             y_low = y_top - text_h
             half = most
+            if walls is not None:  # a frame's line runs beside the text, not through it
+                x0, x1, y0, y1 = walls
+                near = (y0 < y_top) & (y1 > y_low)
+                if near.any():
+                    inside = near & (x0 < x) & (x < x1)
+                    sides = np.concatenate([x - x0[inside], x1[inside] - x, x0[near & (x0 >= x)] - x])
+                    sides = np.concatenate([sides, x - x1[near & (x1 <= x)]])
+                    half = min(half, float(sides.min()) - 2.0 / unit_x)
             c = round(x)
             for col in (c, c + 1):
                 rs = rects.get(col)
@@ -395,6 +411,15 @@ class Scene:
                         half = 0.0
             out[n] = max(half, BOX_W / 2) * 2 * unit_x
         return out
+
+    def _frame_walls(self):
+        """The open groups' frames (their pieces) as arrays x0, x1, y0, y1 in data units,
+        or None when no frame is drawn."""
+        rects = [r for f in self.frames for r in (f.parts or ((f.x, f.y, f.w, f.h),))]
+        if not rects:
+            return None
+        x, y, w, h = np.asarray(rects, float).T
+        return x, x + w, y, y + h
 
     # -- the canvas: graph, title, caption and legend -------------------------------
 
@@ -414,10 +439,14 @@ class Scene:
             arr = np.asarray(verts, float)
             xs += [float(arr[:, 0].min()), float(arr[:, 0].max())]
             ys += [float(arr[:, 1].min()), float(arr[:, 1].max())]
-        half = (label_height(self.font - 1) / 2 + 1.0) / self.unit[1]
+        half = (label_height(self.theme.size("edge")) / 2 + 1.0) / self.unit[1]
         for e, t in self.edge_labels.items():
             ys += [t.y - half, t.y + half]
             xs.append(t.x - (self._rooms.get(e, 0.0) + 2 * LABEL_PAD * t.size) / self.unit[0])
+        for f in self.frames:
+            for x, y, w, h in f.parts or ((f.x, f.y, f.w, f.h),):
+                xs += [x, x + w]
+                ys += [y, y + h]
         if not xs:
             return (0.0, 1.0, 0.0, 1.0)
         pad_x, pad_y = 0.04, 0.04
@@ -508,8 +537,9 @@ class Scene:
 
     def placed(self) -> dict[str, list]:
         """Everything placed on the canvas, for checking the placement: ``boxes`` as
-        (node, rect) and ``texts`` as (what, node it belongs inside or None, rect), rects
-        in canvas pixels (x0, y0, x1, y1; y up); only texts that show something."""
+        (node, rect), ``texts`` as (what, node it belongs inside or None, rect) and the
+        open groups' ``frames`` (drawn ones only) as (group, rect), rects in canvas pixels
+        (x0, y0, x1, y1; y up); only texts that show something."""
         boxes = []
         for n, b in self.boxes.items():
             (x0, y0), (x1, y1) = self.data_to_px(b.x, b.y), self.data_to_px(b.x + b.w, b.y + b.h)
@@ -534,7 +564,13 @@ class Scene:
             else:
                 sample = (sw.x, sw.y, sw.x + sw.w, sw.y + sw.h)
             texts.append((f"legend sample {sw.label.text}", None, sample))
-        return {"boxes": boxes, "texts": texts}
+        frames = []
+        for f in self.frames:
+            texts.append((f"frame name {f.gid}", None, self.text_rect(name_label(f, self))))
+            for x, y, w, h in f.parts or ((f.x, f.y, f.w, f.h),):
+                (x0, y0), (x1, y1) = self.data_to_px(x, y), self.data_to_px(x + w, y + h)
+                frames.append((f.gid, (x0, y0, x1, y1)))
+        return {"boxes": boxes, "texts": texts, "frames": frames}
 
     # -- texts -----------------------------------------------------------------------
 

@@ -14,15 +14,34 @@ Three themes:
 * ``projector``: light, with text 1.5x larger and lines twice as thick, for the back
   of a classroom (the whole picture scales, so nothing that fits on screen overlaps).
 
+A picture's smaller texts (subtitles, values, edge labels, tags) sit a fixed number of
+points below its base text (:data:`BELOW`), never below the theme's ``least``. The
+explorer draws any theme through :func:`explorer_theme`: on a screen, at the size a
+notebook shows its inline SVG, no text is below :data:`EXPLORER_TEXT` (9 pt), with the
+small texts raised more than the base text (a flatter scale: 9.5 pt titles over 9 pt
+tags, where a file has 8 over 6.5) and columns that stay narrow enough for three to fit
+a notebook cell. Files keep the themes as they are.
+
 Nothing here draws: the scene reads a Theme, and the writers (svg.py, artists.py) only
 copy what the scene's records say.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-__all__ = ["Theme", "THEMES", "DEFAULT_THEME", "get_theme", "ROLES", "FONT_FAMILIES", "rgba"]
+__all__ = [
+    "Theme",
+    "THEMES",
+    "DEFAULT_THEME",
+    "get_theme",
+    "explorer_theme",
+    "EXPLORER_TEXT",
+    "BELOW",
+    "ROLES",
+    "FONT_FAMILIES",
+    "rgba",
+]
 
 #: Font families, in the order a viewer should try them: matplotlib's default Latin font,
 #: then fonts with Chinese glyphs on Linux (Noto / Source Han), Windows and macOS.
@@ -34,6 +53,18 @@ FONT_FAMILIES = (
     "PingFang SC",
     "sans-serif",
 )
+
+#: How many points below the base text (a box's title) each smaller text is written.
+BELOW = {
+    "title": 0.0,  # a box's title (bold)
+    "subtitle": 1.0,  # a box's second line (italic: a layer's kind and size)
+    "value": 0.5,  # the forward value inside a box
+    "gradient": 0.5,  # the gradient written under a box
+    "edge": 1.0,  # an edge's label (its gradient or stop reason)
+    "tag": 1.5,  # a box's chips (folded constants, shapes, named inputs)
+    "legend": 0.5,  # the legend's texts
+    "frame": 1.5,  # an open group's name on its frame (the explorer's canvas)
+}
 
 #: The colour roles that carry meaning and must stay distinguishable for colour-blind readers.
 ROLES = ("flowing", "stopped", "bad", "active", "target")
@@ -67,10 +98,22 @@ class Theme:
     font: float = 8.0  # the base text size, in points
     line: float = 1.0  # line widths are multiplied by this
     scale: float = 1.0  # inches per layout unit are multiplied by this (bigger text needs bigger boxes)
+    column: float = 1.0  # a column's width is multiplied by this too (the explorer's are narrower for their text)
+    least: float = 0.0  # no text is smaller than this, in points (see :meth:`size`)
 
     def role(self, name: str) -> str:
         """The colour of one of :data:`ROLES`."""
         return getattr(self, name)
+
+    def size(self, text: str, font: float | None = None) -> float:
+        """The size (points) of one kind of text (a key of :data:`BELOW`): ``BELOW[text]``
+        points under the base text (``font``, default the theme's), but at least ``least``."""
+        return max((self.font if font is None else font) - BELOW[text], self.least)
+
+    @property
+    def smallest(self) -> float:
+        """The size of the theme's smallest text (points)."""
+        return self.size(max(BELOW, key=BELOW.__getitem__))
 
 
 _LIGHT_KINDS = {
@@ -166,6 +209,39 @@ def get_theme(theme: str | Theme | None) -> Theme:
         return THEMES[theme]
     except (KeyError, TypeError):
         raise ValueError(f"No theme named {theme!r}; use one of {', '.join(repr(t) for t in THEMES)}.") from None
+
+
+#: The explorer's smallest text, in points as a notebook shows it (issue 20: "no text below
+#: 9 pt"). Its inline SVG is shown at its own size: 1 pt of the theme is 1 pt (4/3 CSS px).
+EXPLORER_TEXT = 9.0
+#: The explorer's base text (box titles, bold): half a point above its smallest text.
+EXPLORER_FONT = 9.5
+#: Geometry of the explorer's picture, as multiples of a light file's. Rows: tall enough for
+#: a box's lines at the explorer's sizes (a two-line title, subtitle, value and a row of
+#: 9 pt tags). Columns: three fit a notebook cell (rows.CELL_WIDTH) with their gaps and
+#: margins, as in a file; the box and its gap grow by 1.13 while its text grows by 1.19
+#: (titles) to 1.38 (tags), so titles wrap onto their second line sooner and an edge label
+#: too long for its gap is written shorter (its norm alone: the shape is on the box).
+EXPLORER_ROWS = 1.22
+EXPLORER_COLUMNS = 1.13
+
+
+def explorer_theme(theme: str | Theme | None) -> Theme:
+    """The theme the explorer draws with: ``theme`` with no text below
+    :data:`EXPLORER_TEXT` points (light and dark: base text 8 -> 9.5 pt, edge labels 7 ->
+    9, tags 6.5 -> 9) and rows and columns grown for it (:data:`EXPLORER_ROWS`,
+    :data:`EXPLORER_COLUMNS`; colours, name and lines unchanged). A theme whose smallest
+    text is that big already (projector: tags 10.5 pt) is returned as it is."""
+    th = get_theme(theme)
+    if th.smallest >= EXPLORER_TEXT:
+        return th
+    return replace(
+        th,
+        font=max(th.font, EXPLORER_FONT),
+        least=EXPLORER_TEXT,
+        scale=th.scale * EXPLORER_ROWS,
+        column=th.column * EXPLORER_COLUMNS / EXPLORER_ROWS,
+    )
 
 
 def rgba(color: str) -> tuple[float, float, float, float]:
