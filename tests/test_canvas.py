@@ -154,7 +154,7 @@ def test_a_clip_move_is_patched_by_the_page_and_confirmed_by_the_kernel(nested):
     ex = tv.explore(tape, loss, theme="light", collapsed=False)  # every variable's clipped gradient drawn
     c, s = ex.canvas, ex.controls["clip_norm"]
     ex.controls["clip"].value = "by_norm"
-    s.value = 0.2  # below the 4×4 kernel's gradient norm (0.235): it is clipped
+    s.value = 0.2  # below the head bias's gradient norm (0.2869): it is clipped
     c._on_msg(c, {"event": "resync"}, [])  # the page starts from a whole picture
     page = _Page(c)
     assert [v for v, _ in c.clips["c"]] == [0.19, 0.21, 0.18, 0.22]  # one and two slider steps either way
@@ -167,7 +167,7 @@ def test_a_clip_move_is_patched_by_the_page_and_confirmed_by_the_kernel(nested):
         page.merge()
         assert local == (v != 0.05), v  # 0.05: no patch came ahead for it (a drag): the kernel's frame
         assert page.markup == c.value == st.picture(ex.model, ex.state), v
-        assert f"→ 4×4 ‖g‖ {v:.3g}<" in page.markup  # the clipped gradient's norm (TF's, see test_clipping)
+        assert f"∂ [-0.2869] → [{-v:.4g}]<" in page.markup  # the head's bias clipped (by TF: see test_clipping)
         want = st.picture(ex.model, ex.state.replace(clip_norm=round(v - 0.01, 10)))
         assert patches.apply(page.markup, c.clips["c"][0][1]) == want  # and the next value's patch is there
     # the step patches the clip moves left alone stay on the page: only those touching the finished pass go again
