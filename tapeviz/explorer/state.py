@@ -291,15 +291,39 @@ def clipped_texts(ex: Explored, state: ExplorerState) -> dict:
 
 
 def _clipped_texts(ex: Explored, target: str, rep: clipping.ClipReport) -> dict:
-    # the raw side of "∂ raw → clipped" is the same for every setting: written once
+    # "∂ raw → clipped" in a box's width: the numbers as they are when the text is short
+    # ("∂ [6.0, 8.0] → [0.6, 0.8]"), else the norms (clipping is about norms, and
+    # "∂ [-0.09405, -0.009118, …" left the clipped side cut off). The raw sides are the same
+    # for every setting: written once.
     raw = ex.cached_texts(
-        (target, "raw"), lambda: {name: format_value(rep.raw.get(name), norm=GRAD_NORM) for name in ex.variables()}
+        (target, "raw"),
+        lambda: {
+            name: (
+                format_value(rep.raw.get(name), norm=GRAD_NORM),
+                format_value(rep.raw.get(name), max_items=1, norm=GRAD_NORM),
+            )
+            for name in ex.variables()
+        },
     )
     out = {}
     for name, node in ex.variables().items():
         g = rep.clipped.get(name)
-        out[node] = f"∂ {raw[name]} → {format_value(g, norm=GRAD_NORM)}" if g is not None else "∂ None"
+        if g is None:
+            out[node] = "∂ None"
+            continue
+        before, after = raw[name][0], format_value(g, norm=GRAD_NORM)
+        if len(before) + len(after) + 5 > _SHORT_CLIP_TEXT:
+            before, after = raw[name][1], format_value(g, max_items=1, norm=GRAD_NORM)
+        shape = before.partition(GRAD_NORM)[0]  # "4×4 " when it is a shape and a norm
+        if GRAD_NORM in before and after.startswith(shape + GRAD_NORM + " "):
+            after = after[len(shape + GRAD_NORM) + 1 :]  # the norm alone: "∂ 4×4 ‖g‖ 0.235 → 0.19"
+        text = f"∂ {before} → {after}"
+        out[node] = text
     return out
+
+
+#: Characters of a clipped gradient text that fit under a box at the explorer's size.
+_SHORT_CLIP_TEXT = 28
 
 
 def picture(ex: Explored, state: ExplorerState) -> str:
