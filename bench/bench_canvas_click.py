@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -95,6 +96,7 @@ def _click(page, kc, element: str, want: str) -> tuple[float, float, float]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--blocks", type=int, default=4, help="how many closed blocks to open")
+    ap.add_argument("--runs", action="store_true", help="also boxes of alike blocks (conv3_block2–4)")
     args = ap.parse_args(argv)
     missing = B.missing_requirements()
     if missing:
@@ -114,14 +116,15 @@ def main(argv=None) -> int:
                 "sel => Array.from(document.querySelectorAll(sel + ' g[id^=\"node-layer:\"]')).map(g => g.id)",
                 CANVAS,
             )
-            blocks = [b for b in boxes if "block" in b][: args.blocks] or boxes[: args.blocks]
-            for element in blocks:
-                gid = element[len("node-layer:") :]
+            # a box of alike blocks ("conv3_block2–4") opens its first block (--runs: those too)
+            blocks = [b for b in boxes if "block" in b and (args.runs or "–" not in b)][: args.blocks]
+            for element in blocks or boxes[: args.blocks]:
+                gid = re.sub(r"–\d+$", "", element[len("node-layer:") :])
                 cold = _click(page, kc, element, f"group-{gid}")
                 shut = _click(page, kc, f"group-{gid}", f"!group-{gid}")
                 warm = _click(page, kc, element, f"group-{gid}")
                 _click(page, kc, f"group-{gid}", f"!group-{gid}")
-                rows.append((gid, cold, shut, warm))
+                rows.append((element[len("node-layer:") :], cold, shut, warm))
             B.screenshot(page, "bench_canvas_click_last")
         finally:
             kc.stop_channels()

@@ -35,16 +35,23 @@ ex""",
 
 # The canvas's SVG, and a fresh parse of `markup` with the same whitespace rule (the
 # front end drops whitespace-only text between elements), both serialised by the browser.
+# The selected box's highlight is a class the page puts on top of the picture (as the
+# view's zoom): it is left out, and which box has it is returned.
 _SAME_AS_FRESH_JS = r"""
 ([sel, markup]) => {
-  const svg = document.querySelector(sel + " svg");
+  const svg = document.querySelector(sel + " svg").cloneNode(true);
+  const selected = Array.from(svg.querySelectorAll(".tv-selected")).map((e) => e.id);
+  for (const e of svg.querySelectorAll(".tv-selected")) {
+    e.classList.remove("tv-selected");
+    if (!e.classList.length) e.removeAttribute("class");
+  }
   const div = document.createElement("div");
   div.innerHTML = markup;
   const fresh = div.querySelector("svg");
   const layers = Array.from(fresh.children).filter((c) => c.tagName === "g" && c.id.startsWith("layer-"));
   for (const box of [fresh, ...layers])
     for (const n of Array.from(box.childNodes)) if (n.nodeType === 3 && !n.data.trim()) n.remove();
-  return {page: svg.outerHTML, fresh: fresh.outerHTML};
+  return {page: svg.outerHTML, fresh: fresh.outerHTML, selected};
 }
 """
 
@@ -63,6 +70,36 @@ class Canvas(ExplorerOnPage):
 
     def kernel(self, code: str) -> str:
         return kernel_eval(self.kc, code)
+
+    def select_a_variable(self):
+        """Click a variable's box (opening the head when every variable is inside a closed
+        box): the inspector shows it and the canvas draws it highlighted. (locator, name)"""
+        from playwright.sync_api import expect
+
+        variable = self.page.locator(f'{self.sel} g[id^="node-var"]').first
+        if variable.count() == 0:
+            self.box("node-layer:net/head").click()
+            variable = self.page.locator(f'{self.sel} g[id^="node-var"]').first
+        expect(variable).to_have_count(1)
+        name = variable.locator("title").text_content()
+        variable.click()
+        expect(self.page.locator(f"{self.root} .tv-inspect")).to_contain_text(name)
+        expect(self.page.locator(f"{self.root} .tv-inspect")).to_contain_text("shape")
+        expect(variable).to_have_class("tv-selected")  # drawn highlighted on the canvas
+        assert variable.evaluate("g => getComputedStyle(g.querySelector('rect')).strokeWidth") == "4.5px"
+        self.check_contract()
+        return variable, name
+
+    def keys_step(self, step, *moves: tuple[str, int]) -> None:
+        """A click on the picture's title (no box: it focuses the explorer), then each key
+        moves the step slider to its step; the patch contract holds after each."""
+        from playwright.sync_api import expect
+
+        self.box("title").click()
+        for key, k in moves:
+            self.page.keyboard.press(key)
+            expect(step).to_have_attribute("aria-valuetext", str(k))
+            self.check_contract()
 
     def check_contract(self) -> dict:
         """Wait until the page shows the kernel's current picture, then compare the DOMs."""
@@ -87,6 +124,8 @@ class Canvas(ExplorerOnPage):
         at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
         where = f"{at}:\n{a[at - 300 : at + 300]}\n{b[at - 300 : at + 300]}"
         assert a == b, f"the patched SVG differs from a fresh SVG of the same state at {where}"
+        node = json.loads(self.kernel("import json; print(json.dumps(ex.canvas.selected))"))
+        assert got["selected"] == ([node] if node and f'id="{node}"' in markup else []), got["selected"]
         return {"seq": state[0], "kind": state[1], "at": state[2]}
 
 
@@ -155,6 +194,34 @@ def test_canvas_clicks_hover_zoom_keys_and_patches_in_jupyterlab(jupyterlab, pag
         expect(step).to_have_attribute("aria-valuetext", str(last - 1))
         c.check_contract()
 
+        # clip_norm keys on the finished pass: the page patches the picture by itself (the
+        # kernel sent, ahead, TF's clipped pictures one and two slider steps away) and the
+        # kernel's frame for the move confirms it: the same picture as a fresh one
+        step.press("End")
+        expect(step).to_have_attribute("aria-valuetext", str(last))
+        page.locator(f"{c.root} .tv-clip-mode select").select_option("tf.clip_by_norm")
+        clip = page.locator(f"{c.root} .tv-clip-norm .noUi-handle")
+        expect(clip).to_be_visible()
+        c.check_contract()
+        view = page.locator(f"{c.sel}.tv-canvas-view, {c.sel} .tv-canvas-view").first
+        for key in ("ArrowLeft", "ArrowLeft", "ArrowRight"):
+            seq = int(c.kernel("print(ex.canvas._seq)"))
+            for _ in range(200):  # the kernel sent the clipped pictures around this one
+                if c.kernel("print(ex.canvas.clips.get('seq') == ex.canvas._seq)") == "True":
+                    break
+                time.sleep(0.05)
+            done = int(view.get_attribute("data-tv-local-clips") or 0)
+            clip.press(key)
+            expect(view).to_have_attribute("data-tv-local-clips", str(done + 1))  # the page went first
+            for _ in range(200):  # then the kernel heard of the move and sent its frame
+                if int(c.kernel("print(ex.canvas._seq)")) > seq:
+                    break
+                time.sleep(0.05)
+            c.check_contract()
+        page.locator(f"{c.root} .tv-clip-mode select").select_option("tf.clip_by_value")
+        step.press("ArrowLeft")
+        expect(step).to_have_attribute("aria-valuetext", str(last - 1))
+
         # -- a click on an open group's frame closes it ---------------------------------
         c.box("group-net/block").locator("text").first.click()
         expect(c.box("group-net/block")).to_have_count(0)
@@ -162,17 +229,7 @@ def test_canvas_clicks_hover_zoom_keys_and_patches_in_jupyterlab(jupyterlab, pag
         c.check_contract()
 
         # -- a click on any other box selects it: the inspector shows it -----------------
-        head = c.box("node-layer:net/head")
-        expect(head).to_have_count(1)
-        variable = page.locator(f'{c.sel} g[id^="node-var"]').first
-        if variable.count() == 0:  # every variable inside a closed box: open the head
-            head.click()
-            variable = page.locator(f'{c.sel} g[id^="node-var"]').first
-        expect(variable).to_have_count(1)
-        name = variable.locator("title").text_content()
-        variable.click()
-        expect(page.locator(f"{c.root} .tv-inspect")).to_contain_text(name)
-        expect(page.locator(f"{c.root} .tv-inspect")).to_contain_text("shape")
+        variable, name = c.select_a_variable()
 
         # -- hover: the tip has the full name, shape, value and gradient summaries --------
         variable.hover()
@@ -209,12 +266,7 @@ def test_canvas_clicks_hover_zoom_keys_and_patches_in_jupyterlab(jupyterlab, pag
         expect(c.viewport).to_have_attribute("data-tv-pan", "0,0")
 
         # -- keyboard, once the canvas has focus -------------------------------------------
-        c.box("title").click()  # the picture's title: no box, focuses the explorer
-        page.keyboard.press("ArrowLeft")
-        expect(step).to_have_attribute("aria-valuetext", str(last - 3))
-        page.keyboard.press("ArrowRight")
-        expect(step).to_have_attribute("aria-valuetext", str(last - 2))
-        c.check_contract()
+        c.keys_step(step, ("ArrowLeft", last - 3), ("ArrowRight", last - 2))
     finally:
         if c.kc is not None:
             c.kc.stop_channels()
@@ -237,6 +289,34 @@ def test_canvas_in_voila(voila, page):
         expect(view).to_have_attribute("data-tv-step", str(last - 1))
         expect(view).to_have_attribute("data-tv-seq", "2")  # the first picture, the group opened: the step walked
         screenshot(page, "canvas_voila")
+    finally:
+        if c.kc is not None:
+            c.kc.stop_channels()
+
+
+def test_canvas_in_notebook7(notebook7, page):
+    """Notebook 7: a click opens a group, a click on a box selects it (the inspector shows
+    it, the canvas highlights it), and ← steps once the picture has focus (Notebook 7
+    keeps arrow keys from a focused slider); the patch contract holds after each."""
+    from playwright.sync_api import expect
+
+    c = _open(page, notebook7)
+    try:
+        c.check_contract()
+        c.box("node-layer:net").click()
+        expect(c.box("group-net")).to_have_count(1)
+        expect(c.box("node-layer:net/head")).to_have_count(1)
+        assert c.check_contract()["kind"] == "full"
+        c.box("node-layer:net/head").click()  # the head's variables: boxes of their own
+        expect(c.box("group-net/head")).to_have_count(1)
+        c.check_contract()
+        c.select_a_variable()
+        screenshot(page, "notebook7_canvas_selected")
+
+        step = page.locator(f"{c.root} .tv-step .noUi-handle")
+        last = int(step.get_attribute("aria-valuetext"))
+        # walked by the page: the selected box is still highlighted (check_contract checks it)
+        c.keys_step(step, ("ArrowLeft", last - 1), ("ArrowLeft", last - 2), ("ArrowRight", last - 1))
     finally:
         if c.kc is not None:
             c.kc.stop_channels()

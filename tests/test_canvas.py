@@ -62,7 +62,7 @@ class _Page:
     """What canvas.py's front end does with frames and the patches "ahead", in Python."""
 
     def __init__(self, c):
-        self.c, self.table = c, {"f": {}, "b": {}}
+        self.c, self.table = c, {"f": {}, "b": {}, "seq": -1}
         self.markup, self.seq, self.at = c.frame["markup"], c.frame["seq"], c.frame["at"]
         self.merge()
 
@@ -70,25 +70,50 @@ class _Page:
         a = self.c.ahead
         if a.get("seq") != self.seq:
             return
+        if self.table.get("seq") != a["seq"]:  # a new seq: keep what the kernel says did not change
+            keep = a.get("keep", {}) if a.get("carry") == self.table.get("seq") else {}
+            self.table = {d: {k: self.table[d][k] for k in keep.get(d, ()) if k in self.table[d]} for d in "fb"}
+            self.table["seq"] = a["seq"]
         for d in "fb":
             self.table[d].update({int(k): p for k, p in a[d].items()})
 
     def walk(self, to) -> bool:
         d, ks = ("f", range(self.at, to)) if to >= self.at else ("b", range(self.at, to, -1))
-        if any(k not in self.table[d] for k in ks):
+        if self.table["seq"] != self.seq or self.pending or any(k not in self.table[d] for k in ks):
             return False
         for k in ks:
             self.markup = patches.apply(self.markup, self.table[d][k])
         self.at = to
         return True
 
+    def clip_to(self, v) -> bool:
+        """The clip_norm slider moved to ``v`` in the browser: patch at once if its patch came ahead."""
+        got = self.c.clips
+        if self.pending or got.get("seq") != self.seq or got.get("at") != self.at:
+            return False
+        hit = next((p for x, p in got["c"] if abs(x - v) <= 1e-9 * max(1, abs(v))), None)
+        if hit is None:
+            return False
+        self.markup = patches.apply(self.markup, hit)
+        self.pending = (self.seq, self.at, v)
+        return True
+
+    pending: tuple | None = None
+
     def receive(self, frame):
+        if self.pending:  # the page patched a clip move by itself: the kernel's frame must say so
+            base, at, v = self.pending
+            self.pending = None
+            ok = frame["kind"] == "patch" and frame["base"] == base and frame["from"] == at
+            assert ok and any(abs(x - v) < 1e-9 for x in frame["clip_ok"]), "the page went where the kernel did not"
+            self.seq, self.at = frame["seq"], frame["at"]
+            return
         if frame["kind"] == "full":
             self.markup = frame["markup"]
         else:
             assert frame["base"] == self.seq and (self.at == frame["from"] or self.walk(frame["from"]))
             self.markup = patches.apply(self.markup, frame["patch"])
-        self.seq, self.at, self.table = frame["seq"], frame["at"], {"f": {}, "b": {}}
+        self.seq, self.at = frame["seq"], frame["at"]
 
 
 def test_the_page_steps_by_itself_and_the_kernel_sends_nothing_it_can_do(nested):
@@ -116,10 +141,44 @@ def test_the_page_steps_by_itself_and_the_kernel_sends_nothing_it_can_do(nested)
     page.merge()
     before = c.frame
     ex.controls["clip"].value = "by_value"  # clipped texts show on the last step only
-    assert c.frame is not before and c.frame["kind"] == "patch" and c.frame["patch"]["set"] == {}
+    assert c.frame is not before and c.frame["kind"] == "patch"
+    assert c.frame["patch"]["set"] == c.frame["patch"]["text"] == {}
     page.receive(c.frame)
     page.merge()
     assert page.walk(last) and page.markup == st.picture(ex.model, ex.state.replace(step=last))
+    ex.close()
+
+
+def test_a_clip_move_is_patched_by_the_page_and_confirmed_by_the_kernel(nested):
+    _, tape, loss, _ = nested
+    ex = tv.explore(tape, loss, theme="light", collapsed=False)  # every variable's clipped gradient drawn
+    c, s = ex.canvas, ex.controls["clip_norm"]
+    ex.controls["clip"].value = "by_norm"
+    s.value = 0.2  # below the head bias's gradient norm (0.2869): it is clipped
+    c._on_msg(c, {"event": "resync"}, [])  # the page starts from a whole picture
+    page = _Page(c)
+    assert [v for v, _ in c.clips["c"]] == [0.19, 0.21, 0.18, 0.22]  # one and two slider steps either way
+    for v in [0.19, 0.18, 0.19, 0.2, 0.05, 0.06]:
+        local = page.clip_to(v)  # the slider moved in the browser: the page goes first
+        before = c.frame
+        s.value = v  # then the kernel hears of it, clips with TF and sends its frame
+        assert c.frame is not before
+        page.receive(c.frame)
+        page.merge()
+        assert local == (v != 0.05), v  # 0.05: no patch came ahead for it (a drag): the kernel's frame
+        assert page.markup == c.value == st.picture(ex.model, ex.state), v
+        assert f"∂ [-0.2869] → [{-v:.4g}]<" in page.markup  # the head's bias clipped (by TF: see test_clipping)
+        want = st.picture(ex.model, ex.state.replace(clip_norm=round(v - 0.01, 10)))
+        assert patches.apply(page.markup, c.clips["c"][0][1]) == want  # and the next value's patch is there
+    # the step patches the clip moves left alone stay on the page: only those touching the finished pass go again
+    last, kept = c._at, c.ahead["keep"]
+    assert len(kept["b"]) >= 2 and last not in kept["b"] and c.ahead["b"].keys() == {str(last)}
+    assert page.walk(last - 3)
+    ex.controls["step"].value = last - 3
+    assert page.markup == c.value
+    # away from the finished pass the clipped texts are not drawn: nothing is sent ahead for clip moves
+    ex.controls["step"].value = 2
+    assert c.clips["at"] != 2 or c.clips["c"] == []
     ex.close()
 
 
@@ -130,6 +189,23 @@ def test_a_new_layout_gives_no_patch_and_bad_documents_none():
     b = patches.parse('<svg w="2">\n<g id="layer-nodes">\n<g id="node-a">A</g>\n</g>\n</svg>\n')
     assert a is not None and b is not None
     assert patches.diff(a, b) is None  # another size: the whole picture
+
+
+def test_a_text_whose_words_change_is_sent_as_its_words():
+    def doc(grad: str, x: str = "1", title: str = "Step 1") -> str:
+        box = f'<g id="node-a"><rect/><text id="grad-a" x="{x}">{grad}</text></g>'
+        title = f'<text id="title">{title}</text>'
+        return "\n".join(['<svg w="1">', '<g id="layer-nodes">', box, title, "</g>", "</svg>"])
+
+    a = doc("∂ 0.5 → 0.4")
+    for b, want in [
+        (doc("∂ 0.5 → 0.3", title="Step 2"), {"set": {}, "text": {"grad-a": "∂ 0.5 → 0.3", "title": "Step 2"}}),
+        (doc("∂ 0.5 → 0.3", x="2"), {"set": {"grad-a": '<text id="grad-a" x="2">∂ 0.5 → 0.3</text>'}, "text": {}}),
+        (doc("a &lt; b &amp; it&#x27;s"), {"set": {}, "text": {"grad-a": "a &lt; b &amp; it&#x27;s"}}),
+    ]:
+        patch = patches.diff(patches.parse(a), patches.parse(b))
+        assert patch is not None and {k: patch[k] for k in ("set", "text")} == want
+        assert patches.apply(a, patch) == b + "\n"
 
 
 def test_moves_reorder_with_few_puts():
@@ -187,6 +263,27 @@ def test_clicks_open_close_and_select(nested):
     c._on_msg(c, {"event": "click", "id": "legend"}, [])  # nothing happens
     c._on_msg(c, {"event": "click", "id": "group-net"}, [])
     assert "net" in ex.model.collapsed(ex.state)
+
+
+def test_a_click_on_a_box_of_alike_blocks_opens_the_first(nested):
+    import keras
+
+    keras.utils.set_random_seed(0)
+
+    def block(i):
+        dense = keras.layers.Dense
+        return keras.Sequential([dense(4, activation="tanh", name=f"a{i}"), dense(4, name=f"b{i}")], name=f"block{i}")
+
+    model = keras.Sequential([keras.Input((4,)), block(1), block(2), block(3), keras.layers.Dense(1, name="head")])
+    x = tf.constant(np.random.default_rng(0).normal(size=(2, 4)).astype("float32"))
+    with tv.GradientTape() as tape:
+        loss = tf.reduce_mean(model(x) ** 2)
+    ex = tv.explore(tape, loss, depth=2)
+    run = next(k for k in st.tips(ex.model, ex.state) if "–" in k)  # "node-layer:<model>/block1–3"
+    ex._on_canvas_click(run)
+    assert "group-" + run.removeprefix("node-layer:").replace("block1–3", "block1") in ex.canvas.value
+    assert 'id="node-layer:' in ex.canvas.value and "block2–3" in ex.canvas.value  # the other two: one box
+    ex.close()
 
 
 def test_tips_show_tensorflow_s_gradient(nested):

@@ -71,6 +71,28 @@ def test_clipped_texts_only_on_the_finished_pass(persistent):
     assert "→ 1.0" in st.picture(ex, s)
 
 
+def test_clipped_texts_keep_the_clipped_side_in_a_box_width():
+    """Short gradients read as numbers, long ones as norms with the shape once, so the clipped
+    side is never cut off; every number is tf.clip_by_norm's."""
+    a, b, c = (
+        tf.Variable([3.0, 4.0], name="a"),
+        tf.Variable(tf.ones((4, 4)), name="b"),
+        tf.Variable(tf.ones(5), name="c"),
+    )
+    with tv.GradientTape() as tape:
+        loss = tf.reduce_sum(a * a) + tf.reduce_sum(b * 3.0) + tf.reduce_sum(c * tf.range(5.0))
+    ex = _explored(tape, {"loss": loss}, None)
+    s = ex.initial().replace(clip="by_norm", clip_norm=1.0)
+    texts = {ex.graph.nx.nodes[n]["name"]: t for n, t in st.clipped_texts(ex, s).items()}
+    texts = {name.split(":")[0].split("/")[-1]: t for name, t in texts.items()}
+    grads = tape.gradient(loss, [a, b, c])
+    clipped = [tf.clip_by_norm(g, 1.0).numpy() for g in grads]
+    np.testing.assert_allclose(clipped[0], [0.6, 0.8], rtol=1e-6)
+    assert texts["a"] == "∂ [6.0, 8.0] → [0.6, 0.8]"
+    assert texts["b"] == f"∂ 4×4 ‖g‖ {float(tf.norm(grads[1])):.3g} → {float(tf.norm(clipped[1])):.3g}"
+    assert texts["c"] == f"∂ 5 ‖g‖ {float(tf.norm(grads[2])):.3g} → {float(tf.norm(clipped[2])):.3g}"
+
+
 def test_panel_and_inspector_from_a_state(persistent):
     tape, x, y, targets = persistent
     ex = _explored(tape, targets, None)

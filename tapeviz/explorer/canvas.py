@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ function tvFragments(markup) {
   return Array.from(t.children);
 }
 
-// One patch (patches.py): drop, set (in place), put (new / changed / moved, right to left).
+// One patch (patches.py): drop, set (in place), text (a text's content), put (new / changed / moved, right to left).
 function tvApply(svg, p) {
   const ids = new Map();
   for (const e of svg.querySelectorAll("[id]")) ids.set(e.id, e);
@@ -65,6 +66,7 @@ function tvApply(svg, p) {
     const made = tvFragments(keys.map((k) => p.set[k]).join(""));
     keys.forEach((k, i) => { const old = ids.get(k); if (old) old.replaceWith(made[i]); ids.set(k, made[i]); });
   }
+  for (const [k, t] of Object.entries(p.text || {})) { const e = ids.get(k); if (e) e.innerHTML = t; }
   const fresh = tvFragments(p.put.filter((x) => x[2] !== null).map((x) => x[2]).join(""));
   let j = 0;
   for (const [box, k, markup, before] of p.put) {
@@ -177,14 +179,25 @@ const LIVE = new WeakMap();  // model -> its views' state (a second view of one 
 // Merge the patches "ahead" into a view's table (per view: anywidget hands each view its own model proxy).
 function merge(t, a) {
   if (!a || a.seq === undefined) return;
-  if (t.seq !== a.seq) { t.seq = a.seq; t.f = new Map(); t.b = new Map(); }
+  if (t.seq !== a.seq) {  // a new picture seq: keep what the kernel says did not change
+    const carry = a.carry === t.seq;
+    const kept = (m, ks) => new Map(carry && ks ? ks.filter((k) => m.has(k)).map((k) => [k, m.get(k)]) : []);
+    const keep = a.keep || {};
+    t.f = kept(t.f, keep.f);
+    t.b = kept(t.b, keep.b);
+    t.seq = a.seq;
+  }
   for (const [k, p] of Object.entries(a.f)) t.f.set(Number(k), p);
   for (const [k, p] of Object.entries(a.b)) t.b.set(Number(k), p);
 }
 
+// The slider's clip_norm and a value the kernel sent ahead: the same number up to rounding.
+const near = (a, b) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
+
 function render({ model, el }) {
   const { viewport, content, tip, reset } = tvFrame(el, model.get("reset_label"));
-  const me = { svg: null, seq: -1, step: null, asked: "", timer: 0 };
+  // pending: a clip move the page made by itself ({base seq, step, clip_norm}), until the kernel's frame confirms it
+  const me = { svg: null, seq: -1, step: null, asked: "", timer: 0, pending: null, clipTimer: 0 };
   const table = { seq: -1, f: new Map(), b: new Map() };
   const tableOf = () => table;
   if (!LIVE.has(model)) LIVE.set(model, new Set());
@@ -199,7 +212,7 @@ function render({ model, el }) {
   // Walk the picture from the step it shows to step `to` with the patches at hand.
   const walk = (to) => {
     const t = tableOf();
-    if (me.svg === null || me.step === null || me.step === undefined || t.seq !== me.seq) return false;
+    if (me.svg === null || me.step === null || me.step === undefined || t.seq !== me.seq || me.pending) return false;
     const chain = [];
     if (to >= me.step) {
       for (let k = me.step; k < to; k++) { const p = t.f.get(k); if (!p) return false; chain.push(p); }
@@ -208,18 +221,34 @@ function render({ model, el }) {
     }
     for (const p of chain) tvApply(me.svg, p);
     me.step = to;
+    highlight();
     return true;
   };
+  // The selected box (the inspector's) gets a class on top of the picture, like the view's
+  // zoom: after any patch, walk or new picture it is put back on the element with that id.
+  const highlight = () => {
+    if (me.svg === null) return;
+    const want = model.get("selected");
+    for (const e of me.svg.querySelectorAll(".tv-selected")) {
+      if (e.id === want) continue;
+      e.classList.remove("tv-selected");
+      if (!e.classList.length) e.removeAttribute("class");
+    }
+    const e = want ? me.svg.querySelector(`[id="${CSS.escape(want)}"]`) : null;
+    if (e) e.classList.add("tv-selected");
+  };
   const mark = () => {
+    highlight();
     el.dataset.tvSeq = String(me.seq);
     el.dataset.tvStep = String(me.step);
     const t = tableOf();
     el.dataset.tvAhead = `${t.seq}:${t.f.size}/${t.b.size}`;  // what the page can walk (tests read it)
+    el.dataset.tvClip = me.pending ? String(me.pending.value) : "";
   };
   // Show the slider's step: at once when the patches are here, else ask the kernel (once per need).
   const sync = () => {
     const want = model.get("step");
-    if (me.svg === null || me.step === null || me.step === undefined || want === me.step) return;
+    if (me.svg === null || me.step === null || me.step === undefined || want === me.step || me.pending) return;
     let walked = false;
     try { walked = walk(want); } catch (err) { el.dataset.tvError = String(err); }
     mark();
@@ -233,9 +262,43 @@ function render({ model, el }) {
       else mark();
     }, 600);
   };
+  // The clip_norm slider moved: patch the picture at once when its patch came ahead. The
+  // kernel hears of the move too and sends its frame, which says the page was right.
+  let clips = { seq: -1, at: null, c: [] };
+  const clipTo = () => {
+    const v = model.get("clip");
+    if (me.pending || me.svg === null || clips.seq !== me.seq || clips.at !== me.step) return;
+    const hit = clips.c.find((x) => near(x[0], v));
+    if (!hit) return;
+    try { tvApply(me.svg, hit[1]); } catch (err) {
+      el.dataset.tvError = String(err);
+      model.send({ event: "resync" });
+      return;
+    }
+    me.pending = { base: me.seq, at: me.step, value: hit[0] };
+    el.dataset.tvLocalClips = String(Number(el.dataset.tvLocalClips || 0) + 1);  // tests read it
+    mark();
+    clearTimeout(me.clipTimer);  // no word from the kernel: the whole picture
+    me.clipTimer = setTimeout(() => { if (me.pending) { me.pending = null; model.send({ event: "resync" }); } }, 3000);
+  };
   const onFrame = () => {
     const f = model.get("frame");
     if (!f || f.seq === undefined) return;
+    const p = me.pending;
+    me.pending = null;
+    clearTimeout(me.clipTimer);
+    if (p && f.kind !== "full") {
+      if (f.base === p.base && f.from === p.at && (f.clip_ok || []).some((v) => near(v, p.value))) {
+        me.seq = f.seq;  // the page is there already
+        me.step = f.at;
+        mark();
+        sync();
+      } else {
+        model.send({ event: "resync" });  // the kernel went elsewhere: the whole picture
+        mark();
+      }
+      return;
+    }
     if (f.kind === "full") {
       full(f.markup, f.seq);
       me.step = f.at;
@@ -258,15 +321,25 @@ function render({ model, el }) {
     sync();
   };
   const onAhead = () => { merge(table, model.get("ahead")); sync(); };
+  const onClips = () => { const c = model.get("clips"); if (c && c.seq !== undefined) clips = c; };
   model.on("change:frame", onFrame);
   model.on("change:step", sync);
   model.on("change:ahead", onAhead);
+  model.on("change:clips", onClips);
+  model.on("change:clip", clipTo);
+  model.on("change:selected", highlight);
   onFrame();
   merge(table, model.get("ahead"));
+  onClips();
 
   const nav = tvNavigate(viewport, content, (e) => {
     const item = tvItem(e.target, me.svg);
-    if (item) model.send({ event: "click", id: item.id });
+    if (!item) return;
+    if (item.id.startsWith("node-") && !item.id.startsWith("node-layer:")) {
+      model.set("selected", item.id);  // a box to inspect: highlighted at once, the kernel agrees
+      model.save_changes();
+    }
+    model.send({ event: "click", id: item.id });
   });
   reset.addEventListener("click", () => nav.reset());
   tvTips(viewport, tip, () => me.svg, () => model.get("tips"));
@@ -274,7 +347,11 @@ function render({ model, el }) {
     model.off("change:frame", onFrame);
     model.off("change:step", sync);
     model.off("change:ahead", onAhead);
+    model.off("change:clips", onClips);
+    model.off("change:clip", clipTo);
+    model.off("change:selected", highlight);
     clearTimeout(me.timer);
+    clearTimeout(me.clipTimer);
     LIVE.get(model).delete(me);
   };
 }
@@ -290,6 +367,8 @@ _CSS = """
 .tv-viewport g[id^="node-layer:"], .tv-viewport g.tv-group { cursor: pointer; }
 .tv-content { width: max-content; max-width: 100%; }
 .tv-content svg { display: block; }
+.tv-content svg g.tv-selected > rect:first-of-type { stroke: #c026d3 !important; stroke-width: 4.5px !important; }
+.tv-content svg g.tv-selected { filter: drop-shadow(0 0 3px rgba(192, 38, 211, 0.55)); }
 .tv-tip { display: none; position: absolute; z-index: 10; pointer-events: none; white-space: pre-line;
   max-width: 420px; padding: 4px 7px; border-radius: 4px; font: 12px/1.35 sans-serif;
   background: rgba(30, 41, 59, 0.94); color: #f8fafc; box-shadow: 0 1px 4px rgba(0,0,0,.3); }
@@ -321,12 +400,17 @@ class Canvas(anywidget.AnyWidget):
     frame = T.Dict(help="what the page gets: a whole picture or a patch of the last one").tag(sync=True)
     ahead = T.Dict(help="patches to neighbouring steps of the picture on the page").tag(sync=True)
     step = T.Int(0, help="the step the page should show (linked in the browser to the step slider)").tag(sync=True)
+    clip = T.Float(0.0, help="the clip_norm the page should show (linked in the browser to its slider)").tag(sync=True)
+    clips = T.Dict(help="patches from the picture on the page to its neighbouring clip_norm values").tag(sync=True)
     tips = T.Dict(help="hover text per element id").tag(sync=True)
+    selected = T.Unicode("", help="the id of the box the inspector shows: drawn highlighted").tag(sync=True)
     reset_label = T.Unicode("reset zoom and pan").tag(sync=True)
 
     #: Pictures computed ahead per move: as many as fit this budget (seconds), at least 1 each way.
     AHEAD_BUDGET = 0.03
     AHEAD_MOST = 8
+    #: Pictures of neighbouring clip_norm values computed per move: as many as fit (at least one).
+    CLIP_BUDGET = 0.03
 
     def __init__(self, **kwargs) -> None:
         self._doc: patches.Document | None = None
@@ -335,10 +419,14 @@ class Canvas(anywidget.AnyWidget):
         self._family: Any = None  # what, besides the step, decides the picture
         self._from: int | None = None  # the step of the picture the last patch applies to
         self._sent: dict[tuple[str, int], dict] = {}  # ("f", k): patch k -> k+1 sent; ("b", k): k -> k-1
+        self._pics: dict[int, str] = {}  # step -> the picture those patches were made from, this seq
+        self._carry: tuple = (-1, {}, {})  # the last seq's (seq, _sent, _pics): the page may keep some
         self._docs: dict[str, patches.Document | None] = {}
         self._local = False
         self._asked = 0  # answers to pages that asked for patches again
         self._ahead_of: tuple | None = None  # (step, last, picture_at) of the last picture shown
+        self._clip_of: tuple | None = None  # (clip_norm values near, picture_of) of the last picture shown
+        self._clips_sent: tuple = (-1, None, {})  # (seq, step, {clip_norm: markup}) of the last clips sent
         self._clicks: list[Callable[[str], Any]] = []
         super().__init__(**kwargs)
         self.on_msg(self._on_msg)
@@ -353,11 +441,15 @@ class Canvas(anywidget.AnyWidget):
         family: Any = None,
         picture_at: Callable[[int], str] | None = None,
         last: int | None = None,
+        clip_near: Sequence[float] = (),
+        picture_of: Callable[[float], str] | None = None,
     ) -> None:
         """Show ``markup``, the picture of backward ``step`` among the pictures
         ``picture_at(0..last)`` of one ``family`` (the same layout and settings): moves
         between them are patched by the page itself once their patches are there
-        (:meth:`look_ahead` sends them)."""
+        (:meth:`look_ahead` sends them). ``picture_of(v)``: this picture with clip_norm
+        ``v``, for the values ``clip_near`` the clip_norm slider can go to next (the page
+        patches those by itself too; the kernel's picture then confirms it)."""
         same = family is not None and family == self._family and self._at is not None and step is not None
         self._local = same and step != self._at and self._reaches(self._at, step)
         before = self._at
@@ -366,17 +458,44 @@ class Canvas(anywidget.AnyWidget):
             if markup != self.value:
                 self.value = markup
             elif not same and self._doc is not None:  # other settings, same picture here: the
-                self._patch_frame({"drop": [], "put": [], "set": {}})  # steps around it differ: new seq
+                self._patch_frame({"drop": [], "put": [], "set": {}, "text": {}})  # steps around it differ: new seq
         finally:
             self._local = False
         has_steps = picture_at is not None and step is not None and last is not None
         self._ahead_of = (step, last, picture_at) if has_steps else None
+        self._clip_of = (tuple(clip_near), picture_of) if picture_of is not None and clip_near else None
 
     def look_ahead(self) -> None:
         """Send the patches to the steps around the one shown (call when the rest of the view
-        is up to date: this computes neighbouring pictures)."""
+        is up to date: this computes neighbouring pictures). The neighbouring clip_norm
+        values go first: a clip move sends no step patches the page had (it starts a new
+        seq, so they go again, after)."""
+        if self._clip_of is not None:
+            self._send_clips(*self._clip_of)
         if self._ahead_of is not None:
             self._send_ahead(self.value, *self._ahead_of)
+
+    def _send_clips(self, near: tuple[float, ...], picture_of: Callable[[float], str]) -> None:
+        """Patches from the picture on the page to its pictures at neighbouring clip_norm
+        values (TensorFlow clips in ``picture_of``): a clip key press is patched by the page
+        at once, and the kernel's frame for that move confirms it (``clip_ok``)."""
+        if self._clips_sent[:2] == (self._seq, self._at):
+            return
+        start = time.perf_counter()
+        doc = self._parsed(self.value)
+        out, markups = [], {}
+        for v in near:
+            markup = picture_of(v)
+            other = self._parsed(markup)
+            patch = patches.diff(doc, other) if doc is not None and other is not None else None
+            if patch is not None:
+                out.append([v, patch])
+                markups[v] = markup
+            if time.perf_counter() - start > self.CLIP_BUDGET:
+                break
+        self._clips_sent = (self._seq, self._at, markups)
+        self.clips = {"seq": self._seq, "at": self._at, "c": out}
+        self.sent_bytes += len(json.dumps(self.clips))
 
     def _reaches(self, a: int | None, b: int | None) -> bool:
         if a is None or b is None:
@@ -393,21 +512,41 @@ class Canvas(anywidget.AnyWidget):
             doc = self._docs[markup] = patches.parse(markup)
         return doc
 
+    def _new_seq(self, carry: bool = True) -> None:
+        """A new picture seq: the step patches sent so far belong to the old one (but the page
+        keeps those whose two pictures did not change, e.g. the steps a clip move leaves alone;
+        not ``carry``: a page that lost them)."""
+        self._carry = (self._seq, self._sent, self._pics) if carry else (-1, {}, {})
+        self._seq += 1
+        self._sent, self._pics = {}, {}
+
     def _send_ahead(self, markup: str, step: int, last: int, picture_at: Callable[[int], str]) -> None:
         """Patches between the pictures around ``step`` the page does not have yet."""
-        import time
-
         add: dict[str, dict[str, Any]] = {"f": {}, "b": {}}
+        keep: dict[str, list[int]] = {"f": [], "b": []}
+        carry_seq, carried, pics = self._carry
         start = time.perf_counter()
         docs = {step: self._parsed(markup)}
+        self._pics[step] = markup
         for reach in range(1, self.AHEAD_MOST + 1):
             for k in (step + reach, step - reach):
                 near = k - 1 if k > step else k + 1  # its neighbour towards step, read already
                 if not 0 <= k <= last or docs.get(near) is None:
                     continue
                 lo, hi = min(k, near), max(k, near)
-                docs[k] = self._parsed(picture_at(k))
+                self._pics[k] = picture_at(k)
+                docs[k] = self._parsed(self._pics[k])
                 if ("f", lo) in self._sent and ("b", hi) in self._sent:
+                    continue
+                if (
+                    ("f", lo) in carried
+                    and ("b", hi) in carried
+                    and pics.get(lo) == self._pics[lo]
+                    and pics.get(hi) == self._pics[hi]
+                ):  # the same two pictures as in the last seq: the page keeps their patches
+                    self._sent["f", lo], self._sent["b", hi] = carried["f", lo], carried["b", hi]
+                    keep["f"].append(lo)
+                    keep["b"].append(hi)
                     continue
                 a, b = (docs[near], docs[k]) if k > near else (docs[k], docs[near])
                 up = down = None
@@ -419,8 +558,15 @@ class Canvas(anywidget.AnyWidget):
                 add["f"][str(lo)], add["b"][str(hi)] = self._sent["f", lo], self._sent["b", hi] = up, down
             if time.perf_counter() - start > self.AHEAD_BUDGET:
                 break
-        if add["f"] or add["b"]:
-            self.ahead = {"seq": self._seq, "f": add["f"], "b": add["b"], "n": len(self._sent)}
+        if add["f"] or add["b"] or keep["f"]:
+            self.ahead = {
+                "seq": self._seq,
+                "f": add["f"],
+                "b": add["b"],
+                "carry": carry_seq,  # from the table of that seq, the page keeps these
+                "keep": keep,
+                "n": len(self._sent),
+            }
             self.sent_bytes += len(json.dumps(self.ahead))
 
     @T.observe("value")
@@ -433,8 +579,7 @@ class Canvas(anywidget.AnyWidget):
             return
         patch = patches.diff(self._doc, doc) if self._doc is not None and doc is not None else None
         self._doc = doc
-        self._seq += 1
-        self._sent = {}
+        self._new_seq()
         if patch is not None:
             size = len(json.dumps(patch))
             if size < len(markup) // 2:  # a patch half the picture's size: the whole picture is simpler
@@ -448,8 +593,11 @@ class Canvas(anywidget.AnyWidget):
         """Send a patch of the page's picture as a new picture seq (the step patches sent so far
         belong to the old one)."""
         if not bumped:
-            self._seq += 1
-            self._sent = {}
+            self._new_seq()
+        seq, at, markups = self._clips_sent
+        # the clip_norm values whose picture, sent ahead from the base, is this one: a page
+        # that went there by itself already shows it
+        ok = [v for v, m in markups.items() if m == self.value] if (seq, at) == (self._seq - 1, self._from) else []
         self.frame = {
             "kind": "patch",
             "seq": self._seq,
@@ -457,6 +605,7 @@ class Canvas(anywidget.AnyWidget):
             "from": self._from,
             "at": self._at,
             "patch": patch,
+            "clip_ok": ok,
         }
 
     def _whole(self) -> dict:
@@ -481,8 +630,7 @@ class Canvas(anywidget.AnyWidget):
             pass
         elif event in ("resync", "need"):
             # a view that missed what a patch applies to, or steps no patch was sent for
-            self._seq += 1
-            self._sent = {}
+            self._new_seq(carry=False)
             self.frame = self._whole()
             self.look_ahead()
         elif event == "click" and isinstance(content.get("id"), str):

@@ -8,6 +8,7 @@ Nothing here computes a gradient or a norm.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +18,7 @@ from ..gradients import clipping
 from ..gradients.diagnose import explain_flow
 from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, say
-from ..record.graph import VALUE_NORM, TapeGraph, format_value, shape_text
+from ..record.graph import VALUE_NORM, TapeGraph, format_value, shape_text, sum_squares
 
 __all__ = ["CSS", "clipping_panel", "inspector", "PANEL_ROWS"]
 
@@ -79,7 +80,8 @@ def _small(a: np.ndarray | None, max_items: int = 4) -> str:
     a = np.asarray(a)
     if a.size <= max_items:
         return format_value(a, max_items=max_items)
-    return f"{shape_text(a.shape)} {VALUE_NORM} {float(np.linalg.norm(a)):.4g}"
+    norm = math.sqrt(sum_squares(a)) if a.dtype.kind in "fiu" else float(np.linalg.norm(a))  # no BLAS threads
+    return f"{shape_text(a.shape)} {VALUE_NORM} {norm:.4g}"
 
 
 def _shown_names(rep: clipping.ClipReport) -> list[str]:

@@ -13,8 +13,10 @@ groups holding elements (``<g id="layer-edges">`` ... ``</g>``) and elements
 (``<g id="edge-a-b-0">...</g>``) each on its line. A document is read as containers
 holding id'd lines in order. Patches say, per container, which elements go (``drop``),
 which are new, changed or moved (``put``: id, markup or None for "keep it", the id of
-the element it goes before, None for the end), and which changed where they are
-(``set``). ``put`` entries are listed right to left in each container, so each one's
+the element it goes before, None for the end), which changed where they are
+(``set``), and which id'd texts changed their words only (``text``: the new content,
+a third of the element's markup: a clip move on the 1,000-op graph rewrites 333 gradient
+texts). ``put`` entries are listed right to left in each container, so each one's
 ``before`` is already in its final place when it is applied; elements that keep their
 order are the longest run that needs no move (edges are sorted by line width, so a
 step that thickens an edge moves it and only it).
@@ -33,7 +35,8 @@ __all__ = ["Document", "parse", "diff", "apply"]
 
 _ID = re.compile(r'<[A-Za-z]+ id="([^"]*)"')
 _OPEN = re.compile(r'^<g id="([^"]*)">$')
-_INNER = re.compile(r'<text id="([^"]*)".*?</text>')  # an element's own id'd text (a box's gradient text)
+# an element's own id'd text (a box's gradient text, the title): id, the rest of its start tag, its content
+_INNER = re.compile(r'<text id="([^"]*)"([^>]*)>(.*?)</text>')
 ROOT = ""  # the container id of the <svg> element itself
 
 
@@ -126,15 +129,22 @@ def _search(tails: list[int], old_pos: list[int], p: int) -> int:
     return lo
 
 
-def _changed(key: str, old: str, new: str) -> dict[str, str]:
-    """{id: markup} for a changed line: its id'd texts alone when only they changed (a
-    clipped gradient text), else the whole line."""
+def _changed(key: str, old: str, new: str, set_: dict[str, str], text: dict[str, str]) -> None:
+    """A changed line: its id'd texts alone when only they changed (a clipped gradient, a
+    step's title), as their content (``text``) when their start tags are the same, else
+    the whole element (``set_``)."""
     a, b = list(_INNER.finditer(old)), list(_INNER.finditer(new))
     if a and len(a) == len(b) and [m.group(1) for m in a] == [m.group(1) for m in b]:
-        rest_a = _INNER.sub("", old)
-        if rest_a == _INNER.sub("", new):
-            return {unescape(y.group(1)): y.group(0) for x, y in zip(a, b, strict=True) if x.group(0) != y.group(0)}
-    return {unescape(key): new}
+        if _INNER.sub("", old) == _INNER.sub("", new):
+            for x, y in zip(a, b, strict=True):
+                if x.group(0) == y.group(0):
+                    continue
+                if x.group(2) == y.group(2):
+                    text[unescape(y.group(1))] = y.group(3)
+                else:
+                    set_[unescape(y.group(1))] = y.group(0)
+            return
+    set_[unescape(key)] = new
 
 
 def diff(old: Document, new: Document) -> dict | None:
@@ -145,6 +155,7 @@ def diff(old: Document, new: Document) -> dict | None:
     drop: list[str] = []
     put: list[list] = []
     set_: dict[str, str] = {}
+    text: dict[str, str] = {}
     for box, ids in new.order.items():
         if old.parent.get(box, ROOT) != new.parent.get(box, ROOT) or (box != ROOT and old.lines[box] != new.lines[box]):
             return None
@@ -152,7 +163,7 @@ def diff(old: Document, new: Document) -> dict | None:
         if before == ids:
             for k in ids:
                 if k not in new.order and old.lines[k] != new.lines[k]:
-                    set_.update(_changed(k, old.lines[k], new.lines[k]))
+                    _changed(k, old.lines[k], new.lines[k], set_, text)
             continue
         now = set(ids)
         drop += [unescape(k) for k in before if k not in now]
@@ -168,18 +179,21 @@ def diff(old: Document, new: Document) -> dict | None:
             changed = k not in where or old.lines[k] != new.lines[k]
             if k in stay:
                 if changed:
-                    set_.update(_changed(k, old.lines[k], new.lines[k]))
+                    _changed(k, old.lines[k], new.lines[k], set_, text)
                 continue
             nxt = unescape(ids[j + 1]) if j + 1 < len(ids) else None
             moves.append([unescape(box), unescape(k), new.lines[k] if changed else None, nxt])
         put += reversed(moves)
-    return {"drop": drop, "put": put, "set": set_}
+    return {"drop": drop, "put": put, "set": set_, "text": text}
 
 
-def _replace_inner(line: str, k: str, markup: str) -> str:
+def _replace_inner(line: str, k: str, markup: str | None = None, content: str | None = None) -> str:
+    """``line`` with its id'd text ``k`` replaced by ``markup``, or its content by ``content``."""
     for m in _INNER.finditer(line):
         if unescape(m.group(1)) == k:
-            return line[: m.start()] + markup + line[m.end() :]
+            if markup is not None:
+                return line[: m.start()] + markup + line[m.end() :]
+            return line[: m.start(3)] + (content or "") + line[m.end(3) :]
     raise KeyError(k)
 
 
@@ -202,6 +216,9 @@ def apply(doc_markup: str, patch: dict) -> str:
         else:  # an id'd text inside an element's line
             key = inner[k]
             lines[key] = _replace_inner(lines[key], k, line)
+    for k, content in patch.get("text", {}).items():
+        key = inner[k]
+        lines[key] = _replace_inner(lines[key], k, content=content)
     for box, k, line, nxt in patch["put"]:
         m = _ID.match(line) if line is not None else None
         key = esc.get(k) or (m.group(1) if m else k)

@@ -129,6 +129,7 @@ class Explored:
         self._pictures: OrderedDict = OrderedDict()
         self._texts: dict[tuple, dict] = {}
         self._tips: dict[tuple, dict] = {}
+        self._variables: dict[str, Any] | None = None
 
     # -- what is computed once -------------------------------------------------------
     def flow(self, target: str) -> GradientFlow:
@@ -231,8 +232,10 @@ class Explored:
         return rep
 
     def variables(self) -> dict[str, Any]:
-        """{variable name: node} for every variable the tape saw."""
-        return {d["name"]: n for n, d in self.graph.nx.nodes(data=True) if d["kind"] == "variable"}
+        """{variable name: node} for every variable the tape saw (read once: every clip move asks)."""
+        if self._variables is None:
+            self._variables = {d["name"]: n for n, d in self.graph.nx.nodes(data=True) if d["kind"] == "variable"}
+        return dict(self._variables)
 
     def raw_gradients(self, state: ExplorerState) -> dict[str, Any]:
         fl = self.flow(state.target)
@@ -283,20 +286,44 @@ def clipped_texts(ex: Explored, state: ExplorerState) -> dict:
         return {}
     return ex.cached_texts(
         (state.target, state.clip, state.clip_norm, tuple(state.clip_value)),
-        lambda: _clipped_texts(ex, ex.report(state)),
+        lambda: _clipped_texts(ex, state.target, ex.report(state)),
     )
 
 
-def _clipped_texts(ex: Explored, rep: clipping.ClipReport) -> dict:
+def _clipped_texts(ex: Explored, target: str, rep: clipping.ClipReport) -> dict:
+    # "∂ raw → clipped" in a box's width: the numbers as they are when the text is short
+    # ("∂ [6.0, 8.0] → [0.6, 0.8]"), else the norms (clipping is about norms, and
+    # "∂ [-0.09405, -0.009118, …" left the clipped side cut off). The raw sides are the same
+    # for every setting: written once.
+    raw = ex.cached_texts(
+        (target, "raw"),
+        lambda: {
+            name: (
+                format_value(rep.raw.get(name), norm=GRAD_NORM),
+                format_value(rep.raw.get(name), max_items=1, norm=GRAD_NORM),
+            )
+            for name in ex.variables()
+        },
+    )
     out = {}
     for name, node in ex.variables().items():
         g = rep.clipped.get(name)
-        out[node] = (
-            f"∂ {format_value(rep.raw.get(name), norm=GRAD_NORM)} → {format_value(g, norm=GRAD_NORM)}"
-            if g is not None
-            else "∂ None"
-        )
+        if g is None:
+            out[node] = "∂ None"
+            continue
+        before, after = raw[name][0], format_value(g, norm=GRAD_NORM)
+        if len(before) + len(after) + 5 > _SHORT_CLIP_TEXT:
+            before, after = raw[name][1], format_value(g, max_items=1, norm=GRAD_NORM)
+        shape = before.partition(GRAD_NORM)[0]  # "4×4 " when it is a shape and a norm
+        if GRAD_NORM in before and after.startswith(shape + GRAD_NORM + " "):
+            after = after[len(shape + GRAD_NORM) + 1 :]  # the norm alone: "∂ 4×4 ‖g‖ 0.235 → 0.19"
+        text = f"∂ {before} → {after}"
+        out[node] = text
     return out
+
+
+#: Characters of a clipped gradient text that fit under a box at the explorer's size.
+_SHORT_CLIP_TEXT = 28
 
 
 def picture(ex: Explored, state: ExplorerState) -> str:
@@ -351,14 +378,18 @@ def _structure_key(ex: Explored, state: ExplorerState) -> tuple:
 
 def box_at(ex: Explored, state: ExplorerState, element_id: str) -> tuple[str, Any] | None:
     """What a canvas element of this state's picture is: ("open", group id) for a closed
-    group's box, ("close", group id) for an open group's frame, ("select", node) for
-    any other box of the graph; None for anything else."""
+    group's box (for a box of alike blocks, "conv3_block2–4": the first of them), ("close",
+    group id) for an open group's frame, ("select", node) for any other box of the graph;
+    None for anything else."""
     display = ex.view(state).scene.display
     if element_id.startswith("group-"):
         gid = element_id[len("group-") :]
         return ("close", gid) if gid in display.tree else None
+    runs = {r.id: r for r in display.runs.values()}
     for n, d in display.nx.nodes(data=True):
         if f"node-{n}" == element_id:
+            if d.get("kind") == "layer" and d.get("layer") in runs:
+                return "open", runs[d["layer"]].groups[0]  # a box of alike blocks: the first opens
             if d.get("kind") == "layer" and d.get("layer") in display.tree:
                 return "open", d["layer"]
             return ("select", n) if n in ex.graph.nx else None

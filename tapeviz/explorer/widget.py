@@ -130,11 +130,14 @@ class Explorer(W.VBox):
         self.canvas = make_canvas(
             reset_label=say("ui.canvas.reset", lang), fallback_note=say("ui.canvas.fallback", lang)
         ).add_class("tv-canvas")
-        self._canvas_link: W.Widget | None = None
+        self._canvas_links: list[W.Widget] = []
         if isinstance(self.canvas, Canvas):
             self.canvas.on_click(self._on_canvas_click)
-            # the page shows the slider's step by itself when it has the patches (canvas.py)
-            self._canvas_link = W.jslink((c["step"], "value"), (self.canvas, "step"))
+            # the page shows the slider's step (and clip_norm) by itself when it has the patches (canvas.py)
+            self._canvas_links = [
+                W.jslink((c["step"], "value"), (self.canvas, "step")),
+                W.jslink((c["clip_norm"], "value"), (self.canvas, "clip")),
+            ]
         self.panel = W.HTML().add_class("tv-panel")
         self.inspector = W.HTML().add_class("tv-inspect")
         self.message = W.HTML().add_class("tv-message")
@@ -400,14 +403,28 @@ class Explorer(W.VBox):
                 self.canvas.value = svg
             return
         model, state = self.model, self.state
-        # the pictures of every step in these settings: the page steps between them by itself
+        step, last = st.step_of(model, state), model.flow(state.target).last_step
+        # the pictures of every step in these settings: the page steps between them by itself;
+        # on the finished pass (where clipped values are drawn) it also goes one clip_norm
+        # slider step either way by itself
+        s = self.controls["clip_norm"]
+        clip_near: list[float] = []
+        if state.clip in ("by_norm", "by_global_norm") and step == last:
+            clip_near = [round(state.clip_norm + d * s.step, 10) for d in (-1, 1, -2, 2)]
+            clip_near = [v for v in clip_near if s.min <= v <= s.max]
         self.canvas.show(
             svg,
-            step=st.step_of(model, state),
+            step=step,
             family=(model, state.replace(step=None, node=None, lr=0.0)),
             picture_at=lambda k: st.picture(model, state.replace(step=k)),
-            last=model.flow(state.target).last_step,
+            last=last,
+            clip_near=clip_near,
+            picture_of=lambda v: st.picture(model, state.replace(clip_norm=v)),
         )
+        # the inspector's box, highlighted on the page (a class on top of the picture, not in it)
+        selected = f"node-{state.node}" if state.node is not None else ""
+        if self.canvas.selected != selected:
+            self.canvas.selected = selected
         tips = st.tips(model, state)  # after the picture: what the eye is on goes first
         if self.canvas.tips is not tips:
             self.canvas.tips = tips
@@ -468,7 +485,7 @@ class Explorer(W.VBox):
             self.page_theme.close()
         for w in [
             self._link,
-            *([self._canvas_link] if self._canvas_link is not None else []),
+            *self._canvas_links,
             *self.controls.values(),
             self.canvas,
             self.panel,

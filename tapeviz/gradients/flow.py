@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..messages import say
-from ..record.graph import TapeGraph
+from ..record.graph import TapeGraph, sum_squares
 from ..record.records import GRAPH_MODE_MESSAGE, GraphModeError, is_symbolic
 from ..record.replay import BackwardCall
 from .stop_causes import classify, read_facts
@@ -314,6 +314,20 @@ class GradientFlow:
         if key not in self._np_cache:
             self._np_cache[key] = _to_numpy(self.computed_tensor(obj))
         return self._np_cache[key]
+
+    def sum_squares(self, obj: Any) -> float:
+        """The float64 sum of squares of :meth:`computed` (0 where nothing arrived), kept:
+        every new picture's group boxes show their variables' gradient norms (ResNet50's
+        23 M numbers: ~40 ms a picture, when a click opens a block)."""
+        key = obj if isinstance(obj, str) else id(obj)
+        cache = self.__dict__.setdefault("_sumsq", {})
+        if key not in cache:
+            a = self.computed(obj)
+            if a is None:
+                cache[key] = 0.0
+            else:
+                cache[key] = sum_squares(a) if a.dtype.kind in "fiu" else float(np.linalg.norm(a)) ** 2
+        return cache[key]
 
     def edge_grad(self, u: str, v: str, key: int) -> np.ndarray | None:
         """What flowed back along one edge (None if nothing did)."""

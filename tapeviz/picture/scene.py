@@ -801,7 +801,7 @@ class Scene:
                 got = ("None", 0.0, False)
             else:
                 a = np.asarray(value)
-                norm = float(np.linalg.norm(a))
+                norm = math.sqrt(fl.sum_squares(m))  # kept by the flow: every new picture asks
                 bad = not math.isfinite(norm) and is_bad(a)
                 got = (format_value(a) if a.size == 1 else f"{norm:.3g}", norm, bad)
             self._norms[m] = got

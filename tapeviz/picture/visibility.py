@@ -29,7 +29,9 @@ recorded op, grouped by name scope only, as before this stage existed.
 
 from __future__ import annotations
 
+import functools
 import re
+import weakref
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeAlias
@@ -615,7 +617,22 @@ def decide(
     :func:`choose_closed`)."""
     if show_all:
         return collapse(graph.nx, collapsed, bodies=bodies, depth=depth, expand=expand)
-    return _Decision(graph, flow).shown(collapsed, bodies, fit, depth=depth, expand=expand)
+    return _decision(graph, flow).shown(collapsed, bodies, fit, depth=depth, expand=expand)
+
+
+#: flow -> its _Decision: what is a box, a chip or hidden, and the groups' tree, do not
+#: depend on which groups are closed, and each new set of closed groups (a click that
+#: opens a block in the explorer) asks again (ResNet50: ~150 ms of a 270 ms click).
+_DECISIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _decision(graph: TapeGraph, flow) -> _Decision:
+    if flow is None:
+        return _Decision(graph, flow)
+    got = _DECISIONS.get(flow)
+    if got is None or got.graph is not graph:
+        got = _DECISIONS[flow] = _Decision(graph, flow)
+    return got
 
 
 class _Decision:
@@ -623,7 +640,8 @@ class _Decision:
 
     def __init__(self, graph: TapeGraph, flow):
         self.graph = graph
-        self.flow = flow
+        # weakly: _DECISIONS keeps a decision as long as its flow lives, not longer
+        self._flow = weakref.ref(flow) if flow is not None else lambda: None
         G = graph.nx
         self.G = G
         self.order = graph.forward_order
@@ -645,6 +663,10 @@ class _Decision:
                 self.boxes.add(n)  # a non-float value made from something drawn: keep the path visible
         self.hidden = set(G) - reach
         self.chips = self._chips()
+
+    @property
+    def flow(self):
+        return self._flow()
 
     # -- what is what ----------------------------------------------------------------
     def _float_value(self, n) -> bool:
@@ -760,14 +782,16 @@ class _Decision:
         return Chip(Phrase(f"ui.chip.role.{role}", value=value) if role else value, "value", index, members)
 
     # -- groups and the display graph ------------------------------------------------
-    def shown(self, collapsed, bodies, fit: int, *, depth=None, expand=()) -> Shown:
+    @functools.cached_property
+    def tree(self) -> GroupTree:
+        """The groups of the boxes (whichever are closed)."""
         G = self.G
         targets = set(self.flow.target_nodes) if self.flow is not None else set()
         apis, loss_scopes = _call_sites(self.graph, self.boxes)
         # groups in the order their ops ran (a topological order can visit a ReLU layer late)
         order = sorted(self.boxes, key=lambda n: G.nodes[n].get("op_index", -1))
         derivatives = derivative_paths(self.graph, self.boxes - targets)
-        tree = build_tree(
+        return build_tree(
             G,
             self.boxes,
             order,
@@ -777,6 +801,28 @@ class _Decision:
             derivatives=derivatives,
             functions=function_paths(self.graph, self.boxes - targets),
         )
+
+    @functools.cached_property
+    def _ops(self) -> list:
+        targets = set(self.flow.target_nodes) if self.flow is not None else set()
+        return [n for n in self.boxes - targets if self.G.nodes[n]["kind"] == "op"]
+
+    @functools.cached_property
+    def differentiated(self) -> set:
+        """Groups kept closed by default: what an inner gradient differentiates, and the
+        user's functions that hold one."""
+        return differentiated_groups(self.G, self.tree, derivative_sources(self.graph)) | derivative_contexts(
+            self.tree, self._ops
+        )
+
+    @functools.cached_property
+    def everything(self) -> set:
+        """Groups never closed by default: one box for the whole picture tells nothing."""
+        return holding_everything(self.tree, self._ops)
+
+    def shown(self, collapsed, bodies, fit: int, *, depth=None, expand=()) -> Shown:
+        G = self.G
+        tree = self.tree
         links = getattr(self.flow, "left_links", ()) if self.flow is not None else ()
 
         def make(ch, calls=None, runs=None):
@@ -795,11 +841,7 @@ class _Decision:
             )
 
         fitted: list[int] = []
-
-        ops = [n for n in self.boxes - targets if G.nodes[n]["kind"] == "op"]
-        differentiated = differentiated_groups(G, tree, derivative_sources(self.graph))
-        differentiated |= derivative_contexts(tree, ops)
-        everything = holding_everything(tree, ops)  # one box for the whole picture tells nothing
+        differentiated, everything = self.differentiated, self.everything
 
         def default() -> set:
             fitted.append(fitting_level(tree, self.boxes, fit, differentiated, everything))

@@ -118,7 +118,7 @@ def summarize(value: np.ndarray) -> dict:
             count += v.size
             lo, hi = min(lo, float(v.min())), max(hi, float(v.max()))
             total += float(v.sum())
-            sq += float(np.dot(v, v))
+            sq += float(np.einsum("i,i->", v, v))  # not np.dot: see sum_squares
     s["nan"], s["inf"] = nan, inf
     if count:
         s.update(min=lo, max=hi, mean=total / count, norm=float(np.sqrt(sq)))
@@ -170,17 +170,27 @@ def format_value(
     return format_value(None, _norm_summary(a), norm=norm)
 
 
+def sum_squares(a: np.ndarray) -> float:
+    """The sum of an array's squares in float64. By einsum, not BLAS (np.dot, np.linalg.norm):
+    above ~10,000 numbers OpenBLAS wakes its threads, and on a busy 2-core machine that took
+    15 ms for 32,768 numbers instead of 0.02 ms (ResNet50's block gradients, when a click
+    opens a block)."""
+    flat = a.reshape(-1)
+    return float(
+        sum(
+            np.einsum("i,i->", flat[i : i + _SUMMARY_CHUNK], flat[i : i + _SUMMARY_CHUNK], dtype=np.float64)
+            for i in range(0, flat.size, _SUMMARY_CHUNK)
+        )
+    )
+
+
 def _norm_summary(a: np.ndarray) -> dict:
     """Shape and norm of a big array, the norm summed as :func:`summarize` sums it (float64,
     chunk by chunk) but without its other statistics; summarize itself when a number is
     not finite (its norm leaves NaN / Inf out). ResNet50's biggest gradients are 2.4 M numbers."""
     if a.dtype.kind not in "fiu" or not a.size:
         return summarize(a)
-    flat = a.reshape(-1)
-    sq = 0.0
-    for start in range(0, flat.size, _SUMMARY_CHUNK):
-        v = flat[start : start + _SUMMARY_CHUNK].astype(np.float64)
-        sq += float(np.dot(v, v))
+    sq = sum_squares(a)
     if not math.isfinite(sq):
         return summarize(a)
     return {"shape": tuple(a.shape), "norm": math.sqrt(sq)}
