@@ -1,0 +1,68 @@
+"""``hist.add`` alone, timed right after each real training step, this checkout against
+another (``--old DIR``: a folder holding that checkout's package renamed ``tapeviz_old``, as
+for bench_history_ab.py), interleaved call by call. Whole-step ratios (bench_history.py)
+mix in how the step that follows is slowed; this times the call itself: the light step of
+issue 23 (MSE, no clipping) and the heavy one (cross-entropy, ``clip_by_global_norm``,
+``clipped=`` passed), plus the batched weight read alone.
+
+Run: .venv/bin/python bench/bench_history_add.py --old DIR [--calls 3000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import bench_history as b
+
+import tapeviz as tv
+from tapeviz.record.variable_reads import VariableReader
+from tapeviz.training.history import _inner_variable
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--old", type=Path, required=True)
+    ap.add_argument("--calls", type=int, default=3000)
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(args.old))
+    old = importlib.import_module("tapeviz_old")
+    light, light_vars = b.light_setup()
+    heavy, heavy_vars = b.mlp_setup()
+    read = VariableReader([_inner_variable(v) for v in light_vars])
+    hists = {"light, now": tv.History(), "light, old": old.History()}
+    hists |= {"heavy, now": tv.History(), "heavy, old": old.History()}
+    times: dict[str, list[int]] = {k: [] for k in [*hists, "weight read alone"]}
+    clock = time.perf_counter_ns
+    for i in range(args.calls):
+        for k in ("light, now", "light, old"):
+            loss, grads = light()
+            t0 = clock()
+            hists[k].add(i, loss=loss, grads=grads, variables=light_vars)
+            times[k].append(clock() - t0)
+        for k in ("heavy, now", "heavy, old"):
+            loss, grads, clipped, _ = heavy()
+            t0 = clock()
+            hists[k].add(i, loss=loss, grads=grads, variables=heavy_vars, clipped=clipped)
+            times[k].append(clock() - t0)
+        light()
+        t0 = clock()
+        read()
+        times["weight read alone"].append(clock() - t0)
+    skip = args.calls // 10  # warm-up: traces, first flush
+    print(f"hist.add alone after each real step, medians of {args.calls - skip} calls, load {os.getloadavg()[0]:.1f}")
+    print("| call | median (µs) |\n|---|---|")
+    for k, v in times.items():
+        print(f"| {k} | {statistics.median(v[skip:]) / 1e3:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
