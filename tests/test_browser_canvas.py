@@ -312,6 +312,19 @@ def test_canvas_in_notebook7(notebook7, page):
         c.check_contract()
         c.select_a_variable()
         screenshot(page, "notebook7_canvas_selected")
+        edges = page.evaluate(
+            """(root) => {
+                const r = document.querySelector(root);
+                const cell = r.closest('.jp-Cell') || r.parentElement;
+                const controls = [...r.querySelectorAll('.tv-lower select, .tv-lower input, .tv-lower table')];
+                return {cell: cell.getBoundingClientRect().right,
+                        controls: Math.max(...controls.map(e => e.getBoundingClientRect().right))};
+            }""",
+            c.root,
+        )
+        assert edges["controls"] <= edges["cell"] + 1, edges  # the inspector is not cut at the cell's edge
+        page.locator(f"{c.root} .tv-lower").scroll_into_view_if_needed()
+        screenshot(page, "notebook7_canvas_lower")
 
         step = page.locator(f"{c.root} .tv-step .noUi-handle")
         last = int(step.get_attribute("aria-valuetext"))

@@ -35,6 +35,9 @@ CSS = """
 .tv-inspect pre { font-size: 11px; max-height: 220px; overflow: auto; background: #f8fafc; padding: 4px; }
 body[data-jp-theme-light="false"] .tv-inspect pre { background: #1f2937; }
 .tv-presenter .tv-canvas svg { width: 100%; height: auto; }
+/* The clipping table and the inspector side by side when the cell has room, else the
+   inspector below (Notebook 7's cell is narrower than JupyterLab's: it was cut off). */
+.tv-lower { flex-wrap: wrap; }
 /* The quiz: its question, verdict and score under the picture. */
 .tv-quiz { font-size: 14px; line-height: 1.5; margin: 2px 0 6px; }
 .tv-quiz-right { color: #009e73; font-weight: 600; }
@@ -47,7 +50,6 @@ body[data-jp-theme-light="false"] .tv-inspect pre { background: #1f2937; }
                 --jp-widgets-inline-label-width: 120px; }
 .tv-projector .tv-panel table { font-size: 18px; }
 .tv-projector .tv-panel td, .tv-projector .tv-panel th { white-space: nowrap; }
-.tv-projector .tv-lower { flex-wrap: wrap; }
 .tv-projector .tv-keys-hint { font-size: 16px; }
 </style>
 """
