@@ -900,3 +900,21 @@ def test_keras_code_is_told_by_the_keras_package_folder():
     assert callsites._code_kind(user, codes) == callsites._OTHER
     ours = keras.layers.Dense.call.__code__
     assert callsites._code_kind(ours, codes) == callsites._KERAS
+
+
+def test_untaken_branch_named_again_when_the_same_block_reruns():
+    """The block's names are read from its bytecode once per code and offsets
+    (blockvars memo); each run still binds them in its own frame: the branch not taken
+    this time is the one reported unread."""
+    v0, v1 = tf.Variable(1.0), tf.Variable(2.0)
+
+    def step(first):
+        with tv.GradientTape() as tape:
+            result = v0 * 2.0 if first else v1**2
+        tape.gradient(result, [v0, v1])
+        return tape._tv_capture.settle()
+
+    for first in (True, False, True):
+        unread = step(first).unread
+        expect = v1 if first else v0
+        assert list(unread) == [expect.handle._id]

@@ -141,7 +141,7 @@ class Patches:
                 _constant_op.convert_to_eager_tensor = _convert_to_eager_tensor
                 _script_ops.backprop = _ScriptBackprop(o["script_backprop"])
                 for m in _DERIVATIVE_METHODS:
-                    setattr(_backprop.GradientTape, m, _differentiating(m, o[f"tape.{m}"]))
+                    setattr(_backprop.GradientTape, m, _differentiating_cached(m, o[f"tape.{m}"]))
                 base.numpy = _numpy
                 base.__float__ = _float
                 base.__array__ = _array
@@ -174,6 +174,20 @@ class Patches:
     @classmethod
     def installed(cls) -> bool:
         return cls.users > 0
+
+
+#: method -> (the original it wraps, the wrapper): a tape's enter installs the same
+#: wrappers as the last one did (building them with functools.wraps cost ~5 us a tape).
+_derivative_wrappers: dict[str, tuple[Callable, Callable]] = {}
+
+
+def _differentiating_cached(method: str, original: Callable) -> Callable:
+    """:func:`_differentiating`, built once per method and original (the original is
+    compared by identity: a method patched by someone else gets a fresh wrapper)."""
+    hit = _derivative_wrappers.get(method)
+    if hit is None or hit[0] is not original:
+        hit = _derivative_wrappers[method] = (original, _differentiating(method, original))
+    return hit[1]
 
 
 def _differentiating(method: str, original: Callable) -> Callable:
