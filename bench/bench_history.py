@@ -61,6 +61,24 @@ def _mlp(seed: int):
     return model, np.random.default_rng(seed)
 
 
+def parse_with_old(doc: str, argv, **counts: int):
+    """Arguments of the A/B benches: ``--old DIR`` (a folder holding another checkout's
+    package renamed ``tapeviz_old``) and one int option per keyword (its default); returns
+    the parsed arguments and that package."""
+    import argparse
+    import importlib
+    import sys
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--old", type=Path, required=True)
+    for name, default in counts.items():
+        ap.add_argument(f"--{name}", type=int, default=default)
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(args.old))
+    return args, importlib.import_module("tapeviz_old")
+
+
 def mlp_setup():
     import keras
 

@@ -9,9 +9,7 @@ Run: .venv/bin/python bench/bench_history_ab.py --old DIR [--rounds 9]
 
 from __future__ import annotations
 
-import argparse
 import gc
-import importlib
 import random
 import statistics
 import sys
@@ -26,12 +24,7 @@ import tapeviz as tv
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--old", type=Path, required=True)
-    ap.add_argument("--rounds", type=int, default=9)
-    args = ap.parse_args(argv)
-    sys.path.insert(0, str(args.old))
-    old = importlib.import_module("tapeviz_old")
+    args, old = b.parse_with_old(__doc__, argv, rounds=9)
     step, variables = b.light_setup()
     hists = {"new": tv.History(), "old": old.History()}
     count = {"new": 0, "old": 0}

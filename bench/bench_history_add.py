@@ -10,8 +10,6 @@ Run: .venv/bin/python bench/bench_history_add.py --old DIR [--calls 3000]
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import statistics
 import sys
@@ -29,12 +27,7 @@ from tapeviz.training.history import _inner_variable
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--old", type=Path, required=True)
-    ap.add_argument("--calls", type=int, default=3000)
-    args = ap.parse_args(argv)
-    sys.path.insert(0, str(args.old))
-    old = importlib.import_module("tapeviz_old")
+    args, old = b.parse_with_old(__doc__, argv, calls=3000)
     light, light_vars = b.light_setup()
     heavy, heavy_vars = b.mlp_setup()
     read = VariableReader([_inner_variable(v) for v in light_vars])
