@@ -23,14 +23,14 @@ import bench_history as b
 
 import tapeviz as tv
 from tapeviz.record.variable_reads import VariableReader
-from tapeviz.training.history import _inner_variable
+from tapeviz.training.step_arguments import inner_variable
 
 
 def main(argv=None) -> None:
     args, old = b.parse_with_old(__doc__, argv, calls=3000)
     light, light_vars = b.light_setup()
     heavy, heavy_vars = b.mlp_setup()
-    read = VariableReader([_inner_variable(v) for v in light_vars])
+    read = VariableReader([inner_variable(v) for v in light_vars])
     hists = {"light, now": tv.History(), "light, old": old.History()}
     hists |= {"heavy, now": tv.History(), "heavy, old": old.History()}
     times: dict[str, list[int]] = {k: [] for k in [*hists, "weight read alone"]}

@@ -14,7 +14,13 @@ for tv.History, which reads every weight and gradient at every training step.
   kernel) each variable is read with ``tf.raw_ops.ReadVariableOp`` instead: the same values.
 - **No copy.** ``EagerTensor._numpy()`` is the array ``np.asarray`` ends up with (a view of
   a CPU tensor's own buffer), without the ``__array__`` protocol around it: 1.5 µs a tensor
-  instead of 3 µs, measured right after real training steps (:func:`host_views`).
+  instead of 3 µs, measured right after real training steps. When every tensor is an
+  EagerTensor, its C method ``_numpy_internal`` is mapped over the list, one C call a
+  tensor without a Python frame (:func:`host_views`).
+- **A shape without a TensorShape.** ``t.shape`` builds a ``TensorShape`` (~1 µs);
+  :func:`host_shape` gives the tuple TF keeps, so a History can check that a loss is a
+  scalar without reading it (the read is left to the flush, where it is warm: reading a
+  fresh loss right after a step measured 8 µs, the check and a later read 1.7 µs).
 """
 
 from __future__ import annotations
@@ -24,12 +30,16 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.eager import context, execute
+from tensorflow.python.eager import context, core, execute
+from tensorflow.python.framework import ops
 
-__all__ = ["read_variables", "VariableReader", "host_views"]
+__all__ = ["read_variables", "VariableReader", "host_views", "host_shape", "EagerTensor"]
 
 _batched_ok = True
 _asarray = np.asarray
+# the class of eager tensors: its module is private, and type(tf.constant(0)) at import would start TF
+EagerTensor = ops.EagerTensor
+_numpy_internal = EagerTensor._numpy_internal
 
 
 class VariableReader:
@@ -72,6 +82,11 @@ def _read(v, handle):
 def host_views(tensors: Sequence[Any]) -> list[np.ndarray]:
     """Each CPU tensor as a NumPy array, a view of its buffer where TF allows it (an
     IndexedSlices: its values; anything else: ``np.asarray``)."""
+    if list(map(type, tensors)).count(EagerTensor) == len(tensors):
+        try:
+            return list(map(_numpy_internal, tensors))
+        except core._NotOkStatusException:
+            pass  # TF's raw status (e.g. a tensor on a lost device): read one by one, for TF's own exception
     out = []
     for t in tensors:
         if t.__class__ is tf.IndexedSlices:
@@ -79,3 +94,11 @@ def host_views(tensors: Sequence[Any]) -> list[np.ndarray]:
         numpy = getattr(t, "_numpy", None)
         out.append(numpy() if numpy is not None else _asarray(t))
     return out
+
+
+def host_shape(t: Any) -> tuple:
+    """The shape of a tensor as a tuple (None for an unknown dimension); of an eager
+    tensor the tuple TF keeps, without building a ``TensorShape``."""
+    if t.__class__ is EagerTensor:
+        return t._shape_tuple()
+    return tuple(t.shape)
