@@ -39,7 +39,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..gradients.magnitude import Magnitude, MagnitudeScale, layer_of, magnitude
-from ..record.variable_reads import EagerTensor, VariableReader, host_shape
+from ..record.variable_reads import EagerTensor, VariableReader, host_shape, host_views
 from .bounded_series import Buckets
 from .squared_norms import device_sums, host_sums, on_cpu
 from .step_arguments import (
@@ -880,11 +880,15 @@ def _measure(loss, grads, clipped, layout: _Layout) -> list | tf.Tensor:
 
 
 def _fetch(items: list) -> np.ndarray:
-    """The pending steps' values as one float64 array: host lists as they are, device
-    vectors fetched with one concat and one copy."""
+    """The pending steps' values as one float64 array: host lists as they are (a loss
+    tensor first in a list is read here, all together), device vectors fetched with one
+    concat and one copy."""
     device = [it for it in items if not isinstance(it, list)]
+    lossy = [it for it in items if it.__class__ is list and it and it[0].__class__ is EagerTensor]
+    for it, value in zip(lossy, host_views([it[0] for it in lossy]), strict=True):
+        it[0] = value  # a 0-d array: NumPy reads it in C (float() of the tensor: 1.5 µs each)
     if not device:  # chain.from_iterable walks the lists in C: 0.1 ms for 256 steps, a generator 0.5 ms
-        return np.fromiter(itertools.chain.from_iterable(items), np.float64)  # float() of a loss tensor reads it
+        return np.fromiter(itertools.chain.from_iterable(items), np.float64)
     fetched = tf.concat(device, 0).numpy()
     parts, at = [], 0
     for it in items:
