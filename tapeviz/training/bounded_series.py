@@ -83,8 +83,8 @@ class Buckets:
     def _fill_buckets(self, m: int, steps: np.ndarray, rows: np.ndarray) -> None:
         """Fill ``m`` new buckets of ``width`` rows each at once: the same values as one
         bucket at a time (min / max are exact whatever the order), with a dozen array
-        operations instead of a dozen per bucket (a History flushing 256 steps into
-        4-step buckets ran 64 bucket merges, about half of the flush)."""
+        operations instead of a dozen per bucket (a History flushing 256 steps into 4-step
+        buckets ran 64 bucket merges)."""
         w, sl = self.width, slice(self.n, self.n + m)
         block = rows.reshape(m, w, self.columns)
         with np.errstate(invalid="ignore"):
