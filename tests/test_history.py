@@ -433,6 +433,40 @@ def test_picture_budget_bounds_memory():
     assert len(tiny) == 1 and np.isfinite(tiny.norms()).all()  # the norms are recorded anyway
 
 
+def test_the_usual_call_records_what_the_fully_checked_call_records():
+    """hist.add takes a short path for the usual call (History._add_usual); the same steps
+    given in shapes only the full checks accept (a generator, a NumPy step, a Python float
+    loss) must give the same series, and the short path must still refuse bad input."""
+    model = mlp("usual", seed=3)
+    x, y = batch(32, 8, seed=3)
+    opt = keras.optimizers.SGD(0.05)
+    usual, checked = tv.History(flush_every=7), tv.History(flush_every=7)
+    for step in range(20):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x) - y))
+        variables = model.trainable_variables
+        grads = tape.gradient(loss, variables)
+        clipped, _ = tf.clip_by_global_norm(grads, 0.5)
+        usual.add(step, loss=loss, grads=grads, variables=variables, clipped=clipped)
+        checked.add(np.int64(step), loss=loss, grads=iter(grads), variables=tuple(variables), clipped=list(clipped))
+        opt.apply_gradients(zip(clipped, variables, strict=True))
+    assert usual._usual is not None  # the short path was taken
+    for q in ("grad", "clipped", "weight", "relative", "clip_scale"):
+        np.testing.assert_array_equal(usual.norms(kind=q), checked.norms(kind=q))
+        np.testing.assert_array_equal(usual.norms("usual/h0", q), checked.norms("usual/h0", q))
+    np.testing.assert_array_equal(usual.losses(), checked.losses())
+    np.testing.assert_array_equal(usual.steps(), np.arange(20))
+    with pytest.raises(ValueError, match="steps must increase"):
+        usual.add(19, loss=loss, grads=grads, variables=variables, clipped=clipped)
+    with pytest.raises(ValueError, match="needs the scalar loss"):
+        usual.add(20, loss=tf.stack([loss, loss]), grads=grads, variables=variables, clipped=clipped)
+    with pytest.raises(ValueError, match="same order"):  # swapped variables: a new layout, checked in full
+        usual.add(20, loss=loss, grads=grads, variables=variables[::-1], clipped=clipped)
+    usual.add(20, loss=loss, grads=[None, *grads[1:]], variables=variables, clipped=clipped)
+    assert np.isnan(usual.norms("usual/h0/kernel")[-1]) and not np.isnan(usual.norms("usual/h0/bias")[-1])
+    assert len(usual.steps()) == 21
+
+
 # ---------------------------------------------------------------- memory over long runs
 def test_buckets_stay_bounded_and_keep_spikes_over_100k_steps():
     rng = np.random.default_rng(0)
@@ -462,6 +496,33 @@ def test_buckets_stay_bounded_and_keep_spikes_over_100k_steps():
         np.testing.assert_array_equal(b.row(k, "last"), values[rows][-1])
     assert b.column(1, "max").max() == 1e6  # the spike survives every merge
     assert b.bucket_of(54_321 * 2) == int(np.flatnonzero((first <= 108_642) & (last >= 108_642))[0])
+
+
+def test_buckets_filled_in_blocks_equal_buckets_filled_one_step_at_a_time():
+    """Blocks fill many wide buckets at once (Buckets._fill_buckets); one row at a time
+    never does: both must store the same values, spans and counts."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    values = rng.normal(size=(n, 4)).astype(np.float32)
+    values[rng.random((n, 4)) < 0.2] = np.nan  # missing values, some whole buckets of a column
+    values[:, 3] = np.nan
+    steps = np.cumsum(rng.integers(1, 4, size=n))
+    blocks, single = Buckets(capacity=16), Buckets(capacity=16)
+    blocks.add_columns(4)
+    single.add_columns(4)
+    at = 0
+    while at < n:
+        k = int(rng.integers(1, 400))
+        blocks.append(steps[at : at + k], values[at : at + k])
+        at += k
+    for i in range(n):
+        single.append(steps[i : i + 1], values[i : i + 1])
+    assert blocks.n == single.n and blocks.width == single.width > 64
+    np.testing.assert_array_equal(blocks.spans(), single.spans())
+    np.testing.assert_array_equal(blocks.count[: blocks.n], single.count[: single.n])
+    for stat in ("min", "max", "last"):
+        for col in range(4):
+            np.testing.assert_array_equal(blocks.column(col, stat), single.column(col, stat))
 
 
 def test_history_memory_is_bounded_over_many_steps():

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz.record.variable_reads import VariableReader, host_views, read_variables
+from tapeviz.record.variable_reads import VariableReader, host_shape, host_views, read_variables
 from tapeviz.training import squared_norms as sumsq
 
 keras = pytest.importorskip("keras")
@@ -69,6 +69,22 @@ def test_a_step_of_many_tensors_is_summed_in_pieces_within_the_float32_tolerance
     assert got[0] == 0.0 and sumsq.host_sums([tf.ones(2), tf.zeros(0)]) == [2.0, 0.0]
 
 
+def test_a_step_of_mixed_dtypes_sums_float32_by_dots_and_the_rest_exactly():
+    rng = np.random.default_rng(4)
+    tensors = [
+        tf.constant(rng.normal(size=(300, 300)).astype("float32")),  # float32, in pieces
+        tf.constant(rng.normal(size=(50,))),  # float64
+        tf.constant(rng.normal(size=(7,)).astype("float32")),
+        tf.constant(rng.normal(size=(64, 8)).astype("float16")),
+        tf.zeros((3,)),  # float32 zero: exactly 0
+    ]
+    got = sumsq.host_sums(tensors)
+    want = [tf_sumsq64(t) for t in tensors]
+    np.testing.assert_allclose(got[0::2], want[0::2], rtol=RTOL_DOT, atol=0)
+    np.testing.assert_allclose(got[1::2], want[1::2], rtol=RTOL, atol=0)
+    assert got[4] == 0.0
+
+
 def test_zero_huge_and_tiny_float32_tensors_are_summed_exactly_in_float64():
     zero, huge, tiny = tf.zeros((3, 40000)), tf.fill([5], 1e30), tf.fill([5], 1e-25)
     assert float(tf.reduce_sum(tf.square(huge))) == np.inf  # its float32 squares overflow
@@ -109,6 +125,15 @@ def test_a_reader_made_once_reads_each_steps_values_and_views_share_the_buffers(
     assert np.shares_memory(view, np.asarray(t)) and view.shape == (2, 2)
     np.testing.assert_array_equal(values, [[5.0, 6.0]])  # an IndexedSlices: its values
     assert host_views([np.arange(3.0)])[0].tolist() == [0.0, 1.0, 2.0]  # not a tensor: np.asarray
+    a, c = host_views([t, tf.constant(7.0)])  # all eager tensors: the mapped path, views as well
+    assert np.shares_memory(a, view) and c.shape == () and float(c) == 7.0
+
+
+def test_host_shape_is_the_shape_tuple_without_a_tensorshape():
+    assert host_shape(tf.constant(2.0)) == ()
+    assert host_shape(tf.zeros((3, 0, 2))) == (3, 0, 2)
+    assert host_shape(tf.Variable(tf.ones((2, 5)))) == (2, 5)  # not an eager tensor: tuple(t.shape)
+    assert host_shape(np.ones((4,))) == (4,)
 
 
 def _mlp_run(hist, steps=6, clip=None):

@@ -69,12 +69,32 @@ class Buckets:
                 self.n += take
                 i += take
                 continue
+            if (m := min((len(steps) - i) // self.width, self.capacity - self.n)) > 1:
+                self._fill_buckets(m, steps[i : i + m * self.width], rows[i : i + m * self.width])
+                i += m * self.width
+                continue
             b = self.n
             self.n += 1
             self.count[b] = 0
             for s in STATS:
                 self._data[s][b] = np.nan
             self.first_step[b] = steps[i]
+
+    def _fill_buckets(self, m: int, steps: np.ndarray, rows: np.ndarray) -> None:
+        """Fill ``m`` new buckets of ``width`` rows each at once: the same values as one
+        bucket at a time (min / max are exact whatever the order), with a dozen array
+        operations instead of a dozen per bucket (a History flushing 256 steps into 4-step
+        buckets ran 64 bucket merges)."""
+        w, sl = self.width, slice(self.n, self.n + m)
+        block = rows.reshape(m, w, self.columns)
+        with np.errstate(invalid="ignore"):
+            self._data["min"][sl] = np.fmin.reduce(block, axis=1)
+            self._data["max"][sl] = np.fmax.reduce(block, axis=1)
+        self._data["last"][sl] = block[:, -1]
+        self.first_step[sl] = steps[::w]
+        self.last_step[sl] = steps[w - 1 :: w]
+        self.count[sl] = w
+        self.n += m
 
     def _merge_rows(self, b: int, steps: np.ndarray, rows: np.ndarray) -> None:
         mn, mx, last = self._data["min"], self._data["max"], self._data["last"]

@@ -26,11 +26,11 @@ path without the last part.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 import os
 import threading
-import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -39,9 +39,23 @@ import numpy as np
 import tensorflow as tf
 
 from ..gradients.magnitude import Magnitude, MagnitudeScale, layer_of, magnitude
-from ..record.variable_reads import VariableReader, host_views
+from ..record.variable_reads import EagerTensor, VariableReader, host_shape, host_views
 from .bounded_series import Buckets
 from .squared_norms import device_sums, host_sums, on_cpu
+from .step_arguments import (
+    as_list,
+    as_step,
+    grad_shape,
+    inner_variable,
+    is_variable,
+    loss_number,
+    loss_tensor,
+    reduce_per_replica,
+    require_scalar,
+    sum_replicas,
+    variable_name,
+    weak_or_strong_ref,
+)
 from .step_pictures import PictureStore
 from .step_warnings import BITS, KINDS, Flag, FlagDetector, Thresholds, kinds_of
 
@@ -54,6 +68,9 @@ if TYPE_CHECKING:  # for annotations only (keras_callback imports Keras: only wh
     from .layer_plot import NormTable
 
 __all__ = ["History", "Flag", "Thresholds", "ClipStats"]
+
+_is_none = functools.partial(operator.is_, None)
+_SEQUENCES = (list, tuple)
 
 QUANTITIES = ("grad", "clipped", "weight", "relative", "clip_scale")
 # stored per variable / layer: the quantities above, 1.0 where the gradient was None, and
@@ -148,7 +165,7 @@ class _Layout:
         last_layer: int,
     ):
         self.variables = variables  # strong refs: the ids in the cache key stay theirs
-        self.weights = [_inner_variable(v) for v in variables]
+        self.weights = [inner_variable(v) for v in variables]
         self.read_weights = VariableReader(self.weights)  # one op a step, its inputs worked out once
         self.var_index = var_index  # position in hist's variable list, per variable passed
         self.present = present  # gradient is not None
@@ -157,6 +174,7 @@ class _Layout:
         self.clipped_present = clipped_present  # clipped gradient given and not None
         self.loss_packed = loss_packed
         self.last_layer = last_layer
+        self.key: tuple = ()  # History._layout's cache key: variable ids, None gradients, None clipped
         # NumPy reads CPU tensors in place; elsewhere one tf.function a step (squared_norms.py)
         self.on_host = on_cpu(list(self.weights) + [g for g in grads if g is not None])
         n_grad = int(present.sum())
@@ -212,7 +230,8 @@ class History:
         self._global.add("global", self._new_columns(len(_COLUMNS)))
         self._registry: dict[int, tuple[Any, str]] = {}  # id(variable) -> (weakref, name)
         self._layouts: dict[tuple, _Layout] = {}
-        self._pending_values: list = []  # scalar float32 tensors, not fetched yet
+        self._usual: _Layout | None = None  # the layout of the last call with a loss tensor (see _add_usual)
+        self._pending_values: list = []  # per step: floats, loss tensors, device vectors; fetched at the flush
         self._pending: list[tuple] = []  # (step, layout or None, host loss, picture or None)
         self._count = 0
         self._last_step: int | None = None
@@ -244,20 +263,22 @@ class History:
         clipped gradients and losses are summed across replicas (the sum of replica
         gradients is what the optimizer applies) and recorded once.
         """
+        if tape is None and self._add_usual(step, loss, grads, variables, clipped):
+            return
         if not tf.executing_eagerly():
             raise RuntimeError(
                 "hist.add runs eagerly, but it was called inside a tf.function. Return the gradients from your "
                 "train step and call hist.add after it, or use hist.callback(...) with model.fit."
             )
-        grads, variables, clipped = _as_list(grads), _as_list(variables), _as_list(clipped)
+        grads, variables, clipped = as_list(grads), as_list(variables), as_list(clipped)
         ctx = tf.distribute.get_replica_context()
         if ctx is not None and ctx.num_replicas_in_sync > 1:
-            loss, grads, clipped, primary = _sum_replicas(ctx, loss, grads, clipped)
+            loss, grads, clipped, primary = sum_replicas(ctx, loss, grads, clipped)
             if not primary:
                 return
-        elif grads and isinstance(grads[0], tf.distribute.DistributedValues):
-            loss, grads, clipped = _reduce_per_replica(loss, grads, clipped)
-        step = _as_step(step)
+        elif grads and grads[0].__class__ is not EagerTensor and isinstance(grads[0], tf.distribute.DistributedValues):
+            loss, grads, clipped = reduce_per_replica(loss, grads, clipped)
+        step = as_step(step)
         with self._lock:
             if self._last_step is not None and step <= self._last_step:
                 raise ValueError(
@@ -271,16 +292,16 @@ class History:
             try:
                 picture = self._picture_input(step, tape, loss) if tape is not None else None
                 if loss is not None:
-                    packed_loss = _loss_tensor(loss)
+                    packed_loss = loss_tensor(loss)
                     if packed_loss is None:
-                        host_loss = _host_loss(loss)
+                        host_loss = loss_number(loss)
                 if grads is not None:
                     layout = self._layout(grads, variables, clipped, loss_packed=packed_loss is not None)
                     values.append(_measure(packed_loss, grads, clipped, layout))
                 elif variables is not None or clipped is not None:
                     raise ValueError("hist.add got variables/clipped without grads: pass grads= as well.")
                 elif packed_loss is not None:
-                    _require_scalar(tuple(packed_loss.shape))
+                    require_scalar(tuple(packed_loss.shape))
                     host_loss = float(packed_loss)  # a loss-only step: fetch it now
             except BaseException:
                 del values[mark:]  # a refused call leaves nothing half-recorded
@@ -288,8 +309,47 @@ class History:
             self._pending.append((step, layout, host_loss, picture))
             self._last_step = step
             self._count += 1
+            if layout is not None and layout.loss_packed and picture is None:
+                self._usual = layout
             if picture is not None or len(self._pending) >= self.flush_every:
                 self.flush()
+
+    def _add_usual(self, step, loss, grads, variables, clipped) -> bool:
+        """Record the usual call (an int step, an eager loss tensor, the same variables and
+        None gradients as the last call, no tape) with only the checks it needs; False,
+        recording nothing, for any other call, which :meth:`add` then checks in full.
+
+        Why: right after a training step every line of Python costs 0.5-3 µs (the step
+        evicted it from the caches), and hist.add's own bookkeeping measured 0.75-0.9 % of
+        issue 23's light step; this path runs ~6 µs less of it (bench/RESULTS.md, "Issue 23d")."""
+        layout = self._usual
+        if (
+            layout is None
+            or step.__class__ is not int
+            or loss.__class__ is not EagerTensor
+            or grads.__class__ not in _SEQUENCES
+            or variables.__class__ not in _SEQUENCES
+            or len(variables) != len(layout.variables)
+            or not all(map(operator.is_, variables, layout.variables))
+            or tuple(map(_is_none, grads)) != layout.key[1]
+            or (None if clipped is None else tuple(map(_is_none, clipped))) != layout.key[2]
+            or (clipped is not None and clipped.__class__ not in _SEQUENCES)
+            or (grads and grads[0].__class__ is not EagerTensor)  # not per-replica values
+            or not loss.dtype.is_floating
+            or not tf.executing_eagerly()
+            or tf.distribute.has_strategy()  # replicas to sum, or a strategy's scope: add decides
+        ):
+            return False
+        with self._lock:
+            if self._last_step is not None and step <= self._last_step:
+                return False  # add raises the error
+            self._pending_values.append(_measure(loss, grads, clipped, layout))
+            self._pending.append((step, layout, None, None))
+            self._last_step = step
+            self._count += 1
+            if len(self._pending) >= self.flush_every:
+                self.flush()
+        return True
 
     def _picture_input(self, step, tape, loss):
         from ..record.tape import graph_of
@@ -319,15 +379,16 @@ class History:
                     f"hist.add got {len(clipped)} clipped gradients for {len(grads)} gradients: pass the "
                     "whole list tf.clip_by_global_norm(grads, ...)[0] returned (one per variable)."
                 )
-        key = (
+        key = (  # map() in C: the key is built at every step
             tuple(map(id, variables)),
-            tuple(g is None for g in grads),
-            None if clipped is None else tuple(c is None for c in clipped),
+            tuple(map(_is_none, grads)),
+            None if clipped is None else tuple(map(_is_none, clipped)),
             loss_packed,
         )
         layout = self._layouts.get(key)
         if layout is None:
             layout = self._new_layout(grads, variables, clipped, loss_packed)
+            layout.key = key
             if len(self._layouts) >= _MAX_LAYOUTS:
                 self._layouts.pop(next(iter(self._layouts)))
             self._layouts[key] = layout
@@ -335,7 +396,7 @@ class History:
 
     def _new_layout(self, grads, variables, clipped, loss_packed) -> _Layout:
         for i, v in enumerate(variables):
-            if not _is_variable(v):
+            if not is_variable(v):
                 raise TypeError(
                     f"variables[{i}] is a {type(v).__name__}, not a variable: pass the tf.Variables / "
                     "Keras variables the gradients are for (e.g. model.trainable_variables)."
@@ -345,13 +406,13 @@ class History:
                 continue
             if not isinstance(g, (tf.Tensor, tf.IndexedSlices)):
                 raise TypeError(f"grads[{i}] is a {type(g).__name__}: pass the tensors tape.gradient returned.")
-            gshape = _shape(g)
+            gshape = grad_shape(g)
             if tuple(gshape) != tuple(v.shape):
                 raise ValueError(
-                    f"grads[{i}] has shape {tuple(gshape)} but variables[{i}] ({_variable_name(v)}) "
+                    f"grads[{i}] has shape {tuple(gshape)} but variables[{i}] ({variable_name(v)}) "
                     f"has shape {tuple(v.shape)}: grads and variables must be in the same order."
                 )
-            if clipped is not None and clipped[i] is not None and tuple(_shape(clipped[i])) != tuple(gshape):
+            if clipped is not None and clipped[i] is not None and tuple(grad_shape(clipped[i])) != tuple(gshape):
                 raise ValueError(
                     f"clipped[{i}] has shape {tuple(clipped[i].shape)}, grads[{i}] {tuple(g.shape)}: pass "
                     "the clipped gradients in the order of grads."
@@ -370,12 +431,12 @@ class History:
         found = self._registry.get(id(v))
         if found is not None and found[0]() is v:
             return self._vars.index[found[1]]
-        name = base = _variable_name(v)
+        name = base = variable_name(v)
         k = 1
         while name in self._vars.index:
             k += 1
             name = f"{base}_{k}"
-        self._registry[id(v)] = (_ref(v), name)
+        self._registry[id(v)] = (weak_or_strong_ref(v), name)
         i = self._vars.add(name, self._new_columns(len(_COLUMNS)))
         layer = layer_of(name)
         if layer not in self._layers.index:
@@ -682,7 +743,7 @@ class History:
             return None
         if step is None:
             return n - 1
-        b = self._buckets.bucket_of(_as_step(step))
+        b = self._buckets.bucket_of(as_step(step))
         if b is None:
             raise KeyError(
                 f"Step {step} was not recorded; recorded steps run from {self._buckets.first_step[0]} to "
@@ -702,7 +763,7 @@ class History:
         The flow (the backward pass of the loss, as ``tv.flow(tape, loss)``) is computed on
         first request from what the tape recorded, then kept."""
         self.flush()
-        pic = self._pictures.get(_as_step(step))
+        pic = self._pictures.get(as_step(step))
         if pic is None:
             return None
         return pic.graph, pic.flow()
@@ -794,14 +855,16 @@ def _fill(rows: np.ndarray, cols: np.ndarray, g, w, c, no_grad=None) -> None:
         rows[:, cols[:, _NO_GRAD]] = no_grad
 
 
-def _measure(loss, grads, clipped, layout: _Layout) -> list[float] | tf.Tensor:
+def _measure(loss, grads, clipped, layout: _Layout) -> list | tf.Tensor:
     """One step's values in the layout's order: the loss (when packed), then the sum of
     squares of each gradient, weight and clipped gradient. On CPU, floats computed now by
-    a BLAS dot on the tensors' buffers; elsewhere one float64 vector left on the device (both
-    fetched together at the next flush, see :func:`_fetch`)."""
+    a BLAS dot on the tensors' buffers, after the loss tensor itself (an eager tensor never
+    changes, so reading it at the flush gives the same number, for 1.7 µs instead of 8 µs
+    right after the step); elsewhere one float64 vector left on the device. Both are
+    fetched together at the next flush (:func:`_fetch`)."""
     if not layout.on_host:
         if loss is not None:
-            _require_scalar(tuple(loss.shape))
+            require_scalar(tuple(loss.shape))
         tensors = [g for g, p in zip(grads, layout.present, strict=True) if p] + list(layout.weights)
         if layout.has_clipped:
             tensors += [c for c, p in zip(clipped, layout.clipped_present, strict=True) if p]
@@ -812,15 +875,18 @@ def _measure(loss, grads, clipped, layout: _Layout) -> list[float] | tf.Tensor:
         tensors += [c for c, p in zip(clipped, layout.clipped_present, strict=True) if p]
     if not layout.loss_packed:
         return host_sums(tensors)
-    value = host_views((loss,))[0]
-    _require_scalar(value.shape)
-    return [float(value), *host_sums(tensors)]
+    require_scalar(host_shape(loss))
+    return [loss, *host_sums(tensors)]  # the loss is read at the flush (warm there): see _fetch
 
 
 def _fetch(items: list) -> np.ndarray:
-    """The pending steps' values as one float64 array: host lists as they are, device
-    vectors fetched with one concat and one copy."""
+    """The pending steps' values as one float64 array: host lists as they are (a loss
+    tensor first in a list is read here, all together), device vectors fetched with one
+    concat and one copy."""
     device = [it for it in items if not isinstance(it, list)]
+    lossy = [it for it in items if it.__class__ is list and it and it[0].__class__ is EagerTensor]
+    for it, value in zip(lossy, host_views([it[0] for it in lossy]), strict=True):
+        it[0] = value  # a 0-d array: NumPy reads it in C (float() of the tensor: 1.5 µs each)
     if not device:  # chain.from_iterable walks the lists in C: 0.1 ms for 256 steps, a generator 0.5 ms
         return np.fromiter(itertools.chain.from_iterable(items), np.float64)
     fetched = tf.concat(device, 0).numpy()
@@ -846,132 +912,3 @@ def _runs(pending):
             start = i
     if start is not None:
         yield start, len(pending), pending[start][1]
-
-
-def _as_list(seq):
-    """grads / variables / clipped as a list or tuple (a generator is read once, here)."""
-    if seq is None or isinstance(seq, (list, tuple)):
-        return seq
-    if isinstance(seq, dict):
-        raise TypeError(
-            "hist.add takes grads, variables and clipped as lists (what tape.gradient(loss, variables) "
-            "returns and the variables), not dicts."
-        )
-    if isinstance(seq, (tf.Tensor, tf.Variable, tf.IndexedSlices)) or hasattr(seq, "path"):
-        return [seq]  # a single variable and its gradient
-    return list(seq)
-
-
-def _shape(t) -> tuple:
-    """The dense shape of a gradient (an IndexedSlices' dense_shape)."""
-    if isinstance(t, tf.IndexedSlices):
-        shape = t.dense_shape
-        return tuple(int(d) for d in (shape.numpy() if isinstance(shape, tf.Tensor) else shape))
-    return tuple(t.shape)
-
-
-def _ref(obj):
-    """A weak reference when the object allows one, else a strong one (same call shape)."""
-    try:
-        return weakref.ref(obj)
-    except TypeError:
-        return lambda: obj
-
-
-def _inner_variable(v):
-    """What to read a weight from: the tf.Variable inside a Keras variable, else v."""
-    if isinstance(v, tf.Variable):
-        return v
-    inner = getattr(v, "value", None)
-    return inner if isinstance(inner, tf.Variable) else v
-
-
-def _is_variable(v) -> bool:
-    return isinstance(v, tf.Variable) or (isinstance(getattr(v, "path", None), str) and hasattr(v, "value"))
-
-
-def _variable_name(v) -> str:
-    path = getattr(v, "path", None)
-    if isinstance(path, str) and path and not isinstance(v, tf.Variable):
-        return path
-    name = getattr(v, "name", None) or "Variable"
-    return name[:-2] if name.endswith(":0") else name.split(":")[0]
-
-
-def _as_step(step) -> int:
-    if step.__class__ is int:
-        return step
-    if isinstance(step, (tf.Tensor, tf.Variable)) or hasattr(step, "numpy"):
-        step = step.numpy()
-    if isinstance(step, np.ndarray) and step.shape == ():
-        step = step.item()
-    if isinstance(step, float) and step.is_integer():
-        step = int(step)
-    try:
-        return operator.index(step)
-    except TypeError:
-        raise TypeError(f"step must be an integer (the training step or batch number), got {step!r}.") from None
-
-
-def _loss_tensor(loss):
-    """The scalar loss tensor to measure with the norms, or None for a host number."""
-    if isinstance(loss, (tf.Tensor, tf.Variable)) or hasattr(loss, "numpy"):
-        t = loss if isinstance(loss, tf.Tensor) else tf.convert_to_tensor(loss)
-        if not t.dtype.is_floating:
-            raise TypeError(f"hist.add(loss=...) must be a float, got dtype {t.dtype.name}.")
-        return t  # its shape is checked where it is read (_require_scalar): t.shape costs µs a step
-    return None
-
-
-def _require_scalar(shape: tuple) -> None:
-    if shape != ():
-        raise ValueError(
-            f"hist.add(loss=...) needs the scalar loss, got shape {shape}: pass "
-            "tf.reduce_mean of per-example losses (what you differentiate)."
-        )
-
-
-def _host_loss(loss) -> float:
-    arr = np.asarray(loss)
-    if arr.shape != () or not np.issubdtype(arr.dtype, np.number):
-        raise ValueError(f"hist.add(loss=...) needs one number (the scalar loss), got {loss!r}.")
-    return float(arr)
-
-
-def _sum_replicas(ctx, loss, grads, clipped):
-    """Inside MirroredStrategy.run: sum gradients, clipped gradients and losses over the
-    replicas (every replica must call hist.add); only replica 0 records."""
-
-    def reduce(seq):
-        if seq is None:
-            return None
-        seq = list(seq)
-        idx = [i for i, t in enumerate(seq) if t is not None]
-        summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, [seq[i] for i in idx]) if idx else []
-        out = [None] * len(seq)
-        for i, t in zip(idx, summed, strict=True):
-            out[i] = t
-        return out
-
-    grads = reduce(grads)
-    clipped = reduce(clipped)
-    if loss is not None:
-        loss = ctx.all_reduce(tf.distribute.ReduceOp.SUM, tf.cast(tf.convert_to_tensor(loss), tf.float32))
-    rid = tf.get_static_value(ctx.replica_id_in_sync_group)
-    return loss, grads, clipped, int(rid if rid is not None else ctx.replica_id_in_sync_group) == 0
-
-
-def _reduce_per_replica(loss, grads, clipped):
-    """Per-replica results returned by strategy.run: sum them across replicas."""
-    strategy = tf.distribute.get_strategy()
-
-    def red(t):
-        if isinstance(t, tf.distribute.DistributedValues):
-            return strategy.reduce(tf.distribute.ReduceOp.SUM, t, axis=None)
-        return t
-
-    return (
-        red(loss),
-        [None if g is None else red(g) for g in grads],
-        None if clipped is None else [None if c is None else red(c) for c in clipped],
-    )
