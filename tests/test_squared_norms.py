@@ -136,7 +136,6 @@ def test_host_shape_is_the_shape_tuple_without_a_tensorshape():
     assert host_shape(np.ones((4,))) == (4,)
 
 
-
 def test_views_after_gives_the_tensors_then_the_current_weights_in_place():
     v, b = tf.Variable(tf.ones((4, 4))), tf.Variable(tf.fill([3], 2.0))
     read = VariableReader([v, b])
@@ -174,6 +173,7 @@ def test_view_sums_equals_exact_sums_for_small_large_and_other_dtypes():
     got = sumsq.view_sums(mixed)
     np.testing.assert_allclose(got[:4], want, rtol=1e-6, atol=0)
     assert got[4] == 14.0 and got[5] == pytest.approx(3 * float(np.float32(1e30)) ** 2, rel=1e-15)
+
 
 def _mlp_run(hist, steps=6, clip=None):
     keras.utils.set_random_seed(0)

@@ -105,7 +105,9 @@ def view_sums(views: Sequence[np.ndarray]) -> list[float]:
         if not sizes or max(sizes) <= DOT_PIECE:
             out = list(map(float, map(_vdot, views, views)))
         else:  # a Python call only for the large ones (each call costs 1-3 µs right after a step)
-            out = [float(_vdot(a, a)) if n <= DOT_PIECE else _pieces_dot(a, n) for a, n in zip(views, sizes)]
+            out = [
+                float(_vdot(a, a)) if n <= DOT_PIECE else _pieces_dot(a, n) for a, n in zip(views, sizes, strict=True)
+            ]
         if not out or (sum(out) < _INF and min(out) >= _TINY):
             return out
     else:
