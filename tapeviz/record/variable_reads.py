@@ -79,7 +79,7 @@ class VariableReader:
             _batched_ok = False  # no such kernel here: read one by one from now on
         return [_read(v, h) for v, h in zip(self.variables, self._handles, strict=True)]
 
-    def views_after(self, tensors: list) -> list[np.ndarray]:
+    def views_after(self, tensors: Sequence[Any]) -> list[np.ndarray]:
         """NumPy views of ``tensors`` followed by views of the variables' current values,
         for a History that sums a step's gradients and weights together.
 
