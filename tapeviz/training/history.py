@@ -322,8 +322,8 @@ class History:
 
         Why one flat function: right after a training step every Python call costs 1-3 µs
         (the step evicted it from the caches), and the weight read and dots alone cost
-        70-90 µs there. Measured on issue 23's light step, this path is 25-35 µs shorter
-        than :meth:`add`'s checked path (bench/RESULTS.md, "Issue 23e")."""
+        70-90 µs there. Measured on issue 23's light step, this path took 120 µs where
+        :meth:`add`'s checked path took 131 µs (bench/RESULTS.md, "Issue 23e")."""
         layout = self._usual
         if (
             layout is None
