@@ -435,27 +435,36 @@ def test_picture_budget_bounds_memory():
 
 def test_the_usual_call_records_what_the_fully_checked_call_records():
     """hist.add takes a short path for the usual call (History._add_usual); the same steps
-    given in shapes only the full checks accept (a generator, a NumPy step, a Python float
-    loss) must give the same series, and the short path must still refuse bad input."""
-    model = mlp("usual", seed=3)
-    x, y = batch(32, 8, seed=3)
+    given in shapes only the full checks accept (a generator, a NumPy step, a tuple) must
+    give the same series, and the short path must still refuse bad input. The kernel of
+    128 x 130 values is summed in pieces; steps 8-11 have a None gradient (a second layout,
+    short path too)."""
+    model = mlp("usual", d=128, width=130, seed=3)
+    x, y = batch(32, 128, seed=3)
     opt = keras.optimizers.SGD(0.05)
     usual, checked = tv.History(flush_every=7), tv.History(flush_every=7)
+    short = []
+    full_usual = usual._add_usual
+    usual._add_usual = lambda *a: short.append(full_usual(*a)) or short[-1]
     for step in range(20):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(tf.square(model(x) - y))
         variables = model.trainable_variables
         grads = tape.gradient(loss, variables)
+        if 8 <= step < 12:
+            grads = [None, *grads[1:]]
         clipped, _ = tf.clip_by_global_norm(grads, 0.5)
         usual.add(step, loss=loss, grads=grads, variables=variables, clipped=clipped)
         checked.add(np.int64(step), loss=loss, grads=iter(grads), variables=tuple(variables), clipped=list(clipped))
-        opt.apply_gradients(zip(clipped, variables, strict=True))
-    assert usual._usual is not None  # the short path was taken
+        opt.apply_gradients((g, v) for g, v in zip(clipped, variables, strict=True) if g is not None)
+    assert short.count(True) == 17, str(short)  # all but the first call and the first of each None pattern
+    assert short[0] is short[8] is short[12] is False
     for q in ("grad", "clipped", "weight", "relative", "clip_scale"):
         np.testing.assert_array_equal(usual.norms(kind=q), checked.norms(kind=q))
         np.testing.assert_array_equal(usual.norms("usual/h0", q), checked.norms("usual/h0", q))
     np.testing.assert_array_equal(usual.losses(), checked.losses())
     np.testing.assert_array_equal(usual.steps(), np.arange(20))
+    assert np.isnan(usual.norms("usual/h0/kernel")[8:12]).all() and not np.isnan(usual.norms("usual/h0/kernel")[12])
     with pytest.raises(ValueError, match="steps must increase"):
         usual.add(19, loss=loss, grads=grads, variables=variables, clipped=clipped)
     with pytest.raises(ValueError, match="needs the scalar loss"):

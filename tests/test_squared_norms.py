@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz.record.variable_reads import VariableReader, host_shape, host_views, read_variables
+from tapeviz.record.variable_reads import VariableReader, host_shape, host_views, is_float_scalar, read_variables
 from tapeviz.training import squared_norms as sumsq
 
 keras = pytest.importorskip("keras")
@@ -134,6 +134,45 @@ def test_host_shape_is_the_shape_tuple_without_a_tensorshape():
     assert host_shape(tf.zeros((3, 0, 2))) == (3, 0, 2)
     assert host_shape(tf.Variable(tf.ones((2, 5)))) == (2, 5)  # not an eager tensor: tuple(t.shape)
     assert host_shape(np.ones((4,))) == (4,)
+
+
+def test_views_after_gives_the_tensors_then_the_current_weights_in_place():
+    v, b = tf.Variable(tf.ones((4, 4))), tf.Variable(tf.fill([3], 2.0))
+    read = VariableReader([v, b])
+    g = [tf.constant([[1.0, 2.0]]), tf.constant(3.0)]
+    for k in range(1, 3):
+        v.assign(tf.fill((4, 4), float(k)))
+        got = read.views_after(g)
+        assert [a.tolist() for a in got] == [a.tolist() for a in host_views([*g, *read()])]
+        assert np.shares_memory(got[0], np.asarray(g[0])) and got[2].tolist() == v.numpy().tolist()
+    sl = tf.IndexedSlices(tf.constant([[5.0, 6.0]]), tf.constant([1]), tf.constant([2, 2]))
+    got = read.views_after([sl])  # not all eager tensors: host_views' path, the same arrays
+    assert got[0].tolist() == [[5.0, 6.0]] and got[1].tolist() == v.numpy().tolist() and len(got) == 3
+    single = VariableReader([b])  # one variable: no batched op, read on its own
+    assert [a.tolist() for a in single.views_after([])] == [[2.0, 2.0, 2.0]]
+
+
+def test_is_float_scalar_reads_the_dtype_and_shape_tf_keeps():
+    assert is_float_scalar(tf.constant(1.5)) and is_float_scalar(tf.constant(1.5, tf.float16))
+    assert is_float_scalar(tf.constant(2.0, tf.bfloat16)) and is_float_scalar(tf.constant(2.0, tf.float64))
+    assert not is_float_scalar(tf.constant(3))  # an int
+    assert not is_float_scalar(tf.constant([1.5]))  # shape (1,), not a scalar
+    assert not is_float_scalar(tf.Variable(1.5)) and not is_float_scalar(1.5) and not is_float_scalar(None)
+
+
+def test_view_sums_equals_exact_sums_for_small_large_and_other_dtypes():
+    """The dots of small views are mapped in C, large ones cut in pieces, other dtypes and
+    under / overflowing float32 summed in float64: every path within the documented 1e-6."""
+    rng = np.random.default_rng(2)
+    big = rng.normal(size=(130, 130)).astype(np.float32)  # 16,900 values: pieces of DOT_PIECE
+    arrays = [rng.normal(size=(7,)).astype(np.float32), big, np.array(3.0, np.float32), np.zeros(0, np.float32)]
+    want = [float(np.sum(a.astype(np.float64) ** 2)) for a in arrays]
+    np.testing.assert_allclose(sumsq.view_sums(arrays), want, rtol=1e-6, atol=0)
+    assert big.size > sumsq.DOT_PIECE
+    mixed = [*arrays, np.arange(4.0), np.full(3, 1e30, np.float32)]  # float64; float32 squares overflow
+    got = sumsq.view_sums(mixed)
+    np.testing.assert_allclose(got[:4], want, rtol=1e-6, atol=0)
+    assert got[4] == 14.0 and got[5] == pytest.approx(3 * float(np.float32(1e30)) ** 2, rel=1e-15)
 
 
 def _mlp_run(hist, steps=6, clip=None):

@@ -39,9 +39,9 @@ import numpy as np
 import tensorflow as tf
 
 from ..gradients.magnitude import Magnitude, MagnitudeScale, layer_of, magnitude
-from ..record.variable_reads import EagerTensor, VariableReader, host_shape, host_views
+from ..record.variable_reads import EagerTensor, VariableReader, host_shape, host_views, is_float_scalar
 from .bounded_series import Buckets
-from .squared_norms import device_sums, host_sums, on_cpu
+from .squared_norms import device_sums, host_sums, on_cpu, view_sums
 from .step_arguments import (
     as_list,
     as_step,
@@ -177,8 +177,8 @@ class _Layout:
         self.key: tuple = ()  # History._layout's cache key: variable ids, None gradients, None clipped
         # NumPy reads CPU tensors in place; elsewhere one tf.function a step (squared_norms.py)
         self.on_host = on_cpu(list(self.weights) + [g for g in grads if g is not None])
-        n_grad = int(present.sum())
-        self.width = int(loss_packed) + n_grad + len(variables) + int(clipped_present.sum())
+        self.n_grad = int(present.sum())  # gradients not None
+        self.width = int(loss_packed) + self.n_grad + len(variables) + int(clipped_present.sum())
 
 
 class History:
@@ -315,35 +315,51 @@ class History:
                 self.flush()
 
     def _add_usual(self, step, loss, grads, variables, clipped) -> bool:
-        """Record the usual call (an int step, an eager loss tensor, the same variables and
-        None gradients as the last call, no tape) with only the checks it needs; False,
-        recording nothing, for any other call, which :meth:`add` then checks in full.
+        """Record the usual call (an int step, a float scalar eager loss, the same variables
+        and None gradients as the last call, no tape, CPU tensors) with only the checks it
+        needs; False, recording nothing, for any other call, which :meth:`add` then checks
+        in full. The same values as :func:`_measure`, in the same order.
 
-        Why: right after a training step every line of Python costs 0.5-3 µs (the step
-        evicted it from the caches), and hist.add's own bookkeeping measured 0.75-0.9 % of
-        issue 23's light step; this path runs ~6 µs less of it (bench/RESULTS.md, "Issue 23d")."""
+        Why one flat function: right after a training step every Python call costs 1-3 µs
+        (the step evicted it from the caches), and the weight read and dots alone cost
+        70-90 µs there. Measured on issue 23's light step, this path took 120 µs where
+        :meth:`add`'s checked path took 131 µs (bench/RESULTS.md, "Issue 23e")."""
         layout = self._usual
         if (
             layout is None
             or step.__class__ is not int
-            or loss.__class__ is not EagerTensor
             or grads.__class__ not in _SEQUENCES
-            or variables.__class__ not in _SEQUENCES
-            or len(variables) != len(layout.variables)
-            or not all(map(operator.is_, variables, layout.variables))
+            or not (
+                variables is layout.variables
+                or (
+                    variables.__class__ in _SEQUENCES
+                    and len(variables) == len(layout.variables)
+                    and all(map(operator.is_, variables, layout.variables))
+                )
+            )
             or tuple(map(_is_none, grads)) != layout.key[1]
-            or (None if clipped is None else tuple(map(_is_none, clipped))) != layout.key[2]
-            or (clipped is not None and clipped.__class__ not in _SEQUENCES)
-            or (grads and grads[0].__class__ is not EagerTensor)  # not per-replica values
-            or not loss.dtype.is_floating
+            or (None if clipped is None else clipped.__class__ in _SEQUENCES and tuple(map(_is_none, clipped)))
+            != layout.key[2]
+            or not layout.on_host
+            or not is_float_scalar(loss)
             or not tf.executing_eagerly()
             or tf.distribute.has_strategy()  # replicas to sum, or a strategy's scope: add decides
         ):
             return False
+        if list(map(type, grads)).count(EagerTensor) != layout.n_grad and any(
+            isinstance(g, tf.distribute.DistributedValues) for g in grads
+        ):
+            return False  # per-replica values: add reduces them
+        views = layout.read_weights.views_after(
+            list(itertools.compress(grads, layout.present)) if layout.some_none else grads
+        )
+        if clipped is not None:
+            views += host_views(list(itertools.compress(clipped, layout.clipped_present)))
+        sums = view_sums(views)
         with self._lock:
             if self._last_step is not None and step <= self._last_step:
                 return False  # add raises the error
-            self._pending_values.append(_measure(loss, grads, clipped, layout))
+            self._pending_values.append([loss, *sums])
             self._pending.append((step, layout, None, None))
             self._last_step = step
             self._count += 1

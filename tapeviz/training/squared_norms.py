@@ -35,7 +35,7 @@ import tensorflow as tf
 
 from ..record.variable_reads import host_views
 
-__all__ = ["on_cpu", "host_sumsq", "host_sums", "device_sums", "CHUNK", "DOT_PIECE"]
+__all__ = ["on_cpu", "host_sumsq", "host_sums", "view_sums", "device_sums", "CHUNK", "DOT_PIECE"]
 
 CHUNK = 1 << 16
 # OpenBLAS's sdot starts its threads above 10,000 values, and they fight TensorFlow's for
@@ -80,27 +80,34 @@ def _square_sum(a: np.ndarray) -> float:
 
 
 def host_sums(tensors: Sequence[Any]) -> list[float]:
-    """:func:`host_sumsq` of each CPU tensor, the cheapest way measured in a real training
-    loop: a float32 tensor by BLAS ``sdot`` on its own buffer (no copy, no cast), in pieces
-    of at most ``DOT_PIECE`` values so that OpenBLAS stays on the calling thread, the
-    pieces added in float64. A sum that is not finite or below ``2**-100`` (a float32 square
-    overflowed or underflowed) and any other dtype are summed exactly in float64 instead
+    """:func:`host_sumsq` of each CPU tensor, by :func:`view_sums` on the tensors' own
+    buffers (:func:`~tapeviz.record.variable_reads.host_views`: no copy)."""
+    return view_sums(host_views(tensors))
+
+
+def view_sums(views: Sequence[np.ndarray]) -> list[float]:
+    """:func:`host_sumsq` of each array, the cheapest way measured in a real training
+    loop: a float32 array by BLAS ``sdot`` (no copy, no cast), in pieces of at most
+    ``DOT_PIECE`` values so that OpenBLAS stays on the calling thread, the pieces added in
+    float64. A sum that is not finite or below ``2**-100`` (a float32 square overflowed or
+    underflowed) and any other dtype are summed exactly in float64 instead
     (:func:`host_sumsq`): so a huge but finite gradient keeps a finite sum, and only a
     real Inf / NaN value gives a non-finite one.
 
-    Written for speed (a History calls it at every step on a dozen or more tensors): the
-    buffers come from :func:`~tapeviz.record.variable_reads.host_views`, and ``np.vdot``
-    reads any contiguous array as flat, one C call a piece. When every tensor is float32
-    and small (the usual step has a few large kernels at most), the dots are mapped over
-    the list in C and checked all at once: their sum is finite and their minimum at least
-    ``2**-100``, else each is checked on its own (a NaN makes the sum NaN)."""
-    views = host_views(tensors)
+    Written for speed (a History calls it at every step on a dozen or more arrays, views
+    of the step's tensors): ``np.vdot`` reads any contiguous array as flat, one C call a
+    piece. When every array is float32 and small (the usual step has a few large kernels
+    at most), the dots are mapped over the list in C and checked all at once: their sum is
+    finite and their minimum at least ``2**-100``, else each is checked on its own (a NaN
+    makes the sum NaN)."""
     if list(map(_dtype_of, views)).count(_F32_DT) == len(views):
         sizes = list(map(_size_of, views))
         if not sizes or max(sizes) <= DOT_PIECE:
             out = list(map(float, map(_vdot, views, views)))
-        else:
-            out = list(map(_pieces_dot, views, sizes))
+        else:  # a Python call only for the large ones (each call costs 1-3 µs right after a step)
+            out = [
+                float(_vdot(a, a)) if n <= DOT_PIECE else _pieces_dot(a, n) for a, n in zip(views, sizes, strict=True)
+            ]
         if not out or (sum(out) < _INF and min(out) >= _TINY):
             return out
     else:
