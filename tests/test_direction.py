@@ -93,9 +93,7 @@ def test_at_the_finished_pass_a_merged_edge_shows_the_sum_of_the_uses_that_sent_
     s = Scene(tape.graph, fl)
     s.set_step(None)
     partial = [
-        (e, a)
-        for e, a in s.arrows.items()
-        if 0 < sum(fl.arrived(m, fl.last_step) for m in a.members) < len(a.members)
+        (e, a) for e, a in s.arrows.items() if 0 < sum(fl.arrived(m, fl.last_step) for m in a.members) < len(a.members)
     ]
     assert partial, "no merged edge with uses that send no gradient: the test would check nothing"
     (e, arrow), *_ = partial
