@@ -73,3 +73,34 @@ def test_restyled_arrows_and_titles_reach_the_svg():
     group = svg.split(f'id="edge-{e[0]}-{e[1]}-{e[2]}"')[1].split("</g>")[0]
     assert "#123456" in group and "stroke-dasharray" in group
     assert "my own title" in svg
+
+
+def test_at_the_finished_pass_a_merged_edge_shows_the_sum_of_the_uses_that_sent_a_part():
+    """Keras's binary cross-entropy on logits uses them several times, some without a
+    gradient (a comparison); once the pass is over those never send one, and the edge shows
+    TF's gradient of the logits (what tape.gradient gives), not "4 of 6 arrived"."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    w = tf.Variable(tf.fill([3, 1], 0.5), name="w")
+    x = tf.constant([[1.0, 2.0, -1.0], [0.5, -0.5, 2.0]])
+    y = tf.constant([[1.0], [0.0]])
+    bce = keras.losses.BinaryCrossentropy(from_logits=True)
+    with tv.GradientTape(persistent=True) as tape:
+        p = x @ w
+        loss = bce(y, p)
+    fl = tv.flow(tape, loss)
+    s = Scene(tape.graph, fl)
+    s.set_step(None)
+    partial = [
+        (e, a) for e, a in s.arrows.items() if 0 < sum(fl.arrived(m, fl.last_step) for m in a.members) < len(a.members)
+    ]
+    assert partial, "no merged edge with uses that send no gradient: the test would check nothing"
+    (e, arrow), *_ = partial
+    want = tape.gradient(loss, p).numpy()
+    np.testing.assert_allclose(fl.total_along(arrow.members), want, rtol=1e-6)
+    text = s.edge_labels[e].text
+    assert text.startswith("Σ ") and "arrived" not in text
+    first = min(k for k in range(fl.last_step + 1) if any(fl.arrived(m, k) for m in arrow.members))
+    s.set_step(first)  # mid-pass, part of the uses have sent: it says how many
+    assert "arrived" in s.edge_labels[e].text

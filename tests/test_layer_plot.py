@@ -83,7 +83,8 @@ def test_plot_layers_relative_and_by_variable(run, tmp_path):
     fig.savefig(tmp_path / "relative.png", dpi=100)
     fig = hist.plot_layers(5, by="variable")
     (ax,) = fig.axes
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["kernel", "bias"]  # side by side
+    marks = ["flag: vanishing"] if any("vanishing" in k for k in hist.flagged(5).values()) else []
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["kernel", "bias", *marks]  # side by side
     kernels, biases = ax.containers
     zero = 0
     for bar, layer in zip(biases.patches, hist.layers(), strict=True):
@@ -146,6 +147,11 @@ def test_by_variable_marks_a_flagged_layer_on_its_name(run):
         vanishing = "vanishing" in flagged.get(layer, ())
         assert label.get_text().startswith("▼ ") == vanishing
         assert (label.get_color() == blue) == vanishing
+    assert any("vanishing" in k for k in flagged.values())
+    (mark,) = [h for h in fig.legends[0].legend_handles if h.get_label() == "flag: vanishing"]
+    assert mark.get_marker() == "v" and mark.get_color() == blue  # the ▼ on the names, explained
+    fig = hist.plot_layers(3, by="variable", lang="zh")
+    assert "标记：梯度消失" in [t.get_text() for t in fig.legends[0].get_texts()]
 
 
 def test_plot_layers_and_compare_speak_chinese(run):

@@ -175,7 +175,7 @@ def test_explore_a_norms_only_history_in_chinese(norms_only):
     ex = tv.explore(hist, lang="zh")
     try:
         ex.controls["train_step"].value = 0
-        assert "第 0 步的警示" in ex.flags_view.value
+        assert "第 0 步的标记" in ex.flags_view.value
         assert "改用 ReLU 类激活函数" in ex.flags_view.value  # the fix, in Chinese
         ex.controls["train_step"].value = 5
         assert "第 0 步发出" in ex.flags_view.value

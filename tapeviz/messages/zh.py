@@ -263,8 +263,8 @@ MESSAGES = {
     "ui.canvas.shape": "{dtype} {shape}",
     "ui.keys.off": "点击图片，然后用 ← / → 单步，空格键播放",
     "ui.keys.on": "按键已启用：← / → 单步，空格键播放 / 暂停",
-    "ui.history.flags": "第 {step} 步的警示：",
-    "ui.history.no_flags": "第 {step} 步没有警示。",
+    "ui.history.flags": "第 {step} 步的标记：",
+    "ui.history.no_flags": "第 {step} 步没有标记。",
     "ui.history.since": "（第 {first} 步发出，这一步条件仍然成立）",
     "ui.history.no_picture": "第 {step} 步没有保存反向传播的图；保存了图的步：{steps}。",
     "ui.history.norms_only": "这次训练只记录了范数（在你自己的 tf.GradientTape 循环里调用 hist.add）。想同时看到某一步的反向传播，请用 tv.GradientTape 记录那一步并传入：hist.add(step, ..., tape=tape)。",
@@ -292,7 +292,7 @@ MESSAGES = {
     "page.clip_positions": "clip_norm（每个位置的面板都由 TensorFlow 计算）",
     "name.op": "{op} 运算",
     "name.constant": "常量 {label}",
-    # ---- 训练历史的警示 --------------------------------------------------------------------
+    # ---- 训练历史的标记 --------------------------------------------------------------------
     "flag.vanishing.ratio": "{name}：梯度只有权重的 {ratio}（低于 {threshold}），几乎学不动；{fix}。",
     "flag.vanishing.gap": "{name}：梯度与权重之比（{ratio}）比最后一层（{last}）低 {orders} 个数量级，学得慢得多；{fix}。",
     "flag.exploding.jump": "{name}：梯度范数跳到 {norm}，是其滑动中位数（{median}）的 {times} 倍；{fix}。",
@@ -367,7 +367,7 @@ MESSAGES = {
     "layers.title": "第 {step} 步各{by}的梯度范数{loss}",
     "layers.loss": "，损失 {loss}",
     "layers.axis": "层",
-    "layers.axis_of": "{prefix} 的层",
+    "layers.axis_of": "{prefix} 下的层",
     "layers.bar": "梯度范数",
     "compare.title": "各{by}的梯度范数：第 {a} 步对比第 {b} 步",
     "compare.step": "第 {step} 步",

@@ -714,7 +714,9 @@ class Scene:
                     fonts.fit(say("ui.edge.parts", self.lang, n=len(carried)), room, text.size),
                     any(is_bad(v) for v in values),
                 )
-            elif len(carried) == len(members):  # every use of the tensor has sent its part: TF's sum (add_n)
+            elif len(carried) == len(members) or k == fl.last_step:
+                # every use of the tensor has sent its part, or the pass is over and the uses that
+                # sent nothing never will: TF's sum (add_n) of the parts sent is the tensor's gradient
                 value = fl.total_along(members)
                 values = [fl.edge_grad(*m) for m in carried]
                 bad = is_bad(value) or any(is_bad(v) for v in values)

@@ -24,6 +24,7 @@ import numpy as np
 from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from ..messages import DEFAULT, check_lang, say
@@ -207,15 +208,18 @@ def _set_names(ax: Axes, names, fontsize: float = 9) -> str:
     return prefix
 
 
-def _mark_layer_names(ax: Axes, rows, flagged) -> None:
-    """By variable, a layer's flags go on its name: ▼ / ▲ before it, in the flag's colour."""
+def _mark_layer_names(ax: Axes, rows, flagged) -> set[str]:
+    """By variable, a layer's flags go on its name: ▼ / ▲ before it, in the flag's colour.
+    Returns the kinds marked, for the legend."""
     texts: list[str] = []
     colors: list[str | None] = []
+    marked: set[str] = set()
     for label, layer in zip(ax.get_yticklabels(), rows, strict=True):
         kind = _kind(flagged.get(layer, ()))
         if kind is not None and kind in _SYMBOL:
             texts.append(f"{_SYMBOL[kind]} {label.get_text()}")
             colors.append(FLAG_STYLE[kind][1])
+            marked.add(kind)
         else:
             texts.append(label.get_text())
             colors.append(None)
@@ -223,6 +227,23 @@ def _mark_layer_names(ax: Axes, rows, flagged) -> None:
     for label, color in zip(ax.get_yticklabels(), colors, strict=True):
         if color:
             label.set_color(color)
+    return marked
+
+
+def _name_mark_handles(marked: set[str], lang: str) -> list[Line2D]:
+    """Legend entries for the ▼ / ▲ put on layer names: the symbol in the flag's colour."""
+    return [
+        Line2D(
+            [],
+            [],
+            linestyle="none",
+            marker=FLAG_STYLE[kind][0],  # the triangle ▼ / ▲ as hist.plot draws it
+            color=FLAG_STYLE[kind][1],
+            label=say("plot.flag", lang, label=_kind_word(kind, lang)),
+        )
+        for kind in _ORDER
+        if kind in marked
+    ]
 
 
 def _legend(fig: Figure, handles, title: str | None = None) -> None:
@@ -290,11 +311,10 @@ def _plot_layers(hist, step: int | None, *, by: str, relative: bool, lang: str) 
         else:
             series = _leaf_series(data, rows, leaves, value)
         draw_bars(ax, series, len(rows), lim=lim, value=value, lang=lang)
-    if leaves is not None:
-        _legend(fig, axes[0].get_legend_handles_labels()[0])
     prefix = _set_names(axes[0], rows)
     if leaves is not None:
-        _mark_layer_names(axes[0], rows, hist.flagged(data.step, by="layer"))
+        marked = _mark_layer_names(axes[0], rows, hist.flagged(data.step, by="layer"))
+        _legend(fig, axes[0].get_legend_handles_labels()[0] + _name_mark_handles(marked, lang))
     axes[0].set_ylabel(_axis_label(prefix, lang))
     if leaves is None:
         _flag_legend(fig, {k for kk in data.kinds for k in kk}, lang)
