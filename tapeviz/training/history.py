@@ -41,7 +41,7 @@ import tensorflow as tf
 from ..gradients.magnitude import Magnitude, MagnitudeScale, layer_of, magnitude
 from ..record.variable_reads import EagerTensor, VariableReader, host_shape, host_views, is_float_scalar
 from .bounded_series import Buckets
-from .squared_norms import device_sums, host_sums, on_cpu, view_sums
+from .squared_norms import device_sums, on_cpu, view_sums
 from .step_arguments import (
     as_list,
     as_step,
@@ -350,12 +350,7 @@ class History:
             isinstance(g, tf.distribute.DistributedValues) for g in grads
         ):
             return False  # per-replica values: add reduces them
-        views = layout.read_weights.views_after(
-            list(itertools.compress(grads, layout.present)) if layout.some_none else grads
-        )
-        if clipped is not None:
-            views += host_views(list(itertools.compress(clipped, layout.clipped_present)))
-        sums = view_sums(views)
+        sums = _host_sums(grads, clipped, layout)
         with self._lock:
             if self._last_step is not None and step <= self._last_step:
                 return False  # add raises the error
@@ -885,14 +880,23 @@ def _measure(loss, grads, clipped, layout: _Layout) -> list | tf.Tensor:
         if layout.has_clipped:
             tensors += [c for c, p in zip(clipped, layout.clipped_present, strict=True) if p]
         return device_sums(loss, tensors)
-    tensors = [g for g, p in zip(grads, layout.present, strict=True) if p] if layout.some_none else list(grads)
-    tensors += layout.read_weights()
-    if layout.has_clipped:
-        tensors += [c for c, p in zip(clipped, layout.clipped_present, strict=True) if p]
+    sums = _host_sums(grads, clipped, layout)
     if not layout.loss_packed:
-        return host_sums(tensors)
+        return sums
     require_scalar(host_shape(loss))
-    return [loss, *host_sums(tensors)]  # the loss is read at the flush (warm there): see _fetch
+    return [loss, *sums]  # the loss is read at the flush (warm there): see _fetch
+
+
+def _host_sums(grads, clipped, layout: _Layout) -> list[float]:
+    """The sums of squares of a CPU step in the layout's order: the gradients that are not
+    None, the weights (read now, one batched op), the clipped gradients given; each by a
+    BLAS dot on the tensor's own buffer (:func:`~tapeviz.training.squared_norms.view_sums`)."""
+    views = layout.read_weights.views_after(
+        list(itertools.compress(grads, layout.present)) if layout.some_none else grads
+    )
+    if layout.has_clipped:
+        views += host_views(list(itertools.compress(clipped, layout.clipped_present)))
+    return view_sums(views)
 
 
 def _fetch(items: list) -> np.ndarray:
