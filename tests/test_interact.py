@@ -12,7 +12,7 @@ import tensorflow as tf
 from matplotlib.figure import Figure
 
 import tapeviz as tv
-from tapeviz.explorer import whatif
+from tapeviz.explorer import whatif_runner
 from tapeviz.explorer.slope_plot import slope_svg, tangent_segment
 
 # --------------------------------------------------------------------------- functions
@@ -173,7 +173,7 @@ def test_curve_is_the_function_evaluated_by_tensorflow():
     ex = tv.interact(wave, a=(-1.0, 1.0), b=W.FloatSlider(value=1.25, min=0.5, max=2.0))
     s = ex.slope("a")
     assert ("a", "wave") in ex.runner._traced, "wave can be traced: the samples run in a tf.function"
-    assert len(s.xs) == whatif.SAMPLES and s.xs[0] == -1.0 and s.xs[-1] == 1.0
+    assert len(s.xs) == whatif_runner.SAMPLES and s.xs[0] == -1.0 and s.xs[-1] == 1.0
     for i in (0, 17, 40, len(s.xs) - 1):
         direct = wave(tf.Variable(s.xs[i], dtype=tf.float32), tf.Variable(1.25, dtype=tf.float32))
         assert s.ys[i] == pytest.approx(float(direct.numpy()), rel=1e-6)  # graph vs eager: round-off at most
@@ -296,8 +296,12 @@ def test_layout_is_deterministic_for_the_same_structure():
     boxes rest on), while its values differ."""
 
     def picture(a):
-        run = whatif.Runner(
-            wave, {"a": whatif.InputRange("a", -1.0, 1.0, a, 0.1), "b": whatif.InputRange("b", 0.5, 2.0, 1.0, 0.1)}
+        run = whatif_runner.Runner(
+            wave,
+            {
+                "a": whatif_runner.InputRange("a", -1.0, 1.0, a, 0.1),
+                "b": whatif_runner.InputRange("b", 0.5, 2.0, 1.0, 0.1),
+            },
         ).run({"a": a, "b": 1.0})
         state = run.explored.initial()
         return run, run.explored.view(state).scene
@@ -369,16 +373,16 @@ def test_target_groups_and_inspected_node_carry_over():
 
 
 def test_carry_state_is_a_pure_function_of_two_runs():
-    ranges = {"x": whatif.InputRange("x", -2.0, 2.0, 1.0, 0.1)}
-    runner = whatif.Runner(branch, ranges)
+    ranges = {"x": whatif_runner.InputRange("x", -2.0, 2.0, 1.0, 0.1)}
+    runner = whatif_runner.Runner(branch, ranges)
     a, b, c = runner.run({"x": 1.0}), runner.run({"x": 1.5}), runner.run({"x": -1.0})
     state = a.explored.initial().replace(step=1, clip="by_value")
-    same = whatif.carry_state(state, a, b)
+    same = whatif_runner.carry_state(state, a, b)
     assert same == state, "same shape: nothing to change"
-    other = whatif.carry_state(state, a, c)
+    other = whatif_runner.carry_state(state, a, c)
     assert other.clip == "by_value" and other.step == min(1, c.flow("branch").last_step)
     assert other.node is None and other.collapsed is None
-    assert whatif.shape_change(a, c, "branch") == "new ops: Neg; ops gone: AddV2, Mul, Pow"
+    assert whatif_runner.shape_change(a, c, "branch") == "new ops: Neg; ops gone: AddV2, Mul, Pow"
 
 
 # --------------------------------------------------------------------------- ipywidgets' conventions
@@ -559,7 +563,7 @@ def test_a_first_call_that_fails_raises(fn, error, match):
 
 
 def test_construction_errors_are_value_and_type_errors():
-    with pytest.raises(whatif.CallFailed) as e:
+    with pytest.raises(whatif_runner.CallFailed) as e:
         tv.interact(lambda x: 1 / 0, x=(0.0, 1.0))
     assert isinstance(e.value, ValueError) and isinstance(e.value.__cause__, ZeroDivisionError)
     with pytest.raises(TypeError, match="needs a function first"):
