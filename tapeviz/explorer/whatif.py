@@ -27,6 +27,7 @@ from __future__ import annotations
 import html
 import inspect
 import math
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -55,26 +56,6 @@ from .whatif_runner import (
 from .widget import Explorer
 
 __all__ = ["input_widget", "range_of", "Interact", "interact"]
-
-#: Control names the explorer already uses: an input cannot take one of them.
-RESERVED = frozenset(
-    {
-        "step",
-        "play",
-        "prev",
-        "next",
-        "target",
-        "clip",
-        "clip_norm",
-        "clip_value",
-        "lr",
-        "node",
-        "show_all",
-        "layers",
-        "slope",
-    }
-)
-
 
 # --------------------------------------------------------------------------- ranges
 
@@ -164,8 +145,9 @@ _CSS = """
 class Interact(Explorer):
     """The explorer of a function's run, with one slider per input and a live slope plot.
 
-    ``ex.controls[name]`` is an input's slider; every control of the explorer is there
-    too. ``ex.values`` holds the inputs the picture shows (the last call that worked),
+    ``ex.inputs[name]`` is an input's slider, apart from the explorer's own controls
+    (``ex.controls``: every control of tv.explore, plus the slope plot's input menu), so an
+    input may take any name. ``ex.values`` holds the inputs the picture shows (the last call that worked),
     ``ex.tape`` that call's tape, ``ex.gradients()`` its gradients per input."""
 
     def __init__(
@@ -182,7 +164,8 @@ class Interact(Explorer):
         self.run = first
         self._curves: OrderedDict = OrderedDict()
         lang = self.state.lang
-        c = self.controls
+        self.inputs: dict[str, W.ValueWidget] = dict(widgets)
+        c = self.controls = _Controls(self.controls, self.inputs)
         sliders = []
         for name, s in widgets.items():
             if not s.description:  # as ipywidgets.interact labels its controls
@@ -190,7 +173,6 @@ class Interact(Explorer):
             s.add_class("tv-input").add_class(f"tv-input-{name}")
             s.observe(partial(self._on_input, name), names="value")
             s.observe(partial(self._on_range, name), names=["min", "max"])
-            c[name] = s
             sliders.append(s)
         self.status = W.HTML().add_class("tv-status")
         self.notice = W.HTML().add_class("tv-notice")
@@ -291,7 +273,7 @@ class Interact(Explorer):
         ValueError, also shown in the explorer; the picture stays."""
         if name not in self.runner.ranges:
             raise ValueError(f"No input named {name!r}; the inputs are: {', '.join(self.runner.ranges)}.")
-        s = self.controls[name]
+        s = self.inputs[name]
         try:
             _check_tuple(name, (min, max) if step is None else (min, max, step))
         except (TypeError, ValueError) as e:
@@ -315,14 +297,14 @@ class Interact(Explorer):
     def _on_range(self, name: str, _change) -> None:
         if self._muted:
             return
-        s = self.controls[name]
+        s = self.inputs[name]
         if s.min < s.max:
             self.runner.ranges[name] = range_of(name, s)
         self._rerun(name)
 
     def _rerun(self, moved: str) -> None:
         """Call the function at the sliders' values; show the new run, or say why not."""
-        c, lang = self.controls, self.state.lang
+        c, lang = self.inputs, self.state.lang
         for name in self.runner.ranges:
             if c[name].min >= c[name].max:
                 self._fail(
@@ -410,11 +392,35 @@ class Interact(Explorer):
             self.slope_view.value = view
 
 
+class _Controls(dict):
+    """An Interact's ``controls``: the explorer's own. An input's slider asked for here by
+    its name, as tapeviz 0.1 kept it, is found in ``inputs`` with a DeprecationWarning (an
+    input named like a control, ``step``, is only in ``inputs``)."""
+
+    def __init__(self, controls: Mapping[str, W.Widget], inputs: Mapping[str, W.ValueWidget]):
+        super().__init__(controls)
+        self._inputs = inputs
+
+    def __missing__(self, name: str) -> W.Widget:
+        if name not in self._inputs:
+            raise KeyError(name)
+        warnings.warn(
+            f"ex.controls[{name!r}] for an input's slider is deprecated in tapeviz and goes in the next release; "
+            f"write ex.inputs[{name!r}].",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._inputs[name]
+
+
 # --------------------------------------------------------------------------- entry point
 
 
-def interact(fn: Callable, inputs: Mapping[str, Any], options: Options, *, presenter: bool = False) -> Interact:
-    """Build the Interact explorer (see tv.interact); errors before the first picture raise."""
+def interact(
+    fn: Callable, inputs: Mapping[str, Any], options: Options, *, presenter: bool = False, **settings: Any
+) -> Interact:
+    """Build the Interact explorer (see tv.interact); errors before the first picture raise.
+    ``settings``: the explorer's other opening state (its clipping)."""
     if not callable(fn):
         raise TypeError(
             f"tv.interact needs a function first, got {type(fn).__name__}: tv.interact(f, x=(-3.0, 3.0, 0.1))."
@@ -426,14 +432,8 @@ def interact(fn: Callable, inputs: Mapping[str, Any], options: Options, *, prese
     defaults = {n: p.default for n, p in params.items() if p.default is not inspect.Parameter.empty}
     inputs = dict(inputs)
     for n, d in defaults.items():  # as ipywidgets.interact: a parameter with a number as default is a slider too
-        if n not in inputs and n not in RESERVED and isinstance(d, (int, float)) and not isinstance(d, bool):
+        if n not in inputs and isinstance(d, (int, float)) and not isinstance(d, bool):
             inputs[n] = d
-    taken = sorted(set(inputs) & RESERVED)
-    if taken:
-        raise ValueError(
-            f"An input cannot be called {taken[0]!r}: ex.controls[{taken[0]!r}] is one of the explorer's "
-            f"own controls ({', '.join(sorted(RESERVED))}). Rename that parameter of your function."
-        )
     made = {n: input_widget(n, a, defaults.get(n, inspect.Parameter.empty)) for n, a in inputs.items()}
     widgets = {n: w for n, w in made.items() if not isinstance(w, W.fixed)}
     constants = {n: w.value for n, w in made.items() if isinstance(w, W.fixed)}
@@ -459,4 +459,4 @@ def interact(fn: Callable, inputs: Mapping[str, Any], options: Options, *, prese
                 w.readout_format = f".{range_of(n, w).decimals}f"
     runner = Runner(fn, {n: range_of(n, w) for n, w in widgets.items()}, constants)
     first = runner.run({n: w.value for n, w in widgets.items()})
-    return Interact(runner, first, widgets, presenter=presenter, **options.keywords())
+    return Interact(runner, first, widgets, presenter=presenter, **settings, **options.keywords())

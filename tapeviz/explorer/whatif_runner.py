@@ -12,6 +12,7 @@ moves the explorer's state from one run to the next. Nothing here draws or holds
 
 from __future__ import annotations
 
+import itertools
 import keyword
 import math
 from collections import Counter
@@ -163,8 +164,9 @@ class Runner:
         name = getattr(fn, "__name__", "")
         self.fn_name = name if name.isidentifier() else "fn"
         # the target's name when fn returns one tensor: the function's own name (def z(x, y): ...)
-        # ("target" is a reserved input name, so one of the three is always free)
-        self.single = next(n for n in (name, "y", "target") if self._bindable(n))
+        # (or the first of y, target, target2, ... that no input takes)
+        candidates = itertools.chain((name, "y", "target"), (f"target{i}" for i in itertools.count(2)))
+        self.single = next(n for n in candidates if self._bindable(n))
         self.variables = {n: tf.Variable(r.start, dtype=tf.float32, name=n) for n, r in self.ranges.items()}
         self._probes: dict[str, tf.Variable] | None = None
         # (input, target) -> tf.function of the curve; False: fn does not trace
