@@ -298,7 +298,7 @@ def explore(
     if "targets" in option_keywords:  # tapeviz 0.1's name
         if target is not None:
             raise TypeError("explore() got target and targets; write tv.explore(tape, target).")
-        _deprecated("tv.explore(tape, targets=...)", "tv.explore(tape, target)", stacklevel=5)
+        _deprecated("tv.explore(tape, targets=...)", "tv.explore(tape, target)", stacklevel=4)
         target = option_keywords.pop("targets")
     opts = Options.of(options, **option_keywords)
     settings = _clip_settings(clip, clip_norm, clip_value)
@@ -377,7 +377,6 @@ class InteractFactory:
     def options(
         self,
         options: Options | None = None,
-        /,
         *,
         presenter: bool | None = None,
         clip: str | None = None,
