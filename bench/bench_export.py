@@ -2,7 +2,7 @@
 matplotlib drawing them (the old path), side by side in one run.
 
 - GIF of a small CNN (Conv2D, BatchNorm, MaxPool, Conv2D, GlobalAvgPool, Dropout, Dense on
-  8x8x1 inputs, batch 4): ``tv.save(tape, "cnn.gif", target=loss)`` end to end, against
+  8x8x1 inputs, batch 4): ``tv.save(tape, loss, "cnn.gif")`` end to end, against
   the old ``save_gif`` (matplotlib FuncAnimation + PillowWriter, one frame per step), which
   is reproduced here as it was.
 - GIF of MobileNetV2 (96x96x3, 10 classes, weights=None, one training step): the new path
@@ -123,10 +123,10 @@ def gif_frames(path: Path) -> int:
 def bench_cnn(tmp: Path, rounds: int) -> dict:
     tape, loss = cnn_tape()
     new_path, old_path = tmp / "cnn.gif", tmp / "cnn_old.gif"
-    tv.save(tape, new_path, target=loss, progress=False)  # warm-up: fonts, caches
+    tv.save(tape, loss, new_path, progress=False)  # warm-up: fonts, caches
     news, olds = [], []
     for r in range(rounds):
-        news.append(timed(lambda: tv.save(tape, new_path, target=loss, progress=False))[0])
+        news.append(timed(lambda: tv.save(tape, loss, new_path, progress=False))[0])
         if r == 0:  # the old path takes tens of seconds: once is enough
             olds.append(timed(lambda: old_gif(tv.view(tape, loss), old_path))[0])
     return dict(
@@ -143,7 +143,7 @@ def bench_cnn(tmp: Path, rounds: int) -> dict:
 def bench_mobilenet(tmp: Path, sample: int = 6) -> dict:
     tape, loss = mobilenet_tape()
     path = tmp / "mobilenet.gif"
-    new, _ = timed(lambda: tv.save(tape, path, target=loss, progress=False))
+    new, _ = timed(lambda: tv.save(tape, loss, path, progress=False))
     view = tv.view(tape, loss)
     n_old = max(view.n_steps, 1)
     t_first, _ = timed(lambda: old_gif(view, tmp / "mn_old1.gif", limit=1))  # figure, artists, first frame
@@ -166,10 +166,10 @@ def bench_png(tmp: Path, rounds: int) -> dict:
     with tv.GradientTape() as tape:
         loss = run()
     ops = len(tape.graph.capture.ops)
-    tv.save(tape, tmp / "warm.png", target=loss, progress=False)
+    tv.save(tape, loss, tmp / "warm.png", progress=False)
     news, olds, ratios = [], [], []
     for _ in range(rounds):
-        t_new, _ = timed(lambda: tv.save(tape, tmp / "big.png", target=loss, progress=False))
+        t_new, _ = timed(lambda: tv.save(tape, loss, tmp / "big.png", progress=False))
         t_old, _ = timed(
             lambda: save_view(tv.view(tape, loss), tmp / "big_old.png", engine="matplotlib", progress=False)
         )

@@ -3,7 +3,7 @@
 Goal (issue 20): <= 1 s. Each round runs in a fresh Python process (nothing cached: no
 flow, no font tables, no layout), which records one training step of ResNet50 (32x32x3
 inputs, batch 2, weights=None, as tests/gallery_models.py builds it; not timed), then
-times the three stages of ``tv.save(tape, "x.svg", target=loss)``:
+times the three stages of ``tv.save(tape, loss, "x.svg")``:
 
 - flow: ``tv.flow`` (TF's gradient functions replayed over the recorded ops), with Python's
   cyclic collector paused as ``tv.view`` pauses it;

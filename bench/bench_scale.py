@@ -1,7 +1,7 @@
 """How tapeviz's costs grow with graph size (100 / 1,000 / 5,000 ops), and SVG export
 against torchviz's make_dot + graphviz render of an equal-size PyTorch graph.
 
-"SVG export" is `tv.save(tape, "x.svg", target=loss)` end to end (flow, layout, scene, file),
+"SVG export" is `tv.save(tape, loss, "x.svg")` end to end (flow, layout, scene, file),
 as a user runs it; "every op expanded" is the same with collapsed=False, one box per op as
 torchviz draws. "matplotlib savefig SVG" is savefig's SVG of the default view, for scale.
 Times are medians of 7 runs (1 at 5,000 ops); the SVG exports and torchviz run in interleaved
@@ -139,10 +139,10 @@ def measure(n_ops: int, tmp: Path, have_torchviz: bool) -> dict:
     # "cold": the recording's first export (TF's backprop replayed for the flow); warm: an
     # export after a view or another export of the same recording (the flow is kept).
     contestants = {
-        "svg_cold": lambda: (forget_flows(), tv.save(tape, svg_default, target=loss)),
-        "svg": lambda: tv.save(tape, svg_default, target=loss),
-        "full_cold": lambda: (forget_flows(), tv.save(tape, svg_full, target=loss, collapsed=False)),
-        "full": lambda: tv.save(tape, svg_full, target=loss, collapsed=False),
+        "svg_cold": lambda: (forget_flows(), tv.save(tape, loss, svg_default)),
+        "svg": lambda: tv.save(tape, loss, svg_default),
+        "full_cold": lambda: (forget_flows(), tv.save(tape, loss, svg_full, collapsed=False)),
+        "full": lambda: tv.save(tape, loss, svg_full, collapsed=False),
     }
     row = dict(
         ops=ops,

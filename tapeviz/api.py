@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from .gcpause import gc_paused
+from .gradients.clipping import MODES, check_settings
 from .gradients.flow import GradientFlow, flow_over
 from .messages import check_lang
 from .output.export import check_path, save_view
@@ -25,6 +30,7 @@ from .training.history import Flag, History
 if TYPE_CHECKING:  # made on first use: a widget imports ipywidgets
     from .explorer.jacobian_explorer import JacobianExplorer
     from .explorer.state import Explored
+    from .explorer.training_explorer import TrainingExplorer
     from .explorer.whatif import Interact
     from .explorer.widget import Explorer
     from .gradients.diagnose import Diagnosis
@@ -46,7 +52,10 @@ __all__ = [
     "draw",
     "save",
     "explore",
+    "explore_history",
+    "explore_jacobian",
     "interact",
+    "InteractFactory",
     "export_html",
     "explain",
     "TapeGraph",
@@ -143,9 +152,10 @@ def draw(
 
 def save(
     tape: Any,
-    path: str | os.PathLike[str],
-    *,
     target: Any = None,
+    path: str | os.PathLike[str] | None = None,
+    /,
+    *,
     step: int | None = None,
     dpi: int = 100,
     fps: float = 1.5,
@@ -156,11 +166,15 @@ def save(
     options: Options | None = None,
     **option_keywords: Any,
 ) -> Path:
-    """Write a .png / .svg picture, or a .gif of the backward pass: one frame per step as the
-    picture shows it (a collapsed layer's ops are one step), at most ~150 frames unless
-    ``every_step``. A save that takes more than ~2 s shows a progress bar (``progress=False``:
-    never); Ctrl+C leaves no partly written file. The options: as for :func:`view`
-    (:class:`tv.Options`; ``wrap=k``: rows of at most k boxes). Returns the path."""
+    """Write a .png / .svg picture of ``target``'s backward pass, or a .gif of it: one frame
+    per step as the picture shows it (a collapsed layer's ops are one step), at most ~150
+    frames unless ``every_step``. ``tv.save(tape, target, path)``, the path last as in every
+    writer; ``target`` and ``path`` may be given by name too, and ``tv.save(tape,
+    path=...)`` draws the recorded graph with no backward pass. A save that takes more than
+    ~2 s shows a progress bar (``progress=False``: never); Ctrl+C leaves no partly written
+    file. The options: as for :func:`view` (:class:`tv.Options`; ``wrap=k``: rows of at most
+    k boxes). Returns the path."""
+    target, path = _target_and_path("save", target, path, option_keywords)
     check_path(path)  # fail before any work on a bad path
     v = view(
         tape,
@@ -175,79 +189,267 @@ def save(
         return save_view(v, path, dpi=dpi, fps=fps, every_step=every_step, progress=progress)
 
 
+def _is_path(value: Any) -> bool:
+    """A file name: a target is a tensor, a variable or a structure of them, never a string."""
+    return isinstance(value, (str, os.PathLike))
+
+
+def _target_and_path(
+    function: str, target: Any, path: Any, keywords: dict[str, Any]
+) -> tuple[Any, str | os.PathLike[str]]:
+    """A writer's target and path, called ``tv.<function>(tape, target, path)`` or with
+    either by name; the order of tapeviz 0.1, ``(tape, path, target=...)``, still works
+    for one release, with a DeprecationWarning."""
+    if "path" in keywords:
+        if path is not None or (_is_path(target) and "target" not in keywords):
+            raise TypeError(f"tv.{function}() got two paths; write tv.{function}(tape, target, path).")
+        path = keywords.pop("path")
+    if "target" in keywords:
+        named = keywords.pop("target")
+        if _is_path(target) and path is None:  # tapeviz 0.1: save(tape, "x.png", target=y)
+            _deprecated(f"tv.{function}(tape, path, target=...)", f"tv.{function}(tape, target, path)", stacklevel=4)
+            return named, target
+        if target is not None:
+            raise TypeError(f"tv.{function}() got two targets; write tv.{function}(tape, target, path).")
+        target = named
+    elif _is_path(target) and path is None:  # tapeviz 0.1: save(tape, "x.png"), no target
+        _deprecated(
+            f"tv.{function}(tape, path)",
+            f"tv.{function}(tape, path=path) or tv.{function}(tape, None, path)",
+            stacklevel=4,
+        )
+        return None, target
+    if path is None:
+        raise TypeError(f"tv.{function}() needs a path: tv.{function}(tape, target, 'picture.png').")
+    if _is_path(target):
+        raise TypeError(
+            f"tv.{function}(tape, {target!r}, ...): the target comes before the path; "
+            f"write tv.{function}(tape, target, path)."
+        )
+    return target, path
+
+
+def _deprecated(old: str, new: str, *, stacklevel: int) -> None:
+    """Warn that a spelling goes in the next release, naming the one to write instead
+    (``stacklevel`` points the warning at the user's call)."""
+    warnings.warn(f"{old} {DEPRECATED}; write {new}.", DeprecationWarning, stacklevel=stacklevel)
+
+
+#: How each DeprecationWarning of tapeviz says it (pyproject's pytest filter makes them errors).
+DEPRECATED = "is deprecated in tapeviz and goes in the next release"
+
+
+def _clip_settings(clip: str, clip_norm: float, clip_value: tuple[float, float]) -> dict[str, Any]:
+    """The clipping an explorer opens with or a page shows (``clip``: one of "none",
+    "by_norm", "by_value", "by_global_norm"; ``clip_norm``: the norm limit of by_norm and
+    by_global_norm; ``clip_value``: by_value's (min, max)), checked alike wherever it is
+    given: a wrong type is a TypeError, a setting TF's clip functions refuse a ValueError."""
+    if not isinstance(clip, str):
+        raise TypeError(f"clip={clip!r}: use one of {', '.join(map(repr, MODES))}.")
+    if isinstance(clip_norm, bool) or not isinstance(clip_norm, (int, float, np.integer, np.floating)):
+        raise TypeError(f"clip_norm={clip_norm!r}: give a positive number, e.g. clip_norm=1.0.")
+    try:
+        lo, hi = clip_value
+    except (TypeError, ValueError):
+        raise TypeError(f"clip_value={clip_value!r}: give (min, max), e.g. clip_value=(-1.0, 1.0).") from None
+    for v in (lo, hi):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"clip_value={clip_value!r}: give two numbers (min, max), e.g. clip_value=(-1.0, 1.0).")
+    norm, limits = float(clip_norm), (float(lo), float(hi))
+    check_settings(clip, norm, limits)
+    return {"clip": clip, "clip_norm": norm, "clip_value": limits}
+
+
+@functools.singledispatch
 def explore(
     tape: Any,
-    targets: Any = None,
+    target: Any = None,
     *,
     output_gradients: Any = None,
     presenter: bool = False,
     quiz: bool = False,
+    clip: str = "none",
+    clip_norm: float = 1.0,
+    clip_value: tuple[float, float] = (-1.0, 1.0),
     options: Options | None = None,
     **option_keywords: Any,
-) -> Explorer | JacobianExplorer:
-    """A live Explorer widget: ``targets`` is one tensor or {name: tensor} (persistent tapes).
+) -> Explorer | JacobianExplorer | TrainingExplorer:
+    """A live explorer of what the first argument holds. ``tv.explore`` is a
+    ``functools.singledispatch`` function: the type of its first argument picks the
+    function that runs (``tv.explore.registry`` lists them).
+
+    - a tape (``tv.GradientTape``, ``tf.GradientTape`` under ``tv.record``, a Recording or a
+      TapeGraph): this function. ``target`` is one tensor or {name: tensor} (persistent
+      tapes); the Explorer steps through its backward pass.
+    - a :class:`tv.History`: :func:`explore_history`, the training run's steps.
+    - a :class:`tv.Jacobian` (tv.jacobian): :func:`explore_jacobian`, a heatmap above the
+      backward pass of the row picked.
 
     ``presenter``: only the picture and the step buttons, full width. ``quiz``: predict,
     then reveal: each step's numbers are shown as "?" until the student types a prediction
     (judged against TensorFlow's number within 1 %) or presses reveal, and a per-step score is
-    kept (``controls["reset"]`` clears it). The options: as for :func:`view`
-    (:class:`tv.Options`); here ``theme="auto"`` follows the page's theme (dark in
-    JupyterLab's dark theme). Given a :class:`tv.History`, the explorer scrubs its training
-    steps (``controls["train_step"]``) instead, its boxes coloured by ``‖g‖/‖w‖`` unless
-    ``magnitude=False``. Given a :class:`tv.Jacobian` (tv.jacobian), a heatmap of the Jacobian
-    above the backward pass of the row picked by clicking it or with ``controls["row"]``."""
+    kept (``controls["reset"]`` clears it). ``clip`` / ``clip_norm`` / ``clip_value``: the
+    clipping the explorer opens with ("none", "by_norm", "by_value" or "by_global_norm"; the
+    norm limit; by_value's (min, max)), as :func:`export_html` takes them. The options: as
+    for :func:`view` (:class:`tv.Options`); here ``theme="auto"`` follows the page's theme
+    (dark in JupyterLab's dark theme)."""
     from .explorer.widget import Explorer
 
+    if "targets" in option_keywords:  # tapeviz 0.1's name
+        if target is not None:
+            raise TypeError("explore() got target and targets; write tv.explore(tape, target).")
+        _deprecated("tv.explore(tape, targets=...)", "tv.explore(tape, target)", stacklevel=4)
+        target = option_keywords.pop("targets")
     opts = Options.of(options, **option_keywords)
-    if isinstance(tape, Jacobian):
-        from .explorer.jacobian_explorer import JacobianExplorer
-
-        return JacobianExplorer(tape, presenter=presenter, quiz=quiz, **opts.in_explorer().keywords())
-    if isinstance(tape, History):
-        from .explorer.training_explorer import TrainingExplorer
-
-        return TrainingExplorer(tape, presenter=presenter, **opts.in_explorer(training=True).keywords())
-    if targets is None:
+    settings = _clip_settings(clip, clip_norm, clip_value)
+    if target is None:
         raise TypeError("explore() needs the target: tv.explore(tape, loss) or tv.explore(tape, {'f1': f1, 'f2': f2}).")
-    explored = _explored(tape, targets, output_gradients)
-    return Explorer(explored, presenter=presenter, quiz=quiz, **opts.in_explorer().keywords())
+    explored = _explored(tape, target, output_gradients)
+    return Explorer(explored, presenter=presenter, quiz=quiz, **settings, **opts.in_explorer().keywords())
 
 
-def interact(
-    fn: Callable[..., Any],
-    /,
+@explore.register(History)
+def explore_history(
+    history: History, *, presenter: bool = False, options: Options | None = None, **option_keywords: Any
+) -> TrainingExplorer:
+    """``tv.explore(hist)``: scrub the steps of a training run (``controls["train_step"]``),
+    its boxes coloured by ``‖g‖/‖w‖`` unless ``magnitude=False``. ``presenter`` and the
+    options: as for :func:`explore`."""
+    from .explorer.training_explorer import TrainingExplorer
+
+    _drop_unused(option_keywords, "tv.explore(history, ...)", ("targets", "output_gradients", "quiz"))
+    opts = Options.of(options, **option_keywords)
+    return TrainingExplorer(history, presenter=presenter, **opts.in_explorer(training=True).keywords())
+
+
+@explore.register(Jacobian)
+def explore_jacobian(
+    jacobian: Jacobian,
     *,
     presenter: bool = False,
+    quiz: bool = False,
+    clip: str = "none",
+    clip_norm: float = 1.0,
+    clip_value: tuple[float, float] = (-1.0, 1.0),
     options: Options | None = None,
-    **inputs: Any,
-) -> Interact:
-    """What-if: an explorer of ``fn``'s backward pass with one slider per input.
+    **option_keywords: Any,
+) -> JacobianExplorer:
+    """``tv.explore(jac)``: a heatmap of the Jacobian above the backward pass of the row
+    picked by clicking it or with ``controls["row"]``. ``presenter``, ``quiz``, the clipping
+    and the options: as for :func:`explore`."""
+    from .explorer.jacobian_explorer import JacobianExplorer
 
-    The inputs follow ``ipywidgets.interact``: ``tv.interact(f, x=(-3.0, 3.0), w=(0.0, 2.0,
-    0.5))`` gives ``x`` a FloatSlider over (min, max) and ``w`` one with step 0.5 (all ints:
-    an IntSlider); each starts at ``f``'s default for that parameter (``def f(x=1.0, w=1.5)``),
-    else at the middle. A ready widget is used as it is (``w=FloatSlider(value=1.5, min=0,
-    max=2)``), ``fixed(value)`` passes a constant that is not differentiated, and a
-    parameter with a number as its default becomes a slider even when not named.
-    ``fn`` is called with one ``tf.Variable`` per input, named after it and holding that
-    slider's value, under a tv.GradientTape, and returns the target tensor or a dict of
-    targets (then a target menu appears). Every slider move calls ``fn`` again through
-    TensorFlow (forward and backward) and repaints, keeping the explorer's state; a slope
-    plot shows the target against one input with the tangent whose slope is TF's gradient.
-    ``fn`` should depend only on its inputs: the slope plot calls it once per sample point.
+    _drop_unused(option_keywords, "tv.explore(jacobian, ...)", ("targets", "output_gradients"))
+    opts = Options.of(options, **option_keywords)
+    settings = _clip_settings(clip, clip_norm, clip_value)
+    return JacobianExplorer(jacobian, presenter=presenter, quiz=quiz, **settings, **opts.in_explorer().keywords())
 
-    When ``fn`` raises or returns no tensor at some values, the explorer says why and keeps
-    the last picture that worked. At construction there is none yet: a bad range raises
-    ValueError (TypeError for a non-number or a widget that is not a number slider), a
-    failing first call ValueError, a wrong return type TypeError. The options
-    (:class:`tv.Options`) and ``presenter``: as for tv.explore, so no input can take an
-    option's name."""
-    from .explorer.whatif import interact as build
 
-    names = set(option_names())
-    opts = Options.of(options, **{k: v for k, v in inputs.items() if k in names})
-    inputs = {k: v for k, v in inputs.items() if k not in names}
-    return build(fn, inputs, opts.in_explorer(), presenter=presenter)
+def _drop_unused(keywords: dict[str, Any], call: str, names: Sequence[str]) -> None:
+    """Keywords tapeviz 0.1 took and ignored for this kind of explorer: dropped, with a
+    DeprecationWarning (they will be a TypeError, as any unknown keyword)."""
+    for name in names:
+        if name in keywords:
+            keywords.pop(name)
+            _deprecated(f"{name}= in {call}", f"{call} without it (it has no effect there)", stacklevel=5)
+
+
+class InteractFactory:
+    """``tv.interact``: what-if, an explorer of a function's backward pass with one slider
+    per input. Its options are kept apart from the inputs, as ``ipywidgets.interact`` keeps
+    its own: ``tv.interact.options(theme="dark", presenter=True)`` is a ``tv.interact`` with
+    those options (as ``ipywidgets.interact.options(manual=True)``), so an input may take
+    any name."""
+
+    def __init__(
+        self,
+        options: Options | None = None,
+        *,
+        presenter: bool = False,
+        clip: str = "none",
+        clip_norm: float = 1.0,
+        clip_value: tuple[float, float] = (-1.0, 1.0),
+    ):
+        self._options = Options.of(options)
+        self._presenter = presenter
+        self._clip = _clip_settings(clip, clip_norm, clip_value)
+
+    def options(
+        self,
+        options: Options | None = None,
+        *,
+        presenter: bool | None = None,
+        clip: str | None = None,
+        clip_norm: float | None = None,
+        clip_value: tuple[float, float] | None = None,
+        **option_keywords: Any,
+    ) -> InteractFactory:
+        """A ``tv.interact`` with these options, the others as this one has them:
+        ``tv.interact.options(theme="dark")(f, x=(-3.0, 3.0))``, or kept to reuse
+        (``dark = tv.interact.options(tv.Options(theme="dark"), presenter=True)``).
+        ``presenter``, ``clip`` / ``clip_norm`` / ``clip_value`` and the options
+        (:class:`tv.Options`, given as one value or as keywords): as for :func:`explore`."""
+        clip_now = self._clip
+        return InteractFactory(
+            Options.of(options or self._options, **option_keywords),
+            presenter=self._presenter if presenter is None else presenter,
+            clip=clip_now["clip"] if clip is None else clip,
+            clip_norm=clip_now["clip_norm"] if clip_norm is None else clip_norm,
+            clip_value=clip_now["clip_value"] if clip_value is None else clip_value,
+        )
+
+    def __call__(self, fn: Callable[..., Any], /, **inputs: Any) -> Interact:
+        """An explorer of ``fn``'s backward pass with one slider per input.
+
+        The inputs follow ``ipywidgets.interact``: ``tv.interact(f, x=(-3.0, 3.0), w=(0.0,
+        2.0, 0.5))`` gives ``x`` a FloatSlider over (min, max) and ``w`` one with step 0.5
+        (all ints: an IntSlider); each starts at ``f``'s default for that parameter (``def
+        f(x=1.0, w=1.5)``), else at the middle. A ready widget is used as it is
+        (``w=FloatSlider(value=1.5, min=0, max=2)``), ``fixed(value)`` passes a constant that
+        is not differentiated, and a parameter with a number as its default becomes a slider
+        even when not named. ``fn`` is called with one ``tf.Variable`` per input, named after
+        it and holding that slider's value, under a tv.GradientTape, and returns the target
+        tensor or a dict of targets (then a target menu appears). Every slider move calls
+        ``fn`` again through TensorFlow (forward and backward) and repaints, keeping the
+        explorer's state; a slope plot shows the target against one input with the tangent
+        whose slope is TF's gradient. ``fn`` should depend only on its inputs: the slope
+        plot calls it once per sample point. The sliders are ``ex.inputs[name]``, apart from
+        the explorer's own ``ex.controls``.
+
+        When ``fn`` raises or returns no tensor at some values, the explorer says why and
+        keeps the last picture that worked. At construction there is none yet: a bad range
+        raises ValueError (TypeError for a non-number or a widget that is not a number
+        slider), a failing first call ValueError, a wrong return type TypeError. The options
+        and ``presenter``: :meth:`options`."""
+        from .explorer.whatif import interact as build
+
+        factory = self._with_old_options(fn, inputs)
+        return build(fn, inputs, factory._options.in_explorer(), presenter=factory._presenter, **factory._clip)
+
+    def _with_old_options(self, fn: Callable[..., Any], inputs: dict[str, Any]) -> InteractFactory:
+        """tapeviz 0.1 took the options among the inputs (``tv.interact(f, x=..., theme="dark")``):
+        a keyword named like an option, ``options`` or ``presenter`` that is no parameter of
+        ``fn`` is still taken as one, with a DeprecationWarning; it is taken out of ``inputs``."""
+        named: set[str] = set()
+        try:
+            if callable(fn):
+                params = inspect.signature(fn).parameters.values()
+                named = {p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        except (TypeError, ValueError):  # no signature to read (some builtins)
+            pass
+        old = {k: inputs.pop(k) for k in [*inputs] if k in {*option_names(), "options", "presenter"} and k not in named}
+        if not old:
+            return self
+        spelled = ", ".join(f"{k}=..." for k in old)
+        _deprecated(
+            f"tv.interact(fn, {spelled}) (options among the inputs)",
+            f"tv.interact.options({spelled})(fn, ...)",
+            stacklevel=4,
+        )
+        return self.options(old.pop("options", None), **old)
+
+
+interact = InteractFactory()
 
 
 def _explored(tape: Any, targets: Any, output_gradients: Any) -> Explored:
@@ -279,6 +481,7 @@ def export_html(
     cors: bool = True,
     clip: str = "none",
     clip_norm: float = 1.0,
+    clip_value: tuple[float, float] = (-1.0, 1.0),
     clip_norms: Sequence[float] | None = None,
     quiz: bool = False,
     options: Options | None = None,
@@ -288,9 +491,10 @@ def export_html(
     no Python kernel (a slider and a play button over pictures rendered now).
 
     ``target``: a tensor, or {name: tensor}; with several targets (a persistent tape) the
-    page holds each one's backward pass and a menu picks one. ``clip`` / ``clip_norm``:
-    the clipping the panel shows; ``clip_norms=[...]``: the panel for each of those
-    positions, picked by a slider in the page. The page loads its widget scripts from
+    page holds each one's backward pass and a menu picks one. ``clip`` / ``clip_norm`` /
+    ``clip_value``: the clipping the panel shows, as :func:`explore` takes it;
+    ``clip_norms=[...]``: the panel for each of those norm limits, picked by a slider in the
+    page. The page loads its widget scripts from
     public CDNs unless ``embed_url`` / ``requirejs_url`` point at local copies: see
     :func:`tapeviz.explorer.html_page.write_page`. ``quiz=True``: predict, then reveal, in
     the page itself: each step's numbers are hidden until the reader types a prediction
@@ -302,9 +506,10 @@ def export_html(
     from .explorer.html_page import write_page
 
     check_path(path, formats=(".html", ".htm"))  # fail before any drawing work
-    explored = _explored(tape, target, output_gradients)
+    settings = _clip_settings(clip, clip_norm, clip_value)
     opts = Options.of(options, **option_keywords).in_file()
-    state = explored.initial(**opts.keywords(), clip=clip, clip_norm=clip_norm, quiz=quiz)
+    explored = _explored(tape, target, output_gradients)
+    state = explored.initial(**opts.keywords(), **settings, quiz=quiz)
     try:
         return write_page(
             explored,

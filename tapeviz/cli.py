@@ -57,8 +57,8 @@ def export_example(
     run = ex.run()
     return api.save(
         run.tape,
+        run.target,
         path,
-        target=run.target,
         step=step,
         caption=f"{ex.title}\n{_printed(run.printed, options.get('lang', Options().lang))}",
         progress=progress,

@@ -102,9 +102,9 @@ def test_step_highlight_moves_to_the_layer_box(big):
 def test_five_thousand_op_capture_renders(tmp_path):
     tape, loss, ws, bs = scoped_program(1000)
     assert len(tape.graph.capture.ops) >= 5000
-    path = tv.save(tape, tmp_path / "big.svg", target=loss)
+    path = tv.save(tape, loss, tmp_path / "big.svg")
     assert path.stat().st_size > 100_000
-    png = tv.save(tape, tmp_path / "big.png", target=loss, dpi=20)
+    png = tv.save(tape, loss, tmp_path / "big.png", dpi=20)
     assert png.stat().st_size > 1000
     view = tv.view(tape, loss)  # 1,000 layer boxes, legible: bands of at most 24 full-size columns
     assert len({round(x, 6) for x, _ in view.pos.values()}) <= 24 and view.scene.size[0] < 60

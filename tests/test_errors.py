@@ -65,9 +65,9 @@ def test_record_outside_the_block():
 def test_export_suffix_and_folder(recorded, tmp_path):
     tape, x, y = recorded
     with pytest.raises(ValueError, match=r"ending in \.png, \.svg or \.gif"):
-        tv.save(tape, tmp_path / "y.pdf", target=y)
+        tv.save(tape, y, tmp_path / "y.pdf")
     with pytest.raises(FileNotFoundError, match=r"does not exist\. Create it first"):
-        tv.save(tape, tmp_path / "missing" / "y.png", target=y)
+        tv.save(tape, y, tmp_path / "missing" / "y.png")
     with pytest.raises(ValueError, match=r"ending in \.html"):
         tv.export_html(tape, y, tmp_path / "y.png")
 

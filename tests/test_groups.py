@@ -320,7 +320,7 @@ def test_depth_and_expand_reach_every_entry_point(made, tmp_path):
     assert blocks <= groups_drawn(tv.view(step.tape, step.loss, depth=2))
     fig = tv.draw(step.tape, step.loss, depth=2)
     assert fig is not None
-    svg = tv.save(step.tape, tmp_path / "t.svg", target=step.loss, depth=2, expand="block2").read_text()
+    svg = tv.save(step.tape, step.loss, tmp_path / "t.svg", depth=2, expand="block2").read_text()
     assert ">block1<" in svg and ">block3<" in svg and ">block2<" not in svg
     ex = tv.explore(step.tape, step.loss, depth=2, expand=["block2"])
     assert blocks - {"encoder/block2"} <= set(

@@ -19,7 +19,7 @@ PICTURES = (".svg", ".png", ".gif")
 def _pictures(tape, target, tmp_path, stem: str) -> None:
     """Every picture path: SVG, PNG, GIF files and the explorer's inline SVG."""
     for ext in PICTURES:
-        p = tv.save(tape, tmp_path / f"{stem}{ext}", target=target, progress=False)
+        p = tv.save(tape, target, tmp_path / f"{stem}{ext}", progress=False)
         assert p.stat().st_size > 500
     ex = tv.explore(tape, target)
     assert "<svg" in ex.canvas.value
@@ -57,7 +57,7 @@ def test_a_variable_as_the_target_flows_ones_to_itself_and_none_to_the_branch_no
     scene = tv.view(tape, result).scene
     shown = {scene.graph.nx.nodes[n].get("name") for n in scene.display.nx}
     assert {"v1"} <= shown and len(scene.targets) == 1  # the single node and the branch's variable
-    svg = tv.save(tape, tmp_path / "branch.svg", target=result).read_text()
+    svg = tv.save(tape, result, tmp_path / "branch.svg").read_text()
     assert "never used" in svg
     _pictures(tape, result, tmp_path, "branch")
 
@@ -156,7 +156,7 @@ def test_an_op_with_no_registered_gradient_is_a_stop_of_its_own(tmp_path):
     assert "AdjustContrastv2" in zh.message and "注册梯度" in zh.message and "tf.custom_gradient" in zh.fix
     elsewhere = tv.explain(tape, y, w)  # a gradient reaches w, yet tape.gradient raises for it too
     assert elsewhere.case == "not_registered_elsewhere" and "AdjustContrastv2" in elsewhere.message
-    svg = tv.save(tape, tmp_path / "contrast.svg", target=y, collapsed=False).read_text()
+    svg = tv.save(tape, y, tmp_path / "contrast.svg", collapsed=False).read_text()
     assert "not registered" in svg and "No gradient registered for AdjustContrastv2" in svg
     scene = tv.view(tape, y, collapsed=False).scene
     image_box = fl.graph.node_of(image)

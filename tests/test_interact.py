@@ -12,7 +12,7 @@ import tensorflow as tf
 from matplotlib.figure import Figure
 
 import tapeviz as tv
-from tapeviz.explorer import whatif
+from tapeviz.explorer import whatif_runner
 from tapeviz.explorer.slope_plot import slope_svg, tangent_segment
 
 # --------------------------------------------------------------------------- functions
@@ -79,10 +79,10 @@ def test_seed_example():
     assert isinstance(ex, W.VBox) and "tv-explorer" in ex._dom_classes
     for name in ("step", "play", "prev", "next", "clip", "clip_norm", "clip_value", "lr", "node", "layers", "show_all"):
         assert name in ex.controls, name
-    assert isinstance(ex.controls["x"], W.FloatSlider) and ex.controls["x"].value == 1.0
-    assert (ex.controls["w"].min, ex.controls["w"].max, ex.controls["w"].value) == (0.0, 2.0, 1.5)
+    assert isinstance(ex.inputs["x"], W.FloatSlider) and ex.inputs["x"].value == 1.0
+    assert (ex.inputs["w"].min, ex.inputs["w"].max, ex.inputs["w"].value) == (0.0, 2.0, 1.5)
     before = ex.canvas.value
-    ex.controls["x"].value = 2.0
+    ex.inputs["x"].value = 2.0
     assert ex.canvas.value != before, "the picture repaints"
     assert ex.values == {"x": 2.0, "w": 1.5}
     assert ex.tape.graph is ex.graph and ex.tape.gradient(ex.run.targets["seed"], ex.runner.variables["x"]) == 6.0
@@ -106,7 +106,7 @@ def test_seed_example():
 def test_gradients_equal_a_plain_tape_after_every_move(fn, ranges, moves):
     ex = tv.interact(fn, **ranges)
     for name, value in moves:
-        ex.controls[name].value = value
+        ex.inputs[name].value = value
         assert ex.values[name] == value
         want = plain_gradients(fn, ex.values)
         assert_same_gradients(ex.gradients(clipped=False), want)
@@ -117,7 +117,7 @@ def test_every_target_of_a_dict_matches_tensorflow():
     ex = tv.interact(clipping, x=(0.0, 3.0))
     assert list(ex.controls["target"].options) == ["clipped", "norm", "g"]
     for x in (0.5, 2.0, 1.2):
-        ex.controls["x"].value = x
+        ex.inputs["x"].value = x
         for target in ("clipped", "norm", "g"):
             ex.controls["target"].value = target
             assert_same_gradients(ex.gradients(clipped=False), plain_gradients(clipping, {"x": x}, target))
@@ -129,9 +129,9 @@ def test_clipping_engages_when_the_norm_crosses_the_threshold():
     """The tutorial's clip_by_norm example: below ‖g‖ = 5 the sum of the clipped vector is
     6x (slope 6); above, clip_by_norm rescales it to a constant (slope 0)."""
     ex = tv.interact(clipping, x=(0.0, 3.0))
-    ex.controls["x"].value = 1.0  # ‖g‖ = √14 ≈ 3.74 < 5
+    ex.inputs["x"].value = 1.0  # ‖g‖ = √14 ≈ 3.74 < 5
     assert ex.gradients(clipped=False)["x"] == pytest.approx(6.0)
-    ex.controls["x"].value = 2.0  # ‖g‖ ≈ 7.48 > 5
+    ex.inputs["x"].value = 2.0  # ‖g‖ ≈ 7.48 > 5
     assert abs(float(ex.gradients(clipped=False)["x"])) < 1e-5
     assert tangent_slope(ex.slope_figure("x")) == pytest.approx(float(ex.gradients(clipped=False)["x"]), abs=1e-9)
 
@@ -141,7 +141,7 @@ def test_explorer_clipping_carries_over_moves_and_is_tfs():
     ex.controls["clip"].value = "by_norm"
     ex.controls["clip_norm"].value = 2.0
     for x in (2.0, -3.0):
-        ex.controls["x"].value = x
+        ex.inputs["x"].value = x
         assert ex.state.clip == "by_norm" and ex.state.clip_norm == 2.0
         raw = plain_gradients(seed, ex.values)
         got = ex.gradients()
@@ -155,7 +155,7 @@ def test_explorer_clipping_carries_over_moves_and_is_tfs():
 @pytest.mark.parametrize("x", [-2.5, 0.0, 1.0, 2.0])
 def test_tangent_slope_is_the_gradient(x):
     ex = tv.interact(seed, x=(-3.0, 3.0), w=(0.0, 2.0))
-    ex.controls["x"].value = x
+    ex.inputs["x"].value = x
     want = plain_gradients(seed, ex.values)
     assert tangent_slope(ex.slope_figure("x")) == pytest.approx(float(want["x"]), rel=1e-6, abs=1e-12)
     assert tangent_slope(ex.slope_figure("w")) == pytest.approx(float(want["w"]), rel=1e-6, abs=1e-12)
@@ -173,7 +173,7 @@ def test_curve_is_the_function_evaluated_by_tensorflow():
     ex = tv.interact(wave, a=(-1.0, 1.0), b=W.FloatSlider(value=1.25, min=0.5, max=2.0))
     s = ex.slope("a")
     assert ("a", "wave") in ex.runner._traced, "wave can be traced: the samples run in a tf.function"
-    assert len(s.xs) == whatif.SAMPLES and s.xs[0] == -1.0 and s.xs[-1] == 1.0
+    assert len(s.xs) == whatif_runner.SAMPLES and s.xs[0] == -1.0 and s.xs[-1] == 1.0
     for i in (0, 17, 40, len(s.xs) - 1):
         direct = wave(tf.Variable(s.xs[i], dtype=tf.float32), tf.Variable(1.25, dtype=tf.float32))
         assert s.ys[i] == pytest.approx(float(direct.numpy()), rel=1e-6)  # graph vs eager: round-off at most
@@ -225,9 +225,9 @@ def test_curve_changes_only_when_another_input_moves():
     calls = []
     sample = ex.runner.sample
     ex.runner.sample = lambda *a, **k: calls.append(a) or sample(*a, **k)
-    ex.controls["x"].value = 2.0  # the plotted input: the cached curve, a new point and tangent
+    ex.inputs["x"].value = 2.0  # the plotted input: the cached curve, a new point and tangent
     assert calls == []
-    ex.controls["w"].value = 0.5  # another input: the curve is new
+    ex.inputs["w"].value = 0.5  # another input: the curve is new
     assert len(calls) == 1
     assert ex.slope("x").ys[-1] == pytest.approx(9 * 0.5)
 
@@ -236,7 +236,7 @@ def test_live_slope_view_follows_the_sliders():
     ex = tv.interact(seed, x=(-3.0, 3.0), w=(0.0, 2.0))
     before = ex.slope_view.value
     assert "<svg" in before and "tv-slope-tangent" in before
-    ex.controls["x"].value = 2.0
+    ex.inputs["x"].value = 2.0
     assert ex.slope_view.value != before and "slope dseed/dx = 6" in ex.slope_view.value
     ex.controls["slope"].value = "w"
     assert "slope dseed/dw = 4" in ex.slope_view.value
@@ -254,7 +254,7 @@ def test_no_gradient_no_tangent_and_the_reason():
     fig = ex.slope_figure("y")
     assert not [ln for ln in fig.axes[0].lines if ln.get_gid() == "tangent"]
     dx = ex.gradients(clipped=False)["x"]
-    ex.controls["y"].value = 0.5
+    ex.inputs["y"].value = 0.5
     assert ex.gradients(clipped=False)["x"] == dx == 4.0 and ex.gradients()["y"] is None
     assert "→ z = <b>4.5</b>" in ex.status.value
 
@@ -284,7 +284,7 @@ def test_boxes_keep_their_places_while_the_shape_stays():
     shape = ex.run.shape("wave")
     for name, value in (("a", -0.8), ("b", 1.9), ("a", 0.05)):
         old_svg = ex.canvas.value
-        ex.controls[name].value = value
+        ex.inputs[name].value = value
         assert ex.run.shape("wave") == shape
         assert box_positions(ex) == first
         assert ex.canvas.value != old_svg
@@ -296,8 +296,12 @@ def test_layout_is_deterministic_for_the_same_structure():
     boxes rest on), while its values differ."""
 
     def picture(a):
-        run = whatif.Runner(
-            wave, {"a": whatif.InputRange("a", -1.0, 1.0, a, 0.1), "b": whatif.InputRange("b", 0.5, 2.0, 1.0, 0.1)}
+        run = whatif_runner.Runner(
+            wave,
+            {
+                "a": whatif_runner.InputRange("a", -1.0, 1.0, a, 0.1),
+                "b": whatif_runner.InputRange("b", 0.5, 2.0, 1.0, 0.1),
+            },
         ).run({"a": a, "b": 1.0})
         state = run.explored.initial()
         return run, run.explored.view(state).scene
@@ -323,15 +327,15 @@ def test_layout_is_deterministic_for_the_same_structure():
 def test_a_python_branch_relayouts_and_says_why():
     ex = tv.interact(branch, x=(-2.0, 2.0))
     positive = box_positions(ex)
-    ex.controls["x"].value = -1.0
+    ex.inputs["x"].value = -1.0
     assert "changed shape at x = -1" in ex.notice.value
     assert "new ops: Neg" in ex.notice.value and "ops gone:" in ex.notice.value and "Pow" in ex.notice.value
     assert "Python if or loop in branch" in ex.notice.value
     assert box_positions(ex) != positive
     assert_same_gradients(ex.gradients(), plain_gradients(branch, {"x": -1.0}))
-    ex.controls["x"].value = -0.5  # same side: same shape, the message goes
+    ex.inputs["x"].value = -0.5  # same side: same shape, the message goes
     assert ex.notice.value == ""
-    ex.controls["x"].value = 1.0
+    ex.inputs["x"].value = 1.0
     assert "changed shape" in ex.notice.value and box_positions(ex) == positive
 
 
@@ -339,18 +343,18 @@ def test_step_stays_on_the_finished_pass_or_is_clamped():
     ex = tv.interact(branch, x=(-2.0, 2.0))
     long_last = ex.flow.last_step
     assert ex.state.step == long_last
-    ex.controls["x"].value = -1.0  # shorter pass, was finished: stays finished
+    ex.inputs["x"].value = -1.0  # shorter pass, was finished: stays finished
     short_last = ex.flow.last_step
     assert short_last < long_last
     assert ex.state.step == short_last == ex.controls["step"].value == ex.controls["step"].max
     assert ex.controls["play"].max == short_last
-    ex.controls["x"].value = 1.0  # back to the long pass, still finished
+    ex.inputs["x"].value = 1.0  # back to the long pass, still finished
     assert ex.state.step == long_last == ex.controls["step"].max
     ex.controls["step"].value = long_last - 1  # an earlier step: clamped into the short pass
-    ex.controls["x"].value = -1.0
+    ex.inputs["x"].value = -1.0
     assert ex.state.step == min(long_last - 1, short_last) == ex.controls["step"].value
     ex.controls["step"].value = 0
-    ex.controls["x"].value = -1.5  # same shape: the same step
+    ex.inputs["x"].value = -1.5  # same shape: the same step
     assert ex.state.step == 0 and "Step 0/" in ex.canvas.value
 
 
@@ -361,7 +365,7 @@ def test_target_groups_and_inspected_node_carry_over():
     ex.controls["node"].value = node
     assert "Pack" in ex.inspector.value
     ex.controls["lr"].value = 0.5
-    ex.controls["x"].value = 2.5
+    ex.inputs["x"].value = 2.5
     assert ex.state.target == "norm" and ex.controls["target"].value == "norm"
     assert ex.state.lr == 0.5
     assert ex.state.node == node and ex.controls["node"].value == node
@@ -369,16 +373,16 @@ def test_target_groups_and_inspected_node_carry_over():
 
 
 def test_carry_state_is_a_pure_function_of_two_runs():
-    ranges = {"x": whatif.InputRange("x", -2.0, 2.0, 1.0, 0.1)}
-    runner = whatif.Runner(branch, ranges)
+    ranges = {"x": whatif_runner.InputRange("x", -2.0, 2.0, 1.0, 0.1)}
+    runner = whatif_runner.Runner(branch, ranges)
     a, b, c = runner.run({"x": 1.0}), runner.run({"x": 1.5}), runner.run({"x": -1.0})
     state = a.explored.initial().replace(step=1, clip="by_value")
-    same = whatif.carry_state(state, a, b)
+    same = whatif_runner.carry_state(state, a, b)
     assert same == state, "same shape: nothing to change"
-    other = whatif.carry_state(state, a, c)
+    other = whatif_runner.carry_state(state, a, c)
     assert other.clip == "by_value" and other.step == min(1, c.flow("branch").last_step)
     assert other.node is None and other.collapsed is None
-    assert whatif.shape_change(a, c, "branch") == "new ops: Neg; ops gone: AddV2, Mul, Pow"
+    assert whatif_runner.shape_change(a, c, "branch") == "new ops: Neg; ops gone: AddV2, Mul, Pow"
 
 
 # --------------------------------------------------------------------------- ipywidgets' conventions
@@ -407,7 +411,7 @@ def test_inputs_are_the_widgets_ipywidgets_interact_makes(abbrev, default):
             return x * 2.0
 
     (theirs,) = W.interactive(f, x=abbrev).kwargs_widgets
-    ours = tv.interact(f, x=abbrev).controls["x"]
+    ours = tv.interact(f, x=abbrev).inputs["x"]
     assert _numbers(ours) == _numbers(theirs)
     assert ours.description == theirs.description == "x"
 
@@ -425,7 +429,7 @@ def test_a_parameter_with_a_number_as_default_is_a_slider_as_in_ipywidgets():
 
     ex = tv.interact(g)
     theirs = W.interactive(g).kwargs_widgets
-    assert [_numbers(ex.controls[w.description]) for w in theirs] == [_numbers(w) for w in theirs]
+    assert [_numbers(ex.inputs[w.description]) for w in theirs] == [_numbers(w) for w in theirs]
     assert ex.values == {"x": 1.0, "scale": 2.0}
 
     def h(x=1.0, mode="square"):  # a default that is no number stays Python's: tapeviz differentiates numbers
@@ -437,7 +441,7 @@ def test_a_parameter_with_a_number_as_default_is_a_slider_as_in_ipywidgets():
 def test_a_ready_widget_is_used_as_it_is():
     w = W.FloatSlider(value=0.5, min=0.0, max=2.0, step=0.25)
     ex = tv.interact(seed, x=(-3.0, 3.0), w=w)
-    assert ex.controls["w"] is w and w.description == "w"  # labelled as ipywidgets.interact labels it
+    assert ex.inputs["w"] is w and w.description == "w"  # labelled as ipywidgets.interact labels it
     assert ex.values == {"x": 1.0, "w": 0.5}
     w.value = 1.75
     assert ex.values["w"] == 1.75
@@ -460,7 +464,7 @@ def test_fixed_passes_a_constant_that_is_not_differentiated():
     assert [w.description for w in theirs.children if isinstance(w, W.FloatSlider)] == ["x"]
     assert "w" not in ex.controls and "label" not in ex.controls
     assert seen[-1] == (float, "loss"), "passed as it is, not as a tf.Variable"
-    ex.controls["x"].value = 2.0
+    ex.inputs["x"].value = 2.0
     assert ex.gradients(clipped=False) == {"x": 8.0}
     assert ex.slope("x").slope == pytest.approx(8.0)
 
@@ -480,15 +484,15 @@ def test_errors_keep_the_last_picture_and_say_why():
     ex = tv.interact(flaky, x=(-2.0, 2.0))
     good = ex.canvas.value
     grads = ex.gradients()
-    ex.controls["x"].value = 1.5
+    ex.inputs["x"].value = 1.5
     assert ex.canvas.value == good and ex.values == {"x": 0.5} and ex.gradients() == grads
     assert "flaky(x=1.5) raised ZeroDivisionError: x is too large" in ex.notice.value
     assert "The picture still shows x = 0.5" in ex.notice.value and "tv-bad" in ex.notice.value
-    ex.controls["x"].value = -1.5
+    ex.inputs["x"].value = -1.5
     assert ex.canvas.value == good
     assert "flaky(x=-1.5) returned a float (-1.5), computed outside TensorFlow" in ex.notice.value
     assert "return the target tensor, or a dict of them" in ex.notice.value
-    ex.controls["x"].value = 0.25  # works again: a new picture, the message goes
+    ex.inputs["x"].value = 0.25  # works again: a new picture, the message goes
     assert ex.canvas.value != good and ex.notice.value == ""
     assert_same_gradients(ex.gradients(), plain_gradients(flaky, {"x": 0.25}))
 
@@ -499,14 +503,14 @@ def test_an_empty_range_keeps_the_picture_and_says_why():
     with pytest.raises(ValueError, match="the range is empty, min must be below max"):
         ex.set_range("x", 2.0, -2.0)
     assert "the range is empty" in ex.notice.value and ex.canvas.value == good
-    ex.controls["w"].value = 2.0
+    ex.inputs["w"].value = 2.0
     good = ex.canvas.value
-    ex.controls["w"].min = 2.0  # the slider's own min, up to its max: min == max
+    ex.inputs["w"].min = 2.0  # the slider's own min, up to its max: min == max
     assert "The range of w is empty (min 2 ≥ max 2): set its min below its max" in ex.notice.value
     assert ex.canvas.value == good and ex.values == {"x": 1.0, "w": 2.0}
-    ex.controls["w"].min = 0.0
+    ex.inputs["w"].min = 0.0
     ex.set_range("x", -1.0, 0.5)  # a good range: the value is clamped into it, and the plot follows
-    assert ex.controls["x"].value == 0.5 and ex.values["x"] == 0.5 and ex.notice.value == ""
+    assert ex.inputs["x"].value == 0.5 and ex.values["x"] == 0.5 and ex.notice.value == ""
     s = ex.slope("x")
     assert (s.xs[0], s.xs[-1]) == (-1.0, 0.5)
 
@@ -526,7 +530,6 @@ def test_an_empty_range_keeps_the_picture_and_says_why():
         (dict(x=W.FloatLogSlider()), TypeError, "a FloatLogSlider cannot be an input"),
         (dict(x=tv.fixed(1.0)), ValueError, "needs at least one input"),
         (dict(x=(0.0, float("nan"))), ValueError, "finite"),
-        (dict(x=(0.0, 1.0), lr=(0.0, 1.0)), ValueError, "An input cannot be called 'lr'"),
         (dict(q=(0.0, 1.0)), TypeError, "cannot be called with the inputs q"),
         ({}, ValueError, "needs at least one input"),
     ],
@@ -559,15 +562,15 @@ def test_a_first_call_that_fails_raises(fn, error, match):
 
 
 def test_construction_errors_are_value_and_type_errors():
-    with pytest.raises(whatif.CallFailed) as e:
+    with pytest.raises(whatif_runner.CallFailed) as e:
         tv.interact(lambda x: 1 / 0, x=(0.0, 1.0))
     assert isinstance(e.value, ValueError) and isinstance(e.value.__cause__, ZeroDivisionError)
     with pytest.raises(TypeError, match="needs a function first"):
         tv.interact(3, x=(0.0, 1.0))
     with pytest.raises(ValueError, match="Unknown theme"):
-        tv.interact(seed, x=(0.0, 1.0), w=(0.0, 1.0), theme="neon")
+        tv.interact.options(theme="neon")(seed, x=(0.0, 1.0), w=(0.0, 1.0))
     with pytest.raises(ValueError, match="No messages in language"):
-        tv.interact(seed, x=(0.0, 1.0), w=(0.0, 1.0), lang="fr")
+        tv.interact.options(lang="fr")(seed, x=(0.0, 1.0), w=(0.0, 1.0))
 
 
 def test_targets_must_keep_their_names():
@@ -575,7 +578,7 @@ def test_targets_must_keep_their_names():
         return {"a": x * 2.0} if x.numpy() < 0.5 else {"b": x * 3.0}
 
     ex = tv.interact(renamed, x=(0.0, 1.0))
-    ex.controls["x"].value = 0.9
+    ex.inputs["x"].value = 0.9
     assert (
         "renamed(x=0.9) returned the targets ['b'], but its first call returned ['a']: return the same names every time"
     ) in html.unescape(ex.notice.value)
@@ -589,9 +592,9 @@ def test_defaults_language_and_theme():
     def z_no_defaults(x, y):
         return z(x, y)
 
-    ex = tv.interact(z_no_defaults, x=(-2.0, 2.0), y=(0.0, 5.0, 0.5), lang="zh", theme="dark")
-    assert ex.controls["x"].value == 0.0 and ex.controls["x"].step == 0.1  # the middle; FloatSlider's own step
-    assert ex.controls["y"].value == 2.5 and ex.controls["y"].step == 0.5
+    ex = tv.interact.options(lang="zh", theme="dark")(z_no_defaults, x=(-2.0, 2.0), y=(0.0, 5.0, 0.5))
+    assert ex.inputs["x"].value == 0.0 and ex.inputs["x"].step == 0.1  # the middle; FloatSlider's own step
+    assert ex.inputs["y"].value == 2.5 and ex.inputs["y"].step == 0.5
     assert ex.state.lang == "zh" and ex.state.theme == "dark"
     from tapeviz.picture.themes import DARK
 
@@ -610,14 +613,14 @@ def test_names_in_the_picture_are_the_inputs_and_the_function():
 
 
 def test_presenter_and_save(tmp_path):
-    ex = tv.interact(seed, x=(-3.0, 3.0), w=(0.0, 2.0), presenter=True)
-    assert "tv-presenter" in ex._dom_classes and ex.controls["x"] in ex.children[2].children[0].children
-    ex.controls["x"].value = -1.0
+    ex = tv.interact.options(presenter=True)(seed, x=(-3.0, 3.0), w=(0.0, 2.0))
+    assert "tv-presenter" in ex._dom_classes and ex.inputs["x"] in ex.children[2].children[0].children
+    ex.inputs["x"].value = -1.0
     assert "∂ -3.0" in ex.save(tmp_path / "now.svg").read_text()  # what is on screen: dx = 2 * -1 * 1.5
 
 
 def test_close_releases_the_widgets():
     ex = tv.interact(seed, x=(-3.0, 3.0), w=(0.0, 2.0))
-    sliders = [ex.controls["x"], ex.controls["w"], ex.slope_view, ex.notice]
+    sliders = [ex.inputs["x"], ex.inputs["w"], ex.slope_view, ex.notice]
     ex.close()
     assert all(w.comm is None for w in sliders)

@@ -181,8 +181,8 @@ def test_pictures_export(name, tmp_path):
     with tv.GradientTape() as tape:
         loss = loss_of(model, x)
     svg, png = tmp_path / "x.svg", tmp_path / "x.png"
-    tv.save(tape, svg, target=loss)
-    tv.save(tape, png, target=loss)
+    tv.save(tape, loss, svg)
+    tv.save(tape, loss, png)
     root = ET.parse(svg).getroot()
     text = " ".join(t for t in root.itertext())
     assert "loss" in text  # the target is named after the Python variable
@@ -274,7 +274,7 @@ def test_collapsed_picture_of_a_layer_left_and_entered_again(make, tmp_path):
     tree = view.display.tree
     innermost = {gid for gid in view.layers if not tree.groups[gid].children}
     assert {d["layer"] for d in boxes} == innermost  # every layer (innermost group) is collapsed
-    tv.save(tape, tmp_path / "x.svg", target=loss, collapsed=True)
+    tv.save(tape, loss, tmp_path / "x.svg", collapsed=True)
     if make is _shared_layer_model:
         calls = sorted(d["call"] for d in boxes if d["layer"] == "shared/inner")
         assert calls == [0, 1]
@@ -321,8 +321,8 @@ def test_loop_in_a_tf_function_called_inside_the_tape(tmp_path):
     kinds = [None if t is None else t.dtype for t in call.tf_grad]
     assert tf.variant in kinds
     assert [g is None for g in call.grad] == [k in (None, tf.variant, tf.resource) for k in kinds]
-    tv.save(tape, tmp_path / "x.svg", target=loss)
-    tv.save(tape, tmp_path / "x.png", target=loss)
+    tv.save(tape, loss, tmp_path / "x.svg")
+    tv.save(tape, loss, tmp_path / "x.png")
 
 
 def _coverage_rows() -> dict[str, list[str]]:

@@ -316,7 +316,7 @@ def test_last_cell_displays_the_explorer_once(name, lang):
     last = [c for c in _read(lang, name).cells if c.cell_type == "code"][-1]
     lines = [ln.strip() for ln in last.source.strip().splitlines()]
     assert lines[-1] == "ex", "the last line shows the explorer (and nothing else)"
-    assert any(ln.startswith(("ex = tv.explore(", "ex = tv.interact(")) for ln in lines)
+    assert any(ln.startswith(("ex = tv.explore(", "ex = tv.interact(", "ex = tv.interact.options(")) for ln in lines)
     assert any("lang=LANG" in ln for ln in lines), "the explorer speaks the lesson's language"
     assert not any(ln.endswith(")") and ".add_class(" in ln for ln in lines), "add_class() would display a second copy"
 

@@ -17,7 +17,7 @@ from tapeviz.output.svg import to_svg
 from tapeviz.picture.options import AUTO, Options, option_help, option_names
 from tapeviz.picture.themes import DARK, LIGHT, PROJECTOR
 
-FUNCTIONS = [tv.view, tv.draw, tv.save, tv.explore, tv.interact, tv.export_html, cli.export_example]
+FUNCTIONS = [tv.view, tv.draw, tv.save, tv.explore, tv.interact.options, tv.export_html, cli.export_example]
 
 
 def _tape():
@@ -75,11 +75,11 @@ def test_left_out_or_given_as_their_defaults_the_pictures_are_the_same(tmp_path)
     assert (
         to_svg(tv.view(tape, y)) == to_svg(tv.view(tape, y, **defaults)) == to_svg(tv.view(tape, y, options=Options()))
     )
-    a = tv.save(tape, tmp_path / "a.svg", target=y, progress=False)
-    b = tv.save(tape, tmp_path / "b.svg", target=y, progress=False, **defaults)
+    a = tv.save(tape, y, tmp_path / "a.svg", progress=False)
+    b = tv.save(tape, y, tmp_path / "b.svg", progress=False, **defaults)
     assert a.read_bytes() == b.read_bytes()
     assert tv.explore(tape, y).state == tv.explore(tape, y, **defaults).state
-    assert tv.interact(_f, x=(0.0, 2.0)).state == tv.interact(_f, x=(0.0, 2.0), **defaults).state
+    assert tv.interact(_f, x=(0.0, 2.0)).state == tv.interact.options(**defaults)(_f, x=(0.0, 2.0)).state
 
 
 def test_theme_auto_is_light_in_files_and_the_pages_theme_in_explorers(monkeypatch, tmp_path):
@@ -104,7 +104,7 @@ def test_keywords_and_the_options_object_agree_and_keywords_win():
     assert view.scene.theme is PROJECTOR and view.scene.lang == "zh"
     ex = tv.explore(tape, y, options=dark)
     assert (ex.state.theme, ex.state.lang, ex.auto_theme) == ("dark", "zh", False)
-    assert tv.interact(_f, x=(0.0, 2.0), options=dark).state.lang == "zh"
+    assert tv.interact.options(dark)(_f, x=(0.0, 2.0)).state.lang == "zh"
 
 
 # what an explorer's state holds for GIVEN (collapsed=False: no group collapsed)

@@ -107,7 +107,7 @@ def test_set_step_updates_artists_in_place():
 
 def test_svg_is_valid_and_shows_stopped_edge_in_grey(tmp_path):
     run = examples.stop_gradient()
-    path = tv.save(run.tape, tmp_path / "sg.svg", target=run.target)
+    path = tv.save(run.tape, run.target, tmp_path / "sg.svg")
     root = ET.parse(path).getroot()
     assert root.tag == SVG_NS + "svg"
     y_node = run.tape.graph.node_of(run.extra["y"])
@@ -121,10 +121,10 @@ def test_svg_is_valid_and_shows_stopped_edge_in_grey(tmp_path):
 
 def test_png_and_gif_are_valid(tmp_path):
     run = examples.basic()
-    png = tv.save(run.tape, tmp_path / "b.png", target=run.target)
+    png = tv.save(run.tape, run.target, tmp_path / "b.png")
     with Image.open(png) as im:
         assert im.format == "PNG" and im.size[0] > 200
-    gif = tv.save(run.tape, tmp_path / "b.gif", target=run.target)
+    gif = tv.save(run.tape, run.target, tmp_path / "b.gif")
     fl = tv.flow(run.tape, run.target)
     with Image.open(gif) as im:
         assert im.format == "GIF"
@@ -134,9 +134,9 @@ def test_png_and_gif_are_valid(tmp_path):
 def test_export_refuses_bad_suffix_and_missing_folder(tmp_path):
     run = examples.basic()
     with pytest.raises(ValueError, match=r"\.png, \.svg or \.gif"):
-        tv.save(run.tape, tmp_path / "a.jpg", target=run.target)
+        tv.save(run.tape, run.target, tmp_path / "a.jpg")
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        tv.save(run.tape, tmp_path / "nope" / "a.png", target=run.target)
+        tv.save(run.tape, run.target, tmp_path / "nope" / "a.png")
 
 
 def test_draw_returns_figure_and_accepts_ax():

@@ -250,7 +250,7 @@ def test_wrap_folds_a_picture_into_rows_of_at_most_k_boxes(wrap, tmp_path):
     assert {n: g.text for n, g in wrapped.scene.grads.items()} == {n: g.text for n, g in wide.scene.grads.items()}
     # kept by the views made from it, and by tv.save
     assert wrapped.expanded(wrapped.layers[0]).scene.wrap == wrap
-    assert tv.save(tape, tmp_path / "cnn.svg", target=loss, wrap=wrap).exists()
+    assert tv.save(tape, loss, tmp_path / "cnn.svg", wrap=wrap).exists()
 
 
 @pytest.mark.parametrize("wrap", [0, 1, True, 2.5, "4"])

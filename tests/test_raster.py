@@ -116,7 +116,7 @@ def test_png_lines_up_with_matplotlibs(stop_view, tmp_path):
 
 def test_graphview_png_and_tv_save_png_agree(stop_view, tmp_path):
     run, view = stop_view
-    path = tv.save(run.tape, tmp_path / "s.png", target=run.target)
+    path = tv.save(run.tape, run.target, tmp_path / "s.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert Image.open(path).size == Image.open(io.BytesIO(png_bytes(to_svg(view)))).size
 
@@ -229,7 +229,7 @@ def test_frames_follow_the_collapsed_view(keras_tape, tmp_path):
 
 def test_every_step_gives_each_step_a_frame(keras_tape, tmp_path):
     tape, loss = keras_tape
-    gif = tv.save(tape, tmp_path / "k.gif", target=loss, collapsed=True, every_step=True)
+    gif = tv.save(tape, loss, tmp_path / "k.gif", collapsed=True, every_step=True)
     assert len(gif_frames(gif)) == len(tv.flow(tape, loss).steps)
 
 

@@ -207,7 +207,7 @@ def test_script_names_are_escaped_in_svg_and_html(tmp_path):
         y = holder["v"] * 3.0
     node = tape.graph.node_of(holder["v"])
     assert tape.graph.nx.nodes[node]["name"] == evil
-    path = tv.save(tape, tmp_path / "x.svg", target=y)
+    path = tv.save(tape, y, tmp_path / "x.svg")
     root = ET.parse(path).getroot()  # well-formed XML: nothing leaked as markup
     assert not [e for e in root.iter() if e.tag.endswith("script")]
     texts = ["".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")]

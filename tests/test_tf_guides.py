@@ -60,8 +60,8 @@ def _flow_and_explain(run: Run, fl) -> None:
 
 
 def _pictures(run: Run, fl, tmp_path) -> None:
-    svg = tv.save(run.tape, tmp_path / "guide.svg", target=run.target, progress=False)
-    png = tv.save(run.tape, tmp_path / "guide.png", target=run.target, progress=False)
+    svg = tv.save(run.tape, run.target, tmp_path / "guide.svg", progress=False)
+    png = tv.save(run.tape, run.target, tmp_path / "guide.png", progress=False)
     assert svg.read_text().lstrip().startswith(("<?xml", "<svg")) and png.read_bytes()[:4] == b"\x89PNG"
     scene = tv.view(run.tape, run.target).scene
     assert scene.targets and scene.targets <= set(scene.boxes), "the target must be drawn"

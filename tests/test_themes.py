@@ -136,7 +136,7 @@ def test_projector_text_and_lines_are_bigger():
 @pytest.mark.parametrize("theme", sorted(THEMES))
 def test_api_accepts_every_theme(theme, tmp_path):
     tape, y = _tape()
-    svg = tv.save(tape, tmp_path / "t.svg", target=y, theme=theme).read_text(encoding="utf-8")
+    svg = tv.save(tape, y, tmp_path / "t.svg", theme=theme).read_text(encoding="utf-8")
     assert THEMES[theme].background in svg and THEMES[theme].flowing in svg
     assert tv.view(tape, y, theme=theme).theme is THEMES[theme]
     fig = tv.draw(tape, y, theme=theme)

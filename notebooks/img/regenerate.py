@@ -61,7 +61,7 @@ def export_both(name: str, stem: str) -> None:
     caption = f"{ex.title}\n{cli._printed(run.printed)}"
     for show_all, when in ((True, "before"), (False, "after")):
         wrap = None if show_all else README_ROW
-        tv.save(run.tape, HERE / f"{stem}_{when}.png", target=run.target, caption=caption, show_all=show_all, wrap=wrap)
+        tv.save(run.tape, run.target, HERE / f"{stem}_{when}.png", caption=caption, show_all=show_all, wrap=wrap)
 
 
 def higher_order() -> None:
@@ -72,10 +72,10 @@ def higher_order() -> None:
     from higher_order_models import hessian_program, pinn, wgan_gp
 
     for stem, program in (("pinn", pinn()), ("wgan_gp", wgan_gp(helpers=True)), ("wgan_gp_inline", wgan_gp())):
-        tv.save(program.tape, HERE / f"{stem}_default.png", target=program.loss)
+        tv.save(program.tape, program.loss, HERE / f"{stem}_default.png")
     outer, _, g, hessian = hessian_program()
     hessian.figure(row=1).savefig(HERE / "hessian_heatmap.png")
-    tv.save(outer, HERE / "hessian_row1.png", target=g, output_gradients=hessian.seed(1))
+    tv.save(outer, g, HERE / "hessian_row1.png", output_gradients=hessian.seed(1))
 
 
 def gallery_models():
@@ -99,7 +99,7 @@ def gallery(names=None) -> None:
     out.mkdir(exist_ok=True)
     for name in names or models.GALLERY:
         step = models.GALLERY[name]()
-        tv.save(step.tape, out / f"{slug(name)}.png", target=step.loss, progress=False)
+        tv.save(step.tape, step.loss, out / f"{slug(name)}.png", progress=False)
 
 
 def main() -> None:
@@ -110,7 +110,7 @@ def main() -> None:
     caption = "a small CNN: Conv2D, BatchNormalization, MaxPooling2D, Conv2D, GlobalAveragePooling2D, Dropout, Dense"
     for show_all, when in ((True, "before"), (False, "after")):
         wrap = None if show_all else README_ROW
-        tv.save(tape, HERE / f"cnn_{when}.png", target=loss, caption=caption, show_all=show_all, wrap=wrap)
+        tv.save(tape, loss, HERE / f"cnn_{when}.png", caption=caption, show_all=show_all, wrap=wrap)
     gallery()
     higher_order()
 

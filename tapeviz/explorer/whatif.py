@@ -9,18 +9,11 @@ default, a ready slider, ``fixed(value)`` for a constant), by ipywidgets itself.
 slider move calls ``f`` again through TensorFlow; nothing is interpolated or computed by
 tapeviz itself.
 
-Three parts, one job each:
-
-- :class:`Runner` calls the function: at given input values, under a tapeviz tape,
-  checking what it returns, and (for the slope plot) at sample points with no tape.
-- :class:`Run` is what one call gave: tape, targets, flows, the :class:`Explored` the
-  explorer's pure state functions work on, and the graph's *shape* (what decides the
-  layout). Two runs of one shape draw their boxes in the same places, because the layout
-  is a deterministic function of the graph's structure and insertion order.
-- :class:`Interact` is the widget: an :class:`~tapeviz.explorer.widget.Explorer` whose model is
-  replaced by each run's Explored, while the explorer's state (target, step, clipping,
-  groups, inspected node) carries over (:func:`carry_state`). It only maps its sliders
-  to runs, and the runs to states.
+This module holds the widgets: each input's slider (:func:`input_widget`) and
+:class:`Interact`, an :class:`~tapeviz.explorer.widget.Explorer` whose model is replaced by
+each run's Explored, while the explorer's state (target, step, clipping, groups, inspected
+node) carries over. It only maps its sliders to runs, and the runs to states; calling the
+function is the runner's job (:mod:`tapeviz.explorer.whatif_runner`).
 
 When a Python branch in the function (``if x > 0``) records other ops, the shape
 changes: the boxes are laid out again and the explorer says so, and what changed. When
@@ -33,88 +26,38 @@ from __future__ import annotations
 
 import html
 import inspect
-import keyword
 import math
-from collections import Counter, OrderedDict
+import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 import ipywidgets as W
 import numpy as np
-import tensorflow as tf
 
-from ..gradients.flow import GradientFlow, flow_over
-from ..messages import DEFAULT, say
+from ..messages import say
 from ..picture.options import Options
 from ..picture.themes import THEMES
-from ..record.graph import TapeGraph, format_value
-from ..record.tape import GradientTape, graph_of
+from ..record.graph import format_value
+from ..record.tape import GradientTape
 from .slope_plot import Slope, caption_lines, slope_figure, slope_svg
-from .state import Explored, ExplorerState
+from .whatif_runner import (
+    FunctionRun,
+    InputRange,
+    InteractError,
+    Runner,
+    carry_state,
+    error_text,
+    shape_change,
+    short_number,
+    total,
+)
 from .widget import Explorer
 
-__all__ = [
-    "InputRange",
-    "input_widget",
-    "range_of",
-    "Runner",
-    "Run",
-    "InteractError",
-    "CallFailed",
-    "ReturnTypeError",
-    "carry_state",
-    "shape_of",
-    "shape_change",
-    "Interact",
-    "interact",
-    "SAMPLES",
-]
-
-#: Points at which the slope plot's curve is evaluated (one call of the function each).
-SAMPLES = 61
-#: Control names the explorer already uses: an input cannot take one of them.
-RESERVED = frozenset(
-    {
-        "step",
-        "play",
-        "prev",
-        "next",
-        "target",
-        "clip",
-        "clip_norm",
-        "clip_value",
-        "lr",
-        "node",
-        "show_all",
-        "layers",
-        "slope",
-    }
-)
-
-
-def _num(v: float) -> str:
-    return f"{float(v):.4g}"
-
+__all__ = ["input_widget", "range_of", "Interact", "interact"]
 
 # --------------------------------------------------------------------------- ranges
-
-
-@dataclass(frozen=True)
-class InputRange:
-    """One input's slider: its range, where it starts and its step."""
-
-    name: str
-    min: float
-    max: float
-    start: float
-    step: float
-
-    @property
-    def decimals(self) -> int:
-        """Digits the readout needs to show a step."""
-        return max(0, min(6, -math.floor(math.log10(self.step) + 1e-9)))
 
 
 #: Ready widgets an input may be: a number with a range in the number's own units (a
@@ -170,12 +113,13 @@ def _check_tuple(name: str, spec: tuple) -> None:
     lo, hi = spec[0], spec[1]
     if lo >= hi:
         raise ValueError(
-            f"{name}=({_num(lo)}, {_num(hi)}, ...): the range is empty, min must be below max; "
-            f"e.g. {name}=({_num(min(lo, hi))}, {_num(max(lo, hi) if lo != hi else lo + 1)})."
+            f"{name}=({short_number(lo)}, {short_number(hi)}, ...): the range is empty, min must be below max; "
+            f"e.g. {name}=({short_number(min(lo, hi))}, {short_number(max(lo, hi) if lo != hi else lo + 1)})."
         )
     if len(spec) == 3 and not 0 < spec[2] <= hi - lo:
         raise ValueError(
-            f"{name}: step {_num(spec[2])} must be positive and at most the range's width ({_num(hi - lo)})."
+            f"{name}: step {short_number(spec[2])} must be positive and at most the range's width "
+            f"({short_number(hi - lo)})."
         )
 
 
@@ -183,336 +127,6 @@ def range_of(name: str, widget: W.ValueWidget) -> InputRange:
     """What the runner and the slope plot need of an input's widget."""
     step = float(getattr(widget, "step", None) or (widget.max - widget.min) / 100)
     return InputRange(name, float(widget.min), float(widget.max), float(widget.value), step)
-
-
-# --------------------------------------------------------------------------- calling the function
-
-
-class InteractError(Exception):
-    """The function could not give a picture at some input values. ``key`` and ``facts``
-    say why in any language (:meth:`say`); ``str()`` is the English sentence."""
-
-    def __init__(self, key: str, **facts: Any):
-        self.key, self.facts = key, facts
-        super().__init__(say(key, DEFAULT, **facts))
-
-    def say(self, lang: str) -> str:
-        return say(self.key, lang, **self.facts)
-
-
-class CallFailed(InteractError, ValueError):
-    """The function raised (or TensorFlow could not run the backward pass of its result)."""
-
-
-class ReturnTypeError(InteractError, TypeError):
-    """The function returned something other than a tensor or a dict of tensors."""
-
-
-def _describe(v: Any) -> str:
-    """How an error names a value that is not a tensor."""
-    if v is None:
-        return "None (is a `return` missing?)"
-    if isinstance(v, tf.Variable):
-        return f"the tf.Variable {v.name.split(':')[0]} itself (return a tensor computed from it, e.g. tf.identity(x))"
-    if isinstance(v, (int, float, np.ndarray, np.generic)):
-        kind = f"numpy.{type(v).__name__}" if isinstance(v, (np.ndarray, np.generic)) else type(v).__name__
-        # str, not repr: NumPy 2's repr of a scalar is "np.float32(1.0)"
-        shown = np.array2string(v, threshold=6) if isinstance(v, np.ndarray) else str(v)
-        return f"{_a(kind)} ({shown:.40}), computed outside TensorFlow, where the tape cannot trace it"
-    return _a(type(v).__name__)
-
-
-def _a(noun: str) -> str:
-    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
-
-
-# The tape's block runs in a namespace of its own: tapeviz names tensors and variables after
-# the Python names bound in the block's frame, so each input is bound to its keyword and each
-# target to its name there (names starting with "_" are not used as names).
-_BLOCK = compile("with _tape:\n    _targets = _check(_fn(**_args), _ns)\n", "<tapeviz.explorer.whatif>", "exec")
-
-
-class Run:
-    """One call of the function at some input values, and what the explorer needs of it:
-    the tape, the targets, each target's backward pass (computed when first asked for:
-    a move computes only the shown target's), the Explored of the explorer's states."""
-
-    def __init__(self, values: dict[str, float], tape: GradientTape, targets: dict[str, tf.Tensor]):
-        self.values = values  # the input values of this call
-        self.tape = tape
-        self.targets = targets  # name -> target tensor, in the order the function returned them
-        self.nodes = list(tape.graph.nx.nodes)  # insertion order: runs of one shape match node for node
-        self._flows: dict[str, GradientFlow] = {}
-        self._shapes: dict[str, tuple] = {}
-        by_id = {id(t): name for name, t in targets.items()}
-        self.explored = Explored(tape.graph, targets, flow_factory=lambda t: self.flow(by_id[id(t)]))
-
-    @property
-    def graph(self) -> TapeGraph:
-        return self.explored.graph
-
-    def flow(self, target: str) -> GradientFlow:
-        """The backward pass of one target (tv.flow; raises what it raises)."""
-        fl = self._flows.get(target)
-        if fl is None:
-            fl = self._flows[target] = flow_over(graph_of(self.tape), self.targets[target])
-        return fl
-
-    def shape(self, target: str) -> tuple:
-        """What decides the layout of this target's picture (see shape_of)."""
-        if target not in self._shapes:
-            self._shapes[target] = shape_of(self.graph, self.flow(target))
-        return self._shapes[target]
-
-
-class Runner:
-    """Calls ``fn`` with one tf.Variable per input, under a tapeviz tape or (for the slope
-    plot's samples) with no tape at all."""
-
-    def __init__(self, fn: Callable, ranges: Mapping[str, InputRange], constants: Mapping[str, Any] | None = None):
-        self.fn = fn
-        self.ranges = dict(ranges)
-        self.constants = dict(constants or {})  # fixed(...) arguments: passed as they are, never differentiated
-        name = getattr(fn, "__name__", "")
-        self.fn_name = name if name.isidentifier() else "fn"
-        # the target's name when fn returns one tensor: the function's own name (def z(x, y): ...)
-        # ("target" is a reserved input name, so one of the three is always free)
-        self.single = next(n for n in (name, "y", "target") if self._bindable(n))
-        self.variables = {n: tf.Variable(r.start, dtype=tf.float32, name=n) for n, r in self.ranges.items()}
-        self._probes: dict[str, tf.Variable] | None = None
-        # (input, target) -> tf.function of the curve; False: fn does not trace
-        self._traced: dict | Literal[False] = {}
-        self.target_names: list[str] | None = None  # fixed by the first call that works
-
-    def _bindable(self, name: str) -> bool:
-        return (
-            name.isidentifier()
-            and not keyword.iskeyword(name)
-            and not name.startswith("_")
-            and name not in self.ranges
-            and name not in self.constants
-        )
-
-    def call_text(self, values: Mapping[str, float]) -> str:
-        """``f(x=2, w=1.5)``: how messages name one call."""
-        return f"{self.fn_name}({', '.join(f'{k}={_num(v)}' for k, v in values.items())})"
-
-    # -- under the tape ------------------------------------------------------------------
-    def run(self, values: Mapping[str, float], target: str | None = None) -> Run:
-        """Call fn at ``values`` under a tv.GradientTape and compute the flow of ``target``
-        (default: the first). Raises CallFailed or ReturnTypeError (with the cause and the fix)."""
-        # 12 significant digits: a slider stepped in the browser adds float noise
-        # (2.000000000000001); the float32 variable holds 7 digits anyway.
-        values = {n: float(f"{float(values[n]):.12g}") for n in self.ranges}
-        for n, v in values.items():
-            self.variables[n].assign(v)
-        call = self.call_text(values)
-        tape = GradientTape()
-        ns: dict[str, Any] = {
-            "_tape": tape,
-            "_fn": self.fn,
-            "_args": {**self.constants, **self.variables},
-            "_check": partial(self._check, call),
-            **self.variables,
-        }
-        ns["_ns"] = ns
-        try:
-            exec(_BLOCK, ns)
-        except InteractError:
-            raise
-        except Exception as e:  # whatever fn raises is reported, never re-raised in a callback
-            raise CallFailed("ui.interact.raised", call=call, error=_error_text(e), fn=self.fn_name) from e
-        targets: dict[str, tf.Tensor] = ns["_targets"]
-        try:
-            run = Run(values, tape, targets)
-            run.flow(target or next(iter(targets)))
-        except Exception as e:  # e.g. a target not computed from anything on the tape
-            raise CallFailed("ui.interact.raised", call=call, error=_error_text(e), fn=self.fn_name) from e
-        if self.target_names is None:
-            self.target_names = list(targets)
-        return run
-
-    def _check(self, call: str, out: Any, ns: dict) -> dict[str, tf.Tensor]:
-        """{name: tensor} of what fn returned (a tensor or a dict of them), each bound to its
-        name in the block's namespace; a clear ReturnTypeError otherwise."""
-        if isinstance(out, Mapping):
-            if not out:
-                raise ReturnTypeError("ui.interact.returned", call=call, got="an empty dict")
-            named = {}
-            for k, v in out.items():
-                if not isinstance(v, tf.Tensor):
-                    raise ReturnTypeError(
-                        "ui.interact.returned", call=call, got=f"a dict whose {k!r} is {_describe(v)}"
-                    )
-                named[str(k)] = v
-        elif isinstance(out, tf.Tensor):
-            named = {self.single: out}
-        else:
-            raise ReturnTypeError("ui.interact.returned", call=call, got=_describe(out))
-        if self.target_names is not None and list(named) != self.target_names:
-            raise ReturnTypeError("ui.interact.renamed", call=call, got=str(list(named)), first=str(self.target_names))
-        for name, t in named.items():
-            if self._bindable(name):
-                ns[name] = t
-        return named
-
-    # -- no tape: the slope plot's samples ------------------------------------------------
-    def sample(
-        self,
-        name: str,
-        target: str,
-        values: Mapping[str, float],
-        at: tuple[float, float] | None = None,
-        n: int = SAMPLES,
-    ):
-        """(xs, ys, failed): the target (summed if not a scalar) at ``n`` points over input
-        ``name``'s range, the other inputs at ``values``, with variables of its own (the
-        explorer's stay as they are).
-
-        Each point is one call of fn, through a tf.function of it when fn can be traced
-        (a few hundred microseconds a point instead of milliseconds for a dozen eager ops)
-        and gives there, at ``at`` = (x0, y0), the value the eager run gave; else eagerly."""
-        if self._probes is None:
-            self._probes = {k: tf.Variable(v.start, dtype=tf.float32, name=k) for k, v in self.ranges.items()}
-        probes = self._probes
-        for k, v in values.items():
-            probes[k].assign(v)
-        r = self.ranges[name]
-        xs = np.linspace(r.min, r.max, n)
-        if self._traced is not False and at is not None:
-            ys = self._sample_traced(self._traced, probes, name, target, xs, at)
-            if ys is not None:
-                return xs, ys, 0
-        ys = np.full(n, np.nan)
-        failed = 0
-        for i, x in enumerate(xs):
-            probes[name].assign(x)
-            try:
-                out = self.fn(**self.constants, **probes)
-                t = out[target] if isinstance(out, Mapping) else out
-                ys[i] = total(t)
-            except Exception:  # noqa: BLE001 - a point where fn fails is a gap in the curve, and is counted
-                failed += 1
-        return xs, ys, failed
-
-    def _sample_traced(
-        self,
-        traced: dict,
-        probes: dict[str, tf.Variable],
-        name: str,
-        target: str,
-        xs: np.ndarray,
-        at: tuple[float, float],
-    ) -> np.ndarray | None:
-        """The curve from one call of a tf.function that loops over the points in the graph,
-        or None (and never again for this runner) when fn cannot be traced or the traced
-        function disagrees with the eager run at the current point."""
-        try:
-            curve = traced.get((name, target))
-            if curve is None:
-                curve = traced[(name, target)] = self._curve_function(probes, name, target)
-            ys = curve(tf.constant(np.append(xs, at[0]), dtype=tf.float32)).numpy()
-            if not np.isclose(ys[-1], at[1], rtol=1e-5, atol=1e-6, equal_nan=True):
-                raise ValueError(f"traced {ys[-1]} != eager {at[1]}")
-            return ys[:-1]
-        except Exception:  # noqa: BLE001 - not traceable (x.numpy(), Python branches on values, ...)
-            self._traced = False
-            return None
-
-    def _curve_function(self, probes: dict[str, tf.Variable], name: str, target: str) -> Callable:
-        """tf.function(xs) -> the target (summed) at each x: the loop runs inside the graph,
-        assigning the probe variable and calling fn at each point."""
-        fn, single, constants = self.fn, self.single, self.constants
-        probe = probes[name]
-
-        @tf.function(autograph=True)
-        def curve(xs):
-            n = tf.shape(xs)[0]
-            ys = tf.TensorArray(tf.float64, size=n)
-            for i in tf.range(n):
-                probe.assign(xs[i])
-                out = fn(**constants, **probes)
-                t = out[target] if isinstance(out, Mapping) else out if target == single else None
-                ys = ys.write(i, tf.cast(tf.reduce_sum(t), tf.float64))
-            return ys.stack()
-
-        return curve
-
-
-def total(t: tf.Tensor) -> float:
-    """A target as one number: itself if a scalar, else its sum (computed by TF), which is
-    what TF differentiates for a non-scalar target."""
-    return float(tf.reduce_sum(t).numpy()) if t.shape.rank else float(t.numpy())
-
-
-def _error_text(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    first = text[0] if text else ""
-    return f"{type(e).__name__}: {first}" if first else type(e).__name__
-
-
-# --------------------------------------------------------------------------- shapes and states
-
-
-def shape_of(graph: TapeGraph, flow: GradientFlow) -> tuple:
-    """What decides the layout of a target's picture: the recorded nodes (kind, op type,
-    name, scope) in insertion order, the edges between them, the target and where its
-    gradient stops. Values are left out: moving an input changes them and nothing else."""
-    g = graph.nx
-    index = {n: i for i, n in enumerate(g.nodes)}
-    nodes = tuple(
-        (
-            d["kind"],
-            d.get("op_type"),
-            d.get("name") if d["kind"] == "variable" else None,
-            d.get("scope"),
-            d.get("recorded"),
-        )
-        for _, d in g.nodes(data=True)
-    )
-    edges = tuple((index[u], index[v], k, d["kind"]) for u, v, k, d in g.edges(keys=True, data=True))
-    stops = (
-        tuple(sorted((index[u], index[v], k, r.reason.value) for (u, v, k), r in flow.edge_reason.items())),
-        tuple(sorted((index[n], r.reason.value) for n, r in flow.node_reason.items())),
-        tuple(index[n] for n in flow.target_nodes),
-    )
-    return nodes, edges, stops
-
-
-def shape_change(old: Run, new: Run, target: str, lang: str = DEFAULT) -> str:
-    """What differs between two shapes, in words: ops added and gone, else rewiring, else
-    where the gradient stops."""
-
-    def ops(run: Run) -> Counter:
-        return Counter(d["op_type"] for _, d in run.graph.nx.nodes(data=True) if d["kind"] == "op")
-
-    before, after = ops(old), ops(new)
-    added, removed = after - before, before - after
-    if added or removed:
-
-        def names(c: Counter) -> str:
-            return ", ".join(f"{op} ×{k}" if k > 1 else op for op, k in sorted(c.items()))
-
-        return say("ui.interact.ops", lang, added=names(added), removed=names(removed))
-    if old.shape(target)[:2] != new.shape(target)[:2]:
-        return say("ui.interact.rewired", lang)
-    return say("ui.interact.stops", lang)
-
-
-def carry_state(state: ExplorerState, old: Run, new: Run) -> ExplorerState:
-    """The explorer's state for a new run: same target, clipping, lr, language and theme; the
-    step clamped to the new pass (or the finished pass, if it was showing the finished one);
-    groups and the inspected node kept while the shape is the same (nodes matched by
-    insertion order), the picture's defaults when it changed."""
-    fl_old, fl_new = old.flow(state.target), new.flow(state.target)
-    step = fl_old.check_step(state.step)
-    step = fl_new.last_step if step >= fl_old.last_step else min(step, fl_new.last_step)
-    if new.shape(state.target) == old.shape(state.target):
-        same = dict(zip(old.nodes, new.nodes, strict=True))
-        return state.replace(
-            step=step, node=same.get(state.node), functions=frozenset(same[f] for f in state.functions if f in same)
-        )
-    return state.replace(step=step, node=None, collapsed=None, functions=frozenset())
 
 
 # --------------------------------------------------------------------------- the widget
@@ -531,14 +145,15 @@ _CSS = """
 class Interact(Explorer):
     """The explorer of a function's run, with one slider per input and a live slope plot.
 
-    ``ex.controls[name]`` is an input's slider; every control of the explorer is there
-    too. ``ex.values`` holds the inputs the picture shows (the last call that worked),
+    ``ex.inputs[name]`` is an input's slider, apart from the explorer's own controls
+    (``ex.controls``: every control of tv.explore, plus the slope plot's input menu), so an
+    input may take any name. ``ex.values`` holds the inputs the picture shows (the last call that worked),
     ``ex.tape`` that call's tape, ``ex.gradients()`` its gradients per input."""
 
     def __init__(
         self,
         runner: Runner,
-        first: Run,
+        first: FunctionRun,
         widgets: Mapping[str, W.ValueWidget],
         *,
         presenter: bool = False,
@@ -549,7 +164,8 @@ class Interact(Explorer):
         self.run = first
         self._curves: OrderedDict = OrderedDict()
         lang = self.state.lang
-        c = self.controls
+        self.inputs: dict[str, W.ValueWidget] = dict(widgets)
+        c = self.controls = _Controls(self.controls, self.inputs)
         sliders = []
         for name, s in widgets.items():
             if not s.description:  # as ipywidgets.interact labels its controls
@@ -557,7 +173,6 @@ class Interact(Explorer):
             s.add_class("tv-input").add_class(f"tv-input-{name}")
             s.observe(partial(self._on_input, name), names="value")
             s.observe(partial(self._on_range, name), names=["min", "max"])
-            c[name] = s
             sliders.append(s)
         self.status = W.HTML().add_class("tv-status")
         self.notice = W.HTML().add_class("tv-notice")
@@ -658,7 +273,7 @@ class Interact(Explorer):
         ValueError, also shown in the explorer; the picture stays."""
         if name not in self.runner.ranges:
             raise ValueError(f"No input named {name!r}; the inputs are: {', '.join(self.runner.ranges)}.")
-        s = self.controls[name]
+        s = self.inputs[name]
         try:
             _check_tuple(name, (min, max) if step is None else (min, max, step))
         except (TypeError, ValueError) as e:
@@ -682,17 +297,25 @@ class Interact(Explorer):
     def _on_range(self, name: str, _change) -> None:
         if self._muted:
             return
-        s = self.controls[name]
+        s = self.inputs[name]
         if s.min < s.max:
             self.runner.ranges[name] = range_of(name, s)
         self._rerun(name)
 
     def _rerun(self, moved: str) -> None:
         """Call the function at the sliders' values; show the new run, or say why not."""
-        c, lang = self.controls, self.state.lang
+        c, lang = self.inputs, self.state.lang
         for name in self.runner.ranges:
             if c[name].min >= c[name].max:
-                self._fail(say("ui.interact.empty_range", lang, name=name, lo=_num(c[name].min), hi=_num(c[name].max)))
+                self._fail(
+                    say(
+                        "ui.interact.empty_range",
+                        lang,
+                        name=name,
+                        lo=short_number(c[name].min),
+                        hi=short_number(c[name].max),
+                    )
+                )
                 return
         try:
             run = self.runner.run({name: c[name].value for name in self.runner.ranges}, self.state.target)
@@ -701,12 +324,12 @@ class Interact(Explorer):
             return
         self._load(run, moved)
 
-    def _load(self, run: Run, moved: str) -> None:
+    def _load(self, run: FunctionRun, moved: str) -> None:
         old = self.run
         state = carry_state(self.state, old, run)
         notice = ""
         if run.shape(state.target) != old.shape(state.target):
-            where = f"{moved} = {_num(run.values[moved])}"
+            where = f"{moved} = {short_number(run.values[moved])}"
             notice = say(
                 "ui.interact.changed",
                 state.lang,
@@ -722,7 +345,7 @@ class Interact(Explorer):
 
     def _fail(self, text: str) -> None:
         """Say why there is no new picture; the last one stays."""
-        good = ", ".join(f"{k} = {_num(v)}" for k, v in self.run.values.items())
+        good = ", ".join(f"{k} = {short_number(v)}" for k, v in self.run.values.items())
         kept = say("ui.interact.kept", self.state.lang, good=good)
         self.notice.value = f"<span class='tv-bad'>{html.escape(text)} {html.escape(kept)}</span>"
 
@@ -735,7 +358,7 @@ class Interact(Explorer):
                     "ui.interact.raised",
                     self.state.lang,
                     call=self.runner.call_text(self.run.values),
-                    error=_error_text(e),
+                    error=error_text(e),
                     fn=self.runner.fn_name,
                 )
             )
@@ -769,11 +392,35 @@ class Interact(Explorer):
             self.slope_view.value = view
 
 
+class _Controls(dict):
+    """An Interact's ``controls``: the explorer's own. An input's slider asked for here by
+    its name, as tapeviz 0.1 kept it, is found in ``inputs`` with a DeprecationWarning (an
+    input named like a control, ``step``, is only in ``inputs``)."""
+
+    def __init__(self, controls: Mapping[str, W.Widget], inputs: Mapping[str, W.ValueWidget]):
+        super().__init__(controls)
+        self._inputs = inputs
+
+    def __missing__(self, name: str) -> W.Widget:
+        if name not in self._inputs:
+            raise KeyError(name)
+        warnings.warn(
+            f"ex.controls[{name!r}] for an input's slider is deprecated in tapeviz and goes in the next release; "
+            f"write ex.inputs[{name!r}].",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._inputs[name]
+
+
 # --------------------------------------------------------------------------- entry point
 
 
-def interact(fn: Callable, inputs: Mapping[str, Any], options: Options, *, presenter: bool = False) -> Interact:
-    """Build the Interact explorer (see tv.interact); errors before the first picture raise."""
+def interact(
+    fn: Callable, inputs: Mapping[str, Any], options: Options, *, presenter: bool = False, **settings: Any
+) -> Interact:
+    """Build the Interact explorer (see tv.interact); errors before the first picture raise.
+    ``settings``: the explorer's other opening state (its clipping)."""
     if not callable(fn):
         raise TypeError(
             f"tv.interact needs a function first, got {type(fn).__name__}: tv.interact(f, x=(-3.0, 3.0, 0.1))."
@@ -785,14 +432,8 @@ def interact(fn: Callable, inputs: Mapping[str, Any], options: Options, *, prese
     defaults = {n: p.default for n, p in params.items() if p.default is not inspect.Parameter.empty}
     inputs = dict(inputs)
     for n, d in defaults.items():  # as ipywidgets.interact: a parameter with a number as default is a slider too
-        if n not in inputs and n not in RESERVED and isinstance(d, (int, float)) and not isinstance(d, bool):
+        if n not in inputs and isinstance(d, (int, float)) and not isinstance(d, bool):
             inputs[n] = d
-    taken = sorted(set(inputs) & RESERVED)
-    if taken:
-        raise ValueError(
-            f"An input cannot be called {taken[0]!r}: ex.controls[{taken[0]!r}] is one of the explorer's "
-            f"own controls ({', '.join(sorted(RESERVED))}). Rename that parameter of your function."
-        )
     made = {n: input_widget(n, a, defaults.get(n, inspect.Parameter.empty)) for n, a in inputs.items()}
     widgets = {n: w for n, w in made.items() if not isinstance(w, W.fixed)}
     constants = {n: w.value for n, w in made.items() if isinstance(w, W.fixed)}
@@ -818,4 +459,4 @@ def interact(fn: Callable, inputs: Mapping[str, Any], options: Options, *, prese
                 w.readout_format = f".{range_of(n, w).decimals}f"
     runner = Runner(fn, {n: range_of(n, w) for n, w in widgets.items()}, constants)
     first = runner.run({n: w.value for n, w in widgets.items()})
-    return Interact(runner, first, widgets, presenter=presenter, **options.keywords())
+    return Interact(runner, first, widgets, presenter=presenter, **settings, **options.keywords())

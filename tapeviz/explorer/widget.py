@@ -79,18 +79,19 @@ class Explorer(W.VBox):
             value=self.state.clip,
             description=say("ui.control.clip", lang),
         ).add_class("tv-clip-mode")
+        # the sliders' ranges hold the clipping the explorer opens with (tv.explore(clip_norm=20))
         c["clip_norm"] = W.FloatSlider(
             value=self.state.clip_norm,
-            min=0.01,
-            max=10.0,
+            min=min(0.01, self.state.clip_norm),
+            max=max(10.0, self.state.clip_norm),
             step=0.01,
             description=say("ui.control.clip_norm", lang),
             continuous_update=True,
         ).add_class("tv-clip-norm")
         c["clip_value"] = W.FloatRangeSlider(
             value=self.state.clip_value,
-            min=-10.0,
-            max=10.0,
+            min=min(-10.0, self.state.clip_range[0]),
+            max=max(10.0, self.state.clip_range[1]),
             step=0.05,
             description=say("ui.control.clip_value", lang),
             continuous_update=True,

@@ -3,7 +3,7 @@ export_html and the command line: each option's name, its one default and its me
 
 Why one object: these functions used to repeat the same keywords with defaults that had
 drifted apart (``theme`` was None in one, "auto" in another, "light" in a third). Now
-every function takes the options as keywords (``tv.save(tape, "a.png", theme="dark")``) or
+every function takes the options as keywords (``tv.save(tape, y, "a.png", theme="dark")``) or
 as one ``options=tv.Options(...)`` (keywords win over it), and what an option left out
 means is decided here only.
 
