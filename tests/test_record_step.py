@@ -191,7 +191,7 @@ def test_a_dict_batch_is_passed_as_it_is():
         "label": tf.constant(rng.normal(size=(5, 1)).astype("float32")),
         "weight": tf.constant(rng.uniform(size=(5, 1)).astype("float32")),
     }
-    model.fit(tf.data.Dataset.from_tensors(batch), epochs=1, verbose=0)
+    model.fit(tf.data.Dataset.from_tensors(batch), epochs=1, verbose=0, shuffle=False)
     before = _values(model, model.optimizer)
     steps = tv.record_step(model, batch)
     _assert_same(before, _values(model, model.optimizer))
@@ -317,3 +317,80 @@ def test_record_step_inside_a_traced_function_is_refused():
 
     with pytest.raises(RuntimeError, match=r"tracing a tf\.function"):
         outer()
+
+
+# --------------------------------------------------------------------------- hist.callback on a custom train_step
+
+
+def _all_state(gan) -> list:
+    return [
+        *gan.generator.variables,
+        *gan.discriminator.variables,
+        *gan.d_optimizer.variables,
+        *gan.g_optimizer.variables,
+        gan.seed_generator.state,
+    ]
+
+
+class _TFAtBatch(keras.callbacks.Callback):
+    """What TF computes for the GAN's step on the probe batch at the end of batch ``at``:
+    the step run eagerly with TF's own tapes, then every variable assigned back."""
+
+    def __init__(self, probe, at: int):
+        super().__init__()
+        self.probe, self.at, self.grads = probe, at, None
+        self.batches = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.batches == self.at:
+            state = _all_state(self.model)
+            saved = [np.array(v.numpy(), copy=True) for v in state]
+            _tf_run(self.model.train_step, self.probe)
+            self.grads = [[g.numpy() for g in gs] for gs in self.model.grads]
+            for v, value in zip(state, saved, strict=True):
+                v.assign(value)
+        self.batches += 1
+
+
+def test_hist_callback_records_a_gan_subclass_own_train_step():
+    probe = np.random.default_rng(9).normal(size=(4, 2)).astype("float32")
+    gan, real = _gan()
+    plain, _ = _gan()
+    for v, w in zip(_all_state(plain), _all_state(gan), strict=True):
+        np.testing.assert_array_equal(v.numpy(), w.numpy())  # the same start
+    hist = tv.History()
+    tf_at_2 = _TFAtBatch(tf.constant(probe), at=2)
+    gan.fit(real, batch_size=4, epochs=2, verbose=0, shuffle=False, callbacks=[tf_at_2, hist.callback(probe, every=2)])
+    plain.fit(real, batch_size=4, epochs=2, verbose=0, shuffle=False)
+    for v, w in zip(_all_state(plain), _all_state(gan), strict=True):
+        np.testing.assert_array_equal(v.numpy(), w.numpy())  # the callback changed nothing
+    assert hist.recorded_steps() == [0, 2, 4] and len(hist) == 3
+    assert not tf.config.functions_run_eagerly()
+    graph, flow = hist.picture(2)  # the discriminator's tape, the first the step opened
+    d_grads, g_grads = tf_at_2.grads
+    for v, g in zip(gan.discriminator.trainable_weights, d_grads, strict=True):
+        np.testing.assert_array_equal(flow.grad(v), g)
+    names = hist.variables()
+    assert len(names) == len(gan.discriminator.trainable_weights) + len(gan.generator.trainable_weights)
+    for name, g in zip(names, d_grads + g_grads, strict=True):  # the discriminator's, then the generator's
+        norm = hist.norms(name, kind="grad")[1]  # stored point 1 = step 2
+        np.testing.assert_allclose(norm, np.linalg.norm(g.astype(np.float64)), rtol=1e-6)
+
+
+def test_hist_callback_refuses_a_train_step_that_opens_no_tape():
+    class NoTape(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, x):
+            return self.dense(x)
+
+        def train_step(self, data):
+            return {"out": tf.reduce_sum(self(data))}
+
+    model = NoTape()
+    model.compile()
+    x = np.ones((4, 2), "float32")
+    with pytest.raises(ValueError, match=r"NoTape.train_step.*opened no tf.GradientTape.*Fix"):
+        model.fit(x, epochs=1, verbose=0, callbacks=[tv.History().callback(x[:2], every=1)])

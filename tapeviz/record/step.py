@@ -37,6 +37,9 @@ class RecordedStep:
     tapes: list = field(default_factory=list)
     result: Any = None
     restored: list = field(default_factory=list)
+    #: every ``tape.gradient`` call of the step, in call order: (tape number in ``tapes``,
+    #: target, sources, what TF returned); what ``hist.callback`` records of a custom train_step
+    gradients: list = field(default_factory=list)
 
     def __getitem__(self, i: int) -> Any:
         return self.tapes[i]
@@ -84,6 +87,7 @@ class _TapeHook:
 
     def __init__(self) -> None:
         self.tapes: list = []
+        self.gradients: list = []  # (tape number, target, sources, result) of each gradient call
         self._thread = _get_ident()
         self._by_tape: dict[int, Any] = {}
         self._saved: dict[str, Any] = {}
@@ -116,17 +120,20 @@ class _TapeHook:
                 rec._stop(sys._getframe(1))
             return exit_(tape, typ, value, traceback)
 
-        def asked(original):
+        def asked(original, keep: bool):
             def note(tape, target, sources, *args, **kwargs):
                 rec = hook._by_tape.get(id(tape)) if hook.mine(tape) else None
                 if rec is not None:
                     rec.asked = [*rec.asked, (target, sources)]
-                return original(tape, target, sources, *args, **kwargs)
+                out = original(tape, target, sources, *args, **kwargs)
+                if keep and rec is not None:
+                    hook.gradients.append((hook.tapes.index(rec), target, sources, out))
+                return out
 
             return note
 
         cls.__enter__, cls.__exit__ = entered, exited
-        cls.gradient, cls.jacobian = asked(gradient), asked(jacobian)
+        cls.gradient, cls.jacobian = asked(gradient, True), asked(jacobian, False)
         return self
 
     def mine(self, tape) -> bool:
@@ -199,4 +206,4 @@ def record_step(fn: Any, /, *args: Any, **kwargs: Any) -> RecordedStep:
         restored = guard.restore()  # also when the call raised: the run must not change
     if not hook.tapes:
         raise ValueError(_no_tape_message(fn))
-    return RecordedStep(hook.tapes, result, restored)
+    return RecordedStep(hook.tapes, result, restored, hook.gradients)
