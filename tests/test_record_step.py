@@ -394,3 +394,13 @@ def test_hist_callback_refuses_a_train_step_that_opens_no_tape():
     x = np.ones((4, 2), "float32")
     with pytest.raises(ValueError, match=r"NoTape.train_step.*opened no tf.GradientTape.*Fix"):
         model.fit(x, epochs=1, verbose=0, callbacks=[tv.History().callback(x[:2], every=1)])
+
+
+def test_hist_callback_explains_a_probe_batch_in_the_wrong_form():
+    gan, real = _gan()
+    before = _gan_state(gan)
+    cb = tv.History().callback(real[:4], np.ones((4, 1), "float32"), every=1)  # a GAN's step takes images alone
+    cb.set_model(gan)
+    with pytest.raises(ValueError, match=r"TwoTapeGAN.train_step on the probe batch.*raised.*hist.callback\(x\)"):
+        cb.record(0)
+    _assert_same(before, _gan_state(gan))

@@ -168,9 +168,15 @@ class HistoryCallback(keras.callbacks.Callback):
             raise ValueError("hist.callback got sample_weight without y: pass hist.callback(x, y, sample_weight=w).")
         try:
             steps = record_step(model, *_as_fit_gives(tuple(batch)))
-        except ValueError as e:
+        except Exception as e:  # any failure of the probe call is explained, its cause chained
             if "opened no tf.GradientTape" not in str(e):
-                raise
+                raise ValueError(
+                    f"hist.callback records {name} on the probe batch (the model overrides train_step), and that "
+                    f"call raised {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''} "
+                    "(every variable was put back). Fix: give the probe batch in the form fit gives train_step: "
+                    "hist.callback(x) for a train_step(self, data) on x alone (a GAN's images), hist.callback(x, y) "
+                    "for (x, y)."
+                ) from e
             raise ValueError(
                 f"hist.callback records {name} (the model overrides train_step), but it opened no tf.GradientTape "
                 "on the probe batch, so there are no gradients to record (every variable was put back). Fix: "
