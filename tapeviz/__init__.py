@@ -2,6 +2,10 @@
 
 from typing import Any
 
+# First: when this process is the `tapeviz` command, TensorFlow is imported there, quietly.
+from .record import quietstart  # noqa: F401
+
+# isort: split
 from .api import (
     Flag,
     GradientFlow,

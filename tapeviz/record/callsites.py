@@ -282,12 +282,13 @@ class ApiCalls:
 
 
 _loss_codes: frozenset | None = None  # code objects of Keras's Loss.__call__ (and overrides)
+_loss_code_ids: frozenset = frozenset()  # their ids (the codes are kept alive above): a code's hash is not cached
 
 
 def _keras_loss_codes() -> frozenset:
     """The code objects of ``keras.losses.Loss.__call__`` and its subclasses' overrides
     (CompileLoss): a loss object opens its name scope there. Empty until Keras is imported."""
-    global _loss_codes
+    global _loss_codes, _loss_code_ids
     if _loss_codes is not None:
         return _loss_codes
     base = getattr(sys.modules.get("keras.src.losses.loss"), "Loss", None)
@@ -303,18 +304,23 @@ def _keras_loss_codes() -> frozenset:
             if code is not None:
                 codes.add(code)
     _loss_codes = frozenset(codes)
+    _loss_code_ids = frozenset(map(id, codes))
     return _loss_codes
 
 
-def loss_scopes_at(scope: str, f) -> list[str]:
+def loss_scopes_at(scope: str, f, stop=None) -> list[str]:
     """The parts of name scope ``scope`` that Keras loss objects running at frame ``f``
-    opened (``compile_loss``, ``compile_loss/mse``): a call-site fact, read once per scope."""
-    codes = _keras_loss_codes()
+    opened (``compile_loss``, ``compile_loss/mse``): a call-site fact, read once per scope.
+    The walk ends at ``stop`` (the frame that entered the tape's block: a loss object
+    running the op runs below it)."""
+    if not _keras_loss_codes():
+        return []
+    codes = _loss_code_ids
     names = set()
     for _ in range(2 * _API_DEPTH):
-        if f is None or not codes:
+        if f is None or f is stop:
             break
-        if f.f_code in codes:
+        if id(f.f_code) in codes:
             name = getattr(f.f_locals.get("self"), "name", None)
             if isinstance(name, str):
                 names.add(name)

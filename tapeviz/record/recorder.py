@@ -227,6 +227,7 @@ class Recorder:
         user_call, api_calls = self.user_calls.current, self.api_calls
         scopes_seen, loss_scopes = self._scopes_seen, self._loss_scopes
         thread, get_ident = self._thread_id, _get_ident
+        block = self.user_calls.block  # the frame that entered the block: where a loss-scope walk ends
 
         def callback(op_type, inputs, attrs, outputs, op_name=None, graph=None):
             if graph is not None:  # graph construction (tf.function tracing) is not an execution
@@ -248,7 +249,7 @@ class Recorder:
             scope = tld.scope_name
             if scope and scope not in scopes_seen:
                 scopes_seen.add(scope)
-                loss_scopes.update(loss_scopes_at(scope, sys._getframe(1)))
+                loss_scopes.update(loss_scopes_at(scope, sys._getframe(1), block))
             api = None if scope else api_call()
             append(
                 (
