@@ -408,4 +408,8 @@ MESSAGES = {
     "run.of": " of {prefix}",
     "run.absent": "not in this step",
     "run.flag": "flag: {kind} (condition holds at this step)",
+    # ---- the chain rule at each step (gradients.chain_rule) ---------------------------
+    "chain.where": "({then} if {test} else {otherwise})",
+    "chain.and": "{a} and {b}",
+    "chain.or": "{a} or {b}",
 }

@@ -395,4 +395,8 @@ MESSAGES = {
     "run.of": " {prefix} 中",
     "run.absent": "这一步没有记录",
     "run.flag": "标记：{kind}（这一步条件成立）",
+    # ---- the chain rule at each step (gradients.chain_rule) ---------------------------
+    "chain.where": "({test} 时为 {then}，否则为 {otherwise})",
+    "chain.and": "{a} 且 {b}",
+    "chain.or": "{a} 或 {b}",
 }
