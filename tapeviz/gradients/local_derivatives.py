@@ -40,7 +40,9 @@ class Partial:
     """How the gradient reaches one input of an op.
 
     ``local``: an elementwise op's ∂out/∂input (times the arriving gradient g, summed over
-    broadcast axes). ``vjp``: a structural op's product in notation (``g·bᵀ``) with the
+    broadcast axes). ``vjp``: a structural op's product in notation, a ``str.format``
+    template whose fields are names (``{g}·{b}ᵀ``: a step puts in the names the reader
+    knows, ``g_y·Wᵀ``), with the
     ``operands`` whose shapes a step shows, as (name, transposed) pairs, "g" being the
     arriving gradient; ``evaluator`` computes it with NumPy (tests only). ``when``: the
     attribute values this form holds for (MatMul's transpose_a ...)."""
@@ -51,6 +53,7 @@ class Partial:
     operands: tuple[tuple[str, bool], ...] = ()
     evaluator: Evaluator | None = field(default=None, compare=False, repr=False)
     when: tuple[tuple[str, Any], ...] = ()
+    joiner: str = ", "  # between the operands' shapes: "·" for a matrix product
 
     @property
     def elementwise(self) -> bool:
@@ -313,13 +316,13 @@ def _matmul_partials(first: str, second: str, ta: str, tb: str) -> tuple[Partial
     out = []
     for (t1, t2), (ops_a, ops_b) in forms.items():
         when = ((ta, t1), (tb, t2))
-        out.append(Partial(a, vjp=_product(ops_a), operands=ops_a, evaluator=ev, when=when))
-        out.append(Partial(b, vjp=_product(ops_b), operands=ops_b, evaluator=ev, when=when))
+        out.append(Partial(a, vjp=_product(ops_a), operands=ops_a, evaluator=ev, when=when, joiner="·"))
+        out.append(Partial(b, vjp=_product(ops_b), operands=ops_b, evaluator=ev, when=when, joiner="·"))
     return tuple(out)
 
 
 def _product(operands: tuple[tuple[str, bool], ...]) -> str:
-    return "·".join(name + ("ᵀ" if t else "") for name, t in operands)
+    return "·".join("{" + name + "}" + ("ᵀ" if t else "") for name, t in operands)
 
 
 SELU_SCALE, SELU_ALPHA = 1.0507009873554805, 1.6732632423543772
@@ -420,65 +423,65 @@ _ENTRIES: list[LocalDerivative] = [
     _structural("MatMul", ("a", "b"), *_matmul_partials("a", "b", "transpose_a", "transpose_b")),
     _structural("BatchMatMulV2", ("x", "y"), *_matmul_partials("x", "y", "adj_x", "adj_y")),
     _structural(
-        "Sum", ("input", "axis"), Partial("input", vjp="broadcast(g)", operands=(("g", False),), evaluator=_sum)
+        "Sum", ("input", "axis"), Partial("input", vjp="broadcast({g})", operands=(("g", False),), evaluator=_sum)
     ),
     _structural(
         "Mean",
         ("input", "axis"),
-        Partial("input", vjp="broadcast(g)/N", operands=(("g", False),), evaluator=_mean),
+        Partial("input", vjp="broadcast({g})/N", operands=(("g", False),), evaluator=_mean),
     ),
     _structural(
         "Max",
         ("input", "axis"),
-        Partial("input", vjp="broadcast(g)·[input = max]/ties", operands=(("g", False),), evaluator=_extreme(np.max)),
+        Partial("input", vjp="broadcast({g})·[{input} = max]/ties", operands=(("g", False),), evaluator=_extreme(np.max)),
     ),
     _structural(
         "Min",
         ("input", "axis"),
-        Partial("input", vjp="broadcast(g)·[input = min]/ties", operands=(("g", False),), evaluator=_extreme(np.min)),
+        Partial("input", vjp="broadcast({g})·[{input} = min]/ties", operands=(("g", False),), evaluator=_extreme(np.min)),
     ),
-    _structural("Reshape", ("tensor", "shape"), Partial("tensor", vjp="reshape(g)", operands=(("g", False),), evaluator=_reshape_back)),
-    _structural("ExpandDims", ("input", "axis"), Partial("input", vjp="reshape(g)", operands=(("g", False),), evaluator=_reshape_back)),
-    _structural("Squeeze", ("input",), Partial("input", vjp="reshape(g)", operands=(("g", False),), evaluator=_reshape_back)),
-    _structural("Transpose", ("x", "perm"), Partial("x", vjp="transpose(g, perm⁻¹)", operands=(("g", False),), evaluator=_transpose)),
+    _structural("Reshape", ("tensor", "shape"), Partial("tensor", vjp="reshape({g})", operands=(("g", False),), evaluator=_reshape_back)),
+    _structural("ExpandDims", ("input", "axis"), Partial("input", vjp="reshape({g})", operands=(("g", False),), evaluator=_reshape_back)),
+    _structural("Squeeze", ("input",), Partial("input", vjp="reshape({g})", operands=(("g", False),), evaluator=_reshape_back)),
+    _structural("Transpose", ("x", "perm"), Partial("x", vjp="transpose({g}, perm⁻¹)", operands=(("g", False),), evaluator=_transpose)),
     _structural(
-        "ConcatV2", ("values", "axis"), Partial("values", vjp="slice(g)", operands=(("g", False),), evaluator=_concat), variadic=True
+        "ConcatV2", ("values", "axis"), Partial("values", vjp="slice({g})", operands=(("g", False),), evaluator=_concat), variadic=True
     ),
     _structural(
         "GatherV2",
         ("params", "indices", "axis"),
-        Partial("params", vjp="scatter_add(g, indices)", operands=(("g", False),), evaluator=_gather),
+        Partial("params", vjp="scatter_add({g}, {indices})", operands=(("g", False),), evaluator=_gather),
     ),
-    _structural("Tile", ("input", "multiples"), Partial("input", vjp="Σ tiles(g)", operands=(("g", False),), evaluator=_tile)),
-    _structural("Pad", ("input", "paddings"), Partial("input", vjp="slice(g)", operands=(("g", False),), evaluator=_pad)),
-    _structural("Slice", ("input", "begin", "size"), Partial("input", vjp="pad(g)", operands=(("g", False),), evaluator=_slice)),
+    _structural("Tile", ("input", "multiples"), Partial("input", vjp="Σ tiles({g})", operands=(("g", False),), evaluator=_tile)),
+    _structural("Pad", ("input", "paddings"), Partial("input", vjp="slice({g})", operands=(("g", False),), evaluator=_pad)),
+    _structural("Slice", ("input", "begin", "size"), Partial("input", vjp="pad({g})", operands=(("g", False),), evaluator=_slice)),
     _structural(
         "StridedSlice",
         ("input", "begin", "end", "strides"),
-        Partial("input", vjp="scatter(g)", operands=(("g", False),), evaluator=_strided_slice),
+        Partial("input", vjp="scatter({g})", operands=(("g", False),), evaluator=_strided_slice),
     ),
     _structural(
-        "Softmax", ("logits",), Partial("logits", vjp="(g − Σ g⊙s)⊙s", operands=(("g", False),), evaluator=_softmax)
+        "Softmax", ("logits",), Partial("logits", vjp="({g} − Σ {g}⊙s)⊙s, s = softmax({logits})", operands=(("g", False),), evaluator=_softmax)
     ),
     _structural(
-        "LogSoftmax", ("logits",), Partial("logits", vjp="g − softmax(logits)·Σg", operands=(("g", False),), evaluator=_log_softmax)
+        "LogSoftmax", ("logits",), Partial("logits", vjp="{g} − softmax({logits})·Σ{g}", operands=(("g", False),), evaluator=_log_softmax)
     ),
     _structural(
         "SoftmaxCrossEntropyWithLogits",
         ("features", "labels"),
-        Partial("features", vjp="g·(softmax(features) − labels)", operands=(("g", False),), evaluator=_xent),
-        Partial("labels", vjp="g·(−log softmax(features))", operands=(("g", False),), evaluator=_xent),
+        Partial("features", vjp="{g}·(softmax({features}) − {labels})", operands=(("g", False),), evaluator=_xent),
+        Partial("labels", vjp="{g}·(−log softmax({features}))", operands=(("g", False),), evaluator=_xent),
     ),
     _structural(
         "SparseSoftmaxCrossEntropyWithLogits",
         ("features", "labels"),
-        Partial("features", vjp="g·(softmax(features) − onehot(labels))", operands=(("g", False),), evaluator=_xent),
+        Partial("features", vjp="{g}·(softmax({features}) − onehot({labels}))", operands=(("g", False),), evaluator=_xent),
     ),
     _structural(
         "Conv2D",
         ("input", "filter"),
-        Partial("input", vjp="conv2d_transpose(g, filter)", operands=(("g", False), ("filter", False)), evaluator=_conv2d),
-        Partial("filter", vjp="conv2d_filter(input, g)", operands=(("input", False), ("g", False)), evaluator=_conv2d),
+        Partial("input", vjp="conv2d_transpose({g}, {filter})", operands=(("g", False), ("filter", False)), evaluator=_conv2d),
+        Partial("filter", vjp="conv2d_filter({input}, {g})", operands=(("input", False), ("g", False)), evaluator=_conv2d),
     ),
 ]
 

@@ -1,0 +1,401 @@
+"""The chain rule at each backward step, as data: what arrived, the local factor, what left.
+
+At step k TensorFlow calls one op's gradient function: the gradient arriving at the op's
+output (the sum of what its consumers passed back: the *terms*) times the op's local
+derivative gives what each input receives. A :class:`ChainStep` holds exactly that, read
+from the flow: every number in it is TensorFlow's (the arriving gradient, each input's
+gradient, and for a scalar step the local derivative itself, from the op's registered
+gradient function called with ones). The table of local derivatives
+(:mod:`tapeviz.gradients.local_derivatives`) only says what formula that number follows.
+Sentences are written from these values by :mod:`tapeviz.gradients.chain_words`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..messages import DEFAULT, check_lang
+from ..record.graph import GRAD_NORM, format_value, sum_squares
+from ..record.replay import local_backward
+from . import formulas
+from .flow import Edge, GradientFlow, _to_numpy
+from .local_derivatives import LocalDerivative, Partial, lookup
+from .stop_reasons import Cause, StopReason
+
+__all__ = ["Amount", "Term", "Link", "ChainStep", "GroupStep", "ChainRule", "amount"]
+
+
+@dataclass(frozen=True)
+class Amount:
+    """A gradient (or a value) as a step shows it: TF's numbers, their shape and norm, and
+    ``text``, written as every picture writes a value (its numbers when few, else shape and norm)."""
+
+    value: np.ndarray = field(repr=False)
+    shape: tuple
+    norm: float
+    text: str
+
+    @property
+    def scalar(self) -> bool:
+        return self.value.size == 1
+
+    @property
+    def number(self) -> str:
+        """The value alone when it is one number ("4.0"), else its text."""
+        return format_value(self.value.reshape(())) if self.scalar else self.text
+
+
+def amount(value: Any) -> Amount | None:
+    """TF's value (tensor, IndexedSlices or array) as an :class:`Amount`; None for None."""
+    a = _to_numpy(value) if not isinstance(value, np.ndarray) else value
+    if a is None:
+        return None
+    a = np.asarray(a)
+    norm = math.sqrt(sum_squares(a)) if a.dtype.kind in "fiu" and a.size else float(np.linalg.norm(a))
+    return Amount(a, tuple(a.shape), norm, format_value(a, norm=GRAD_NORM))
+
+
+@dataclass(frozen=True)
+class Term:
+    """One path's part of a sum: what ``consumer`` passed back along ``edge``."""
+
+    consumer: str  # the consumer's symbol
+    edge: Edge
+    amount: Amount
+
+
+@dataclass(frozen=True)
+class Link:
+    """What the step's op passes back to one input: the chain rule for one edge.
+
+    ``arriving`` is the gradient at the op's output, ``result`` TF's gradient along the
+    edge (None: nothing, and ``stop`` says why). ``partial`` is the table's form for the
+    input (None: the op has no entry, or none for this input), ``formula`` its local
+    derivative with the constants put in and the inputs called by the reader's names,
+    ``local`` the local derivative's value as TF computes it (scalar steps only)."""
+
+    edge: Edge
+    input: str  # the input's symbol (the user's name, else its op type or value)
+    arg: str  # TF's name of the input (x, y, a, b, features ...)
+    op: str  # the op type
+    arriving: Amount | None
+    result: Amount | None
+    partial: Partial | None = None
+    formula: formulas.Expr | None = None
+    local: Amount | None = None
+    names: dict[str, str] = field(default_factory=dict)  # the entry's argument names -> symbols
+    shapes: dict[str, tuple] = field(default_factory=dict)  # the entry's argument names -> shapes
+    stop: StopReason | None = None
+
+    @property
+    def scalar(self) -> bool:
+        """Everything in it is one number: the chain rule can be written with numbers."""
+        return (
+            self.arriving is not None
+            and self.arriving.scalar
+            and self.result is not None
+            and self.result.scalar
+            and (self.local is None or self.local.scalar)
+        )
+
+
+@dataclass(frozen=True)
+class ChainStep:
+    """Step ``index`` of the backward pass as the chain rule says it.
+
+    ``node`` received ``arriving`` (the sum of ``terms`` when several consumers passed
+    back to it); ``links`` say what its op passes to each input; ``stopped`` are the inputs
+    nothing reaches, with the reason; ``completed`` are the sums finished at this step of
+    nodes TF runs no backward function for (a watched tensor)."""
+
+    index: int
+    node: str
+    name: str  # the node's symbol: ∂target/∂name
+    target: str
+    op: str | None  # the op whose gradient function TF called (None at step 0)
+    arriving: Amount | None
+    terms: tuple[Term, ...] = ()
+    links: tuple[Link, ...] = ()
+    stopped: tuple[Link, ...] = ()
+    completed: tuple[tuple[str, Amount, tuple[Term, ...]], ...] = ()
+    read: tuple[int, int] | None = None  # a variable's read: (this read, of how many)
+    total: Amount | None = None  # a variable's whole gradient, when its last read completes it
+    value: Amount | None = None  # step 0: the target's value
+
+    def lines(self, lang: str = DEFAULT) -> list[str]:
+        """The step's chain rule, one line per fact, in ``lang`` ("en", "zh")."""
+        from .chain_words import step_lines
+
+        return step_lines(self, check_lang(lang))
+
+    def text(self, lang: str = DEFAULT) -> str:
+        """:meth:`lines` as one text."""
+        return "\n".join(self.lines(lang))
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+@dataclass(frozen=True)
+class GroupStep:
+    """A collapsed group of ops as one step: the gradient that comes in at its outputs
+    (from the ops after it) and what it passes out to its inputs, each TF's, with norms."""
+
+    name: str
+    members: frozenset
+    step: int
+    inputs: tuple[tuple[str, Amount], ...]  # at the group's outputs: (output's symbol, gradient arriving)
+    outputs: tuple[tuple[str, Amount], ...]  # to the group's inputs: (input's symbol, gradient passed)
+
+    @property
+    def norm_in(self) -> float:
+        """The norm of everything arriving at the group's outputs, taken together."""
+        return math.sqrt(sum(a.norm**2 for _, a in self.inputs))
+
+    @property
+    def norm_out(self) -> float:
+        """The norm of everything the group passes to its inputs, taken together."""
+        return math.sqrt(sum(a.norm**2 for _, a in self.outputs))
+
+    def lines(self, lang: str = DEFAULT) -> list[str]:
+        from .chain_words import group_lines
+
+        return group_lines(self, check_lang(lang))
+
+    def text(self, lang: str = DEFAULT) -> str:
+        return "\n".join(self.lines(lang))
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+class ChainRule:
+    """The chain rule at every step of one backward pass: ``rule[k]`` is a
+    :class:`ChainStep` (made on first use), ``rule.text()`` every step's lines, and
+    ``rule.group(...)`` a collapsed group of ops as one step."""
+
+    def __init__(self, flow: GradientFlow, lang: str = DEFAULT):
+        self.flow = flow
+        self.lang = check_lang(lang)
+        self._steps: dict[int, ChainStep] = {}
+        g = flow.graph
+        self.target = symbol(flow, flow.target_nodes[0])
+        self._op_index = {
+            k: call.op.index for k, call in enumerate(flow.calls, start=1) if g.op_node.get(call.op.index) is not None
+        }
+
+    def __len__(self) -> int:
+        return len(self.flow.steps)
+
+    def __getitem__(self, step: int) -> ChainStep:
+        k = self.flow.check_step(step)
+        if k not in self._steps:
+            self._steps[k] = self._make(k)
+        return self._steps[k]
+
+    def __iter__(self) -> Iterator[ChainStep]:
+        return (self[k] for k in range(len(self)))
+
+    def text(self, lang: str | None = None) -> str:
+        """Every step's chain rule, step by step."""
+        return "\n".join(f"[{s.index}] " + "\n    ".join(s.lines(lang or self.lang)) for s in self)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        return f"ChainRule(target={self.target}, steps={len(self)})"
+
+    # -- one step -------------------------------------------------------------------------
+    def _make(self, k: int) -> ChainStep:
+        fl = self.flow
+        g = fl.graph
+        st = fl.steps[k]
+        node = st.node
+        name = symbol(fl, node)
+        if k == 0:
+            info = g.output_info(node)
+            seed = st.grad if not isinstance(st.grad, list) else st.grad[0]
+            value = amount(info.value) if info is not None and info.value is not None else None
+            return ChainStep(0, node, name, self.target, None, amount(seed), value=value)
+        call = fl.calls[k - 1]
+        op = call.op
+        arriving = amount(call.out_grads[0]) if len(call.out_grads) == 1 else None
+        terms = self._terms(node, set(op.outputs), k)
+        completed = self._completed(k, node)
+        d = g.nx.nodes[node]
+        if d["kind"] == "variable":
+            # the reads on the way to the target: each is a step, its part of the variable's gradient
+            reads = [s.index for s in fl.steps[1:] if s.node == node]
+            position = reads.index(k) + 1
+            total = amount(fl.computed(node)) if fl.step_of(node) == k and len(reads) > 1 else None
+            return ChainStep(
+                k, node, name, self.target, op.op_type, arriving, terms, completed=completed,
+                read=(position, len(reads)), total=total,
+            )  # fmt: skip
+        entry = lookup(op.op_type)
+        attrs = dict(zip(op.attrs[::2], op.attrs[1::2], strict=True))
+        links, stopped = [], []
+        inputs = list(g.data_edges(node, out=False))
+        names, shapes, constants = self._arguments(entry, inputs, len(op.inputs))
+        local_values: list | None = None
+        for u, v, key, data in sorted(inputs, key=lambda e: e[2]):
+            e = (u, v, key)
+            arg = entry.input_name(key, len(op.inputs)) if entry is not None else f"input{key}"
+            partial = entry.partial(key, len(op.inputs), attrs) if entry is not None else None
+            result = amount(fl.edge_grad(u, v, key)) if fl.carries(e) else None
+            formula = None
+            if partial is not None and partial.local is not None:
+                bound = {**constants, **{a: float(x) for a, x in attrs.items() if _is_number(x)}}
+                formula = formulas.bind(partial.local, bound, names)
+            link = Link(e, symbol(fl, u), arg, op.op_type, arriving, result, partial, formula, None, names, shapes)
+            if result is None:
+                stop = fl.edge_reason.get(e)
+                if stop is not None and self._worth_saying(u, data["tensor"], stop):
+                    stopped.append(_with(link, stop=stop))
+                continue
+            if link.arriving is not None and link.arriving.scalar and result.scalar:
+                if local_values is None:
+                    local_values = local_backward(g.capture, op) or []
+                if key < len(local_values) and local_values[key] is not None:
+                    link = _with(link, local=amount(local_values[key]))
+            links.append(link)
+        return ChainStep(
+            k, node, name, self.target, op.op_type, arriving, terms, tuple(links), tuple(stopped), completed
+        )
+
+    def _terms(self, node: str, tensors: set, k: int) -> tuple[Term, ...]:
+        """What each consumer of the step's output(s) passed back: the parts TF added up
+        into the gradient arriving now (one term when one consumer)."""
+        fl = self.flow
+        out = []
+        for u, v, key, data in fl.graph.data_edges(node):
+            e = (u, v, key)
+            if data["tensor"] in tensors and fl.arrived(e, k):
+                a = amount(fl.edge_grad(u, v, key))
+                if a is not None:
+                    out.append(Term(symbol(fl, v), e, a))
+        return tuple(out)
+
+    def _completed(self, k: int, node: str) -> tuple[tuple[str, Amount, tuple[Term, ...]], ...]:
+        """Nodes TF runs no backward function for whose gradient is whole after step k."""
+        fl = self.flow
+        g = fl.graph
+        called = {s.node for s in fl.steps[1:]}
+        out = []
+        for n, d in g.nx.nodes(data=True):
+            if n in called or n == node or fl.step_of(n) != k or d["kind"] == "op":
+                continue
+            total = amount(fl.computed(n))
+            if total is None:
+                continue
+            terms = tuple(
+                Term(symbol(fl, v), (u, v, key), a)
+                for u, v, key, _ in g.data_edges(n)
+                if (a := amount(fl.edge_grad(u, v, key))) is not None
+            )
+            out.append((symbol(fl, n), total, terms))
+        return tuple(out)
+
+    def _arguments(
+        self, entry: LocalDerivative | None, inputs: list, count: int
+    ) -> tuple[dict[str, str], dict[str, tuple], dict[str, float]]:
+        """The entry's argument names -> the reader's names and the inputs' shapes, and the
+        scalar constants a formula can take in (Pow's exponent 2)."""
+        names: dict[str, str] = {}
+        shapes: dict[str, tuple] = {}
+        constants: dict[str, float] = {}
+        if entry is None:
+            return names, shapes, constants
+        g = self.flow.graph
+        for u, _, key, data in inputs:
+            arg = entry.input_name(key, count)
+            info = g.tensors[data["tensor"]]
+            shapes.setdefault(arg, tuple(info.shape))
+            kind = g.nx.nodes[u]["kind"]
+            if kind == "constant" and info.value is not None and info.value.size == 1 and info.trainable:
+                constants.setdefault(arg, float(info.value.reshape(())))
+            else:
+                names.setdefault(arg, symbol(self.flow, u))
+        return names, shapes, constants
+
+    def _worth_saying(self, producer: str, tensor: int, stop: StopReason) -> bool:
+        """A stopped input worth a line: a float value that is not one of the op's own
+        constants or made from them only (an exponent, an axis, a fill value is no path a
+        gradient could take)."""
+        g = self.flow.graph
+        if stop.cause in (Cause.CONSTANT, Cause.DERIVED):
+            return False
+        return g.nx.nodes[producer]["kind"] != "constant" and g.tensors[tensor].trainable
+
+    # -- a collapsed group -----------------------------------------------------------------
+    def group(self, members: Iterable[str] | str, step: int | None = None, name: str | None = None) -> GroupStep:
+        """A group of ops as one step: ``members`` are node ids, or a name scope (every op
+        whose scope is it or lies inside it: ``"sequential/dense"``). Its gradients in (at
+        its outputs) and out (to its inputs, variables included), as of ``step`` (None:
+        the finished pass), each TF's: what flowed along the edges that cross its border."""
+        fl = self.flow
+        g = fl.graph
+        k = fl.check_step(step)
+        if isinstance(members, str):
+            scope = members
+            chosen = frozenset(
+                n
+                for n, d in g.nx.nodes(data=True)
+                if d["kind"] == "op" and (d["scope"] == scope or d["scope"].startswith(scope + "/"))
+            )
+            name = name or scope
+        else:
+            chosen = frozenset(members)
+        unknown = sorted(str(n) for n in chosen if n not in g.nx)
+        if not chosen or unknown:
+            raise ValueError(
+                f"A group needs nodes of the graph: {', '.join(unknown[:3]) or 'no op matches'}. Pass node ids "
+                "(tv.flow(tape, target).graph.nx.nodes) or a name scope such as 'sequential/dense'."
+            )
+        by_tensor_in: dict[int, list[Edge]] = {}
+        by_tensor_out: dict[int, list[Edge]] = {}
+        for u, v, key, data in g.data_edges():
+            if (u in chosen) == (v in chosen) or not fl.arrived((u, v, key), k):
+                continue
+            (by_tensor_in if u in chosen else by_tensor_out).setdefault(data["tensor"], []).append((u, v, key))
+        inputs = tuple(
+            (symbol(fl, g.tensors[t].node), a)
+            for t, edges in by_tensor_in.items()
+            if (a := amount(fl.total_along(edges))) is not None
+        )
+        if any(t in chosen for t in fl.target_nodes):  # the target is inside: the seed comes in
+            seed = amount(fl.steps[0].grad if not isinstance(fl.steps[0].grad, list) else fl.steps[0].grad[0])
+            if seed is not None:
+                inputs = ((self.target, seed), *inputs)
+        outputs = tuple(
+            (symbol(fl, g.tensors[t].node), a)
+            for t, edges in by_tensor_out.items()
+            if (a := amount(fl.total_along(edges))) is not None
+        )
+        return GroupStep(name or ", ".join(sorted(symbol(fl, n) for n in chosen)), chosen, k, inputs, outputs)
+
+
+def symbol(flow: GradientFlow, node: str) -> str:
+    """How a formula calls a node: the user's name, else a constant's value, else the op type."""
+    d = flow.graph.nx.nodes[node]
+    if d.get("name"):
+        return str(d["name"])
+    if d["kind"] == "op":
+        return str(d.get("function") or d["op_type"])
+    return str(d["label"])
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _with(link: Link, **changes: Any) -> Link:
+    from dataclasses import replace
+
+    return replace(link, **changes)
