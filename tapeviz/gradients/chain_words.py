@@ -42,7 +42,10 @@ def step_lines(step: ChainStep, lang: str) -> list[str]:
     for link in step.stopped:
         assert link.stop is not None
         lines.append(say("chain.stopped", lang, d=_d(z, link.input), reason=describe(link.stop, lang)))
+    passed = {link.edge for link in step.links}
     for name, total, terms in step.completed:
+        if len(terms) == 1 and terms[0].edge in passed:
+            continue  # the one path it has was just written as a link
         if len(terms) > 1:
             lines.append(_sum_line(z, name, terms, total, lang))
         else:
@@ -131,11 +134,9 @@ def _tensor_line(link: Link, p: str, lang: str) -> str:
         product = say("chain.registered_of", lang, op=link.op, g=gp)
         shapes = f"({shape_text(arriving)})"
     result = link.result
-    shown = (
-        f"{shape_text(result.shape)} = {result.text}"
-        if result.value.size <= 6
-        else f"{shape_text(result.shape)}, ‖{_g(x)}‖ {result.norm:.3g}"
-    )
+    shown = f"{shape_text(result.shape)}, ‖{_g(x)}‖ {result.norm:.3g}"
+    if result.value.size <= 6:  # few numbers: them too, as a picture writes them
+        shown += f" = {result.text}"
     line = f"{_g(x)} = {product}: {shapes} → {shown}"
     if partial is not None and partial.local is not None and tuple(result.shape) != tuple(arriving):
         line += " " + say("chain.unbroadcast", lang)
