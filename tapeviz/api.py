@@ -539,7 +539,7 @@ def explain(tape: Any, target: Any, source: Any, *, output_gradients: Any = None
 
 def chain_rule(tape: Any, target: Any, *, lang: str = "en", output_gradients: Any = None) -> ChainRule:
     """The chain rule at every step of ``target``'s backward pass: ``rule[k]`` is step k
-    (a :class:`~tapeviz.gradients.chain_rule.ChainStep`: the gradient that arrived, the
+    (a :class:`~tapeviz.gradients.chain_steps.ChainStep`: the gradient that arrived, the
     sum it was when several paths met, and for each input the arriving gradient times the
     op's local derivative), ``print(rule)`` writes every step, ``rule[k].lines("zh")`` one
     step in Chinese, and ``rule.group("sequential/dense")`` a group of ops as one step.

@@ -14,7 +14,8 @@ import tensorflow as tf
 
 import tapeviz as tv
 from tapeviz import examples
-from tapeviz.gradients.chain_rule import ChainRule, ChainStep, GroupStep, amount, symbol
+from tapeviz.gradients.chain_rule import ChainRule, symbol
+from tapeviz.gradients.chain_steps import ChainStep, GroupStep, amount
 from tapeviz.gradients.chain_words import link_line
 from tapeviz.gradients.local_derivatives import TABLE, lookup
 from tapeviz.messages import describe
@@ -81,7 +82,10 @@ def test_sum_of_w_squared_is_2w():
     w = run.extra["w"].numpy()
     np.testing.assert_array_equal(link.result.value, 2 * w)
     np.testing.assert_array_equal(link.result.value, run.printed["dloss/dw"])
-    assert step.text() == f"g_w = g_Pow ⊙ (2·w): (2×2) ⊙ (2×2) → 2×2, ‖g_w‖ {np.linalg.norm(2 * w):.3g} = [[2.0, 4.0], [6.0, 8.0]]"
+    assert (
+        step.text()
+        == f"g_w = g_Pow ⊙ (2·w): (2×2) ⊙ (2×2) → 2×2, ‖g_w‖ {np.linalg.norm(2 * w):.3g} = [[2.0, 4.0], [6.0, 8.0]]"
+    )
     sum_step = rule[1]
     assert sum_step.op == "Sum" and sum_step.links[0].partial.vjp == "broadcast({g})"
     assert "g_Pow = broadcast(g_loss): (scalar) → 2×2" in sum_step.text()
@@ -126,8 +130,7 @@ def test_clip_by_norm_shows_the_clipped_numbers_and_tfs_gradient():
     rule = tv.chain_rule(run.tape, run.target)
     clipped = run.printed["clipped"]
     assert rule[0].text() == (
-        f"start at clipped_gradients = {format_value(clipped)}: "
-        "∂clipped_gradients/∂clipped_gradients = [1.0, 1.0, 1.0]"
+        f"start at clipped_gradients = {format_value(clipped)}: ∂clipped_gradients/∂clipped_gradients = [1.0, 1.0, 1.0]"
     )
     gradients = run.extra["gradients"]
     with tf.GradientTape() as tape:
@@ -135,7 +138,7 @@ def test_clip_by_norm_shows_the_clipped_numbers_and_tfs_gradient():
         again = tf.clip_by_norm(gradients, clip_norm=5.0)
     want = tape.gradient(again, gradients).numpy()
     last = rule[rule.flow.last_step]
-    (name, total, terms), = last.completed
+    ((name, total, terms),) = last.completed
     assert name == "gradients" and len(terms) == 3  # used three times: x * x, and x * clip_norm
     np.testing.assert_array_equal(total.value, want)
     assert last.lines()[-1].startswith("g_gradients = Σ over its 3 uses (Mul, Mul, Mul) = ")
@@ -158,7 +161,9 @@ def test_a_matmul_step_shows_the_vector_jacobian_product_with_shapes_and_norm():
     assert line.startswith(f"g_x = g_y·Wᵀ: (2×4)·(4×3) → 2×3, ‖g_x‖ {np.linalg.norm(gx):.3g}")
     np.testing.assert_array_equal(link.result.value, gx.numpy())
     _, w_link = _link_to(rule, "W")
-    assert link_line(w_link, "loss", "y", "en").startswith(f"g_W = xᵀ·g_y: (3×2)·(2×4) → 3×4, ‖g_W‖ {np.linalg.norm(gW):.3g}")
+    assert link_line(w_link, "loss", "y", "en").startswith(
+        f"g_W = xᵀ·g_y: (3×2)·(2×4) → 3×4, ‖g_W‖ {np.linalg.norm(gW):.3g}"
+    )
     assert _check_formulas_against_the_flow(rule) == 4  # Sum, Tanh, MatMul twice
 
 
@@ -180,7 +185,7 @@ def test_a_dense_layer_as_one_group_passes_tfs_norms_in_and_out():
     out = np.sqrt(sum(float(tf.norm(t)) ** 2 for t in (g_x, g_kernel, g_bias)))
     assert group.norm_out == pytest.approx(out, rel=1e-6)
     assert dict(group.outputs)["x"].value.tolist() == g_x.numpy().tolist()
-    assert group.text() .startswith(
+    assert group.text().startswith(
         f"dense takes in ‖g‖ {float(tf.norm(g_h)):.3g} at its outputs (h) and passes out ‖g‖ {out:.3g} to its inputs ("
     )
     assert group.text("zh").startswith(f"dense 在输出处（h）收到 ‖g‖ {float(tf.norm(g_h)):.3g}")
@@ -208,7 +213,9 @@ def test_an_op_without_an_entry_names_tfs_registered_gradient_and_shows_its_numb
     with tv.GradientTape() as tape:
         s = tf.reduce_sum(tf.atan(v))
     _, vec = _link_to(tv.chain_rule(tape, s), "v")
-    assert link_line(vec, "s", "Atan", "en").startswith("g_v = TF's registered gradient for Atan applied to g_Atan: (2) → 2")
+    assert link_line(vec, "s", "Atan", "en").startswith(
+        "g_v = TF's registered gradient for Atan applied to g_Atan: (2) → 2"
+    )
 
 
 def test_sums_of_paths_add_up_to_tfs_total():
@@ -222,10 +229,16 @@ def test_sums_of_paths_add_up_to_tfs_total():
     assert step.lines()[0] == "∂z/∂p = Σ over its 2 uses (Mul, z) = 2.0 + 1.0 = 3.0"
     assert float(step.arriving.value) == 3.0  # what TF added up and handed to p's op
     as_x = [line for line in step.lines() if line.startswith("as ")]
-    assert as_x == ["as x: ∂z/∂x = ∂z/∂p · ∂p/∂x = 3.0 × (x) = 3.0 × 2.0 = 6.0",
-                    "as y: ∂z/∂x = ∂z/∂p · ∂p/∂x = 3.0 × (x) = 3.0 × 2.0 = 6.0"]
+    assert as_x == [
+        "as x: ∂z/∂x = ∂z/∂p · ∂p/∂x = 3.0 × (x) = 3.0 × 2.0 = 6.0",
+        "as y: ∂z/∂x = ∂z/∂p · ∂p/∂x = 3.0 × (x) = 3.0 × 2.0 = 6.0",
+    ]
     # x * x reads x twice: the last read's step completes x's gradient, TF's total
-    assert rule[rule.flow.last_step].text().endswith(f"∂z/∂x = Σ over its 2 reads = {format_value(tape.gradient(z, x).numpy())}")
+    assert (
+        rule[rule.flow.last_step]
+        .text()
+        .endswith(f"∂z/∂x = Σ over its 2 reads = {format_value(tape.gradient(z, x).numpy())}")
+    )
 
 
 def test_a_variable_read_twice_sums_its_reads():

@@ -80,7 +80,10 @@ CASES = {
     "BatchMatMulV2": lambda r: ([_r(r, 2, 2, 4), _r(r, 4, 3)], {}),
     "Sum": lambda r: ([_r(r, 2, 3, 4), np.array([0, 2], np.int32)], {"keep_dims": False}),
     "Mean": lambda r: ([_r(r, 2, 3, 4), np.array([1], np.int32)], {"keep_dims": True}),
-    "Max": lambda r: ([np.array([[1.0, 3.0, 3.0], [2.0, -1.0, 0.5]], F32), np.array(1, np.int32)], {"keep_dims": False}),
+    "Max": lambda r: (
+        [np.array([[1.0, 3.0, 3.0], [2.0, -1.0, 0.5]], F32), np.array(1, np.int32)],
+        {"keep_dims": False},
+    ),
     "Min": lambda r: ([_r(r, 3, 4), np.array(0, np.int32)], {"keep_dims": False}),
     "Reshape": lambda r: ([_r(r, 2, 6), np.array([3, 4], np.int32)], {}),
     "ExpandDims": lambda r: ([_r(r, 2, 3), np.array(1, np.int32)], {}),
@@ -130,7 +133,9 @@ def _tf_gradient(entry, inputs, attrs, g_seed):
 
 def _attrs_as_recorded(attrs):
     """Attributes as a recorded op holds them (a dtype by name, a string as bytes)."""
-    return {k: (v.name if isinstance(v, tf.DType) else v.encode() if isinstance(v, str) else v) for k, v in attrs.items()}
+    return {
+        k: (v.name if isinstance(v, tf.DType) else v.encode() if isinstance(v, str) else v) for k, v in attrs.items()
+    }
 
 
 @pytest.mark.parametrize("op", sorted(TABLE))
@@ -157,7 +162,9 @@ def test_every_entry_matches_tensorflows_registered_gradient(op, seed):
 
 
 @pytest.mark.parametrize("ta,tb", MATMUL_FORMS)
-@pytest.mark.parametrize("op,names", [("MatMul", ("transpose_a", "transpose_b")), ("BatchMatMulV2", ("adj_x", "adj_y"))])
+@pytest.mark.parametrize(
+    "op,names", [("MatMul", ("transpose_a", "transpose_b")), ("BatchMatMulV2", ("adj_x", "adj_y"))]
+)
 def test_matmul_forms_match_tensorflow(op, names, ta, tb):
     rng = np.random.default_rng(3)
     a = _r(rng, 4, 2) if ta else _r(rng, 2, 4)

@@ -7,171 +7,26 @@ from the flow: every number in it is TensorFlow's (the arriving gradient, each i
 gradient, and for a scalar step the local derivative itself, from the op's registered
 gradient function called with ones). The table of local derivatives
 (:mod:`tapeviz.gradients.local_derivatives`) only says what formula that number follows.
-Sentences are written from these values by :mod:`tapeviz.gradients.chain_words`.
+The values are :mod:`tapeviz.gradients.chain_steps`'; :mod:`tapeviz.gradients.chain_words`
+writes them.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
 from ..messages import DEFAULT, check_lang
-from ..record.graph import GRAD_NORM, format_value, sum_squares
 from ..record.replay import local_backward
 from . import formulas
-from .flow import Edge, GradientFlow, _to_numpy
-from .local_derivatives import LocalDerivative, Partial, lookup
+from .chain_steps import Amount, ChainStep, GroupStep, Link, Term, amount
+from .chain_words import group_lines, step_lines
+from .flow import Edge, GradientFlow
+from .local_derivatives import LocalDerivative, lookup
 from .stop_reasons import Cause, StopReason
 
-__all__ = ["Amount", "Term", "Link", "ChainStep", "GroupStep", "ChainRule", "amount"]
-
-
-@dataclass(frozen=True)
-class Amount:
-    """A gradient (or a value) as a step shows it: TF's numbers, their shape and norm, and
-    ``text``, written as every picture writes a value (its numbers when few, else shape and norm)."""
-
-    value: np.ndarray = field(repr=False)
-    shape: tuple
-    norm: float
-    text: str
-
-    @property
-    def scalar(self) -> bool:
-        return self.value.size == 1
-
-    @property
-    def number(self) -> str:
-        """The value alone when it is one number ("4.0"), else its text."""
-        return format_value(self.value.reshape(())) if self.scalar else self.text
-
-
-def amount(value: Any) -> Amount | None:
-    """TF's value (tensor, IndexedSlices or array) as an :class:`Amount`; None for None."""
-    a = _to_numpy(value) if not isinstance(value, np.ndarray) else value
-    if a is None:
-        return None
-    a = np.asarray(a)
-    norm = math.sqrt(sum_squares(a)) if a.dtype.kind in "fiu" and a.size else float(np.linalg.norm(a))
-    return Amount(a, tuple(a.shape), norm, format_value(a, norm=GRAD_NORM))
-
-
-@dataclass(frozen=True)
-class Term:
-    """One path's part of a sum: what ``consumer`` passed back along ``edge``."""
-
-    consumer: str  # the consumer's symbol
-    edge: Edge
-    amount: Amount
-
-
-@dataclass(frozen=True)
-class Link:
-    """What the step's op passes back to one input: the chain rule for one edge.
-
-    ``arriving`` is the gradient at the op's output, ``result`` TF's gradient along the
-    edge (None: nothing, and ``stop`` says why). ``partial`` is the table's form for the
-    input (None: the op has no entry, or none for this input), ``formula`` its local
-    derivative with the constants put in and the inputs called by the reader's names,
-    ``local`` the local derivative's value as TF computes it (scalar steps only)."""
-
-    edge: Edge
-    input: str  # the input's symbol (the user's name, else its op type or value)
-    arg: str  # TF's name of the input (x, y, a, b, features ...)
-    op: str  # the op type
-    arriving: Amount | None
-    result: Amount | None
-    partial: Partial | None = None
-    formula: formulas.Expr | None = None
-    local: Amount | None = None
-    names: dict[str, str] = field(default_factory=dict)  # the entry's argument names -> symbols
-    shapes: dict[str, tuple] = field(default_factory=dict)  # the entry's argument names -> shapes
-    stop: StopReason | None = None
-
-    @property
-    def scalar(self) -> bool:
-        """Everything in it is one number: the chain rule can be written with numbers."""
-        return (
-            self.arriving is not None
-            and self.arriving.scalar
-            and self.result is not None
-            and self.result.scalar
-            and (self.local is None or self.local.scalar)
-        )
-
-
-@dataclass(frozen=True)
-class ChainStep:
-    """Step ``index`` of the backward pass as the chain rule says it.
-
-    ``node`` received ``arriving`` (the sum of ``terms`` when several consumers passed
-    back to it); ``links`` say what its op passes to each input; ``stopped`` are the inputs
-    nothing reaches, with the reason; ``completed`` are the sums finished at this step of
-    nodes TF runs no backward function for (a watched tensor)."""
-
-    index: int
-    node: str
-    name: str  # the node's symbol: ∂target/∂name
-    target: str
-    op: str | None  # the op whose gradient function TF called (None at step 0)
-    arriving: Amount | None
-    terms: tuple[Term, ...] = ()
-    links: tuple[Link, ...] = ()
-    stopped: tuple[Link, ...] = ()
-    completed: tuple[tuple[str, Amount, tuple[Term, ...]], ...] = ()
-    read: tuple[int, int] | None = None  # a variable's read: (this read, of how many)
-    total: Amount | None = None  # a variable's whole gradient, when its last read completes it
-    value: Amount | None = None  # step 0: the target's value
-
-    def lines(self, lang: str = DEFAULT) -> list[str]:
-        """The step's chain rule, one line per fact, in ``lang`` ("en", "zh")."""
-        from .chain_words import step_lines
-
-        return step_lines(self, check_lang(lang))
-
-    def text(self, lang: str = DEFAULT) -> str:
-        """:meth:`lines` as one text."""
-        return "\n".join(self.lines(lang))
-
-    def __str__(self) -> str:
-        return self.text()
-
-
-@dataclass(frozen=True)
-class GroupStep:
-    """A collapsed group of ops as one step: the gradient that comes in at its outputs
-    (from the ops after it) and what it passes out to its inputs, each TF's, with norms."""
-
-    name: str
-    members: frozenset
-    step: int
-    inputs: tuple[tuple[str, Amount], ...]  # at the group's outputs: (output's symbol, gradient arriving)
-    outputs: tuple[tuple[str, Amount], ...]  # to the group's inputs: (input's symbol, gradient passed)
-
-    @property
-    def norm_in(self) -> float:
-        """The norm of everything arriving at the group's outputs, taken together."""
-        return math.sqrt(sum(a.norm**2 for _, a in self.inputs))
-
-    @property
-    def norm_out(self) -> float:
-        """The norm of everything the group passes to its inputs, taken together."""
-        return math.sqrt(sum(a.norm**2 for _, a in self.outputs))
-
-    def lines(self, lang: str = DEFAULT) -> list[str]:
-        from .chain_words import group_lines
-
-        return group_lines(self, check_lang(lang))
-
-    def text(self, lang: str = DEFAULT) -> str:
-        return "\n".join(self.lines(lang))
-
-    def __str__(self) -> str:
-        return self.text()
+__all__ = ["ChainRule", "symbol"]
 
 
 class ChainRule:
@@ -222,7 +77,7 @@ class ChainRule:
             info = g.output_info(node)
             seed = st.grad if not isinstance(st.grad, list) else st.grad[0]
             value = amount(info.value) if info is not None and info.value is not None else None
-            return ChainStep(0, node, name, self.target, None, amount(seed), value=value)
+            return ChainStep(0, node, name, self.target, None, amount(seed), value=value, writer=step_lines)
         call = fl.calls[k - 1]
         op = call.op
         arriving = amount(call.out_grads[0]) if len(call.out_grads) == 1 else None
@@ -236,7 +91,7 @@ class ChainRule:
             total = amount(fl.computed(node)) if fl.step_of(node) == k and len(reads) > 1 else None
             return ChainStep(
                 k, node, name, self.target, op.op_type, arriving, terms, completed=completed,
-                read=(position, len(reads)), total=total,
+                read=(position, len(reads)), total=total, writer=step_lines,
             )  # fmt: skip
         entry = lookup(op.op_type)
         attrs = dict(zip(op.attrs[::2], op.attrs[1::2], strict=True))
@@ -266,8 +121,9 @@ class ChainRule:
                     link = _with(link, local=amount(local_values[key]))
             links.append(link)
         return ChainStep(
-            k, node, name, self.target, op.op_type, arriving, terms, tuple(links), tuple(stopped), completed
-        )
+            k, node, name, self.target, op.op_type, arriving, terms, tuple(links), tuple(stopped), completed,
+            writer=step_lines,
+        )  # fmt: skip
 
     def _terms(self, node: str, tensors: set, k: int) -> tuple[Term, ...]:
         """What each consumer of the step's output(s) passed back: the parts TF added up
@@ -378,7 +234,8 @@ class ChainRule:
             for t, edges in by_tensor_out.items()
             if (a := amount(fl.total_along(edges))) is not None
         )
-        return GroupStep(name or ", ".join(sorted(symbol(fl, n) for n in chosen)), chosen, k, inputs, outputs)
+        label = name or ", ".join(sorted(symbol(fl, n) for n in chosen))
+        return GroupStep(label, chosen, k, inputs, outputs, writer=group_lines)
 
 
 def symbol(flow: GradientFlow, node: str) -> str:
@@ -396,6 +253,4 @@ def _is_number(x: Any) -> bool:
 
 
 def _with(link: Link, **changes: Any) -> Link:
-    from dataclasses import replace
-
     return replace(link, **changes)

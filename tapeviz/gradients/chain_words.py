@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..messages import describe, say
 from ..record.graph import shape_text
 from . import formulas
-from .chain_rule import Amount, ChainStep, GroupStep, Link, Term
+from .chain_steps import Amount, ChainStep, GroupStep, Link, Term
 
 __all__ = ["step_lines", "group_lines", "link_line"]
 
@@ -129,7 +129,9 @@ def _tensor_line(link: Link, p: str, lang: str) -> str:
         names = {**link.names, "g": gp}
         fields = {**{arg: arg for arg in _fields(partial.vjp)}, **names}
         product = partial.vjp.format(**fields)
-        shapes = partial.joiner.join(f"({shape_text(_operand_shape(link, arg, t, arriving))})" for arg, t in partial.operands)
+        shapes = partial.joiner.join(
+            f"({shape_text(_operand_shape(link, arg, t, arriving))})" for arg, t in partial.operands
+        )
     else:
         product = say("chain.registered_of", lang, op=link.op, g=gp)
         shapes = f"({shape_text(arriving)})"

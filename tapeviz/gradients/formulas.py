@@ -73,7 +73,17 @@ FUNCTIONS: dict[str, tuple[Any, int]] = {
     "or": (np.logical_or, -1),
     "where": (np.where, -2),
 }
-_INFIX = {"add": " + ", "sub": " − ", "mul": "·", "div": "/", "gt": " > ", "ge": " ≥ ", "lt": " < ", "le": " ≤ ", "ne": " ≠ "}
+_INFIX = {
+    "add": " + ",
+    "sub": " − ",
+    "mul": "·",
+    "div": "/",
+    "gt": " > ",
+    "ge": " ≥ ",
+    "lt": " < ",
+    "le": " ≤ ",
+    "ne": " ≠ ",
+}
 _NAMED = {"sigmoid": "σ", "exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin", "cos": "cos", "sign": "sign"}
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
@@ -235,5 +245,7 @@ def _render(expr: Expr, lang: str) -> str:
     if f in ("and", "or"):
         return say(f"chain.{f}", lang, a=_wrap(a[0], lang, 0), b=_wrap(a[1], lang, 0))
     if f == "where":
-        return say("chain.where", lang, test=_render(a[0], lang), then=_render(a[1], lang), otherwise=_render(a[2], lang))
+        return say(
+            "chain.where", lang, test=_render(a[0], lang), then=_render(a[1], lang), otherwise=_render(a[2], lang)
+        )
     return f"{_NAMED[f]}({', '.join(_render(x, lang) for x in a)})"

@@ -229,7 +229,9 @@ def _pad(g, ins, attrs, k):
 def _slice(g, ins, attrs, k):
     x, begin, size = ins
     out = np.zeros_like(x)
-    out[tuple(slice(int(b), int(b) + int(s if s >= 0 else n - b)) for b, s, n in zip(begin, size, x.shape, strict=True))] = g
+    out[
+        tuple(slice(int(b), int(b) + int(s if s >= 0 else n - b)) for b, s, n in zip(begin, size, x.shape, strict=True))
+    ] = g
     return out
 
 
@@ -237,8 +239,8 @@ def _strided_slice(g, ins, attrs, k):
     """Only for the slices the tests make (no ellipsis / new-axis masks): g goes back to the
     positions the slice read."""
     x, begin, end, strides = ins
-    index = []
-    for axis, n in enumerate(x.shape):
+    index: list[Any] = []
+    for axis in range(x.ndim):
         if axis >= len(begin):
             index.append(slice(None))
             continue
@@ -250,7 +252,7 @@ def _strided_slice(g, ins, attrs, k):
         e = None if attrs.get("end_mask", 0) & bit else int(end[axis])
         index.append(slice(b, e, int(strides[axis])))
     out = np.zeros_like(x)
-    np.add.at(out, tuple(index), g)
+    out[tuple(index)] += g  # a basic slice: no position is read twice
     return out
 
 
@@ -349,9 +351,7 @@ _ENTRIES: list[LocalDerivative] = [
         x=f.mul(Y, f.power(X, f.sub(Y, ONE))),
         y=f.where(f.fn("gt", X, ZERO), f.mul(f.power(X, Y), f.fn("log", X)), ZERO),
     ),
-    _elementwise(
-        "SquaredDifference", ("x", "y"), x=f.mul(Num(2.0), f.sub(X, Y)), y=f.mul(Num(-2.0), f.sub(X, Y))
-    ),
+    _elementwise("SquaredDifference", ("x", "y"), x=f.mul(Num(2.0), f.sub(X, Y)), y=f.mul(Num(-2.0), f.sub(X, Y))),
     _elementwise("Maximum", ("x", "y"), x=f.where(f.fn("ge", X, Y), ONE, ZERO), y=f.where(f.fn("ge", X, Y), ZERO, ONE)),
     _elementwise("Minimum", ("x", "y"), x=f.where(f.fn("le", X, Y), ONE, ZERO), y=f.where(f.fn("le", X, Y), ZERO, ONE)),
     _elementwise("BiasAdd", ("value", "bias"), value=ONE, bias=ONE),
@@ -397,7 +397,10 @@ _ENTRIES: list[LocalDerivative] = [
             Partial(
                 "t",
                 local=f.where(
-                    Call("and", (f.fn("le", Var("clip_value_min"), Var("t")), f.fn("le", Var("t"), Var("clip_value_max")))),
+                    Call(
+                        "and",
+                        (f.fn("le", Var("clip_value_min"), Var("t")), f.fn("le", Var("t"), Var("clip_value_max"))),
+                    ),
                     ONE,
                     ZERO,
                 ),
@@ -433,38 +436,71 @@ _ENTRIES: list[LocalDerivative] = [
     _structural(
         "Max",
         ("input", "axis"),
-        Partial("input", vjp="broadcast({g})·[{input} = max]/ties", operands=(("g", False),), evaluator=_extreme(np.max)),
+        Partial(
+            "input", vjp="broadcast({g})·[{input} = max]/ties", operands=(("g", False),), evaluator=_extreme(np.max)
+        ),
     ),
     _structural(
         "Min",
         ("input", "axis"),
-        Partial("input", vjp="broadcast({g})·[{input} = min]/ties", operands=(("g", False),), evaluator=_extreme(np.min)),
+        Partial(
+            "input", vjp="broadcast({g})·[{input} = min]/ties", operands=(("g", False),), evaluator=_extreme(np.min)
+        ),
     ),
-    _structural("Reshape", ("tensor", "shape"), Partial("tensor", vjp="reshape({g})", operands=(("g", False),), evaluator=_reshape_back)),
-    _structural("ExpandDims", ("input", "axis"), Partial("input", vjp="reshape({g})", operands=(("g", False),), evaluator=_reshape_back)),
-    _structural("Squeeze", ("input",), Partial("input", vjp="reshape({g})", operands=(("g", False),), evaluator=_reshape_back)),
-    _structural("Transpose", ("x", "perm"), Partial("x", vjp="transpose({g}, perm⁻¹)", operands=(("g", False),), evaluator=_transpose)),
     _structural(
-        "ConcatV2", ("values", "axis"), Partial("values", vjp="slice({g})", operands=(("g", False),), evaluator=_concat), variadic=True
+        "Reshape",
+        ("tensor", "shape"),
+        Partial("tensor", vjp="reshape({g})", operands=(("g", False),), evaluator=_reshape_back),
+    ),
+    _structural(
+        "ExpandDims",
+        ("input", "axis"),
+        Partial("input", vjp="reshape({g})", operands=(("g", False),), evaluator=_reshape_back),
+    ),
+    _structural(
+        "Squeeze", ("input",), Partial("input", vjp="reshape({g})", operands=(("g", False),), evaluator=_reshape_back)
+    ),
+    _structural(
+        "Transpose",
+        ("x", "perm"),
+        Partial("x", vjp="transpose({g}, perm⁻¹)", operands=(("g", False),), evaluator=_transpose),
+    ),
+    _structural(
+        "ConcatV2",
+        ("values", "axis"),
+        Partial("values", vjp="slice({g})", operands=(("g", False),), evaluator=_concat),
+        variadic=True,
     ),
     _structural(
         "GatherV2",
         ("params", "indices", "axis"),
         Partial("params", vjp="scatter_add({g}, {indices})", operands=(("g", False),), evaluator=_gather),
     ),
-    _structural("Tile", ("input", "multiples"), Partial("input", vjp="Σ tiles({g})", operands=(("g", False),), evaluator=_tile)),
-    _structural("Pad", ("input", "paddings"), Partial("input", vjp="slice({g})", operands=(("g", False),), evaluator=_pad)),
-    _structural("Slice", ("input", "begin", "size"), Partial("input", vjp="pad({g})", operands=(("g", False),), evaluator=_slice)),
+    _structural(
+        "Tile", ("input", "multiples"), Partial("input", vjp="Σ tiles({g})", operands=(("g", False),), evaluator=_tile)
+    ),
+    _structural(
+        "Pad", ("input", "paddings"), Partial("input", vjp="slice({g})", operands=(("g", False),), evaluator=_pad)
+    ),
+    _structural(
+        "Slice",
+        ("input", "begin", "size"),
+        Partial("input", vjp="pad({g})", operands=(("g", False),), evaluator=_slice),
+    ),
     _structural(
         "StridedSlice",
         ("input", "begin", "end", "strides"),
         Partial("input", vjp="scatter({g})", operands=(("g", False),), evaluator=_strided_slice),
     ),
     _structural(
-        "Softmax", ("logits",), Partial("logits", vjp="({g} − Σ {g}⊙s)⊙s, s = softmax({logits})", operands=(("g", False),), evaluator=_softmax)
+        "Softmax",
+        ("logits",),
+        Partial("logits", vjp="({g} − Σ {g}⊙s)⊙s, s = softmax({logits})", operands=(("g", False),), evaluator=_softmax),
     ),
     _structural(
-        "LogSoftmax", ("logits",), Partial("logits", vjp="{g} − softmax({logits})·Σ{g}", operands=(("g", False),), evaluator=_log_softmax)
+        "LogSoftmax",
+        ("logits",),
+        Partial("logits", vjp="{g} − softmax({logits})·Σ{g}", operands=(("g", False),), evaluator=_log_softmax),
     ),
     _structural(
         "SoftmaxCrossEntropyWithLogits",
@@ -475,13 +511,22 @@ _ENTRIES: list[LocalDerivative] = [
     _structural(
         "SparseSoftmaxCrossEntropyWithLogits",
         ("features", "labels"),
-        Partial("features", vjp="{g}·(softmax({features}) − onehot({labels}))", operands=(("g", False),), evaluator=_xent),
+        Partial(
+            "features", vjp="{g}·(softmax({features}) − onehot({labels}))", operands=(("g", False),), evaluator=_xent
+        ),
     ),
     _structural(
         "Conv2D",
         ("input", "filter"),
-        Partial("input", vjp="conv2d_transpose({g}, {filter})", operands=(("g", False), ("filter", False)), evaluator=_conv2d),
-        Partial("filter", vjp="conv2d_filter({input}, {g})", operands=(("input", False), ("g", False)), evaluator=_conv2d),
+        Partial(
+            "input",
+            vjp="conv2d_transpose({g}, {filter})",
+            operands=(("g", False), ("filter", False)),
+            evaluator=_conv2d,
+        ),
+        Partial(
+            "filter", vjp="conv2d_filter({input}, {g})", operands=(("input", False), ("g", False)), evaluator=_conv2d
+        ),
     ),
 ]
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import tensorflow as tf
-
 from tensorflow.python import pywrap_tfe
 from tensorflow.python.eager import backprop as _backprop
 from tensorflow.python.eager import record as _record
