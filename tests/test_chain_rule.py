@@ -19,7 +19,7 @@ from tapeviz.gradients.chain_steps import ChainStep, GroupStep, amount
 from tapeviz.gradients.chain_words import link_line
 from tapeviz.gradients.local_derivatives import TABLE, lookup
 from tapeviz.messages import describe
-from tapeviz.record.graph import format_value
+from tapeviz.record.graph import GRAD_NORM, format_value
 
 
 def _links(rule: ChainRule):
@@ -306,3 +306,32 @@ def test_the_chain_rule_lines_use_the_catalogues():
     en, zh = rule[0].text("en"), rule[0].text("zh")
     assert en.startswith("start at loss = 30.0") and zh.startswith("从 loss = 30.0 开始")
     assert re.search(r"g_w = g_Pow ⊙ \(2·w\)", rule[2].text("zh"))
+
+
+@pytest.mark.parametrize("name", sorted(examples.EXAMPLES))
+def test_every_seed_example_reads_step_by_step_with_tfs_numbers(name):
+    """Every step of every seed example writes in both languages; each link's number is what
+    TF passed along its edge, each formula holds on the flow's values, and where a variable's
+    gradient is whole the step says TF's total."""
+    run = examples.get(name).run()
+    rule = tv.chain_rule(run.tape, run.target)
+    fl = rule.flow
+    for step in rule:
+        assert step.lines("en") and step.lines("zh"), (name, step.index)
+        for link in step.links:
+            np.testing.assert_array_equal(link.result.value, fl.edge_grad(*link.edge))
+    _check_formulas_against_the_flow(rule)
+    for node, d in fl.graph.nx.nodes(data=True):
+        if d["kind"] == "variable" and fl.computed(node) is not None:
+            last = rule[fl.step_of(node)]
+            assert format_value(fl.computed(node), norm=GRAD_NORM) in last.text(), (name, node)
+
+
+def test_clip_by_value_passes_nothing_to_the_clipped_values():
+    run = examples.get("clip_by_value").run()
+    rule = tv.chain_rule(run.tape, run.target)
+    step, link = _link_to(rule, "gradients")
+    np.testing.assert_array_equal(link.result.value, [0.0, 0.0, 0.0])  # -5 and 10, 100 are all clipped
+    assert step.text() == (
+        "g_gradients = g_Minimum ⊙ (1 if gradients ≤ 1 else 0): (3) ⊙ (3) → 3, ‖g_gradients‖ 0 = [0.0, 0.0, 0.0]"
+    )

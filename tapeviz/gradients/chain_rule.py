@@ -38,11 +38,15 @@ class ChainRule:
         self.flow = flow
         self.lang = check_lang(lang)
         self._steps: dict[int, ChainStep] = {}
-        g = flow.graph
         self.target = symbol(flow, flow.target_nodes[0])
-        self._op_index = {
-            k: call.op.index for k, call in enumerate(flow.calls, start=1) if g.op_node.get(call.op.index) is not None
-        }
+        # step -> the nodes TF runs no backward function for (a watched tensor, a variable
+        # reached through its handle) whose gradient is whole after it: found once, not per step
+        called = {s.node for s in flow.steps[1:]}
+        self._uncalled: dict[int, list[str]] = {}
+        for n, d in flow.graph.nx.nodes(data=True):
+            k = flow.step_of(n)
+            if k is not None and n not in called and d["kind"] != "op":
+                self._uncalled.setdefault(k, []).append(n)
 
     def __len__(self) -> int:
         return len(self.flow.steps)
@@ -142,10 +146,9 @@ class ChainRule:
         """Nodes TF runs no backward function for whose gradient is whole after step k."""
         fl = self.flow
         g = fl.graph
-        called = {s.node for s in fl.steps[1:]}
         out = []
-        for n, d in g.nx.nodes(data=True):
-            if n in called or n == node or fl.step_of(n) != k or d["kind"] == "op":
+        for n in self._uncalled.get(k, ()):
+            if n == node:
                 continue
             total = amount(fl.computed(n))
             if total is None:
