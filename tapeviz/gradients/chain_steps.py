@@ -48,8 +48,8 @@ class Amount:
 
     @property
     def number(self) -> str:
-        """The value alone when it is one number ("4.0"), else its text."""
-        return format_value(self.value.reshape(())) if self.scalar else self.text
+        """How a line writes it: "4.0" for a scalar, "[1.029]" for one number of shape (1,)."""
+        return self.text
 
 
 def amount(value: Any) -> Amount | None:
