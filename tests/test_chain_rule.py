@@ -14,7 +14,7 @@ import tensorflow as tf
 
 import tapeviz as tv
 from tapeviz import examples
-from tapeviz.gradients.chain_rule import ChainRule, symbol
+from tapeviz.gradients.chain_rule import ChainRule, symbol, symbols
 from tapeviz.gradients.chain_steps import ChainStep, GroupStep, amount
 from tapeviz.gradients.chain_words import link_line
 from tapeviz.gradients.local_derivatives import TABLE, lookup
@@ -141,7 +141,8 @@ def test_clip_by_norm_shows_the_clipped_numbers_and_tfs_gradient():
     ((name, total, terms),) = last.completed
     assert name == "gradients" and len(terms) == 3  # used three times: x * x, and x * clip_norm
     np.testing.assert_array_equal(total.value, want)
-    assert last.lines()[-1].startswith("g_gradients = Σ over its 3 uses (Mul, Mul, Mul) = ")
+    # x * x gives two terms from one Mul, x * clip_norm's scale the third: ops of one type are numbered
+    assert last.lines()[-1].startswith("g_gradients = Σ over its 3 uses (Mul₁, Mul₁, Mul₂) = ")
     assert last.lines()[-1].endswith(f" = {format_value(want)}")
     assert _check_formulas_against_the_flow(rule) >= 9
 
@@ -335,3 +336,33 @@ def test_clip_by_value_passes_nothing_to_the_clipped_values():
     assert step.text() == (
         "g_gradients = g_Minimum ⊙ (1 if gradients ≤ 1 else 0): (3) ⊙ (3) → 3, ‖g_gradients‖ 0 = [0.0, 0.0, 0.0]"
     )
+
+
+def test_a_custom_gradient_is_said_as_the_backward_function_it_was_given():
+    @tf.custom_gradient
+    def halved(x):
+        return tf.identity(x), lambda dy: dy * 0.5
+
+    v = tf.Variable(3.0)
+    with tv.GradientTape() as tape:
+        z = halved(v) * 4.0
+    rule = tv.chain_rule(tape, z)
+    step, link = _link_to(rule, "v")
+    assert link.via == "tf.custom_gradient" and float(link.result.value) == float(tape.gradient(z, v)) == 2.0
+    assert step.text().endswith("= 2.0 (∂ by the backward function tf.custom_gradient was given for halved)")
+    assert step.text("zh").endswith("（∂ 由 tf.custom_gradient 为 halved 提供的反向函数算出）")
+
+
+def test_addn_inputs_and_ops_of_one_type_are_told_apart():
+    x = tf.Variable(1.5)
+    with tv.GradientTape() as tape:
+        a, b = x * 2.0, x * 3.0
+        z = tf.add_n([a, b, x * x])
+    rule = tv.chain_rule(tape, z)
+    first = rule[1]
+    assert first.op == "AddN"
+    assert [lk.arg for lk in first.links] == ["inputs[0]", "inputs[1]", "inputs[2]"]
+    # a and b have names; x * x is the one Mul without a name, so it needs no number
+    assert [lk.input for lk in first.links] == ["a", "b", "Mul"]
+    assert symbols(rule.flow)[first.links[2].edge[0]] == "Mul"
+    assert _check_formulas_against_the_flow(rule) == 6

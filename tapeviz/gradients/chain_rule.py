@@ -26,7 +26,7 @@ from .flow import Edge, GradientFlow
 from .local_derivatives import LocalDerivative, lookup
 from .stop_reasons import Cause, StopReason
 
-__all__ = ["ChainRule", "symbol"]
+__all__ = ["ChainRule", "symbol", "symbols"]
 
 
 class ChainRule:
@@ -38,7 +38,8 @@ class ChainRule:
         self.flow = flow
         self.lang = check_lang(lang)
         self._steps: dict[int, ChainStep] = {}
-        self.target = symbol(flow, flow.target_nodes[0])
+        self._symbols = symbols(flow)
+        self.target = self._sym(flow.target_nodes[0])
         # step -> the nodes TF runs no backward function for (a watched tensor, a variable
         # reached through its handle) whose gradient is whole after it: found once, not per step
         called = {s.node for s in flow.steps[1:]}
@@ -47,6 +48,9 @@ class ChainRule:
             k = flow.step_of(n)
             if k is not None and n not in called and d["kind"] != "op":
                 self._uncalled.setdefault(k, []).append(n)
+
+    def _sym(self, node: str) -> str:
+        return self._symbols[node]
 
     def __len__(self) -> int:
         return len(self.flow.steps)
@@ -76,7 +80,7 @@ class ChainRule:
         g = fl.graph
         st = fl.steps[k]
         node = st.node
-        name = symbol(fl, node)
+        name = self._sym(node)
         if k == 0:
             info = g.output_info(node)
             seed = st.grad if not isinstance(st.grad, list) else st.grad[0]
@@ -106,13 +110,18 @@ class ChainRule:
         for u, v, key, data in sorted(inputs, key=lambda e: e[2]):
             e = (u, v, key)
             arg = entry.input_name(key, len(op.inputs)) if entry is not None else f"input{key}"
+            if entry is not None and entry.variadic and arg == entry.inputs[0]:
+                arg = f"{arg}[{key}]"  # AddN's inputs[0], inputs[1] ...
             partial = entry.partial(key, len(op.inputs), attrs) if entry is not None else None
             result = amount(fl.edge_grad(u, v, key)) if fl.carries(e) else None
             formula = None
             if partial is not None and partial.local is not None:
                 bound = {**constants, **{a: float(x) for a, x in attrs.items() if _is_number(x)}}
                 formula = formulas.bind(partial.local, bound, names)
-            link = Link(e, symbol(fl, u), arg, op.op_type, arriving, result, partial, formula, None, names, shapes)
+            link = Link(
+                e, self._sym(u), arg, op.op_type, arriving, result, partial, formula, None, names, shapes,
+                via=str(d.get("via") or ""),
+            )  # fmt: skip
             if result is None:
                 stop = fl.edge_reason.get(e)
                 if stop is not None and self._worth_saying(u, data["tensor"], stop):
@@ -139,7 +148,7 @@ class ChainRule:
             if data["tensor"] in tensors and fl.arrived(e, k):
                 a = amount(fl.edge_grad(u, v, key))
                 if a is not None:
-                    out.append(Term(symbol(fl, v), e, a))
+                    out.append(Term(self._sym(v), e, a))
         return tuple(out)
 
     def _completed(self, k: int, node: str) -> tuple[tuple[str, Amount, tuple[Term, ...]], ...]:
@@ -154,11 +163,11 @@ class ChainRule:
             if total is None:
                 continue
             terms = tuple(
-                Term(symbol(fl, v), (u, v, key), a)
+                Term(self._sym(v), (u, v, key), a)
                 for u, v, key, _ in g.data_edges(n)
                 if (a := amount(fl.edge_grad(u, v, key))) is not None
             )
-            out.append((symbol(fl, n), total, terms))
+            out.append((self._sym(n), total, terms))
         return tuple(out)
 
     def _arguments(
@@ -180,7 +189,7 @@ class ChainRule:
             if kind == "constant" and info.value is not None and info.value.size == 1 and info.trainable:
                 constants.setdefault(arg, float(info.value.reshape(())))
             else:
-                names.setdefault(arg, symbol(self.flow, u))
+                names.setdefault(arg, self._sym(u))
         return names, shapes, constants
 
     def _worth_saying(self, producer: str, tensor: int, stop: StopReason) -> bool:
@@ -224,7 +233,7 @@ class ChainRule:
                 continue
             (by_tensor_in if u in chosen else by_tensor_out).setdefault(data["tensor"], []).append((u, v, key))
         inputs = tuple(
-            (symbol(fl, g.tensors[t].node), a)
+            (self._sym(g.tensors[t].node), a)
             for t, edges in by_tensor_in.items()
             if (a := amount(fl.total_along(edges))) is not None
         )
@@ -233,12 +242,35 @@ class ChainRule:
             if seed is not None:
                 inputs = ((self.target, seed), *inputs)
         outputs = tuple(
-            (symbol(fl, g.tensors[t].node), a)
+            (self._sym(g.tensors[t].node), a)
             for t, edges in by_tensor_out.items()
             if (a := amount(fl.total_along(edges))) is not None
         )
-        label = name or ", ".join(sorted(symbol(fl, n) for n in chosen))
+        label = name or ", ".join(sorted(self._sym(n) for n in chosen))
         return GroupStep(label, chosen, k, inputs, outputs, writer=group_lines)
+
+
+def symbols(flow: GradientFlow) -> dict[str, str]:
+    """Every node's symbol, told apart: unnamed ops of one type are numbered in the order
+    they ran (Mul₁, Mul₂), so ``∂Mul₂/∂Mul₁`` names two boxes, not one."""
+    g = flow.graph
+    plain = {n: symbol(flow, n) for n in g.nx}
+    ops = sorted((n for n, d in g.nx.nodes(data=True) if d["kind"] == "op" and not d.get("name")), key=_op_order(g))
+    shared: dict[str, list[str]] = {}
+    for n in ops:
+        shared.setdefault(plain[n], []).append(n)
+    for name, nodes in shared.items():
+        if len(nodes) > 1:
+            for i, n in enumerate(nodes, start=1):
+                plain[n] = name + str(i).translate(_SUBSCRIPT)
+    return plain
+
+
+_SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def _op_order(g: Any) -> Any:
+    return lambda n: g.nx.nodes[n].get("op_index", 0)
 
 
 def symbol(flow: GradientFlow, node: str) -> str:

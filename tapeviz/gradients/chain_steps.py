@@ -93,6 +93,7 @@ class Link:
     names: dict[str, str] = field(default_factory=dict)  # the entry's argument names -> symbols
     shapes: dict[str, tuple] = field(default_factory=dict)  # the entry's argument names -> shapes
     stop: StopReason | None = None
+    via: str = ""  # "tf.function" / "tf.custom_gradient": TF calls a Python backward function, not a registered one
 
     @property
     def scalar(self) -> bool:

@@ -34,8 +34,8 @@ def step_lines(step: ChainStep, lang: str) -> list[str]:
     lines = []
     if len(step.terms) > 1:
         lines.append(_sum_line(z, step.name, step.terms, _arrived(step), lang))
-    if step.read is not None:
-        lines.append(_read_line(step, lang))
+    if step.read is not None and (read := _read_line(step, lang)):
+        lines.append(read)
     twice = {link.input for link in step.links if sum(other.input == link.input for other in step.links) > 1}
     for link in step.links:
         lines.append(link_line(link, z, step.name, lang, by_arg=link.input in twice))
@@ -72,6 +72,8 @@ def _read_line(step: ChainStep, lang: str) -> str:
     z, x = step.target, step.name
     value = step.arriving.number if step.arriving is not None else "None"
     if n == 1:
+        if len(step.terms) > 1:
+            return ""  # the sum line above said it
         return say("chain.total", lang, d=_d(z, x) if _scalar(step.arriving) else _g(x), value=value)
     line = say("chain.read_part", lang, d=_d(z, x) if _scalar(step.arriving) else _g(x), i=i, n=n, value=value)
     if step.total is not None:
@@ -108,7 +110,8 @@ def _scalar_line(link: Link, z: str, p: str, lang: str) -> str:
     chain.append(result)
     line = " = ".join(chain)
     if link.partial is None:
-        line += " " + say("chain.registered", lang, op=link.op)
+        key = "chain.custom" if link.via else "chain.registered"
+        line += " " + say(key, lang, op=link.op, via=link.via)
     return line
 
 
@@ -133,7 +136,8 @@ def _tensor_line(link: Link, p: str, lang: str) -> str:
             f"({shape_text(_operand_shape(link, arg, t, arriving))})" for arg, t in partial.operands
         )
     else:
-        product = say("chain.registered_of", lang, op=link.op, g=gp)
+        key = "chain.custom_of" if link.via else "chain.registered_of"
+        product = say(key, lang, op=link.op, g=gp, via=link.via)
         shapes = f"({shape_text(arriving)})"
     result = link.result
     shown = f"{shape_text(result.shape)}, ‖{_g(x)}‖ {result.norm:.3g}"

@@ -422,6 +422,8 @@ MESSAGES = {
     "chain.unbroadcast": "(summed over the axes it was broadcast along)",
     "chain.group": "{name} takes in ‖g‖ {norm_in} at its outputs ({outputs}) and passes out ‖g‖ {norm_out} to its inputs ({inputs})",
     "chain.as_arg": "as {arg}: {line}",
+    "chain.custom": "(∂ by the backward function {via} was given for {op})",
+    "chain.custom_of": "the backward function {via} was given for {op}, applied to {g}",
     "chain.where": "({then} if {test} else {otherwise})",
     "chain.and": "{a} and {b}",
     "chain.or": "{a} or {b}",

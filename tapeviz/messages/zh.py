@@ -409,6 +409,8 @@ MESSAGES = {
     "chain.unbroadcast": "（沿广播过的轴求和）",
     "chain.group": "{name} 在输出处（{outputs}）收到 ‖g‖ {norm_in}，向输入（{inputs}）传出 ‖g‖ {norm_out}",
     "chain.as_arg": "作为 {arg}：{line}",
+    "chain.custom": "（∂ 由 {via} 为 {op} 提供的反向函数算出）",
+    "chain.custom_of": "{via} 为 {op} 提供的反向函数作用于 {g}",
     "chain.where": "({test} 时为 {then}，否则为 {otherwise})",
     "chain.and": "{a} 且 {b}",
     "chain.or": "{a} 或 {b}",
