@@ -365,4 +365,4 @@ def test_addn_inputs_and_ops_of_one_type_are_told_apart():
     # a and b have names; x * x is the one Mul without a name, so it needs no number
     assert [lk.input for lk in first.links] == ["a", "b", "Mul"]
     assert symbols(rule.flow)[first.links[2].edge[0]] == "Mul"
-    assert _check_formulas_against_the_flow(rule) == 6
+    assert _check_formulas_against_the_flow(rule) == 7  # AddN three times, Mul once each, x * x twice
