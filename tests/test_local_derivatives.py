@@ -85,6 +85,13 @@ CASES = {
         {"keep_dims": False},
     ),
     "Min": lambda r: ([_r(r, 3, 4), np.array(0, np.int32)], {"keep_dims": False}),
+    "Prod": lambda r: (
+        [np.where(np.arange(12).reshape(3, 4) == 5, F32(0), _r(r, 3, 4)), np.array([1], np.int32)],
+        {"keep_dims": False},
+    ),
+    "Pack": lambda r: ([_r(r, 2, 3), _r(r, 2, 3), _r(r, 2, 3)], {"axis": 1}),
+    "MaxPool": lambda r: ([_r(r, 2, 5, 6, 3)], {"ksize": [1, 2, 3, 1], "strides": [1, 2, 2, 1], "padding": "SAME"}),
+    "AvgPool": lambda r: ([_r(r, 2, 5, 6, 3)], {"ksize": [1, 3, 2, 1], "strides": [1, 2, 1, 1], "padding": "SAME"}),
     "Reshape": lambda r: ([_r(r, 2, 6), np.array([3, 4], np.int32)], {}),
     "ExpandDims": lambda r: ([_r(r, 2, 3), np.array(1, np.int32)], {}),
     "Squeeze": lambda r: ([_r(r, 2, 1, 3)], {"axis": [1]}),
@@ -191,7 +198,7 @@ def test_the_table_covers_the_ops_the_issue_names():
     Reshape Transpose ConcatV2 GatherV2 Conv2D Maximum Minimum ClipByValue Cast Identity AddV2 AddN Abs Rsqrt
     Reciprocal Softplus Elu LeakyRelu Relu6 Selu Log1p Expm1 Sin Cos SquaredDifference Max Min BatchMatMulV2
     ReadVariableOp StopGradient L2Loss SoftmaxCrossEntropyWithLogits SparseSoftmaxCrossEntropyWithLogits
-    LogSoftmax Select SelectV2 Tile ExpandDims Squeeze Pad StridedSlice Slice""".split()
+    LogSoftmax Select SelectV2 Tile ExpandDims Squeeze Pad StridedSlice Slice Prod MaxPool AvgPool Pack""".split()
     assert set(named) <= set(TABLE) and len(TABLE) >= 40
     assert lookup("FusedBatchNormV3") is None  # no honest short formula: TF's registered gradient is named instead
 

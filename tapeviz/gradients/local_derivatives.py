@@ -305,6 +305,62 @@ def _conv2d(g, ins, attrs, k):
     return dxp[:, ph : ph + h, pw : pw + wd, :] if k == 0 else dw
 
 
+def _pack(g, ins, attrs, k):
+    return np.take(g, k, axis=int(attrs.get("axis", 0)) % g.ndim)
+
+
+def _prod(g, ins, attrs, k):
+    """Each element gets g times the product of the *other* elements of its slice (exact
+    with zeros too: no division)."""
+    x, axis = ins
+    reduce = _axes(axis, x.ndim)
+    moved = np.moveaxis(x, reduce, tuple(range(len(reduce))))
+    flat = moved.reshape((-1, *moved.shape[len(reduce) :]))
+    others = np.empty_like(flat)
+    for i in range(flat.shape[0]):
+        others[i] = np.prod(np.delete(flat, i, axis=0), axis=0)
+    back = np.moveaxis(others.reshape(moved.shape), tuple(range(len(reduce))), reduce)
+    return _spread(g, x, axis) * back
+
+
+def _windows(x_shape: tuple, g_shape: tuple, attrs: dict):
+    """The input window (rows, cols) of each output position of an NHWC pooling, clipped to
+    the input (SAME padding pads before by half the total, as TF does)."""
+    _, kh, kw, _ = (int(v) for v in attrs["ksize"])
+    _, sh, sw, _ = (int(v) for v in attrs["strides"])
+    _, h, w, _ = x_shape
+    _, oh, ow, _ = g_shape
+    same = attrs["padding"] in (b"SAME", "SAME")
+    ph = max((oh - 1) * sh + kh - h, 0) // 2 if same else 0
+    pw = max((ow - 1) * sw + kw - w, 0) // 2 if same else 0
+    for i in range(oh):
+        for j in range(ow):
+            r0, c0 = i * sh - ph, j * sw - pw
+            yield i, j, slice(max(r0, 0), min(r0 + kh, h)), slice(max(c0, 0), min(c0 + kw, w))
+
+
+def _max_pool(g, ins, attrs, k):
+    x = ins[0]
+    out = np.zeros_like(x)
+    for i, j, rows, cols in _windows(x.shape, g.shape, attrs):
+        window = x[:, rows, cols, :]  # n, r, c, ch
+        n, r, c, ch = window.shape
+        best = window.reshape(n, r * c, ch).argmax(axis=1)  # the first maximum of each window
+        for b in range(n):
+            for q in range(ch):
+                out[b, rows.start + best[b, q] // c, cols.start + best[b, q] % c, q] += g[b, i, j, q]
+    return out
+
+
+def _avg_pool(g, ins, attrs, k):
+    x = ins[0]
+    out = np.zeros_like(x)
+    for i, j, rows, cols in _windows(x.shape, g.shape, attrs):
+        count = (rows.stop - rows.start) * (cols.stop - cols.start)  # the window's real elements only
+        out[:, rows, cols, :] += g[:, i, j, None, None, :] / count
+    return out
+
+
 def _matmul_partials(first: str, second: str, ta: str, tb: str) -> tuple[Partial, ...]:
     """MatMul's (and BatchMatMulV2's) four forms, by which operand is transposed."""
     ev = _matmul(ta, tb)
@@ -446,6 +502,27 @@ _ENTRIES: list[LocalDerivative] = [
         Partial(
             "input", vjp="broadcast({g})·[{input} = min]/ties", operands=(("g", False),), evaluator=_extreme(np.min)
         ),
+    ),
+    _structural(
+        "Prod",
+        ("input", "axis"),
+        Partial("input", vjp="broadcast({g})·∏ others", operands=(("g", False),), evaluator=_prod),
+    ),
+    _structural(
+        "Pack",
+        ("values",),
+        Partial("values", vjp="unstack({g})", operands=(("g", False),), evaluator=_pack),
+        variadic=True,
+    ),
+    _structural(
+        "MaxPool",
+        ("input",),
+        Partial("input", vjp="{g} routed to each window's max", operands=(("g", False),), evaluator=_max_pool),
+    ),
+    _structural(
+        "AvgPool",
+        ("value",),
+        Partial("value", vjp="{g} spread over each window / its size", operands=(("g", False),), evaluator=_avg_pool),
     ),
     _structural(
         "Reshape",
