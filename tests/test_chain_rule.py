@@ -366,3 +366,24 @@ def test_addn_inputs_and_ops_of_one_type_are_told_apart():
     assert [lk.input for lk in first.links] == ["a", "b", "Mul"]
     assert symbols(rule.flow)[first.links[2].edge[0]] == "Mul"
     assert _check_formulas_against_the_flow(rule) == 7  # AddN three times, Mul once each, x * x twice
+
+
+def test_an_op_with_two_outputs_takes_the_gradient_of_the_one_used():
+    """softmax_cross_entropy_with_logits has two outputs (the loss and its backprop): the
+    gradient arriving is the loss's, and the table's formula holds on TF's numbers."""
+    rng = np.random.default_rng(1)
+    logits = tf.Variable(rng.normal(size=(3, 4)).astype("float32"), name="logits")
+    labels = tf.constant(np.eye(4, dtype="float32")[[0, 3, 1]])
+    with tv.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    rule = tv.chain_rule(tape, loss)
+    step = next(s for s in rule if s.op == "SoftmaxCrossEntropyWithLogits")  # TF reshapes the logits first
+    assert step.arriving.shape == (3,) and len(step.links) == 1
+    link = step.links[0]
+    assert link.values["features"].shape == (3, 4) and link.values["labels"].value.tolist() == labels.numpy().tolist()
+    features, labels_name = link.names["features"], link.names["labels"]
+    norm = np.linalg.norm(tape.gradient(loss, logits))  # the Reshape passes it on unchanged
+    assert link_line(link, "loss", step.name, "en") == (
+        f"g_{features} = g_{step.name}·(softmax({features}) − {labels_name}): (3) → 3×4, ‖g_{features}‖ {norm:.3g}"
+    )
+    assert _check_formulas_against_the_flow(rule) >= 2

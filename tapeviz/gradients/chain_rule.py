@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..messages import DEFAULT, check_lang
+from ..record.graph import VALUE_NORM
 from ..record.replay import local_backward
 from . import formulas
 from .chain_steps import Amount, ChainStep, GroupStep, Link, Term, amount
@@ -84,12 +85,12 @@ class ChainRule:
         if k == 0:
             info = g.output_info(node)
             seed = st.grad if not isinstance(st.grad, list) else st.grad[0]
-            value = amount(info.value) if info is not None and info.value is not None else None
+            value = amount(info.value, VALUE_NORM) if info is not None and info.value is not None else None
             return ChainStep(0, node, name, self.target, None, amount(seed), value=value, writer=step_lines)
         call = fl.calls[k - 1]
         op = call.op
-        arriving = amount(call.out_grads[0]) if len(call.out_grads) == 1 else None
         terms = self._terms(node, set(op.outputs), k)
+        arriving = self._arriving(call.out_grads, op.outputs, node, terms)
         completed = self._completed(k, node)
         d = g.nx.nodes[node]
         if d["kind"] == "variable":
@@ -105,7 +106,7 @@ class ChainRule:
         attrs = dict(zip(op.attrs[::2], op.attrs[1::2], strict=True))
         links, stopped = [], []
         inputs = list(g.data_edges(node, out=False))
-        names, shapes, constants = self._arguments(entry, inputs, len(op.inputs))
+        names, shapes, constants, values = self._arguments(entry, inputs, len(op.inputs))
         local_values: list | None = None
         for u, v, key, data in sorted(inputs, key=lambda e: e[2]):
             e = (u, v, key)
@@ -120,7 +121,7 @@ class ChainRule:
                 formula = formulas.bind(partial.local, bound, names)
             link = Link(
                 e, self._sym(u), arg, op.op_type, arriving, result, partial, formula, None, names, shapes,
-                via=str(d.get("via") or ""),
+                via=str(d.get("via") or ""), values=values,
             )  # fmt: skip
             if result is None:
                 stop = fl.edge_reason.get(e)
@@ -137,6 +138,18 @@ class ChainRule:
             k, node, name, self.target, op.op_type, arriving, terms, tuple(links), tuple(stopped), completed,
             writer=step_lines,
         )  # fmt: skip
+
+    def _arriving(self, out_grads: list, outputs: tuple, node: str, terms: tuple[Term, ...]) -> Amount | None:
+        """The gradient arriving at the op's output: its one output's, or, for an op with
+        several (SoftmaxCrossEntropyWithLogits' loss and backprop), the one output that a
+        gradient reached; None when several did."""
+        if len(out_grads) == 1:
+            return amount(out_grads[0])
+        g = self.flow.graph
+        used = {outputs.index(g.nx.edges[t.edge]["tensor"]) for t in terms}
+        if node in self.flow.target_nodes:
+            used.add(0)
+        return amount(out_grads[used.pop()]) if len(used) == 1 else None
 
     def _terms(self, node: str, tensors: set, k: int) -> tuple[Term, ...]:
         """What each consumer of the step's output(s) passed back: the parts TF added up
@@ -172,25 +185,30 @@ class ChainRule:
 
     def _arguments(
         self, entry: LocalDerivative | None, inputs: list, count: int
-    ) -> tuple[dict[str, str], dict[str, tuple], dict[str, float]]:
-        """The entry's argument names -> the reader's names and the inputs' shapes, and the
-        scalar constants a formula can take in (Pow's exponent 2)."""
+    ) -> tuple[dict[str, str], dict[str, tuple], dict[str, float], dict[str, Amount]]:
+        """The entry's argument names -> the reader's names, the inputs' shapes and forward
+        values (those the tape kept), and the scalar constants a formula can take in (Pow's
+        exponent 2)."""
         names: dict[str, str] = {}
         shapes: dict[str, tuple] = {}
         constants: dict[str, float] = {}
+        values: dict[str, Amount] = {}
         if entry is None:
-            return names, shapes, constants
+            return names, shapes, constants, values
         g = self.flow.graph
         for u, _, key, data in inputs:
             arg = entry.input_name(key, count)
             info = g.tensors[data["tensor"]]
             shapes.setdefault(arg, tuple(info.shape))
+            kept = amount(info.value, VALUE_NORM) if arg not in values else None
+            if kept is not None:
+                values[arg] = kept
             kind = g.nx.nodes[u]["kind"]
             if kind == "constant" and info.value is not None and info.value.size == 1 and info.trainable:
                 constants.setdefault(arg, float(info.value.reshape(())))
             else:
                 names.setdefault(arg, self._sym(u))
-        return names, shapes, constants
+        return names, shapes, constants, values
 
     def _worth_saying(self, producer: str, tensor: int, stop: StopReason) -> bool:
         """A stopped input worth a line: a float value that is not one of the op's own

@@ -52,14 +52,15 @@ class Amount:
         return self.text
 
 
-def amount(value: Any) -> Amount | None:
-    """TF's value (tensor, IndexedSlices or array) as an :class:`Amount`; None for None."""
+def amount(value: Any, norm: str = GRAD_NORM) -> Amount | None:
+    """TF's value (tensor, IndexedSlices or array) as an :class:`Amount`; None for None.
+    ``norm``: how its text writes a norm (a gradient's ‖g‖, a forward value's ‖·‖)."""
     a = _to_numpy(value) if not isinstance(value, np.ndarray) else value
     if a is None:
         return None
     a = np.asarray(a)
-    norm = math.sqrt(sum_squares(a)) if a.dtype.kind in "fiu" and a.size else float(np.linalg.norm(a))
-    return Amount(a, tuple(a.shape), norm, format_value(a, norm=GRAD_NORM))
+    size = math.sqrt(sum_squares(a)) if a.dtype.kind in "fiu" and a.size else float(np.linalg.norm(a))
+    return Amount(a, tuple(a.shape), size, format_value(a, norm=norm))
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class Link:
     local: Amount | None = None
     names: dict[str, str] = field(default_factory=dict)  # the entry's argument names -> symbols
     shapes: dict[str, tuple] = field(default_factory=dict)  # the entry's argument names -> shapes
+    values: dict[str, Amount] = field(default_factory=dict, repr=False)  # argument name -> forward value (kept ones)
     stop: StopReason | None = None
     via: str = ""  # "tf.function" / "tf.custom_gradient": TF calls a Python backward function, not a registered one
 
