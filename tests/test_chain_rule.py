@@ -273,7 +273,7 @@ def test_chain_rule_is_public_printable_and_checks_its_arguments():
     with pytest.raises(ValueError, match="no op matches"):
         rule.group("no_such_scope")
     assert symbol(rule.flow, rule[1].node) == "y"
-    assert amount(None) is None and amount(np.float32(2.0)).number == "2.0"
+    assert amount(None) is None and amount(np.float32(2.0)).text == "2.0"
 
 
 def test_the_local_derivative_is_computed_without_touching_the_users_tape():
@@ -349,6 +349,7 @@ def test_a_custom_gradient_is_said_as_the_backward_function_it_was_given():
     rule = tv.chain_rule(tape, z)
     step, link = _link_to(rule, "v")
     assert link.via == "tf.custom_gradient" and float(link.result.value) == float(tape.gradient(z, v)) == 2.0
+    assert link.local is None  # the function's backward is not called again: it may keep state
     assert step.text().endswith("= 2.0 (∂ by the backward function tf.custom_gradient was given for halved)")
     assert step.text("zh").endswith("（∂ 由 tf.custom_gradient 为 halved 提供的反向函数算出）")
 
@@ -387,3 +388,13 @@ def test_an_op_with_two_outputs_takes_the_gradient_of_the_one_used():
         f"g_{features} = g_{step.name}·(softmax({features}) − {labels_name}): (3) → 3×4, ‖g_{features}‖ {norm:.3g}"
     )
     assert _check_formulas_against_the_flow(rule) >= 2
+
+
+def test_reading_the_chain_rule_leaves_tape_gradient_as_it_was():
+    x = tf.Variable(2.0)
+    with tv.GradientTape() as tape:  # not persistent: one tape.gradient call allowed
+        z = tf.exp(x) * x
+    print(tv.chain_rule(tape, z))
+    assert float(tape.gradient(z, x)) == pytest.approx(float(tf.exp(2.0) * 3.0))
+    with pytest.raises(RuntimeError):  # TF's own rule for a used non-persistent tape, unchanged
+        tape.gradient(z, x)

@@ -117,7 +117,8 @@ class ChainRule:
             result = amount(fl.edge_grad(u, v, key)) if fl.carries(e) else None
             formula = None
             if partial is not None and partial.local is not None:
-                bound = {**constants, **{a: float(x) for a, x in attrs.items() if _is_number(x)}}
+                # attributes (LeakyRelu's alpha) first: an input of the same name is what the formula means
+                bound = {**{a: float(x) for a, x in attrs.items() if _is_number(x)}, **constants}
                 formula = formulas.bind(partial.local, bound, names)
             link = Link(
                 e, self._sym(u), arg, op.op_type, arriving, result, partial, formula, None, names, shapes,

@@ -46,11 +46,6 @@ class Amount:
     def scalar(self) -> bool:
         return self.value.size == 1
 
-    @property
-    def number(self) -> str:
-        """How a line writes it: "4.0" for a scalar, "[1.029]" for one number of shape (1,)."""
-        return self.text
-
 
 def amount(value: Any, norm: str = GRAD_NORM) -> Amount | None:
     """TF's value (tensor, IndexedSlices or array) as an :class:`Amount`; None for None.

@@ -6,6 +6,8 @@ catalogues (``chain.*``); nothing here computes a gradient or reads a sentence b
 
 from __future__ import annotations
 
+import string
+
 from ..messages import describe, say
 from ..record.graph import shape_text
 from . import formulas
@@ -27,13 +29,13 @@ def step_lines(step: ChainStep, lang: str) -> list[str]:
     why the inputs nothing reaches get nothing."""
     z = step.target
     if step.index == 0:
-        seed = step.arriving.number if step.arriving is not None else "None"
+        seed = step.arriving.text if step.arriving is not None else "None"
         if step.value is not None:
             return [say("chain.seed_value", lang, target=z, value=step.value.text, seed=seed)]
         return [say("chain.seed", lang, target=z, seed=seed)]
     lines = []
     if len(step.terms) > 1:
-        lines.append(_sum_line(z, step.name, step.terms, _arrived(step), lang))
+        lines.append(_sum_line(z, step.name, step.terms, step.arriving, lang))
     if step.read is not None and (read := _read_line(step, lang)):
         lines.append(read)
     twice = {link.input for link in step.links if sum(other.input == link.input for other in step.links) > 1}
@@ -49,20 +51,16 @@ def step_lines(step: ChainStep, lang: str) -> list[str]:
         if len(terms) > 1:
             lines.append(_sum_line(z, name, terms, total, lang))
         else:
-            lines.append(say("chain.total", lang, d=_d(z, name) if total.scalar else _g(name), value=total.number))
+            lines.append(say("chain.total", lang, d=_d(z, name) if total.scalar else _g(name), value=total.text))
     return lines
-
-
-def _arrived(step: ChainStep) -> Amount | None:
-    return step.arriving
 
 
 def _sum_line(z: str, name: str, terms: tuple[Term, ...], total: Amount | None, lang: str) -> str:
     scalar = all(t.amount.scalar for t in terms)
     left = _d(z, name) if scalar else _g(name)
-    parts = " + ".join(t.amount.number if scalar else t.amount.text for t in terms)
+    parts = " + ".join(t.amount.text if scalar else t.amount.text for t in terms)
     consumers = ", ".join(t.consumer for t in terms)
-    result = "" if total is None else (total.number if scalar else total.text)
+    result = "" if total is None else (total.text if scalar else total.text)
     return say("chain.sum", lang, left=left, parts=parts, total=result, n=len(terms), consumers=consumers)
 
 
@@ -70,7 +68,7 @@ def _read_line(step: ChainStep, lang: str) -> str:
     assert step.read is not None
     i, n = step.read
     z, x = step.target, step.name
-    value = step.arriving.number if step.arriving is not None else "None"
+    value = step.arriving.text if step.arriving is not None else "None"
     if n == 1:
         if len(step.terms) > 1:
             return ""  # the sum line above said it
@@ -78,7 +76,7 @@ def _read_line(step: ChainStep, lang: str) -> str:
     line = say("chain.read_part", lang, d=_d(z, x) if _scalar(step.arriving) else _g(x), i=i, n=n, value=value)
     if step.total is not None:
         d = _d(z, x) if step.total.scalar else _g(x)
-        line += "; " + say("chain.read_total", lang, d=d, n=n, value=step.total.number)
+        line += "; " + say("chain.read_total", lang, d=d, n=n, value=step.total.text)
     return line
 
 
@@ -99,12 +97,12 @@ def link_line(link: Link, z: str, p: str, lang: str, by_arg: bool = False) -> st
 def _scalar_line(link: Link, z: str, p: str, lang: str) -> str:
     x = link.input
     assert link.arriving is not None and link.result is not None
-    g, result = link.arriving.number, link.result.number
+    g, result = link.arriving.text, link.result.text
     chain = [_d(z, x), f"{_d(z, p)} · {_d(p, x)}"]
     if link.formula is not None and not isinstance(link.formula, formulas.Num):
         chain.append(f"{g} × {_bracketed(link.formula, lang)}")
     if link.local is not None:
-        chain.append(f"{g} × {link.local.number}")
+        chain.append(f"{g} × {link.local.text}")
     elif isinstance(link.formula, formulas.Num):
         chain.append(f"{g} × {formulas.render(link.formula, lang)}")
     chain.append(result)
@@ -162,8 +160,6 @@ def _operand_shape(link: Link, arg: str, transposed: bool, arriving: tuple) -> t
 
 def _fields(template: str) -> list[str]:
     """The names a vjp template's fields hold ("{g}·{b}ᵀ" -> g, b): the table writes them."""
-    import string
-
     return [name for _, name, _, _ in string.Formatter().parse(template) if name]
 
 
