@@ -58,9 +58,9 @@ def step_lines(step: ChainStep, lang: str) -> list[str]:
 def _sum_line(z: str, name: str, terms: tuple[Term, ...], total: Amount | None, lang: str) -> str:
     scalar = all(t.amount.scalar for t in terms)
     left = _d(z, name) if scalar else _g(name)
-    parts = " + ".join(t.amount.text if scalar else t.amount.text for t in terms)
+    parts = " + ".join(t.amount.text for t in terms)
     consumers = ", ".join(t.consumer for t in terms)
-    result = "" if total is None else (total.text if scalar else total.text)
+    result = "" if total is None else total.text
     return say("chain.sum", lang, left=left, parts=parts, total=result, n=len(terms), consumers=consumers)
 
 
