@@ -307,6 +307,8 @@ def test_the_chain_rule_lines_use_the_catalogues():
     en, zh = rule[0].text("en"), rule[0].text("zh")
     assert en.startswith("start at loss = 30.0") and zh.startswith("从 loss = 30.0 开始")
     assert re.search(r"g_w = g_Pow ⊙ \(2·w\)", rule[2].text("zh"))
+    assert rule[2].text("zh").startswith("g_w = g_Pow ⊙ (2·w)：(2×2) ⊙ (2×2) → 2×2，‖g_w‖ 11")
+    assert rule[2].text("en").startswith("g_w = g_Pow ⊙ (2·w): (2×2) ⊙ (2×2) → 2×2, ‖g_w‖ 11")
 
 
 @pytest.mark.parametrize("name", sorted(examples.EXAMPLES))

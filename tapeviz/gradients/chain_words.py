@@ -138,10 +138,16 @@ def _tensor_line(link: Link, p: str, lang: str) -> str:
         product = say(key, lang, op=link.op, g=gp, via=link.via)
         shapes = f"({shape_text(arriving)})"
     result = link.result
-    shown = f"{shape_text(result.shape)}, ‖{_g(x)}‖ {result.norm:.3g}"
-    if result.value.size <= 6:  # few numbers: them too, as a picture writes them
-        shown += f" = {result.text}"
-    line = f"{_g(x)} = {product}: {shapes} → {shown}"
+    line = say(
+        "chain.vjp",
+        lang,
+        g=_g(x),
+        product=product,
+        shapes=shapes,
+        shape=shape_text(result.shape),
+        norm=f"{result.norm:.3g}",
+        values=f" = {result.text}" if result.value.size <= 6 else "",  # few numbers: them too
+    )
     if partial is not None and partial.local is not None and tuple(result.shape) != tuple(arriving):
         line += " " + say("chain.unbroadcast", lang)
     return line

@@ -424,6 +424,7 @@ MESSAGES = {
     "chain.as_arg": "as {arg}: {line}",
     "chain.custom": "(∂ by the backward function {via} was given for {op})",
     "chain.custom_of": "the backward function {via} was given for {op}, applied to {g}",
+    "chain.vjp": "{g} = {product}: {shapes} → {shape}, ‖{g}‖ {norm}{values}",
     "chain.where": "({then} if {test} else {otherwise})",
     "chain.and": "{a} and {b}",
     "chain.or": "{a} or {b}",

@@ -399,7 +399,7 @@ MESSAGES = {
     "chain.seed": "从 {target} 开始：∂{target}/∂{target} = {seed}",
     "chain.seed_value": "从 {target} = {value} 开始：∂{target}/∂{target} = {seed}",
     "chain.sum": lambda left, parts, total, n, consumers, **_: (
-        f"{left} = 对它的 {n} 处使用（{consumers}）求和 = {parts}" + (f" = {total}" if total else "")),
+        f"{left} = 来自 {n} 处使用（{consumers}）的梯度之和 = {parts}" + (f" = {total}" if total else "")),
     "chain.total": "{d} = {value}",
     "chain.read_part": "{d} 的第 {i}/{n} 部分（变量的一次读取）：{value}",
     "chain.read_total": "{d} = 它的 {n} 次读取之和 = {value}",
@@ -411,6 +411,7 @@ MESSAGES = {
     "chain.as_arg": "作为 {arg}：{line}",
     "chain.custom": "（∂ 由 {via} 为 {op} 提供的反向函数算出）",
     "chain.custom_of": "{via} 为 {op} 提供的反向函数作用于 {g}",
+    "chain.vjp": "{g} = {product}：{shapes} → {shape}，‖{g}‖ {norm}{values}",
     "chain.where": "({test} 时为 {then}，否则为 {otherwise})",
     "chain.and": "{a} 且 {b}",
     "chain.or": "{a} 或 {b}",
