@@ -187,11 +187,11 @@ def test_a_dense_layer_as_one_group_passes_tfs_norms_in_and_out():
     assert group.norm_out == pytest.approx(out, rel=1e-6)
     assert dict(group.outputs)["x"].value.tolist() == g_x.numpy().tolist()
     assert group.text().startswith(
-        f"dense takes in ‖g‖ {float(tf.norm(g_h)):.3g} at its outputs (h) and passes out ‖g‖ {out:.3g} to its inputs ("
+        f"{dense.name} takes in ‖g‖ {float(tf.norm(g_h)):.3g} at its outputs (h) and passes out ‖g‖ {out:.3g} to its inputs ("
     )
-    assert group.text("zh").startswith(f"dense 在输出处（h）收到 ‖g‖ {float(tf.norm(g_h)):.3g}")
+    assert group.text("zh").startswith(f"{dense.name} 在输出处（h）收到 ‖g‖ {float(tf.norm(g_h)):.3g}")
     # by node ids, and before anything reached it: nothing in, nothing out
-    same = rule.group(group.members, name="dense")
+    same = rule.group(group.members, name="the layer")
     assert same.norm_in == group.norm_in and same.norm_out == group.norm_out
     early = rule.group(group.members, step=0)
     assert early.inputs == () and early.outputs == ()
