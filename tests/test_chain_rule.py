@@ -187,7 +187,8 @@ def test_a_dense_layer_as_one_group_passes_tfs_norms_in_and_out():
     assert group.norm_out == pytest.approx(out, rel=1e-6)
     assert dict(group.outputs)["x"].value.tolist() == g_x.numpy().tolist()
     assert group.text().startswith(
-        f"{dense.name} takes in ‖g‖ {float(tf.norm(g_h)):.3g} at its outputs (h) and passes out ‖g‖ {out:.3g} to its inputs ("
+        f"{dense.name} takes in ‖g‖ {float(tf.norm(g_h)):.3g} at its outputs (h) "
+        f"and passes out ‖g‖ {out:.3g} to its inputs ("
     )
     assert group.text("zh").startswith(f"{dense.name} 在输出处（h）收到 ‖g‖ {float(tf.norm(g_h)):.3g}")
     # by node ids, and before anything reached it: nothing in, nothing out
