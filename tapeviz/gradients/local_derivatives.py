@@ -1,7 +1,7 @@
 """The local derivatives of the ops a student meets, as data: the chain rule's second factor.
 
 Each :class:`LocalDerivative` names an op's inputs as TensorFlow does (``Pow(x, y)``,
-``MatMul(a, b)``) and says, per differentiable input, how the gradient arriving at the
+``MatMul(a, b)``: the argument names of ``tf.raw_ops``) and says, per differentiable input, how the gradient arriving at the
 op's output becomes that input's gradient:
 
 - an *elementwise* op has a local derivative ∂out/∂input, a formula (an expression tree,
@@ -73,7 +73,6 @@ class LocalDerivative:
     partials: tuple[Partial, ...] = ()
     variadic: bool = False
     stops: bool = False
-    note: str = ""  # what the formula assumes (TF's mask of x ≤ 0 in Pow's exponent ...)
 
     def input_name(self, position: int, count: int) -> str:
         """TF's name of the input at ``position`` of ``count`` inputs."""
