@@ -1,8 +1,8 @@
 """The local derivatives of the ops a student meets, as data: the chain rule's second factor.
 
 Each :class:`LocalDerivative` names an op's inputs as TensorFlow does (``Pow(x, y)``,
-``MatMul(a, b)``: the argument names of ``tf.raw_ops``) and says, per differentiable input, how the gradient arriving at the
-op's output becomes that input's gradient:
+``MatMul(a, b)``: the argument names of ``tf.raw_ops``) and says, per differentiable
+input, how the gradient arriving at the op's output becomes that input's gradient:
 
 - an *elementwise* op has a local derivative ∂out/∂input, a formula (an expression tree,
   see :mod:`tapeviz.gradients.formulas`) of the inputs; the input's gradient is the
