@@ -196,6 +196,11 @@ def test_a_dense_layer_as_one_group_passes_tfs_norms_in_and_out():
     assert same.norm_in == group.norm_in and same.norm_out == group.norm_out
     early = rule.group(group.members, step=0)
     assert early.inputs == () and early.outputs == ()
+    # the whole program as one block: what comes in is the seed, what goes out every gradient
+    ops = [n for n, d in rule.flow.graph.nx.nodes(data=True) if d["kind"] == "op"]
+    whole = rule.group(ops, name="all")
+    assert [(name, float(a.value)) for name, a in whole.inputs] == [("loss", 1.0)]
+    assert whole.norm_out == pytest.approx(out, rel=1e-6)
     assert _check_formulas_against_the_flow(rule) >= 5
 
 
