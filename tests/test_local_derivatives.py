@@ -92,6 +92,7 @@ CASES = {
     "Pack": lambda r: ([_r(r, 2, 3), _r(r, 2, 3), _r(r, 2, 3)], {"axis": 1}),
     "MaxPool": lambda r: ([_r(r, 2, 5, 6, 3)], {"ksize": [1, 2, 3, 1], "strides": [1, 2, 2, 1], "padding": "SAME"}),
     "AvgPool": lambda r: ([_r(r, 2, 5, 6, 3)], {"ksize": [1, 3, 2, 1], "strides": [1, 2, 1, 1], "padding": "SAME"}),
+    "Einsum": lambda r: ([_r(r, 2, 3, 4), _r(r, 4, 3, 5)], {"equation": "bij,jik->bk"}),
     "Reshape": lambda r: ([_r(r, 2, 6), np.array([3, 4], np.int32)], {}),
     "ExpandDims": lambda r: ([_r(r, 2, 3), np.array(1, np.int32)], {}),
     "Squeeze": lambda r: ([_r(r, 2, 1, 3)], {"axis": [1]}),
@@ -228,3 +229,22 @@ def test_unbroadcast_sums_over_broadcast_axes():
 def test_a_formula_naming_an_unknown_input_is_a_clear_error():
     with pytest.raises(KeyError, match="names 'q'"):
         f.evaluate(f.Var("q"), {"x": 1.0})
+
+
+@pytest.mark.parametrize(
+    "equation,shapes",
+    [
+        ("ab,bc->ac", [(2, 3), (3, 4)]),
+        ("ij,jk->k", [(2, 3), (3, 4)]),  # i only in the first operand, summed away: broadcast back
+        ("bqhd,bkhd->bhqk", [(2, 3, 2, 4), (2, 5, 2, 4)]),  # attention's scores
+        ("bhqk,bkhd->bqhd", [(2, 2, 3, 5), (2, 5, 2, 4)]),
+    ],
+)
+def test_einsum_forms_match_tensorflow(equation, shapes):
+    rng = np.random.default_rng(5)
+    inputs = [_r(rng, *s) for s in shapes]
+    entry = TABLE["Einsum"]
+    g, grads = _tf_gradient(entry, inputs, {"equation": equation}, 9)
+    for k in (0, 1):
+        got = entry.expected(g, inputs, {"equation": equation.encode()}, k)
+        np.testing.assert_allclose(got, grads[k].numpy(), rtol=1e-4, atol=1e-5)

@@ -360,6 +360,22 @@ def _avg_pool(g, ins, attrs, k):
     return out
 
 
+def _einsum(g, ins, attrs, k):
+    """Two operands, no ellipsis: operand k's gradient is the einsum of g with the other
+    operand onto k's letters; a letter only k has (summed away) is broadcast back."""
+    equation = attrs["equation"].decode() if isinstance(attrs["equation"], bytes) else attrs["equation"]
+    lhs, out = equation.replace(" ", "").split("->")
+    subs = lhs.split(",")
+    if len(subs) != 2 or "." in equation:
+        raise ValueError(f"the einsum check covers two operands without '...', not {equation!r}")
+    mine, other = subs[k], subs[1 - k]
+    kept = "".join(c for c in mine if c in out or c in other)
+    part = np.einsum(f"{out},{other}->{kept}", g, ins[1 - k])
+    shape = [part.shape[kept.index(c)] if c in kept else 1 for c in mine]
+    order = [kept.index(c) for c in mine if c in kept]
+    return np.broadcast_to(np.transpose(part, order).reshape(shape), ins[k].shape).copy()
+
+
 def _matmul_partials(first: str, second: str, ta: str, tb: str) -> tuple[Partial, ...]:
     """MatMul's (and BatchMatMulV2's) four forms, by which operand is transposed."""
     ev = _matmul(ta, tb)
@@ -522,6 +538,12 @@ _ENTRIES: list[LocalDerivative] = [
         "AvgPool",
         ("value",),
         Partial("value", vjp="{g} spread over each window / its size", operands=(("g", False),), evaluator=_avg_pool),
+    ),
+    _structural(
+        "Einsum",
+        ("inputs",),
+        Partial("inputs", vjp="einsum({g}, the other operand)", operands=(("g", False),), evaluator=_einsum),
+        variadic=True,
     ),
     _structural(
         "Reshape",
