@@ -508,20 +508,26 @@ _ENTRIES: list[LocalDerivative] = [
         "Max",
         ("input", "axis"),
         Partial(
-            "input", vjp="broadcast({g})·[{input} = max]/ties", operands=(("g", False),), evaluator=_extreme(np.max)
+            "input",
+            vjp="broadcast({g})·[{input} = max]/count([{input} = max])",
+            operands=(("g", False),),
+            evaluator=_extreme(np.max),
         ),
     ),
     _structural(
         "Min",
         ("input", "axis"),
         Partial(
-            "input", vjp="broadcast({g})·[{input} = min]/ties", operands=(("g", False),), evaluator=_extreme(np.min)
+            "input",
+            vjp="broadcast({g})·[{input} = min]/count([{input} = min])",
+            operands=(("g", False),),
+            evaluator=_extreme(np.min),
         ),
     ),
     _structural(
         "Prod",
         ("input", "axis"),
-        Partial("input", vjp="broadcast({g})·∏ others", operands=(("g", False),), evaluator=_prod),
+        Partial("input", vjp="broadcast({g})·prod_others({input})", operands=(("g", False),), evaluator=_prod),
     ),
     _structural(
         "Pack",
@@ -532,17 +538,17 @@ _ENTRIES: list[LocalDerivative] = [
     _structural(
         "MaxPool",
         ("input",),
-        Partial("input", vjp="{g} routed to each window's max", operands=(("g", False),), evaluator=_max_pool),
+        Partial("input", vjp="unpool_max({g})", operands=(("g", False),), evaluator=_max_pool),
     ),
     _structural(
         "AvgPool",
         ("value",),
-        Partial("value", vjp="{g} spread over each window / its size", operands=(("g", False),), evaluator=_avg_pool),
+        Partial("value", vjp="unpool_avg({g})", operands=(("g", False),), evaluator=_avg_pool),
     ),
     _structural(
         "Einsum",
         ("inputs",),
-        Partial("inputs", vjp="einsum({g}, the other operand)", operands=(("g", False),), evaluator=_einsum),
+        Partial("inputs", vjp="einsum({g}, …)", operands=(("g", False),), evaluator=_einsum),
         variadic=True,
     ),
     _structural(
