@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # made on first use: a widget imports ipywidgets
     from .explorer.training_explorer import TrainingExplorer
     from .explorer.whatif import Interact
     from .explorer.widget import Explorer
+    from .gradients.chain_rule import ChainRule
     from .gradients.diagnose import Diagnosis
 
 # TensorFlow ships no type information: a target, a source or output_gradients (a tensor,
@@ -58,6 +59,7 @@ __all__ = [
     "InteractFactory",
     "export_html",
     "explain",
+    "chain_rule",
     "TapeGraph",
     "GradientFlow",
     "GraphView",
@@ -533,3 +535,19 @@ def explain(tape: Any, target: Any, source: Any, *, output_gradients: Any = None
     from .gradients.diagnose import explain_flow
 
     return explain_flow(flow(tape, target, output_gradients=output_gradients), source, check_lang(lang))
+
+
+def chain_rule(tape: Any, target: Any, *, lang: str = "en", output_gradients: Any = None) -> ChainRule:
+    """The chain rule at every step of ``target``'s backward pass: ``rule[k]`` is step k
+    (a :class:`~tapeviz.gradients.chain_steps.ChainStep`: the gradient that arrived, the
+    sum it was when several paths met, and for each input the arriving gradient times the
+    op's local derivative), ``print(rule)`` writes every step, ``rule[k].lines("zh")`` one
+    step in Chinese, and ``rule.group("sequential/dense")`` a group of ops as one step.
+
+    Every number is TensorFlow's (what tape.gradient and the ops' registered gradient
+    functions computed); the formulas (``2·x``, ``g·bᵀ``) say why, from a table of local
+    derivatives (:mod:`tapeviz.gradients.local_derivatives`). ``lang``: the language
+    ``print`` uses ("en", "zh")."""
+    from .gradients.chain_rule import ChainRule
+
+    return ChainRule(flow(tape, target, output_gradients=output_gradients), check_lang(lang))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import tensorflow as tf
 from tensorflow.python import pywrap_tfe
 from tensorflow.python.eager import backprop as _backprop
 from tensorflow.python.eager import record as _record
@@ -214,3 +215,39 @@ class _restored:
         else:
             _script_ops.tape_cache.pop(key, None)
         return False
+
+
+def local_backward(cap: Capture, op: OpRecord) -> list | None:
+    """The op's local derivatives as TensorFlow computes them: its registered gradient
+    function called with ones arriving at its one output (d out / d input, summed over
+    the output for a non-scalar one). None for an op TF's tape calls a Python backward
+    function for (a tf.function call, tf.custom_gradient: calling it again could consume
+    state), for an op with several outputs and for an op with no registered gradient.
+    Runs where the replay runs, so the user's tapes and op callbacks never see it."""
+    if (
+        len(op.outputs) != 1
+        or cap.custom_backward(op.index) is not None
+        or cap.side_state(op.index) is not None
+        or _unregistered(op.op_type) is not None
+    ):
+        return None
+    if pywrap_tfe.TFE_Py_TapeSetIsEmpty() and not callbacks_on_this_thread():
+        return _local_backward(cap, op)
+    return _replay_worker().submit(_local_backward, cap, op).result()
+
+
+def _local_backward(cap: Capture, op: OpRecord) -> list:
+    tensor = cap.tensor
+    out = tensor(op.outputs[0])
+    skip = tuple(i for i, on in enumerate(op.inputs_on_tape) if not on)
+    grads = _backprop._gradient_function(
+        op.op_type,
+        op.attrs,
+        len(op.inputs),
+        [tensor(i) for i in op.inputs],
+        [out],
+        [tf.ones_like(out)],
+        skip,
+        op.scope,
+    )
+    return list(grads) if isinstance(grads, (list, tuple)) else [grads]
