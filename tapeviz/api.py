@@ -527,9 +527,29 @@ def export_html(
         explored.forget()
 
 
-def explain(tape: Any, target: Any, source: Any, *, output_gradients: Any = None, lang: str = "en") -> Diagnosis | None:
-    """Why d target / d source is None: a Diagnosis (reason, message, fix), or None if it is not.
-    ``lang``: the language of the message and the fix ("en", "zh")."""
+def explain(
+    tape: Any,
+    target: Any,
+    source: Any,
+    *,
+    output_gradients: Any = None,
+    lang: str = "en",
+    index: Any = None,
+) -> Diagnosis | None:
+    """Why d target / d source is None, NaN, Inf or zero: a Diagnosis, or None when it is
+    none of these (a finite gradient with some element not zero).
+
+    A None gradient: the reason, where the path was cut, the fix. A NaN or Inf gradient:
+    the first op on the backward path where it stops being finite, with the arriving
+    gradient, the op's local derivative and the forward value there (``0 × 1/x at x = 0``),
+    the element indices, your source line and the known pattern (the ``tf.where`` trap,
+    sqrt or norm at 0, log of 0 ...) with its usual fix; when the target itself is NaN or
+    Inf, the first forward op that made it. A zero gradient (every element exactly zero
+    while the target depends on source; with ``index``, that element or row of it): the
+    op where it becomes zero (a dead ReLU, a saturated sigmoid, a row no lookup read ...).
+    ``lang``: the language of message and fix ("en", "zh"); ``d.in_language("zh")`` says
+    the same in another. The facts are in ``d.finding``, the pattern in ``d.pattern``."""
     from .gradients.diagnose import explain_flow
 
-    return explain_flow(flow(tape, target, output_gradients=output_gradients), source, check_lang(lang))
+    fl = flow(tape, target, output_gradients=output_gradients)
+    return explain_flow(fl, source, check_lang(lang), index)

@@ -6,6 +6,8 @@ known, a function of the facts (keyword arguments) that returns the sentence.
 
 from __future__ import annotations
 
+from .numeric_en import NUMERIC
+
 
 def _where(expression, line):
     return f"`{expression}`" + (f" (line {line})" if line else "")
@@ -409,3 +411,4 @@ MESSAGES = {
     "run.absent": "not in this step",
     "run.flag": "flag: {kind} (condition holds at this step)",
 }
+MESSAGES.update(NUMERIC)

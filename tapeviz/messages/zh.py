@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from .numeric_zh import NUMERIC
+
 
 def _where(expression, line):
     return f"`{expression}`" + (f"（第 {line} 行）" if line else "")
@@ -396,3 +398,4 @@ MESSAGES = {
     "run.absent": "这一步没有记录",
     "run.flag": "标记：{kind}（这一步条件成立）",
 }
+MESSAGES.update(NUMERIC)
