@@ -112,6 +112,7 @@ def _numeric_words(f: Finding) -> dict:
     for k in ("arriving", "local_value", "forward", "result"):
         words[k] = number(words[k])
     words["indices"] = index_text(f.indices, f.count)
+    words["asked"] = "[" + ", ".join(str(k) for k in f.asked) + "]" if f.asked else ""
     words["op_indices"] = index_text(f.op_indices, len(f.op_indices))
     extra = dict(f.extra)
     for k in ("min", "max", "min_abs"):

@@ -54,7 +54,8 @@ def find(fl: GradientFlow, node: Any, source: Any, index: Any = None) -> Finding
     if part.size and not np.any(part != 0):
         mask = np.zeros(grad.shape, bool)
         mask[() if index is None else index] = True
-        return Finding(**_backward(fl, node, grad, zero=True, index=index), **names, **_bad(mask, grad))
+        asked = () if index is None else (tuple(index) if isinstance(index, tuple) else (int(index),))
+        return Finding(**_backward(fl, node, grad, zero=True, index=index), **names, **_bad(mask, grad), asked=asked)
     return None
 
 
@@ -107,7 +108,7 @@ def _forward(fl: GradientFlow) -> dict | None:
         op = d["op_type"]
         facts = _site(g, node)
         values = [_at(inputs.get(k), first, out.shape) for k in range(max(inputs, default=-1) + 1)]
-        pattern, extra = _forward_pattern(g, node, op, values)
+        pattern, more = _forward_pattern(g, node, op, values)
         variable = "y" if pattern is Pattern.DIVISION_BY_ZERO else "x"
         fwd = values[1] if variable == "y" and len(values) > 1 else (values[0] if values else None)
         return dict(
@@ -119,7 +120,7 @@ def _forward(fl: GradientFlow) -> dict | None:
             variable=variable,
             forward=fwd,
             result=_float(out[first]) if out.ndim else _float(out),
-            extra=extra,
+            **more,
             **facts,
         )
     return None
@@ -130,8 +131,8 @@ def _forward_pattern(g: TapeGraph, node: Any, op: str, values: list) -> tuple[Pa
     if op == "Log" and x is not None:
         if x < 0:
             return Pattern.LOG_OF_NEGATIVE, {}
-        producer = _producer_through(g, node, 0)
-        if producer is not None and g.nx.nodes[producer]["op_type"] in _PROBABILITY_OPS:
+        producer = _probability_before(g, node)
+        if producer is not None:
             return Pattern.LOG_OF_PROBABILITY, _other(g, producer)
         return Pattern.LOG_OF_ZERO, {}
     if op == "Sqrt" and x is not None and x < 0:
@@ -162,7 +163,7 @@ def _backward(fl: GradientFlow, node: Any, grad: np.ndarray, *, zero: bool, inde
             if not np.any(arriving != 0) or not np.all(np.isfinite(arriving)):
                 continue
             passed = [fl.edge_grad(*e) for e in edges]
-            if any(p is None or np.any(p != 0) for p in passed):
+            if any(p is None or np.any(_zero_part(p, grad.shape, index) != 0) for p in passed):
                 continue
             return _at_op(fl, problem, op_node, edges[0], step.index, passed[0], arriving, index=index)
         if not np.all(np.isfinite(arriving)):
@@ -172,6 +173,14 @@ def _backward(fl: GradientFlow, node: Any, grad: np.ndarray, *, zero: bool, inde
             if passed_e is not None and passed_e.dtype.kind in "fc" and not np.all(np.isfinite(passed_e)):
                 return _at_op(fl, problem, op_node, e, step.index, passed_e, arriving)
     return dict(problem=problem, pattern=Pattern.OTHER)
+
+
+def _zero_part(passed: np.ndarray, shape: tuple, index: Any) -> np.ndarray:
+    """What must be zero of an edge's gradient: all of it, or, when it has the source's
+    shape and an index is asked about, that element or row."""
+    if index is None or passed.shape != shape:
+        return passed
+    return _part(passed, index)
 
 
 def _arriving(step) -> np.ndarray | None:
@@ -258,8 +267,8 @@ def _pattern(
             api = _site(g, node)["api"]
             return (Pattern.NORM_AT_ZERO if api in _NORM_APIS else Pattern.SQRT_AT_ZERO), {}
         if op == "Log":
-            producer = _producer_through(g, node, 0)
-            if producer is not None and g.nx.nodes[producer]["op_type"] in _PROBABILITY_OPS:
+            producer = _probability_before(g, node)
+            if producer is not None:
                 return Pattern.LOG_OF_PROBABILITY, _other(g, producer)
             return (Pattern.LOG_OF_NEGATIVE if x is not None and x < 0 else Pattern.LOG_OF_ZERO), {}
         if op in ("RealDiv", "Div", "Reciprocal", "Inv"):
@@ -311,18 +320,22 @@ def _select_downstream(g: TapeGraph, node: Any) -> Any:
     return None
 
 
-def _producer_through(g: TapeGraph, node: Any, position: int) -> Any:
-    """The op that made the op's input ``position``, looking through pass-through ops and
-    the small constant added to it (``tf.math.log(p + 1e-9)`` is not the pattern)."""
-    for u, _, k, _ in g.data_edges(node, out=False):
-        if k != position:
-            continue
-        while g.nx.nodes[u]["kind"] == "op" and g.nx.nodes[u]["op_type"] in ("Identity", "Reshape", "Squeeze"):
-            ins = [a for a, _, kk, _ in g.data_edges(u, out=False) if kk == 0]
-            if not ins:
-                break
-            u = ins[0]
-        return u if g.nx.nodes[u]["kind"] == "op" else None
+def _probability_before(g: TapeGraph, node: Any) -> Any:
+    """The softmax or sigmoid whose output the op's input 0 is, as such or as 1 - p, looking
+    through pass-through ops (``tf.math.log(p + 1e-9)`` adds a constant: not the pattern,
+    as it is no longer 0)."""
+    frontier = [u for u, _, k, _ in g.data_edges(node, out=False) if k == 0]
+    for _ in range(4):
+        nxt = []
+        for u in frontier:
+            d = g.nx.nodes[u]
+            if d["kind"] != "op":
+                continue
+            if d["op_type"] in _PROBABILITY_OPS:
+                return u
+            if d["op_type"] in ("Identity", "Reshape", "Squeeze", "Sub", "Neg", "StridedSlice", "GatherV2"):
+                nxt += [a for a, _, _, _ in g.data_edges(u, out=False)]
+        frontier = nxt
     return None
 
 

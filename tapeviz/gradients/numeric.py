@@ -74,6 +74,7 @@ class Finding:
     count: int = 0  # how many elements are
     size: int = 0  # how many elements it has
     value: str = ""  # what they are: "NaN", "∞", "-∞", "NaN, ∞" or "0"
+    asked: tuple = ()  # the element or row the question was about (tv.explain's index), () for all
     op_indices: tuple = ()  # element indices where the op makes it (at most MAX_INDICES, in C order)
     arriving: float | None = None  # the gradient arriving at the op, at indices[0]
     local: str = ""  # the op's local derivative, as a formula ("1/x")
@@ -176,6 +177,11 @@ def _local(op: str, k: int, x: float, y: float, out: float) -> float | None:
         return div(1.0, y) if k == 0 else div(-x, y * y)
     if op == "Exp":
         return out
+    if op == "Pow" and k == 0:
+        import numpy as np
+
+        with np.errstate(all="ignore"):
+            return float(y * np.float64(x) ** (y - 1.0))
     if op == "Relu":
         return 1.0 if x > 0 else 0.0
     if op == "Sigmoid":

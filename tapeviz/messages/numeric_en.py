@@ -23,7 +23,10 @@ def _lead_non_finite(target, source, value, **f):
     return f"d{target}/d{source} is {value}{_at(**f)}."
 
 
-def _lead_zero(target, source, size, **_):
+def _lead_zero(target, source, size, count, asked, **_):
+    if asked:
+        part = f"{'Element' if count == 1 else 'Row'} {asked} of d{target}/d{source}"
+        return f"{part} is exactly zero, although {target} depends on {source}."
     every = f" (all {size} elements)" if size and size > 1 else ""
     return f"d{target}/d{source} is exactly zero{every}, although {target} depends on {source}."
 
@@ -42,8 +45,9 @@ def _origin_non_finite(op, arriving, local, local_value, variable, forward, resu
 
 def _origin_zero(op, arriving, local, local_value, variable, forward, **f):
     where = f"It becomes zero at {op}{_line(**f)}"
-    if not local:
-        return f"{where}: the gradient arriving there is {arriving}, yet {op} passes back 0."
+    comes = f"the gradient arriving there is {arriving}" if arriving != "?" else "a gradient that is not zero arrives there"
+    if not local or arriving == "?":
+        return f"{where}: {comes}, yet {op} passes back 0."
     return (f"{where}: the gradient arriving there is {arriving}, {op}'s local derivative is {local}, which is "
             f"{local_value} at {variable} = {forward}, so {op} passes back 0.")
 
@@ -64,10 +68,10 @@ def _saturated(op, min_abs, **_):
             "rounds to 0 in float32.")
 
 
-def _row_not_read(ids, ids_count, indices, **_):
+def _row_not_read(ids, ids_count, asked, indices, **_):
     return (f"The lookup (tf.gather / Embedding) reads only rows {ids}"
             + (f" ({ids_count} different ids)" if ids_count else "")
-            + f"; row {indices} is not among them, so its gradient is 0.")
+            + f"; row {asked or indices} is not among them, so its gradient is 0.")
 
 
 NUMERIC = {

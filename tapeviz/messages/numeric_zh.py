@@ -19,7 +19,10 @@ def _lead_non_finite(target, source, value, **f):
     return f"d{target}/d{source} 是 {value}{_at(**f)}。"
 
 
-def _lead_zero(target, source, size, **_):
+def _lead_zero(target, source, size, count, asked, **_):
+    if asked:
+        part = f"d{target}/d{source} 的第 {asked} {'个元素' if count == 1 else '行'}"
+        return f"{part}恰好为零，尽管 {target} 依赖于 {source}。"
     every = f"（全部 {size} 个元素）" if size and size > 1 else ""
     return f"d{target}/d{source} 恰好为零{every}，尽管 {target} 依赖于 {source}。"
 
@@ -38,8 +41,9 @@ def _origin_non_finite(op, arriving, local, local_value, variable, forward, resu
 
 def _origin_zero(op, arriving, local, local_value, variable, forward, **f):
     where = f"梯度在 {op}{_line(**f)}处变成零"
-    if not local:
-        return f"{where}：到达那里的梯度是 {arriving}，但 {op} 传回的是 0。"
+    comes = f"到达那里的梯度是 {arriving}" if arriving != "?" else "到达那里的梯度不为零"
+    if not local or arriving == "?":
+        return f"{where}：{comes}，但 {op} 传回的是 0。"
     return (f"{where}：到达那里的梯度是 {arriving}，{op} 的局部导数是 {local}，在 {variable} = {forward} 处等于 "
             f"{local_value}，所以 {op} 传回 0。")
 
@@ -58,10 +62,10 @@ def _saturated(op, min_abs, **_):
     return f"这个 {name} 已经饱和：它的输入离 0 太远（最近的是 {min_abs}），导数在 float32 中被舍入为 0。"
 
 
-def _row_not_read(ids, ids_count, indices, **_):
+def _row_not_read(ids, ids_count, asked, indices, **_):
     return (f"查表（tf.gather / Embedding）只读取了第 {ids} 行"
             + (f"（共 {ids_count} 个不同的 id）" if ids_count else "")
-            + f"；第 {indices} 行不在其中，所以它的梯度是 0。")
+            + f"；第 {asked or indices} 行不在其中，所以它的梯度是 0。")
 
 
 NUMERIC = {
