@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tapeviz as tv
+from diagnosis_check import check_no_false_diagnosis
 
 SHAPES = [(), (2,), (3,), (2, 2), (2, 3), (3, 2)]
 
@@ -303,6 +304,7 @@ def check_program(prog):
             assert got.shape == want.shape and got.dtype == want.dtype
             np.testing.assert_array_equal(got, want, err_msg=f"leaf {k}")
             assert fl.why_none(lo) is None
+            check_no_false_diagnosis(fl, lo, want, f"leaf {k}")
         else:
             assert fl.why_none(lo) is not None
 
