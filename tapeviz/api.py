@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # made on first use: a widget imports ipywidgets
     from .explorer.training_explorer import TrainingExplorer
     from .explorer.whatif import Interact
     from .explorer.widget import Explorer
+    from .gradients.compare import Comparison
     from .gradients.diagnose import Diagnosis
 
 # TensorFlow ships no type information: a target, a source or output_gradients (a tensor,
@@ -58,6 +59,7 @@ __all__ = [
     "InteractFactory",
     "export_html",
     "explain",
+    "compare",
     "TapeGraph",
     "GradientFlow",
     "GraphView",
@@ -553,3 +555,51 @@ def explain(
 
     fl = flow(tape, target, output_gradients=output_gradients)
     return explain_flow(fl, source, check_lang(lang), index)
+
+
+def compare(
+    a: Any,
+    b: Any,
+    *,
+    clip: str = "none",
+    clip_norm: float = 1.0,
+    clip_value: tuple[float, float] = (-1.0, 1.0),
+) -> Comparison:
+    """Compare two backward passes of the same program: per node and per edge of ``a``,
+    the ratio ‖g_b‖ / ‖g_a‖, the gradients b lost (``.lost()``), the largest changes
+    (``.rows(n)``, ``.table(n)``, a table in a notebook) and ``.node_ratio`` /
+    ``.edge_ratio`` to colour a picture by.
+
+    ``a`` and ``b``: a GradientFlow (``tv.flow(tape, loss)``), a ``(tape, target)`` pair,
+    or a ``(graph, flow)`` pair as ``History.picture(step)`` returns it. ``clip`` ("none",
+    "by_norm", "by_value", "by_global_norm", with ``clip_norm`` / ``clip_value``) clips b's
+    variable gradients as a training step would, so ``tv.compare(fl, fl,
+    clip="by_global_norm")`` shows what clipping does. Two recordings that are not of the
+    same program (other ops, other order; tf.stop_gradient and tf.identity may differ)
+    raise an error naming the first op that differs."""
+    from .gradients.compare import compare_flows
+
+    return compare_flows(
+        _as_flow(a, "a"), _as_flow(b, "b"), clip_mode=clip, clip_norm=clip_norm, clip_value=tuple(clip_value)
+    )
+
+
+def _as_flow(x: Any, which: str) -> GradientFlow:
+    """A GradientFlow from what tv.compare takes, or a clear error."""
+    if isinstance(x, GradientFlow):
+        return x
+    if isinstance(x, tuple) and len(x) == 2:
+        first, second = x
+        if isinstance(second, GradientFlow):
+            return second
+        if first is not None and second is not None and not isinstance(first, TapeGraph):
+            return flow(first, second)
+    if x is None:
+        raise TypeError(
+            f"{which} is None: History.picture(step) returns None for a step whose picture was not kept; "
+            "use one of history.recorded_steps()."
+        )
+    raise TypeError(
+        f"tv.compare takes flows: pass tv.flow(tape, loss), a (tape, loss) pair or history.picture(step) as {which}, "
+        f"got {type(x).__name__}."
+    )
