@@ -579,9 +579,7 @@ def compare(
     raise an error naming the first op that differs."""
     from .gradients.compare import compare_flows
 
-    return compare_flows(
-        _as_flow(a, "a"), _as_flow(b, "b"), clip_mode=clip, clip_norm=clip_norm, clip_value=tuple(clip_value)
-    )
+    return compare_flows(_as_flow(a, "a"), _as_flow(b, "b"), clip_mode=clip, clip_norm=clip_norm, clip_value=clip_value)
 
 
 def _as_flow(x: Any, which: str) -> GradientFlow:

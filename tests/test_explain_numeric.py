@@ -23,7 +23,9 @@ _SOURCE = inspect.getsource(inspect.getmodule(inspect.currentframe())).splitline
 
 def line_of(snippet: str) -> int:
     """The line of this file that holds ``snippet`` (once)."""
-    found = [i + 1 for i, text in enumerate(_SOURCE) if snippet in text and "line_of(" not in text and "snippet=" not in text]
+    found = [
+        i + 1 for i, text in enumerate(_SOURCE) if snippet in text and "line_of(" not in text and "snippet=" not in text
+    ]
     assert len(found) == 1, (snippet, found)
     return found[0]
 

@@ -17,10 +17,10 @@ import networkx as nx
 import numpy as np
 import pytest
 import tensorflow as tf
+from diagnosis_check import check_no_false_diagnosis
 from PIL import Image
 
 import tapeviz as tv
-from diagnosis_check import check_no_false_diagnosis
 from tapeviz.picture.visibility import collapse, layer_calls, layer_groups
 from tapeviz.record import hooks
 

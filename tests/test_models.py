@@ -7,9 +7,9 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from diagnosis_check import check_no_false_diagnosis
 
 import tapeviz as tv
-from diagnosis_check import check_no_false_diagnosis
 from tapeviz.record import hooks, hookstate
 
 L = keras.layers

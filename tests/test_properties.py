@@ -13,11 +13,11 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from diagnosis_check import check_no_false_diagnosis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tapeviz as tv
-from diagnosis_check import check_no_false_diagnosis
 
 SHAPES = [(), (2,), (3,), (2, 2), (2, 3), (3, 2)]
 

@@ -143,7 +143,9 @@ class Comparison:
         return self.table()
 
     def __repr__(self) -> str:
-        return f"Comparison(nodes={len(self.nodes)}, edges={len(self.edges)}, lost={len(self.lost())}, clip={self.clip!r})"
+        return (
+            f"Comparison(nodes={len(self.nodes)}, edges={len(self.edges)}, lost={len(self.lost())}, clip={self.clip!r})"
+        )
 
 
 def _num(v: float | None) -> str:

@@ -117,7 +117,12 @@ def _numeric_words(f: Finding) -> dict:
     extra = dict(f.extra)
     for k in ("min", "max", "min_abs"):
         extra[k] = number(extra.get(k))
-    extra["ids"] = "[" + ", ".join(str(i) for i in extra.get("ids", [])) + ("…" if extra.get("ids_count", 0) > len(extra.get("ids", [])) else "") + "]"
+    extra["ids"] = (
+        "["
+        + ", ".join(str(i) for i in extra.get("ids", []))
+        + ("…" if extra.get("ids_count", 0) > len(extra.get("ids", [])) else "")
+        + "]"
+    )
     extra.setdefault("ids_count", 0)
     words.update(extra)
     words["problem"], words["pattern"] = f.problem.value, f.pattern.value

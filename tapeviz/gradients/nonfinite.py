@@ -18,7 +18,7 @@ exactly zero while a gradient does reach the source (the target depends on it); 
 from __future__ import annotations
 
 import linecache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -42,7 +42,7 @@ def find(fl: GradientFlow, node: Any, source: Any, index: Any = None) -> Finding
     grad = fl.computed(source if not isinstance(source, str) else node)
     if grad is None or grad.dtype.kind not in "fc":
         return None
-    names = {"target": g.display_name(fl.target_nodes[0]), "source": _name(g, node)}
+    names: dict[str, Any] = {"target": g.display_name(fl.target_nodes[0]), "source": _name(g, node)}
     target_value = _target_value(fl)
     if target_value is not None and not np.all(np.isfinite(target_value)):
         found = _forward(fl)
@@ -61,7 +61,12 @@ def find(fl: GradientFlow, node: Any, source: Any, index: Any = None) -> Finding
 
 def _bad(mask: np.ndarray, a: np.ndarray) -> dict:
     """The source-side facts: which elements are bad, how many, and what they are."""
-    return dict(indices=_indices(mask), count=int(mask.sum()), size=int(mask.size), value=value_word(a[mask]) if mask.any() else "0")
+    return dict(
+        indices=_indices(mask),
+        count=int(mask.sum()),
+        size=int(mask.size),
+        value=value_word(a[mask]) if mask.any() else "0",
+    )
 
 
 def _part(grad: np.ndarray, index: Any) -> np.ndarray:
@@ -165,7 +170,8 @@ def _backward(fl: GradientFlow, node: Any, grad: np.ndarray, *, zero: bool, inde
             passed = [fl.edge_grad(*e) for e in edges]
             if any(p is None or np.any(_zero_part(p, grad.shape, index) != 0) for p in passed):
                 continue
-            return _at_op(fl, problem, op_node, edges[0], step.index, passed[0], arriving, index=index)
+            first = cast(np.ndarray, passed[0])
+            return _at_op(fl, problem, op_node, edges[0], step.index, first, arriving, index=index)
         if not np.all(np.isfinite(arriving)):
             continue
         for e in edges:
@@ -380,8 +386,8 @@ def _value(g: TapeGraph, node: Any) -> np.ndarray | None:
 def _inputs(g: TapeGraph, node: Any) -> dict[int, np.ndarray | None]:
     """input position -> its forward value (the full value the tape kept, else None)."""
     out: dict[int, np.ndarray | None] = {}
-    for u, _, k, d in g.data_edges(node, out=False):
-        info = g.tensors.get(d.get("tensor"))
+    for _, _, k, d in g.data_edges(node, out=False):
+        info = g.tensors.get(d["tensor"])
         value = info.value if info is not None else None
         out[k] = None if value is None else np.asarray(value)
     return out

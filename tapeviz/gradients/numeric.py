@@ -153,8 +153,10 @@ def local_value(op: str, position: int, inputs: list, output) -> float | None:
         out = float(output) if output is not None else math.nan
     except (TypeError, ValueError):
         return None
-    with _quiet():
+    try:
         return _local(op, position, x, y, out)
+    except (OverflowError, ZeroDivisionError):
+        return None
 
 
 def _local(op: str, k: int, x: float, y: float, out: float) -> float | None:
@@ -193,14 +195,6 @@ def _local(op: str, k: int, x: float, y: float, out: float) -> float | None:
     if op == "Mul":
         return y if k == 0 else x
     return None
-
-
-class _quiet:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> bool:
-        return exc[0] in (OverflowError, ZeroDivisionError)
 
 
 def value_word(a) -> str:

@@ -299,7 +299,19 @@ class Recorder:
             # The forward function may return extra outputs (intermediates kept for its
             # backward pass); the tape records only the leading, user-visible ones.
             if r[R_BACKWARD] is None and rtype == op_type and call_out[: len(out_ids)] == out_ids:
-                raw[i] = (op_type, inputs, r[R_ATTRS], outputs, r[R_SCOPE], recording, gen, backward, None, r[R_FN], r[R_SITE])
+                raw[i] = (
+                    op_type,
+                    inputs,
+                    r[R_ATTRS],
+                    outputs,
+                    r[R_SCOPE],
+                    recording,
+                    gen,
+                    backward,
+                    None,
+                    r[R_FN],
+                    r[R_SITE],
+                )
                 return
         fn = self.user_calls.current(sys._getframe(1), len(raw))
         at = self.user_calls.anchor
