@@ -503,3 +503,46 @@ def test_explain_leaves_the_users_gradient_alone():
     assert tv.explain(tape, total, x) is not None
     got = tape.gradient(total, x).numpy()
     assert np.isnan(got[0]) and got[1] == 1.0
+
+
+def test_output_gradients_that_are_zero_or_nan_are_named_as_the_seed():
+    v = tf.Variable([1.0, 2.0])
+    with tv.GradientTape(persistent=True) as tape:
+        y = tf.reduce_sum(v * 2.0)
+    for seed, problem in [(0.0, Problem.ZERO), (float("nan"), Problem.NON_FINITE)]:
+        want = tape.gradient(y, v, output_gradients=tf.constant(seed))
+        same_bits(tv.flow(tape, y, output_gradients=tf.constant(seed)).grad(v), want)
+        d = tv.explain(tape, y, v, output_gradients=tf.constant(seed))
+        assert d.reason == problem and d.finding.seeded and d.finding.op == ""
+        assert "output_gradients" in d.message and "output_gradients" in d.fix
+        assert "output_gradients" in d.text("zh")
+
+
+def test_a_tf_function_call_is_named_as_the_function():
+    x = tf.Variable(0.0)
+
+    @tf.function
+    def branch(v):
+        return tf.cond(v > 0, lambda: tf.math.log(v), lambda: tf.zeros_like(v))
+
+    with tv.GradientTape() as tape:
+        y = branch(x)
+    d = tv.explain(tape, y, x)
+    # tf.cond runs only the branch it takes: zeros_like, whose gradient is zero (no trap)
+    assert d.reason == Problem.ZERO and d.finding.label == "branch()" and "branch()" in d.message
+    assert d.line == line_of("y = branch(x)")
+
+
+def test_languages_of_a_diagnosis():
+    x = tf.Variable([0.0, 1.0])
+    y0 = tf.Variable(3.0)
+    with tv.GradientTape() as tape:
+        z = tf.reduce_sum(tf.where(x > 0, tf.math.log(x), tf.zeros_like(x))) + tf.stop_gradient(y0)
+    zh = tv.explain(tape, z, x, lang="zh")
+    assert zh.lang == "zh" and "陷阱" in zh.message and zh.in_language("en").message.startswith("dz/dx is NaN")
+    assert str(zh) == zh.text() and zh.in_language("zh") is zh
+    none = tv.explain(tape, z, y0)  # a None gradient says itself in another language too
+    assert none.reason == "stop_gradient" and none.finding is None and none.pattern is None and none.line == 0
+    assert "tf.stop_gradient" in none.in_language("zh").message and none.in_language("zh").lang == "zh"
+    with pytest.raises(ValueError, match="No messages in language"):
+        none.in_language("xx")

@@ -127,17 +127,19 @@ def _numeric_words(f: Finding) -> dict:
     words.update(extra)
     words["problem"], words["pattern"] = f.problem.value, f.pattern.value
     words["found"] = bool(f.op)
+    words["op"] = f.label or f.op
     return words
 
 
 def _numeric_sentences(words: dict, lang: str) -> tuple[str, str]:
     problem, pattern = words["problem"], words["pattern"]
     parts = [say(f"numeric.lead.{problem}", lang, **words)]
-    parts.append(say(f"numeric.origin.{problem if words['found'] else 'none'}", lang, **words))
-    said = say(f"numeric.pattern.{pattern}", lang, **words)
+    origin = problem if words["found"] else ("seed" if words["seeded"] else "none")
+    parts.append(say(f"numeric.origin.{origin}", lang, **words))
+    said = say(f"numeric.pattern.{pattern}", lang, **words) if words["found"] else ""
     if said:
         parts.append(said)
-    fix = say(f"numeric.fix.{pattern if words['found'] else 'none'}", lang, **words)
+    fix = say(f"numeric.fix.{pattern if words['found'] else origin}", lang, **words)
     return say("numeric.join", lang).join(parts), fix
 
 

@@ -154,6 +154,9 @@ def _backward(fl: GradientFlow, node: Any, grad: np.ndarray, *, zero: bool, inde
     g = fl.graph
     on_path = (_descendants(g, node) | {node}) & (_ancestors(g, fl.target_nodes[0]) | {fl.target_nodes[0]})
     problem = Problem.ZERO if zero else Problem.NON_FINITE
+    seed = _arriving(fl.steps[0])
+    if seed is not None and (not np.any(seed != 0) if zero else not np.all(np.isfinite(seed))):
+        return dict(problem=problem, pattern=Pattern.OTHER, seeded=True)
     for step in fl.steps[1:]:
         op_node = step.node
         if op_node not in on_path or g.nx.nodes[op_node]["kind"] != "op":
@@ -347,7 +350,7 @@ def _probability_before(g: TapeGraph, node: Any) -> Any:
 
 def _other(g: TapeGraph, node: Any) -> dict:
     site = _site(g, node)
-    return {"other_op": g.nx.nodes[node]["op_type"], "other_line": site["line"]}
+    return {"other_op": site["label"], "other_line": site["line"]}
 
 
 # -- graph reading --------------------------------------------------------------------
@@ -428,8 +431,9 @@ def _site(g: TapeGraph, node: Any) -> dict:
     """The user's source line that ran the op (file, line, its text) and the TF API call."""
     d = g.nx.nodes[node]
     index = d.get("op_index")
+    label = f"{d['function']}()" if d.get("function") else d.get("op_type", "")
     if index is None:
-        return {"filename": "", "line": 0, "code": "", "api": ""}
+        return {"filename": "", "line": 0, "code": "", "api": "", "label": label}
     op = g.capture.ops[index]
     code = linecache.getline(op.filename, op.line).strip() if op.filename and op.line else ""
-    return {"filename": op.filename, "line": op.line, "code": code, "api": op.api or ""}
+    return {"filename": op.filename, "line": op.line, "code": code, "api": op.api or "", "label": label}

@@ -67,6 +67,7 @@ class Finding:
     target: str = ""  # the target's name, as the user knows it
     source: str = ""  # the source's name
     op: str = ""  # the op type where it starts: Log, Sqrt, Relu ...
+    label: str = ""  # how a sentence names that op: its type, or "f()" for a tf.function call
     node: Any = None  # that op's graph node
     edge: Any = None  # (producer, op node, input position): the first edge that carries it
     step: int = 0  # the backward step of that op (0 for a forward finding)
@@ -89,6 +90,7 @@ class Finding:
     other_op: str = ""  # a second op the pattern names: the tf.where, the softmax
     other_line: int = 0  # its line
     extra: dict = field(default_factory=dict)  # pattern facts: the ids read, the smallest |x| ...
+    seeded: bool = False  # it is already in the gradient the pass starts from (output_gradients)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

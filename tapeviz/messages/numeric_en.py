@@ -81,7 +81,7 @@ NUMERIC = {
     "numeric.origin.non_finite": _origin_non_finite,
     "numeric.origin.zero": _origin_zero,
     "numeric.origin.forward": _origin_forward,
-    "numeric.origin.none": "tapeviz found no single op where it starts (it may come from output_gradients, or from adding +∞ and -∞).",
+    "numeric.origin.none": "tapeviz found no single op where it starts (it may come from adding +∞ and -∞ on the way).",
     "numeric.join": " ",
     "numeric.pattern.where_trap": lambda op, other_line, indices, source, **_: (
         f"This is the tf.where trap: tf.where{' (line ' + str(other_line) + ')' if other_line else ''} picks the other "
@@ -124,5 +124,7 @@ NUMERIC = {
     "numeric.fix.multiplied_by_zero": "Check where the zero factor comes from (a mask, a weight initialised to zeros).",
     "numeric.pattern.other": "",
     "numeric.fix.other": "Look at the inputs of {op} at those elements: print them, or step to it in tv.explore.",
-    "numeric.fix.none": "Check output_gradients and the values that are added together at the source.",
+    "numeric.fix.none": "Look at the parts added together on the way (tv.flow(tape, target).contributions(...)): +∞ and -∞ add up to NaN.",
+    "numeric.origin.seed": "It is already in the gradient the backward pass starts from: the output_gradients given for {target}.",
+    "numeric.fix.seed": "Check the output_gradients you pass to tape.gradient (and what computed them).",
 }

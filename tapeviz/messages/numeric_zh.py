@@ -75,7 +75,7 @@ NUMERIC = {
     "numeric.origin.non_finite": _origin_non_finite,
     "numeric.origin.zero": _origin_zero,
     "numeric.origin.forward": _origin_forward,
-    "numeric.origin.none": "tapeviz 没有找到问题开始的单个运算（可能来自 output_gradients，或来自 +∞ 与 -∞ 相加）。",
+    "numeric.origin.none": "tapeviz 没有找到问题开始的单个运算（可能来自路上 +∞ 与 -∞ 相加）。",
     "numeric.join": "",
     "numeric.pattern.where_trap": lambda op, other_line, indices, source, **_: (
         f"这就是 tf.where 陷阱：tf.where{'（第 ' + str(other_line) + ' 行）' if other_line else ''}"
@@ -118,5 +118,7 @@ NUMERIC = {
     "numeric.fix.multiplied_by_zero": "检查这个零因子从哪里来（掩码，或初始化为零的权重）。",
     "numeric.pattern.other": "",
     "numeric.fix.other": "查看 {op} 在这些元素上的输入：把它们打印出来，或在 tv.explore 中跳到它。",
-    "numeric.fix.none": "检查 output_gradients，以及在源处相加的各个值。",
+    "numeric.fix.none": "查看路上相加的各个部分（tv.flow(tape, target).contributions(...)）：+∞ 与 -∞ 相加得到 NaN。",
+    "numeric.origin.seed": "它在反向传播的起点就已经存在：也就是为 {target} 给出的 output_gradients。",
+    "numeric.fix.seed": "检查传给 tape.gradient 的 output_gradients（以及计算它们的代码）。",
 }
