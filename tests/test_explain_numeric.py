@@ -546,3 +546,19 @@ def test_languages_of_a_diagnosis():
     assert "tf.stop_gradient" in none.in_language("zh").message and none.in_language("zh").lang == "zh"
     with pytest.raises(ValueError, match="No messages in language"):
         none.in_language("xx")
+
+
+def test_a_large_activation_whose_value_the_graph_does_not_keep():
+    big = np.ones(300_000, "float32")
+    big[123_456] = 0.0
+    w = tf.Variable(big)
+    with tv.GradientTape() as tape:
+        log_w = tf.math.log(w)
+        loss = tf.reduce_sum(log_w)
+    graph = tv.flow(tape, loss).graph
+    info = graph.output_info(graph.node_of(log_w))
+    assert info.value is None  # only a summary is kept for the picture
+    d = tv.explain(tape, loss, w)
+    assert d.reason == Problem.FORWARD and d.pattern is Pattern.LOG_OF_ZERO
+    assert d.finding.op_indices == ((123_456,),) and d.finding.forward == 0.0
+    assert d.line == line_of("log_w = tf.math.log(w)")

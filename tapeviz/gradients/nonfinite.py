@@ -85,11 +85,8 @@ def _name(g: TapeGraph, node: Any) -> str:
 
 
 def _target_value(fl: GradientFlow) -> np.ndarray | None:
-    info = fl.graph.output_info(fl.target_nodes[0])
-    value = None if info is None else info.value
-    if value is None or np.asarray(value).dtype.kind not in "fc":
-        return None
-    return np.asarray(value)
+    value = _full(fl.graph.output_info(fl.target_nodes[0]))
+    return value if value is not None and value.dtype.kind in "fc" else None
 
 
 # -- the forward pass -------------------------------------------------------------------
@@ -382,18 +379,23 @@ def _walk(g: TapeGraph, node: Any, out: bool) -> set:
 
 
 def _value(g: TapeGraph, node: Any) -> np.ndarray | None:
-    v = g.value_of(node)
+    return _full(g.output_info(node))
+
+
+def _full(info: Any) -> np.ndarray | None:
+    """A tensor's whole forward value: what the graph kept, else a view of the tensor
+    itself (the graph keeps only a summary of a large activation, the capture keeps it)."""
+    if info is None:
+        return None
+    v = info.value
+    if v is None and info.source is not None:
+        v = info.source.value_view(info.id)
     return None if v is None or np.asarray(v).dtype.kind not in "fciub" else np.asarray(v)
 
 
 def _inputs(g: TapeGraph, node: Any) -> dict[int, np.ndarray | None]:
-    """input position -> its forward value (the full value the tape kept, else None)."""
-    out: dict[int, np.ndarray | None] = {}
-    for _, _, k, d in g.data_edges(node, out=False):
-        info = g.tensors.get(d["tensor"])
-        value = info.value if info is not None else None
-        out[k] = None if value is None else np.asarray(value)
-    return out
+    """input position -> its forward value (None for a handle or an unreadable tensor)."""
+    return {k: _full(g.tensors.get(d["tensor"])) for _, _, k, d in g.data_edges(node, out=False)}
 
 
 def _indices(mask: np.ndarray) -> tuple:
