@@ -412,6 +412,47 @@ def test_clip_by_value_outside_the_range():
     )
 
 
+def test_keras_binary_cross_entropy_on_saturated_sigmoid_probabilities():
+    z = tf.Variable([[40.0], [-40.0]])
+    y = tf.constant([[0.0], [1.0]])
+    bce = keras.losses.BinaryCrossentropy()
+    with tv.GradientTape(persistent=True) as tape:
+        p_hat = tf.sigmoid(z)
+        loss = bce(y, p_hat)
+    assert np.isfinite(loss.numpy())
+    d = check(
+        tape,
+        loss,
+        z,
+        op="Minimum",
+        pattern=Pattern.PROBABILITY_CLIPPED,
+        problem=Problem.ZERO,
+        snippet="loss = bce(y, p_hat)",
+        facts=("Sigmoid", "from_logits=True", "[ε, 1 - ε]"),
+    )
+    assert d.finding.other_line == line_of("p_hat = tf.sigmoid(z)")
+
+
+def test_keras_categorical_cross_entropy_on_softmax_probabilities():
+    w = tf.Variable([[50.0, -50.0]])
+    labels = tf.constant([[0.0, 1.0]])
+    cce = keras.losses.CategoricalCrossentropy()
+    with tv.GradientTape(persistent=True) as tape:
+        probs = tf.nn.softmax(w)
+        loss = cce(labels, probs)
+    d = check(
+        tape,
+        loss,
+        w,
+        op="Maximum",
+        pattern=Pattern.PROBABILITY_CLIPPED,
+        problem=Problem.ZERO,
+        snippet="loss = cce(labels, probs)",
+        facts=("Softmax", "from_logits=True"),
+    )
+    assert d.finding.arriving != 0  # told where a gradient that is not zero arrived
+
+
 def test_where_that_never_picks_the_branch():
     w = tf.Variable([1.0, 2.0])
     with tv.GradientTape(persistent=True) as tape:

@@ -34,6 +34,10 @@ _STEP_OPS = frozenset({"Sign", "Round", "Floor", "Ceil", "Rint"})
 _CLIP_OPS = frozenset({"ClipByValue", "Maximum", "Minimum", "Relu6"})
 _GATHER_OPS = frozenset({"ResourceGather", "GatherV2", "Gather", "GatherNd", "ResourceGatherNd"})
 _PROBABILITY_OPS = frozenset({"Softmax", "Sigmoid"})
+# What a loss does to probabilities before their log: 1 - p, p / sum(p), clipping to [ε, 1 - ε].
+_TOWARDS_PROBABILITY = frozenset(
+    {"Identity", "Reshape", "Squeeze", "Sub", "Neg", "StridedSlice", "GatherV2", "RealDiv"} | _CLIP_OPS
+)
 
 
 def find(fl: GradientFlow, node: Any, source: Any, index: Any = None) -> Finding | None:
@@ -225,6 +229,10 @@ def _at_op(
         bad = ~np.isfinite(passed)
     idx = _indices(bad)
     first = idx[0] if idx else ()
+    if problem is Problem.ZERO and arriving.shape == passed.shape:
+        # the facts are told at an element where a gradient that is not zero arrived
+        telling = _indices(bad & (arriving != 0))
+        first = telling[0] if telling else first
     inputs = _inputs(g, op_node)
     out = _value(g, op_node)
     values = [_at(inputs.get(k), first, passed.shape) for k in range(max(inputs, default=-1) + 1)]
@@ -290,6 +298,9 @@ def _pattern(
     if op in _STEP_OPS:
         return Pattern.STEP_FUNCTION, {}
     if op in _CLIP_OPS:
+        producer = _probability_before(g, node)
+        if producer is not None:
+            return Pattern.PROBABILITY_CLIPPED, _other(g, producer)
         return Pattern.CLIPPED, _stats(x_all)
     if op in _SELECT:
         return Pattern.WHERE_UNSELECTED, {}
@@ -339,7 +350,7 @@ def _probability_before(g: TapeGraph, node: Any) -> Any:
                 continue
             if d["op_type"] in _PROBABILITY_OPS:
                 return u
-            if d["op_type"] in ("Identity", "Reshape", "Squeeze", "Sub", "Neg", "StridedSlice", "GatherV2"):
+            if d["op_type"] in _TOWARDS_PROBABILITY:
                 nxt += [a for a, _, _, _ in g.data_edges(u, out=False)]
         frontier = nxt
     return None

@@ -40,6 +40,7 @@ class Pattern(str, Enum):
     LOG_OF_ZERO = "log_of_zero"  # log(0) = -inf, d log(x) / dx = 1/x = inf
     LOG_OF_NEGATIVE = "log_of_negative"  # log(x) of x < 0 is NaN
     LOG_OF_PROBABILITY = "log_of_probability"  # log of a softmax / sigmoid output that rounded to 0
+    PROBABILITY_CLIPPED = "probability_clipped"  # a loss clips saturated probabilities (0 or 1): zero gradient
     DIVISION_BY_ZERO = "division_by_zero"  # x / 0
     EXP_OVERFLOW = "exp_overflow"  # exp(x) is inf in float32 for x > 88.7
     DEAD_RELU = "dead_relu"  # every input of a ReLU is <= 0

@@ -104,6 +104,12 @@ NUMERIC = {
         f"The log's input comes from {other_op}{' (line ' + str(other_line) + ')' if other_line else ''}, which rounded a "
         "probability to exactly 0 in float32: a cross-entropy computed from probabilities instead of logits."),
     "numeric.fix.log_of_probability": "Pass logits, not probabilities: tf.nn.softmax_cross_entropy_with_logits, tf.nn.sigmoid_cross_entropy_with_logits, or a Keras loss with from_logits=True (and no softmax / sigmoid before it).",
+    "numeric.pattern.probability_clipped": lambda op, other_op, other_line, **_: (
+        f"{op} is the loss clipping the probabilities from {other_op}"
+        f"{' (line ' + str(other_line) + ')' if other_line else ''} into [ε, 1 - ε]: they are saturated (exactly 0 "
+        "or 1 in float32), outside that range, where the clip passes back 0. The loss is computed from probabilities "
+        "instead of logits."),
+    "numeric.fix.probability_clipped": "Pass logits, not probabilities: a Keras loss with from_logits=True (drop the final softmax / sigmoid), tf.nn.softmax_cross_entropy_with_logits or tf.nn.sigmoid_cross_entropy_with_logits.",
     "numeric.pattern.division_by_zero": "It is a division by zero.",
     "numeric.fix.division_by_zero": "Guard the denominator: tf.math.divide_no_nan(x, y), x / (y + 1e-7), or a safe tf.where around the division.",
     "numeric.pattern.exp_overflow": "exp(x) overflows float32 to ∞ for x > 88.7.",

@@ -98,6 +98,11 @@ NUMERIC = {
         f"log 的输入来自 {other_op}{'（第 ' + str(other_line) + ' 行）' if other_line else ''}，它在 float32 中把一个概率"
         "舍入成了恰好为 0：这是用概率而不是 logits 计算交叉熵。"),
     "numeric.fix.log_of_probability": "传入 logits 而不是概率：tf.nn.softmax_cross_entropy_with_logits、tf.nn.sigmoid_cross_entropy_with_logits，或 from_logits=True 的 Keras 损失（之前不要再做 softmax / sigmoid）。",
+    "numeric.pattern.probability_clipped": lambda op, other_op, other_line, **_: (
+        f"{op} 是损失函数把来自 {other_op}{'（第 ' + str(other_line) + ' 行）' if other_line else ''}的概率裁剪到 "
+        "[ε, 1 - ε]：这些概率已经饱和（在 float32 中恰好为 0 或 1），落在这个范围之外，而裁剪在那里传回 0。"
+        "这是用概率而不是 logits 计算损失。"),
+    "numeric.fix.probability_clipped": "传入 logits 而不是概率：使用 from_logits=True 的 Keras 损失（去掉最后的 softmax / sigmoid），或 tf.nn.softmax_cross_entropy_with_logits、tf.nn.sigmoid_cross_entropy_with_logits。",
     "numeric.pattern.division_by_zero": "这是除以零。",
     "numeric.fix.division_by_zero": "保护分母：tf.math.divide_no_nan(x, y)、x / (y + 1e-7)，或在除法外用安全的 tf.where。",
     "numeric.pattern.exp_overflow": "当 x > 88.7 时，exp(x) 在 float32 中溢出为 ∞。",
