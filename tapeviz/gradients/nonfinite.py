@@ -46,7 +46,7 @@ def find(fl: GradientFlow, node: Any, source: Any, index: Any = None) -> Finding
     grad = fl.computed(source if not isinstance(source, str) else node)
     if grad is None or grad.dtype.kind not in "fc":
         return None
-    names: dict[str, Any] = {"target": g.display_name(fl.target_nodes[0]), "source": _name(g, node)}
+    names: dict[str, Any] = {"target": g.display_name(fl.target_nodes[0]), "source": g.display_name(node)}
     target_value = _target_value(fl)
     if target_value is not None and not np.all(np.isfinite(target_value)):
         found = _forward(fl)
@@ -82,10 +82,6 @@ def _part(grad: np.ndarray, index: Any) -> np.ndarray:
             f"index {index!r} is not an element or row of the gradient (shape {grad.shape}): "
             "pass an int (a row) or a tuple of ints (an element)."
         ) from e
-
-
-def _name(g: TapeGraph, node: Any) -> str:
-    return g.display_name(node)
 
 
 def _target_value(fl: GradientFlow) -> np.ndarray | None:
