@@ -104,6 +104,15 @@ def test_where_trap_with_a_division():
     # d loss / d num is NaN there too: 0 × 1/y at y = 0
     d = tv.explain(tape, loss, num)
     assert d.pattern is Pattern.WHERE_TRAP and d.finding.local == "1/y" and d.finding.indices == ((1,),)
+    assert d.finding.safe_code == (
+        "safe_den = tf.where(cond, den, tf.ones_like(den))",
+        "tf.where(cond, num / safe_den, 0.0)",
+    )
+    # the fix, as the diagnosis writes it, gives a finite gradient and no diagnosis
+    with tv.GradientTape(persistent=True) as tape:
+        safe_den = tf.where(den != 0.0, den, tf.ones_like(den))
+        loss = tf.reduce_mean(tf.where(den != 0.0, num / safe_den, 0.0))
+    assert np.all(np.isfinite(tape.gradient(loss, den))) and tv.explain(tape, loss, den) is None
 
 
 def test_where_trap_with_a_power():

@@ -108,7 +108,7 @@ def _numeric(found: Finding, lang: str) -> Diagnosis:
 
 def _numeric_words(f: Finding) -> dict:
     """The finding's facts as the sentences say them (numbers as text, indices as [0, 1])."""
-    words = {k: v for k, v in f.as_dict().items() if k not in ("extra", "node", "edge")}
+    words = {k: v for k, v in f.as_dict().items() if k not in ("extra", "node", "edge", "safe_code")}
     for k in ("arriving", "local_value", "forward", "result"):
         words[k] = number(words[k])
     words["indices"] = index_text(f.indices, f.count)
@@ -128,6 +128,7 @@ def _numeric_words(f: Finding) -> dict:
     words["problem"], words["pattern"] = f.problem.value, f.pattern.value
     words["found"] = bool(f.op)
     words["op"] = f.label or f.op
+    words["make_safe"], words["use_safe"] = f.safe_code or ("", "")
     return words
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..record.graph import TapeGraph
 from .flow import GradientFlow
-from .numeric import LOCAL, MAX_INDICES, Finding, Pattern, Problem, local_value, value_word
+from .numeric import LOCAL, MAX_INDICES, Finding, Pattern, Problem, local_value, safe_code, value_word
 
 # Ops that pass a value through unchanged, element by element: a pattern looks through them.
 _THROUGH = frozenset({"Identity", "IdentityN", "Reshape", "Squeeze", "ExpandDims", "Cast", "AddV2", "Sub", "Neg"})
@@ -272,7 +272,9 @@ def _pattern(
     if problem is Problem.NON_FINITE:
         select = _select_downstream(g, node)
         if facts["arriving"] == 0 and select is not None:
-            return Pattern.WHERE_TRAP, _other(g, select)
+            risky = 1 if op in ("RealDiv", "Div") else position  # a division: the denominator is made safe
+            code = safe_code(op, _input_name(g, node, risky), _input_name(g, node, 0))
+            return Pattern.WHERE_TRAP, {**_other(g, select), "safe_code": code}
         if op in ("Sqrt", "Rsqrt"):
             api = _site(g, node)["api"]
             return (Pattern.NORM_AT_ZERO if api in _NORM_APIS else Pattern.SQRT_AT_ZERO), {}
@@ -350,6 +352,14 @@ def _probability_before(g: TapeGraph, node: Any) -> Any:
                 nxt += [a for a, _, _, _ in g.data_edges(u, out=False)]
         frontier = nxt
     return None
+
+
+def _input_name(g: TapeGraph, node: Any, position: int) -> str:
+    """The Python name of the op's input ``position`` ("x" when it has none)."""
+    for u, _, k, _ in g.data_edges(node, out=False):
+        if k == position and g.nx.nodes[u].get("name"):
+            return str(g.nx.nodes[u]["name"])
+    return "x" if position == 0 else "y"
 
 
 def _other(g: TapeGraph, node: Any) -> dict:

@@ -88,6 +88,7 @@ class Finding:
     line: int = 0  # its line
     code: str = ""  # the text of that line
     api: str = ""  # the public TF function that ran the op ("tf.norm"), if known
+    safe_code: tuple = ()  # the fix as code: (make the input safe, use it), e.g. for the tf.where trap
     other_op: str = ""  # a second op the pattern names: the tf.where, the softmax
     other_line: int = 0  # its line
     extra: dict = field(default_factory=dict)  # pattern facts: the ids read, the smallest |x| ...
@@ -213,3 +214,29 @@ def value_word(a) -> str:
     if np.any(np.isneginf(a)):
         kinds.append("-∞")
     return ", ".join(kinds) or "0"
+
+
+# The tf.where trap's fix, per op: the call on the safe input ({s}); {a}: the op's first input.
+SAFE_CALLS = {
+    "Log": "tf.math.log({s})",
+    "Log1p": "tf.math.log1p({s})",
+    "Sqrt": "tf.sqrt({s})",
+    "Rsqrt": "tf.math.rsqrt({s})",
+    "Pow": "{s} ** p",
+    "Reciprocal": "1.0 / {s}",
+    "RealDiv": "{a} / {s}",
+    "Div": "{a} / {s}",
+    "Acos": "tf.acos({s})",
+    "Asin": "tf.asin({s})",
+    "Atanh": "tf.atanh({s})",
+}
+#: What fills the safe input where the branch is not picked: a value where the op is finite.
+_SAFE_FILL = {"Acos": "tf.zeros_like", "Asin": "tf.zeros_like", "Atanh": "tf.zeros_like"}
+
+
+def safe_code(op: str, name: str, first: str) -> tuple[str, str]:
+    """(``safe_x = tf.where(cond, x, tf.ones_like(x))``, ``tf.where(cond, tf.math.log(safe_x), 0.0)``)."""
+    safe = f"safe_{name}" if name.isidentifier() else "safe"
+    make = f"{safe} = tf.where(cond, {name}, {_SAFE_FILL.get(op, 'tf.ones_like')}({name}))"
+    call = SAFE_CALLS.get(op, "f({s})").format(s=safe, a=first)
+    return make, f"tf.where(cond, {call}, 0.0)"

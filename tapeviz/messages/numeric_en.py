@@ -87,9 +87,9 @@ NUMERIC = {
         f"This is the tf.where trap: tf.where{' (line ' + str(other_line) + ')' if other_line else ''} picks the other "
         f"branch{' at ' + indices if indices else ''} and sends 0 back into {op}, but 0 × ∞ is NaN, not 0, "
         f"and the NaN reaches {source} all the same."),
-    "numeric.fix.where_trap": lambda op, **_: (
+    "numeric.fix.where_trap": lambda op, make_safe, use_safe, **_: (
         f"Make the input safe before {op}, so that the branch tf.where does not pick stays finite too: "
-        "`safe = tf.where(cond, x, tf.ones_like(x))`, then `tf.where(cond, f(safe), 0.0)`."),
+        f"`{make_safe}`, then `{use_safe}` (cond: the same condition)."),
     "numeric.pattern.sqrt_at_zero": "The derivative of sqrt, 1/(2·√x), is infinite at x = 0.",
     "numeric.fix.sqrt_at_zero": "Add a small epsilon inside the root (tf.sqrt(x + 1e-12)), or take the root only where x > 0 with a safe tf.where.",
     "numeric.pattern.norm_at_zero": "tf.norm is sqrt(sum(x²)); at the zero vector its derivative x/‖x‖ is 0/0, which TF computes as 0 × ∞ = NaN.",

@@ -81,9 +81,9 @@ NUMERIC = {
         f"这就是 tf.where 陷阱：tf.where{'（第 ' + str(other_line) + ' 行）' if other_line else ''}"
         f"{'在 ' + indices + ' ' if indices else ''}选择了另一个分支，向 {op} 传回 0，但 0 × ∞ 是 NaN 而不是 0，"
         f"NaN 照样到达了 {source}。"),
-    "numeric.fix.where_trap": lambda op, **_: (
+    "numeric.fix.where_trap": lambda op, make_safe, use_safe, **_: (
         f"在 {op} 之前先把输入变安全，让 tf.where 没有选择的分支也保持有限："
-        "`safe = tf.where(cond, x, tf.ones_like(x))`，然后 `tf.where(cond, f(safe), 0.0)`。"),
+        f"`{make_safe}`，然后 `{use_safe}`（cond 为同一个条件）。"),
     "numeric.pattern.sqrt_at_zero": "sqrt 的导数 1/(2·√x) 在 x = 0 处是无穷大。",
     "numeric.fix.sqrt_at_zero": "在根号内加一个很小的 epsilon（tf.sqrt(x + 1e-12)），或用安全的 tf.where 只在 x > 0 处开方。",
     "numeric.pattern.norm_at_zero": "tf.norm 就是 sqrt(sum(x²))；在零向量处它的导数 x/‖x‖ 是 0/0，TF 算成 0 × ∞ = NaN。",
