@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # made on first use: a widget imports ipywidgets
     from .explorer.whatif import Interact
     from .explorer.widget import Explorer
     from .gradients.chain_rule import ChainRule
+    from .gradients.compare import Comparison
     from .gradients.diagnose import Diagnosis
 
 # TensorFlow ships no type information: a target, a source or output_gradients (a tensor,
@@ -60,6 +61,7 @@ __all__ = [
     "export_html",
     "explain",
     "chain_rule",
+    "compare",
     "TapeGraph",
     "GradientFlow",
     "GraphView",
@@ -529,12 +531,32 @@ def export_html(
         explored.forget()
 
 
-def explain(tape: Any, target: Any, source: Any, *, output_gradients: Any = None, lang: str = "en") -> Diagnosis | None:
-    """Why d target / d source is None: a Diagnosis (reason, message, fix), or None if it is not.
-    ``lang``: the language of the message and the fix ("en", "zh")."""
+def explain(
+    tape: Any,
+    target: Any,
+    source: Any,
+    *,
+    output_gradients: Any = None,
+    lang: str = "en",
+    index: Any = None,
+) -> Diagnosis | None:
+    """Why d target / d source is None, NaN, Inf or zero: a Diagnosis, or None when it is
+    none of these (a finite gradient with some element not zero).
+
+    A None gradient: the reason, where the path was cut, the fix. A NaN or Inf gradient:
+    the first op on the backward path where it stops being finite, with the arriving
+    gradient, the op's local derivative and the forward value there (``0 × 1/x at x = 0``),
+    the element indices, your source line and the known pattern (the ``tf.where`` trap,
+    sqrt or norm at 0, log of 0 ...) with its usual fix; when the target itself is NaN or
+    Inf, the first forward op that made it. A zero gradient (every element exactly zero
+    while the target depends on source; with ``index``, that element or row of it): the
+    op where it becomes zero (a dead ReLU, a saturated sigmoid, a row no lookup read ...).
+    ``lang``: the language of message and fix ("en", "zh"); ``d.in_language("zh")`` says
+    the same in another. The facts are in ``d.finding``, the pattern in ``d.pattern``."""
     from .gradients.diagnose import explain_flow
 
-    return explain_flow(flow(tape, target, output_gradients=output_gradients), source, check_lang(lang))
+    fl = flow(tape, target, output_gradients=output_gradients)
+    return explain_flow(fl, source, check_lang(lang), index)
 
 
 def chain_rule(tape: Any, target: Any, *, lang: str = "en", output_gradients: Any = None) -> ChainRule:
@@ -551,3 +573,49 @@ def chain_rule(tape: Any, target: Any, *, lang: str = "en", output_gradients: An
     from .gradients.chain_rule import ChainRule
 
     return ChainRule(flow(tape, target, output_gradients=output_gradients), check_lang(lang))
+
+
+def compare(
+    a: Any,
+    b: Any,
+    *,
+    clip: str = "none",
+    clip_norm: float = 1.0,
+    clip_value: tuple[float, float] = (-1.0, 1.0),
+) -> Comparison:
+    """Compare two backward passes of the same program: per node and per edge of ``a``,
+    the ratio ‖g_b‖ / ‖g_a‖, the gradients b lost (``.lost()``), the largest changes
+    (``.rows(n)``, ``.table(n)``, a table in a notebook) and ``.node_ratio`` /
+    ``.edge_ratio`` to colour a picture by.
+
+    ``a`` and ``b``: a GradientFlow (``tv.flow(tape, loss)``), a ``(tape, target)`` pair,
+    or a ``(graph, flow)`` pair as ``History.picture(step)`` returns it. ``clip`` ("none",
+    "by_norm", "by_value", "by_global_norm", with ``clip_norm`` / ``clip_value``) clips b's
+    variable gradients as a training step would, so ``tv.compare(fl, fl,
+    clip="by_global_norm")`` shows what clipping does. Two recordings that are not of the
+    same program (other ops, other order; tf.stop_gradient and tf.identity may differ)
+    raise an error naming the first op that differs."""
+    from .gradients.compare import compare_flows
+
+    return compare_flows(_as_flow(a, "a"), _as_flow(b, "b"), clip_mode=clip, clip_norm=clip_norm, clip_value=clip_value)
+
+
+def _as_flow(x: Any, which: str) -> GradientFlow:
+    """A GradientFlow from what tv.compare takes, or a clear error."""
+    if isinstance(x, GradientFlow):
+        return x
+    if isinstance(x, tuple) and len(x) == 2:
+        first, second = x
+        if isinstance(second, GradientFlow):
+            return second
+        if first is not None and second is not None and not isinstance(first, TapeGraph):
+            return flow(first, second)
+    if x is None:
+        raise TypeError(
+            f"{which} is None: History.picture(step) returns None for a step whose picture was not kept; "
+            "use one of history.recorded_steps()."
+        )
+    raise TypeError(
+        f"tv.compare takes flows: pass tv.flow(tape, loss), a (tape, loss) pair or history.picture(step) as {which}, "
+        f"got {type(x).__name__}."
+    )

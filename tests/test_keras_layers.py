@@ -17,6 +17,7 @@ import networkx as nx
 import numpy as np
 import pytest
 import tensorflow as tf
+from diagnosis_check import check_no_false_diagnosis
 from PIL import Image
 
 import tapeviz as tv
@@ -130,6 +131,7 @@ def assert_flow_matches(fl, model, grads) -> None:
         assert got is not None, v.path
         assert got.dtype == want.dtype and got.shape == want.shape, v.path
         assert np.array_equal(got, want), v.path  # bit for bit
+        check_no_false_diagnosis(fl, v, want, v.path)
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from diagnosis_check import check_no_false_diagnosis
 
 import tapeviz as tv
 from tapeviz.record import hooks, hookstate
@@ -124,6 +125,7 @@ def test_flow_equals_tape_gradient_and_step_runs(make, how):
         assert type(fl.grad_tensor(v)) is type(g), v.path  # IndexedSlices stay IndexedSlices
         parts = [c for _, c in fl.contributions(v)]
         np.testing.assert_allclose(np.sum(parts, axis=0), got, rtol=1e-5, atol=1e-6, err_msg=v.path)
+        assert check_no_false_diagnosis(fl, v, got, v.path), v.path
     before = [v.numpy().copy() for v in model.trainable_variables]
     opt = keras.optimizers.Adam(0.01)
     opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))

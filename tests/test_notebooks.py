@@ -75,6 +75,11 @@ PRINTED = {
             "why_none -> not_watched: x is a plain tensor",
             "tape.gradient -> LookupError: AdjustContrastv2",
             "why_none      -> no_gradient: AdjustContrastv2 has no gradient registered",
+            "TensorFlow: [nan  1.]",
+            "non_finite where_trap -> Log ((0,),)",
+            "0 × ∞ = NaN. This is the tf.where trap",
+            "TensorFlow: [0. 1.]",
+            "tv.explain: None",
         ],
         "10_what_if": [
             "x =  2.5   dy/dx =  5.0   2x =  5.0",
@@ -122,6 +127,11 @@ PRINTED = {
             "why_none -> not_watched: ",
             "tape.gradient -> LookupError: AdjustContrastv2",
             "why_none      -> no_gradient: ",
+            "TensorFlow: [nan  1.]",
+            "non_finite where_trap -> Log ((0,),)",
+            "0 × ∞ = NaN。这就是 tf.where 陷阱",
+            "TensorFlow: [0. 1.]",
+            "tv.explain: None",
         ],
         "10_what_if": [
             "x =  2.5   dy/dx =  5.0   2x =  5.0",

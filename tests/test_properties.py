@@ -13,6 +13,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from diagnosis_check import check_no_false_diagnosis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -303,6 +304,7 @@ def check_program(prog):
             assert got.shape == want.shape and got.dtype == want.dtype
             np.testing.assert_array_equal(got, want, err_msg=f"leaf {k}")
             assert fl.why_none(lo) is None
+            check_no_false_diagnosis(fl, lo, want, f"leaf {k}")
         else:
             assert fl.why_none(lo) is not None
 

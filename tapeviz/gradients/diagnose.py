@@ -1,39 +1,79 @@
-"""Why is my gradient None? A diagnosis in one or two sentences, with the fix.
+"""Why is my gradient None, NaN, Inf or zero? A diagnosis in a few sentences, with the fix.
 
 Builds on GradientFlow's stop reasons: ``why_none`` says *what* cut the path (a reason,
 its cause and the facts), this module picks what a person debugging a training loop
-needs from those facts: which path, where, and what to change. The sentences come
-from the message catalogues (``explain.<case>`` / ``fix.<case>``).
+needs from those facts: which path, where, and what to change. A gradient that arrives
+but is NaN, Inf or exactly zero is looked into by ``nonfinite.find`` (a Finding: the op,
+the indices, the values, the pattern). The sentences come from the message catalogues
+(``explain.<case>`` / ``fix.<case>``, ``numeric.*``), in any language, from the facts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import tensorflow as tf
 
-from ..messages import DEFAULT, say
+from ..messages import DEFAULT, check_lang, say
 from .flow import GradientFlow
+from .nonfinite import find
+from .numeric import Finding, Pattern, Problem, index_text, number
 from .stop_reasons import Cause, Reason, StopReason
 
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """The answer to "why is d target / d source None?"."""
+    """The answer to "why is d target / d source None, NaN, Inf or zero?".
 
-    reason: Reason  # a stop reason code (see tapeviz.gradients.stop_reasons.Reason)
+    ``reason`` is a stop reason (None gradients: tapeviz.gradients.stop_reasons.Reason)
+    or a Problem (``non_finite``, ``zero``, ``forward``); for those, ``finding`` holds the
+    facts (op, element indices, arriving gradient, local derivative, forward value, the
+    source line) and ``pattern`` the known pattern. ``text(lang)`` says it in any language.
+    """
+
+    reason: Reason | Problem
     message: str  # what happened and where
     fix: str  # what to change
-    where: Any = None  # node or edge where the path was cut
-    case: str = ""  # which explanation was given (the catalogue's explain.<case>)
+    where: Any = None  # node or edge where the path was cut, or the op where NaN / zero starts
+    case: str = ""  # which explanation was given (explain.<case>, or the pattern's code)
+    finding: Finding | None = None  # the facts of a NaN, Inf or zero gradient
+    lang: str = DEFAULT  # the language of message and fix
+    words: dict = field(default_factory=dict, repr=False, compare=False)  # the facts the sentences were written from
+
+    @property
+    def pattern(self) -> Pattern | None:
+        """The known pattern of a NaN, Inf or zero gradient (None for a None gradient)."""
+        return self.finding.pattern if self.finding is not None else None
+
+    @property
+    def line(self) -> int:
+        """The line of the user's code that ran the op it names (0 when unknown)."""
+        return self.finding.line if self.finding is not None else 0
+
+    def in_language(self, lang: str) -> Diagnosis:
+        """The same diagnosis, its sentences written in ``lang`` ("en", "zh")."""
+        lang = check_lang(lang)
+        if lang == self.lang:
+            return self
+        if self.finding is not None:
+            message, fix = _numeric_sentences(self.words, lang)
+        else:
+            message, fix = say(f"explain.{self.case}", lang, **self.words), say(f"fix.{self.case}", lang, **self.words)
+        return replace(self, message=message, fix=fix, lang=lang)
+
+    def text(self, lang: str | None = None) -> str:
+        """Message and fix, in ``lang`` (default: the diagnosis's own language)."""
+        d = self if lang is None else self.in_language(lang)
+        return f"{d.message}{say('numeric.join', d.lang)}{d.fix}"
 
     def __str__(self) -> str:
-        return f"{self.message} {self.fix}"
+        return self.text()
 
 
-def explain_flow(fl: GradientFlow, source, lang: str = DEFAULT) -> Diagnosis | None:
-    """None when a gradient reaches source; otherwise the diagnosis."""
+def explain_flow(fl: GradientFlow, source, lang: str = DEFAULT, index: Any = None) -> Diagnosis | None:
+    """None when d target / d source is finite and not all zero (or, with ``index``, that
+    element or row is not zero); otherwise the diagnosis: why it is None, NaN, Inf or zero."""
     g = fl.graph
     target = g.display_name(fl.target_nodes[0])
     name = _source_name(fl, source, lang)
@@ -50,12 +90,58 @@ def explain_flow(fl: GradientFlow, source, lang: str = DEFAULT) -> Diagnosis | N
             op_node = next(iter(fl.unregistered))
             at = g.nx.nodes[op_node]["op_type"]
             return _say(Reason.NO_GRADIENT, "not_registered_elsewhere", lang, op_node, name=name, target=target, at=at)
-        return None
+        found = find(fl, node, source if not isinstance(source, str) else node, index)
+        return None if found is None else _numeric(found, lang)
     return _diagnose(fl, node, name, target, why, lang)
 
 
 def _say(reason: Reason, case: str, lang: str, where, **facts) -> Diagnosis:
-    return Diagnosis(reason, say(f"explain.{case}", lang, **facts), say(f"fix.{case}", lang, **facts), where, case)
+    message, fix = say(f"explain.{case}", lang, **facts), say(f"fix.{case}", lang, **facts)
+    return Diagnosis(reason, message, fix, where, case, lang=lang, words=facts)
+
+
+def _numeric(found: Finding, lang: str) -> Diagnosis:
+    words = _numeric_words(found)
+    message, fix = _numeric_sentences(words, lang)
+    return Diagnosis(found.problem, message, fix, found.node, found.pattern.value, found, lang, words)
+
+
+def _numeric_words(f: Finding) -> dict:
+    """The finding's facts as the sentences say them (numbers as text, indices as [0, 1])."""
+    words = {k: v for k, v in f.as_dict().items() if k not in ("extra", "node", "edge", "safe_code")}
+    for k in ("arriving", "local_value", "forward", "result"):
+        words[k] = number(words[k])
+    words["indices"] = index_text(f.indices, f.count)
+    words["asked"] = "[" + ", ".join(str(k) for k in f.asked) + "]" if f.asked else ""
+    words["op_indices"] = index_text(f.op_indices, len(f.op_indices))
+    extra = dict(f.extra)
+    for k in ("min", "max", "min_abs"):
+        extra[k] = number(extra.get(k))
+    extra["ids"] = (
+        "["
+        + ", ".join(str(i) for i in extra.get("ids", []))
+        + ("…" if extra.get("ids_count", 0) > len(extra.get("ids", [])) else "")
+        + "]"
+    )
+    extra.setdefault("ids_count", 0)
+    words.update(extra)
+    words["problem"], words["pattern"] = f.problem.value, f.pattern.value
+    words["found"] = bool(f.op)
+    words["op"] = f.label or f.op
+    words["make_safe"], words["use_safe"] = f.safe_code or ("", "")
+    return words
+
+
+def _numeric_sentences(words: dict, lang: str) -> tuple[str, str]:
+    problem, pattern = words["problem"], words["pattern"]
+    parts = [say(f"numeric.lead.{problem}", lang, **words)]
+    origin = problem if words["found"] else ("seed" if words["seeded"] else "none")
+    parts.append(say(f"numeric.origin.{origin}", lang, **words))
+    said = say(f"numeric.pattern.{pattern}", lang, **words) if words["found"] else ""
+    if said:
+        parts.append(said)
+    fix = say(f"numeric.fix.{pattern if words['found'] else origin}", lang, **words)
+    return say("numeric.join", lang).join(parts), fix
 
 
 def _is_tensor(x) -> bool:

@@ -6,6 +6,8 @@ known, a function of the facts (keyword arguments) that returns the sentence.
 
 from __future__ import annotations
 
+from .numeric_en import NUMERIC
+
 
 def _where(expression, line):
     return f"`{expression}`" + (f" (line {line})" if line else "")
@@ -429,3 +431,4 @@ MESSAGES = {
     "chain.and": "{a} and {b}",
     "chain.or": "{a} or {b}",
 }
+MESSAGES.update(NUMERIC)

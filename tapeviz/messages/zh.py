@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from .numeric_zh import NUMERIC
+
 
 def _where(expression, line):
     return f"`{expression}`" + (f"（第 {line} 行）" if line else "")
@@ -416,3 +418,4 @@ MESSAGES = {
     "chain.and": "{a} 且 {b}",
     "chain.or": "{a} 或 {b}",
 }
+MESSAGES.update(NUMERIC)

@@ -123,7 +123,7 @@ class Capture:
         ops = []
         seen = self._seen
         backward = self._backward
-        for i, (op_type, inputs, attrs, outputs, scope, rec, gen, bw, api, fn) in enumerate(self._raw):
+        for i, (op_type, inputs, attrs, outputs, scope, rec, gen, bw, api, fn, site) in enumerate(self._raw):
             if type(op_type) is bytes:
                 op_type = op_type.decode()
             if scope.endswith("/"):
@@ -158,6 +158,8 @@ class Capture:
                     api=api[0] if api else None,
                     api_call=api[1] if api else 0,
                     function=fn,
+                    filename=site[0].co_filename if site else "",
+                    line=site[1] if site else 0,
                 )
             )
         for d in self.derivatives:  # in call order: an inner call's range overrides its parent's

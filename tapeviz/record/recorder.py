@@ -29,7 +29,7 @@ from .derivatives import DerivativeRecord
 from .hooks import Patches
 from .hookstate import active as _active
 from .numpy_exports import Export, Reentry
-from .records import R_ATTRS, R_BACKWARD, R_FN, R_IN, R_OUT, R_SCOPE, R_TYPE
+from .records import R_ATTRS, R_BACKWARD, R_FN, R_IN, R_OUT, R_SCOPE, R_SITE, R_TYPE
 from .user_calls import UserCalls
 from .user_frame import scan_frame
 
@@ -224,7 +224,7 @@ class Recorder:
         """
         tape, tld, append, is_stopped, rec = self.tape, self._tld, self.raw.append, _is_stopped, self
         side_ops, side_state, api_call = _SIDE_STATE_OPS, self._side_state, self.api_calls.current
-        user_call, api_calls = self.user_calls.current, self.api_calls
+        user_call, api_calls, user_calls_ = self.user_calls.current, self.api_calls, self.user_calls
         scopes_seen, loss_scopes = self._scopes_seen, self._loss_scopes
         thread, get_ident = self._thread_id, _get_ident
         block = self.user_calls.block  # the frame that entered the block: where a loss-scope walk ends
@@ -251,6 +251,9 @@ class Recorder:
                 scopes_seen.add(scope)
                 loss_scopes.update(loss_scopes_at(scope, sys._getframe(1), block))
             api = None if scope else api_call()
+            # the API walk of an unscoped op stopped at the code that called TF: go on from there
+            fn = user_call((api_calls.caller if not scope else None) or sys._getframe(1), len(rec.raw))
+            site = user_calls_.anchor  # the deepest frame of the user's code running this op
             append(
                 (
                     op_type,
@@ -262,8 +265,8 @@ class Recorder:
                     rec._gen,
                     None,
                     api,
-                    # the API walk of an unscoped op stopped at the code that called TF: go on from there
-                    user_call((api_calls.caller if not scope else None) or sys._getframe(1), len(rec.raw)),
+                    fn,
+                    None if site is None else (site.f_code, site.f_lineno),
                 )
             )
             return None
@@ -297,10 +300,24 @@ class Recorder:
             # The forward function may return extra outputs (intermediates kept for its
             # backward pass); the tape records only the leading, user-visible ones.
             if r[R_BACKWARD] is None and rtype == op_type and call_out[: len(out_ids)] == out_ids:
-                raw[i] = (op_type, inputs, r[R_ATTRS], outputs, r[R_SCOPE], recording, gen, backward, None, r[R_FN])
+                raw[i] = (
+                    op_type,
+                    inputs,
+                    r[R_ATTRS],
+                    outputs,
+                    r[R_SCOPE],
+                    recording,
+                    gen,
+                    backward,
+                    None,
+                    r[R_FN],
+                    r[R_SITE],
+                )
                 return
         fn = self.user_calls.current(sys._getframe(1), len(raw))
-        raw.append((op_type, inputs, (), outputs, self._tld.scope_name, recording, gen, backward, None, fn))
+        at = self.user_calls.anchor
+        site = None if at is None else (at.f_code, at.f_lineno)
+        raw.append((op_type, inputs, (), outputs, self._tld.scope_name, recording, gen, backward, None, fn, site))
 
     # -- derivative groups -------------------------------------------------------------
     @property

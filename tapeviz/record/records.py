@@ -41,6 +41,10 @@ class OpRecord:
     # The innermost call of a function of the user's that ran this op (see user_calls.py):
     # an index into Capture.functions, or None (run by the block's own code).
     function: int | None = None
+    # The line of the user's code that ran this op: the deepest frame of the user's own
+    # code on the stack when it ran (a Keras layer's ops: the line that called the layer).
+    filename: str = ""
+    line: int = 0
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,7 @@ class TensorFacts:
 
 # What the callback stores per op (a plain tuple: building OpRecords waits until after
 # the block). Positions:
-R_TYPE, R_IN, R_ATTRS, R_OUT, R_SCOPE, R_REC, R_GEN, R_BACKWARD, R_API, R_FN = range(10)
+R_TYPE, R_IN, R_ATTRS, R_OUT, R_SCOPE, R_REC, R_GEN, R_BACKWARD, R_API, R_FN, R_SITE = range(11)
 
 
 class GraphModeError(RuntimeError):
