@@ -322,8 +322,9 @@ class History:
 
         Why one flat function: right after a training step every Python call costs 1-3 µs
         (the step evicted it from the caches), and the weight read and dots alone cost
-        70-90 µs there. Measured on issue 23's light step, this path took 120 µs where
-        :meth:`add`'s checked path took 131 µs (bench/RESULTS.md, "Issue 23e")."""
+        70-90 µs there. Measured on the light step, this path takes 120 µs where
+        :meth:`add`'s checked path takes 131 µs (bench/RESULTS.md, "the usual call in fewer
+        Python calls")."""
         layout = self._usual
         if (
             layout is None
