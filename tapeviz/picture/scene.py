@@ -53,7 +53,7 @@ from .frames import group_frames, name_label
 from .groups import GROUP_KINDS
 from .layout import layered_routes
 from .legend import legend_entries, legend_layout
-from .marks import Arrow, Frame, Hidden, Label
+from .marks import Arrow, GraphArea, Hidden, Label
 from .placement import (
     arrow_specs,
     box_lines,
@@ -478,7 +478,7 @@ class Scene:
         px = DPI / 72.0
         self.canvas = (width * px, height * px)  # pixels at DPI
         gx = (width - graph_w) / 2
-        self.frame = Frame((gx / width, bottom / height, graph_w / width, graph_h / height))
+        self.frame = GraphArea((gx / width, bottom / height, graph_w / width, graph_h / height))
         self.limits = ((x0, x1), (y0, y1))
         self.px_per_unit = (self.unit[0] * px, self.unit[1] * px)
         self._origin = (gx * px - x0 * self.unit[0] * px, bottom * px - y0 * self.unit[1] * px)

@@ -243,7 +243,7 @@ class Shown:
         hidden=(),
         folded=(),
         calls: Mapping[Node, int] | None = None,
-        runs: Mapping[str, Run] | None = None,
+        runs: Mapping[str, AlikeRun] | None = None,
     ):
         self.source = g
         self.calls = calls
@@ -407,7 +407,7 @@ def differentiated_groups(g: nx.MultiDiGraph, tree: GroupTree, sources: Iterable
     return out - held
 
 
-class Run(NamedTuple):
+class AlikeRun(NamedTuple):
     """Consecutive sibling groups that are alike (the same ops and variable shapes, each
     feeding only the next), drawn as one box: ResNet50's identity blocks conv3_block2–4."""
 
@@ -419,14 +419,14 @@ class Run(NamedTuple):
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 
 
-def alike_runs(display: Shown) -> dict[str, Run]:
-    """{group id: its Run} for every run of two or more closed sibling groups drawn as one
+def alike_runs(display: Shown) -> dict[str, AlikeRun]:
+    """{group id: its AlikeRun} for every run of two or more closed sibling groups drawn as one
     box each, numbered consecutively (``block2``, ``block3``), alike, and chained: each
     one's only edges go into the next, so one box for the run keeps every number true (its
     input is the first's, its output the last's, its gradient line the norm of all their
     variables, its steps theirs)."""
     tree, d = display.tree, display.nx
-    runs: dict[str, Run] = {}
+    runs: dict[str, AlikeRun] = {}
     siblings = [[g.id for g in tree.walk() if g.parent is None]] + [g.children for g in tree.groups.values()]
     for names in siblings:
         names = [x for x in names if tree.groups[x].kind == "block"]  # blocks of layers, not layers
@@ -468,13 +468,13 @@ def _signature(display: Shown, dn) -> tuple:
     return tuple(out)
 
 
-def _run(tree: GroupTree, chain: list[str]) -> Run:
+def _run(tree: GroupTree, chain: list[str]) -> AlikeRun:
     first, last = tree.groups[chain[0]], tree.groups[chain[-1]]
     prefix = _NUMBERED.match(first.name)
     end = _NUMBERED.match(last.name)
     assert prefix is not None and end is not None  # _continues matched both
     name = f"{first.name}–{end.group(2)}"
-    return Run(f"{first.parent}/{name}" if first.parent else name, name, tuple(chain))
+    return AlikeRun(f"{first.parent}/{name}" if first.parent else name, name, tuple(chain))
 
 
 def choose_closed(

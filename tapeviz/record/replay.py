@@ -26,7 +26,7 @@ from .hookstate import TF_DIRS as _TF_DIRS
 from .records import OpRecord
 
 
-class Capture(Protocol):
+class ReplaySource(Protocol):
     """What the replay reads of a capture.Capture."""
 
     @property
@@ -50,7 +50,7 @@ class BackwardCall:
 
 
 def replay_backward(
-    cap: Capture, watched: list, targets: list, sources: list, output_gradients: Sequence[Any] | None
+    cap: ReplaySource, watched: list, targets: list, sources: list, output_gradients: Sequence[Any] | None
 ) -> tuple[list, list[BackwardCall]]:
     """Run TF's own backprop over the recorded ops; return (source grads, calls in order).
 
@@ -82,7 +82,7 @@ def _replay_worker():
         return _worker
 
 
-def _replay(cap: Capture, watched, targets, sources, output_gradients):
+def _replay(cap: ReplaySource, watched, targets, sources, output_gradients):
     calls: list[BackwardCall] = []
     tensor = cap.tensor
     tape = _tape_lib.push_new_tape(persistent=True, watch_accessed_variables=False)
@@ -105,7 +105,7 @@ def _replay(cap: Capture, watched, targets, sources, output_gradients):
     return grads, calls
 
 
-def _backward_fn(cap: Capture, op: OpRecord, calls: list) -> Callable:
+def _backward_fn(cap: ReplaySource, op: OpRecord, calls: list) -> Callable:
     # TF skips the inputs that were not on the tape when the op ran.
     skip = tuple(i for i, on in enumerate(op.inputs_on_tape) if not on)
     custom = cap.custom_backward(op.index)
