@@ -16,7 +16,7 @@ import tapeviz as tv
 from tapeviz.explorer import canvas as cv
 from tapeviz.explorer import patches
 from tapeviz.explorer import state as st
-from tapeviz.record.graph import GRAD_NORM, format_value
+from tapeviz.record.values import GRAD_NORM, format_value
 
 
 def _nested_model_tape():

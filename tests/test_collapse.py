@@ -6,7 +6,7 @@ import tensorflow as tf
 
 import tapeviz as tv
 from tapeviz.picture.visibility import COLLAPSE_THRESHOLD, collapse, layer_groups
-from tapeviz.record.graph import format_value
+from tapeviz.record.values import format_value
 
 
 def scoped_program(blocks: int):

@@ -26,7 +26,7 @@ from ipywidgets import embed
 
 from ..messages import catalogue, say
 from ..output.export import check_path
-from ..record.graph import format_value
+from ..record.values import format_value
 from . import panels, quiz
 from .canvas import page_script
 from .state import Explored, ExplorerState, panel, picture, step_of, tips

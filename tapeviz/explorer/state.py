@@ -35,7 +35,8 @@ from ..picture.options import option_names
 from ..picture.rows import CELL_WIDTH
 from ..picture.themes import explorer_theme
 from ..picture.visibility import Collapsed, Shown, decide
-from ..record.graph import GRAD_NORM, TapeGraph, format_value
+from ..record.graph import TapeGraph
+from ..record.values import GRAD_NORM, format_value
 from . import panels, quiz
 from .quiz import TOLERANCE
 

@@ -49,8 +49,9 @@ from ..gradients.flow import GradientFlow, flow_over
 from ..messages import DEFAULT, say
 from ..picture.options import Options
 from ..picture.themes import THEMES
-from ..record.graph import TapeGraph, format_value
+from ..record.graph import TapeGraph
 from ..record.tape import GradientTape, graph_of
+from ..record.values import format_value
 from .slope_plot import Slope, caption_lines, slope_figure, slope_svg
 from .state import Explored, ExplorerState
 from .widget import Explorer

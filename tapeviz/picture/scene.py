@@ -47,7 +47,8 @@ import numpy as np
 
 from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, check_lang, localize, say
-from ..record.graph import GRAD_NORM, VALUE_NORM, TapeGraph, format_value
+from ..record.graph import TapeGraph
+from ..record.values import GRAD_NORM, VALUE_NORM, format_value
 from . import fonts
 from .frames import group_frames, name_label
 from .groups import GROUP_KINDS

@@ -40,7 +40,8 @@ import networkx as nx
 
 from ..gradients.stop_reasons import Reason
 from ..messages import Phrase
-from ..record.graph import STATEFUL_OPS, TapeGraph, format_value
+from ..record.graph import STATEFUL_OPS, TapeGraph
+from ..record.values import format_value
 from .groups import GroupTree, build_tree
 
 __all__ = ["Shown", "Chip", "decide", "collapse", "choose_closed", "layer_groups", "FIT_BOXES", "COLLAPSE_THRESHOLD"]
