@@ -104,7 +104,7 @@ def view(
     graph = graph_of(tape)
     with gc_paused():
         fl = flow(tape, target, output_gradients=output_gradients) if target is not None else None
-        v = GraphView(graph, fl, ax=ax, title=title, caption=caption, **opts.keywords())
+        v = GraphView(graph, fl, opts, ax=ax, title=title, caption=caption)
         if step is not None:
             v.set_step(step)
     return v

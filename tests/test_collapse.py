@@ -71,7 +71,7 @@ def test_expanding_a_layer_shows_its_ops_and_keeps_totals(big):
 
 def test_merged_edges_stand_for_the_original_edges(big):
     tape, loss, *_ = big
-    c = collapse(tape.graph.nx, True)
+    c = collapse(tape.graph.nx, collapsed=True)
     covered = set()
     for _, _, d in c.nx.edges(data=True):
         covered.update(d["members"])

@@ -26,15 +26,15 @@ import numpy as np
 from ..gcpause import gc_paused
 from ..gradients import clipping
 from ..gradients.flow import GradientFlow
-from ..messages import DEFAULT, check_lang, say
+from ..messages import say
 from ..output.svg import to_svg
 from ..output.view import GraphView
 from ..picture.frames import group_frames
 from ..picture.marks import Hidden
-from ..picture.options import option_names
+from ..picture.options import AUTO, Collapsed, Options, option_names
 from ..picture.rows import CELL_WIDTH
 from ..picture.themes import explorer_theme
-from ..picture.visibility import Collapsed, Shown, decide
+from ..picture.visibility import Shown, decide
 from ..record.graph import TapeGraph
 from ..record.values import GRAD_NORM, format_value
 from . import panels, quiz
@@ -61,17 +61,23 @@ __all__ = [
 _PICTURES = 128  # SVG documents kept per explorer (a slider going back and forth reuses them)
 
 
-#: The picture's options (tv.Options) that the state holds as they are, by name, and hands
-#: to GraphView; ``collapsed`` is held as the groups themselves (see Explored.initial).
+_OPTION_NAMES = frozenset(option_names())
+#: The picture's options that decide its layout besides its groups (``collapsed``, which a
+#: state holds as the groups themselves).
 _PICTURE_OPTIONS = tuple(n for n in option_names() if n != "collapsed")
-#: ``depth`` and ``expand`` choose the picture's default groups (Explored.default_shown);
-#: the GraphView of a state gets the groups themselves.
-_VIEW_OPTIONS = tuple(n for n in _PICTURE_OPTIONS if n not in ("depth", "expand"))
+#: An explorer's picture before any option is given: light (the widget follows the page's
+#: theme itself), no magnitude colours.
+_EXPLORER_DEFAULTS = Options(theme="light", magnitude=False)
 
 
 @dataclass(frozen=True)
 class ExplorerState:
-    """Everything that decides what an explorer shows, as plain data."""
+    """Everything that decides what an explorer shows, as plain data.
+
+    The picture's options are one :class:`~tapeviz.picture.options.Options` value, read as
+    the state's own (``state.lang`` is ``state.options.lang``) and changed by
+    :meth:`replace` like the other fields; its ``collapsed`` holds the groups drawn as one
+    box, or "auto": the picture's default (``depth``, ``expand``) chooses them."""
 
     target: str
     step: int | None = None  # backward step; None: the last one (the finished pass)
@@ -79,22 +85,34 @@ class ExplorerState:
     clip_norm: float = 1.0
     clip_value: tuple[float, float] = (-1.0, 1.0)
     lr: float = 0.01  # learning rate of the SGD preview w - lr * g
-    collapsed: frozenset | None = None  # groups drawn as one box; None: the picture's default
-    depth: int | None = None  # how many levels of groups the default opens (None: fit 30 boxes)
-    expand: tuple = ()  # groups the default opens, with the groups holding them
+    options: Options = _EXPLORER_DEFAULTS  # theme is a name: the canvas draws explorer_theme(theme)
     functions: frozenset = frozenset()  # tf.function calls opened into their bodies
-    show_all: bool = False  # every recorded op, nothing hidden or folded
     node: Any = None  # the node shown in the inspector
-    lang: str = DEFAULT
-    theme: str = "light"
-    magnitude: bool = False  # boxes coloured by ||g|| / ||w||
-    wrap: int | None = None  # rows of at most this many boxes; None: rows that fit a notebook cell
     quiz: bool = False  # predict, then reveal: a step's numbers are hidden until answered
     answers: tuple = ()  # quiz.Answer per answered step (of every target)
     tolerance: float = TOLERANCE  # how close a right prediction is (relative, at least absolute)
 
+    def __getattr__(self, name: str) -> Any:
+        """An option read as the state's own: ``state.lang`` is ``state.options.lang``."""
+        if name in _OPTION_NAMES:
+            return getattr(self.options, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def replace(self, **changes) -> ExplorerState:
+        """A new state with these fields and options changed (``collapsed=None``: the
+        picture's default groups)."""
+        picked = {name: changes.pop(name) for name in _OPTION_NAMES & changes.keys()}
+        if picked:
+            if picked.get("collapsed", AUTO) is None:
+                picked["collapsed"] = AUTO
+            changes["options"] = dataclasses.replace(self.options, **picked)
         return dataclasses.replace(self, **changes)
+
+    @property
+    def collapsed(self) -> frozenset | None:
+        """The groups drawn as one box; None: the picture's default."""
+        groups = self.options.collapsed
+        return None if isinstance(groups, str) and groups == AUTO else frozenset(groups)  # type: ignore[arg-type]
 
     @property
     def clip_range(self) -> tuple[float, float]:
@@ -110,7 +128,8 @@ class ExplorerState:
     @property
     def structure(self) -> tuple:
         """What decides the picture's layout (its boxes and where they are)."""
-        return (self.target, self.collapsed, self.functions, *(getattr(self, n) for n in _PICTURE_OPTIONS))
+        options = self.options
+        return (self.target, self.collapsed, self.functions, *(getattr(options, n) for n in _PICTURE_OPTIONS))
 
 
 class Explored:
@@ -142,39 +161,28 @@ class Explored:
 
     def initial(self, *, collapsed: Collapsed | frozenset | None = None, **settings) -> ExplorerState:
         """The state an explorer opens in: the first target, its finished pass (a quiz: its
-        first step, the seed, with every number still to predict). ``collapsed``: as
-        tv.Options takes it ("auto", True, False or group names), or the groups themselves;
-        "auto" and None leave it to the picture."""
-        state = ExplorerState(target=next(iter(self.targets)), **settings)
-        check_lang(state.lang)
+        first step, the seed, with every number still to predict). The settings: the
+        state's fields and the picture's options, by name. ``collapsed``: as tv.Options
+        takes it ("auto", True, False or group names), or the groups themselves; "auto"
+        and None leave it to the picture."""
+        picked = {name: settings.pop(name) for name in _OPTION_NAMES & settings.keys()}
+        options = Options.of(_EXPLORER_DEFAULTS, **picked)
+        state = ExplorerState(target=next(iter(self.targets)), options=options, **settings)
         state = state.replace(step=0 if state.quiz else self.flow(state.target).last_step)
-        if collapsed is None or collapsed == "auto" or isinstance(collapsed, frozenset):
-            return state.replace(collapsed=None if collapsed == "auto" else collapsed)
-        bodies = {f: self.graph.function_body(f) for f in state.functions}
-        shown = decide(
-            self.graph,
-            self.flow(state.target),
-            show_all=state.show_all,
-            collapsed=collapsed,
-            bodies=bodies,
-            depth=state.depth,
-            expand=state.expand,
-        )
+        if collapsed is None or collapsed == AUTO or isinstance(collapsed, frozenset):
+            return state.replace(collapsed=None if collapsed == AUTO else collapsed)
+        shown = self._decide(state, dataclasses.replace(options, collapsed=collapsed))
         return state.replace(collapsed=frozenset(shown.collapsed))
+
+    def _decide(self, state: ExplorerState, options: Options) -> Shown:
+        bodies = {f: self.graph.function_body(f) for f in state.functions}
+        return decide(self.graph, self.flow(state.target), options, bodies=bodies)
 
     def default_shown(self, state: ExplorerState) -> Shown:
         """The picture's own decision of what is shown for this target (no groups chosen)."""
         key = (state.target, state.show_all, state.functions, state.depth, state.expand)
         if key not in self._shown:
-            bodies = {f: self.graph.function_body(f) for f in state.functions}
-            self._shown[key] = decide(
-                self.graph,
-                self.flow(state.target),
-                show_all=state.show_all,
-                bodies=bodies,
-                depth=state.depth,
-                expand=state.expand,
-            )
+            self._shown[key] = self._decide(state, dataclasses.replace(state.options, collapsed=AUTO))
         return self._shown[key]
 
     def collapsed(self, state: ExplorerState) -> frozenset:
@@ -192,13 +200,13 @@ class Explored:
         key = state.structure[:1] + (self.collapsed(state),) + state.structure[2:]
         view = self._views.get(key)
         if view is None:
+            options = state.options.closing(key[1])
             view = self._views[key] = GraphView(
                 self.graph,
                 self.flow(state.target),
-                collapsed=set(key[1]),
+                # no text below 9 pt on the screen; files keep the theme
+                dataclasses.replace(options, theme=explorer_theme(options.theme)),
                 functions=set(state.functions),
-                **{n: getattr(state, n) for n in _VIEW_OPTIONS if n != "theme"},
-                theme=explorer_theme(state.theme),  # no text below 9 pt on the screen; files keep the theme
                 page=CELL_WIDTH,
                 frames=True,
             )

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from ..gradients.flow import GradientFlow
-from ..messages import DEFAULT, check_lang, localize, say
+from ..messages import localize, say
 from ..record.graph import TapeGraph
 from ..record.values import GRAD_NORM, VALUE_NORM, format_value
 from . import fonts
@@ -55,6 +55,7 @@ from .groups import GROUP_KINDS
 from .layout import layered_routes
 from .legend import legend_entries, legend_layout
 from .marks import Arrow, GraphArea, Hidden, Label
+from .options import Options
 from .placement import (
     arrow_specs,
     box_lines,
@@ -96,7 +97,7 @@ from .style import (
     REASON_STYLE,
     TAIL,
 )
-from .themes import Theme, get_theme, mix
+from .themes import get_theme, mix
 from .visibility import Shown, collapse, decide
 from .wording import box_names, compact, edge_code, grad_text, is_bad, node_title
 
@@ -120,45 +121,42 @@ class Scene:
     (e.g. clipped values). Both only change the records' texts and colours; positions
     are fixed when the scene is made, with room for the longest text a label shows.
 
-    What is shown comes from :func:`tapeviz.picture.visibility.decide` (``show_all``, ``collapsed``,
-    ``functions``); positions and edge routes from ``layered_routes`` unless ``pos`` is
-    given, in which case edges are drawn straight (the caller's positions carry no
-    routes). ``theme``: "light", "dark", "projector" or a :class:`~tapeviz.picture.themes.Theme`;
-    ``lang``: the language of every word on the picture. ``frames``: the open groups'
-    frames will be drawn (the explorer's canvas, ``to_svg(frames=True)``): the canvas
-    keeps room for them.
+    The picture's options (:class:`~tapeviz.picture.options.Options`, as ``options=`` or
+    keywords; ``theme="auto"`` is light here) say what is drawn and how. What is shown comes
+    from :func:`tapeviz.picture.visibility.decide` (the options, and the tf.function calls
+    ``functions`` opened); positions and edge routes from ``layered_routes`` unless ``pos``
+    is given, in which case edges are drawn straight (the caller's positions carry no
+    routes). ``variable_magnitudes``: each variable's ||g|| / ||w||, for boxes coloured by
+    it. ``frames``: the open groups' frames will be drawn (the explorer's canvas,
+    ``to_svg(frames=True)``): the canvas keeps room for them.
     """
 
     def __init__(
         self,
         graph: TapeGraph,
         flow: GradientFlow | None = None,
+        options: Options | None = None,
         *,
         pos=None,
         routes=None,
         title: str | None = None,
         caption: str | None = None,
-        collapsed="auto",
         functions=(),
-        lang: str = DEFAULT,
-        show_all: bool = False,
-        theme: str | Theme | None = None,
-        magnitudes=None,
-        wrap: int | None = None,
-        depth: int | None = None,
-        expand=(),
+        variable_magnitudes=None,
         page: float = PAGE_WIDTH,
         frames: bool = False,
+        **option_keywords,
     ):
-        self.wrap = _checked_wrap(wrap)
+        self.options = opts = Options.of(options, **option_keywords).in_file()
+        self.wrap = _checked_wrap(opts.wrap)
         self.page = page  # pixels: the width the rows are chosen for (the explorer's is a notebook cell's)
         self.show_frames = frames  # open groups' frames are drawn (the explorer's canvas): room is kept for them
         self.graph = graph
-        self.lang = check_lang(lang)
-        self.theme = th = get_theme(theme)
-        self.show_all = show_all
+        self.lang = opts.lang
+        self.theme = th = get_theme(opts.theme)
+        self.show_all = opts.show_all
         self.flow = flow
-        self.display = self._decide_shown(collapsed, functions, placed=pos is not None, depth=depth, expand=expand)
+        self.display = self._decide_shown(functions, placed=pos is not None)
         self.font = th.font
         self.unit = (INCH_X * th.scale * th.column * 72.0, INCH_Y * th.scale * 72.0)  # points per data unit
         self._list_what_is_shown()
@@ -166,7 +164,7 @@ class Scene:
         self.title = title or ""
         self.caption = self._caption(caption)
         self._norms: dict = {}  # variable -> its gradient's text, norm and badness (see _variable_norm)
-        self._place(pos, routes, box_names(graph, self.display, self.lang), magnitudes)
+        self._place(pos, routes, box_names(graph, self.display, self.lang), variable_magnitudes)
 
     def _build(self, pos, routes, lanes, names, magnitudes) -> None:
         """Every record for these positions, routes and lanes, then the canvas around them."""
@@ -201,7 +199,7 @@ class Scene:
         self.set_title()
 
     # -- what is shown, and where ------------------------------------------------------
-    def _decide_shown(self, collapsed, functions, *, placed: bool, depth=None, expand=()) -> Shown:
+    def _decide_shown(self, functions, *, placed: bool) -> Shown:
         """Which nodes become boxes (visibility.py), with the tf.function calls asked to open."""
         graph = self.graph
         self.functions = set(functions)
@@ -210,10 +208,8 @@ class Scene:
             raise ValueError(f"{sorted(unknown)} are not tf.function calls; those are: {graph.functions()}")
         bodies = {f: graph.function_body(f) for f in self.functions}
         if not placed:
-            return decide(
-                graph, self.flow, show_all=self.show_all, collapsed=collapsed, bodies=bodies, depth=depth, expand=expand
-            )
-        return collapse(graph.nx, False, bodies=bodies)  # the caller's positions name every node
+            return decide(graph, self.flow, self.options, bodies=bodies)
+        return collapse(graph.nx, collapsed=False, bodies=bodies)  # the caller's positions name every node
 
     def _place(self, pos, routes, names, magnitudes) -> None:
         """Positions and edge routes (the layered layout, folded into rows by rows.py: the

@@ -34,7 +34,7 @@ import re
 import weakref
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple, TypeAlias
+from typing import NamedTuple
 
 import networkx as nx
 
@@ -43,12 +43,11 @@ from ..messages import Phrase
 from ..record.graph import STATEFUL_OPS, TapeGraph
 from ..record.values import format_value
 from .groups import GroupTree, build_tree
+from .options import AUTO, Options
 
 __all__ = ["Shown", "Chip", "decide", "collapse", "choose_closed", "layer_groups", "FIT_BOXES", "COLLAPSE_THRESHOLD"]
 
 Node = Hashable
-#: What a picture collapses: "auto", True (every group), False (none) or the group names.
-Collapsed: TypeAlias = bool | str | Iterable[str]
 
 #: More boxes than this (after hiding and folding, every group open): layers collapse.
 FIT_BOXES = 30
@@ -478,25 +477,18 @@ def _run(tree: GroupTree, chain: list[str]) -> AlikeRun:
     return AlikeRun(f"{first.parent}/{name}" if first.parent else name, name, tuple(chain))
 
 
-def choose_closed(
-    tree: GroupTree,
-    collapsed,
-    *,
-    depth: int | None = None,
-    expand: Iterable[str] = (),
-    default: Callable[[], set] | None = None,
-) -> set[str]:
-    """The groups drawn closed (as one box each).
+def choose_closed(tree: GroupTree, options: Options, *, default: Callable[[], set] | None = None) -> set[str]:
+    """The groups drawn closed (as one box each), from the options that choose them (every
+    picture, a file's or the explorer's, resolves them here).
 
     ``collapsed``: "auto" (``default()``, or with ``depth=n`` the hierarchy opened n levels
     deep: groups at level n and deeper are boxes; TF API calls and losses stay boxes),
     True (every innermost group), False (none) or group names. ``expand`` then opens the
     named groups and every group holding them."""
+    collapsed, depth, expand = options.collapsed, options.depth, options.expand
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
         raise ValueError(f"depth={depth!r}: pass a whole number of levels >= 1 (1 shows the outermost groups as boxes)")
-    if isinstance(expand, str):
-        expand = [expand]
-    if collapsed == "auto":
+    if collapsed == AUTO:
         closed = tree.closed_below(depth) if depth is not None else (default() if default else set())
     elif depth is not None:
         raise ValueError("depth= chooses what collapsed='auto' opens; pass depth= or collapsed=, not both")
@@ -578,23 +570,21 @@ def layer_calls(g: nx.MultiDiGraph, groups: Mapping[Node, str | None]) -> dict[N
 
 def collapse(
     g: nx.MultiDiGraph,
-    collapsed="auto",
+    options: Options | None = None,
     *,
     threshold: int = COLLAPSE_THRESHOLD,
     bodies=None,
-    depth: int | None = None,
-    expand: Iterable[str] = (),
+    **option_keywords,
 ) -> Shown:
-    """Every recorded node as a box, grouped by name scope: ``"auto"`` collapses every
-    innermost group (layer) when the graph has more than ``threshold`` ops, ``True``/``False``
-    all or none, or pass the group names to collapse (``depth`` / ``expand`` as in
-    :func:`choose_closed`). ``bodies`` maps tf.function nodes to open to their bodies.
-    (What ``show_all=True`` shows.)"""
+    """Every recorded node as a box, grouped by name scope: ``collapsed="auto"`` collapses
+    every innermost group (layer) when the graph has more than ``threshold`` ops,
+    ``True``/``False`` all or none, or pass the group names to collapse (``depth`` /
+    ``expand`` as in :func:`choose_closed`; the options as ``options=`` or keywords).
+    ``bodies`` maps tf.function nodes to open to their bodies. (What ``show_all=True`` shows.)"""
+    opts = Options.of(options, **option_keywords)
     tree = scope_tree(g)
     n_ops = sum(1 for _, d in g.nodes(data=True) if d.get("kind") == "op")
-    chosen = choose_closed(
-        tree, collapsed, depth=depth, expand=expand, default=lambda: leaf_groups(tree) if n_ops > threshold else set()
-    )
+    chosen = choose_closed(tree, opts, default=lambda: leaf_groups(tree) if n_ops > threshold else set())
     return _acyclic(lambda ch, calls=None: Shown(g, tree, ch, bodies, calls=calls), g, tree, chosen)
 
 
@@ -604,21 +594,20 @@ def collapse(
 def decide(
     graph: TapeGraph,
     flow=None,
+    options: Options | None = None,
     *,
-    show_all: bool = False,
-    collapsed: Collapsed = "auto",
     bodies=None,
     fit: int = FIT_BOXES,
-    depth: int | None = None,
-    expand: Iterable[str] = (),
+    **option_keywords,
 ) -> Shown:
     """What a picture of ``graph`` (and ``flow``'s backward pass) shows (see the module
-    docstring). ``collapsed``: "auto", True, False, or the group names to collapse;
-    ``depth`` and ``expand`` choose how far the hierarchy of groups opens (see
-    :func:`choose_closed`)."""
-    if show_all:
-        return collapse(graph.nx, collapsed, bodies=bodies, depth=depth, expand=expand)
-    return _decision(graph, flow).shown(collapsed, bodies, fit, depth=depth, expand=expand)
+    docstring), under the picture's options (``options=`` or keywords): ``show_all``, and
+    ``collapsed``, ``depth`` and ``expand``, which choose how far the hierarchy of groups
+    opens (see :func:`choose_closed`)."""
+    opts = Options.of(options, **option_keywords)
+    if opts.show_all:
+        return collapse(graph.nx, opts, bodies=bodies)
+    return _decision(graph, flow).shown(opts, bodies, fit)
 
 
 #: flow -> its _Decision: what is a box, a chip or hidden, and the groups' tree, do not
@@ -821,7 +810,7 @@ class _Decision:
         """Groups never closed by default: one box for the whole picture tells nothing."""
         return holding_everything(self.tree, self._ops)
 
-    def shown(self, collapsed, bodies, fit: int, *, depth=None, expand=()) -> Shown:
+    def shown(self, options: Options, bodies, fit: int) -> Shown:
         G = self.G
         tree = self.tree
         links = getattr(self.flow, "left_links", ()) if self.flow is not None else ()
@@ -848,9 +837,9 @@ class _Decision:
             fitted.append(fitting_level(tree, self.boxes, fit, differentiated, everything))
             return tree.closed_below(fitted[0]) - everything | differentiated
 
-        chosen = choose_closed(tree, collapsed, depth=depth, expand=expand, default=default)
+        chosen = choose_closed(tree, options, default=default)
         display = _acyclic(make, G, tree, chosen)
-        level = fitted[0] if fitted and not expand else 0
+        level = fitted[0] if fitted and not options.expand else 0
         while level > 1 and display.nx.number_of_nodes() > fit:
             level -= 1  # a group split per call added boxes the count did not see
             display = _acyclic(make, G, tree, tree.closed_below(level) - everything | differentiated)
