@@ -24,7 +24,7 @@ from .training.history import Flag, History
 
 if TYPE_CHECKING:  # made on first use: a widget imports ipywidgets
     from .explorer.jacobian_explorer import JacobianExplorer
-    from .explorer.state import Explored
+    from .explorer.state import GraphTargets
     from .explorer.whatif import Interact
     from .explorer.widget import Explorer
     from .gradients.diagnose import Diagnosis
@@ -250,8 +250,8 @@ def interact(
     return build(fn, inputs, opts.in_explorer(), presenter=presenter)
 
 
-def _explored(tape: Any, targets: Any, output_gradients: Any) -> Explored:
-    from .explorer.state import Explored
+def _explored(tape: Any, targets: Any, output_gradients: Any) -> GraphTargets:
+    from .explorer.state import GraphTargets
 
     graph = graph_of(tape)
     if isinstance(targets, dict):
@@ -263,7 +263,7 @@ def _explored(tape: Any, targets: Any, output_gradients: Any) -> Explored:
         named = {graph.display_name(node) if node is not None else "target": targets}
     for t in named.values():  # fail now, with flow's clear message, not inside a callback
         flow(tape, t, output_gradients=output_gradients)
-    return Explored(graph, named, flow_factory=lambda t: flow(tape, t, output_gradients=output_gradients))
+    return GraphTargets(graph, named, flow_factory=lambda t: flow(tape, t, output_gradients=output_gradients))
 
 
 def export_html(
@@ -304,7 +304,7 @@ def export_html(
     check_path(path, formats=(".html", ".htm"))  # fail before any drawing work
     explored = _explored(tape, target, output_gradients)
     opts = Options.of(options, **option_keywords).in_file()
-    state = explored.initial(**opts.keywords(), clip=clip, clip_norm=clip_norm, quiz=quiz)
+    state = explored.initial(**opts.keywords(), clip_mode=clip, clip_norm=clip_norm, quiz=quiz)
     try:
         return write_page(
             explored,

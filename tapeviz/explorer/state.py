@@ -8,7 +8,7 @@ clipping table), :func:`inspector`, :func:`gradients`. The widget only maps its
 controls to states; the exported HTML page iterates over states; a test can compare
 any state's picture with TensorFlow without a widget.
 
-:class:`Explored` holds what the states are about (one graph, its named targets) and
+:class:`GraphTargets` holds what the states are about (one graph, its named targets) and
 keeps what is expensive to recompute: a flow per target (the backward pass), a view per
 picture structure (layout, scene) and a clipping report per setting.
 """
@@ -44,7 +44,7 @@ __all__ = [
     "tips",
     "box_at",
     "ExplorerState",
-    "Explored",
+    "GraphTargets",
     "picture",
     "panel",
     "inspector",
@@ -81,7 +81,7 @@ class ExplorerState:
 
     target: str
     step: int | None = None  # backward step; None: the last one (the finished pass)
-    clip: str = "none"  # one of clipping.MODES
+    clip_mode: str = "none"  # one of clipping.MODES
     clip_norm: float = 1.0
     clip_value: tuple[float, float] = (-1.0, 1.0)
     lr: float = 0.01  # learning rate of the SGD preview w - lr * g
@@ -132,7 +132,7 @@ class ExplorerState:
         return (self.target, self.collapsed, self.functions, *(getattr(options, n) for n in _PICTURE_OPTIONS))
 
 
-class Explored:
+class GraphTargets:
     """One recorded graph and its named targets, as the explorer's states see them."""
 
     def __init__(self, graph: TapeGraph, targets: Mapping[str, Any], *, flow_factory: Callable[[Any], GradientFlow]):
@@ -217,7 +217,7 @@ class Explored:
 
     def report(self, state: ExplorerState) -> clipping.ClipReport:
         """Raw vs clipped gradients, norms and the SGD preview, computed by TensorFlow."""
-        key = (state.target, state.clip, state.clip_norm, tuple(state.clip_value), state.lr)
+        key = (state.target, state.clip_mode, state.clip_norm, tuple(state.clip_value), state.lr)
         rep = self._reports.get(key)
         if rep is None:
             measured = self._measures.get(state.target)
@@ -229,7 +229,7 @@ class Explored:
             rep = clipping.report(
                 measured.grads,
                 measured.weights,
-                mode=state.clip,
+                mode=state.clip_mode,
                 clip_norm=state.clip_norm,
                 clip_value=state.clip_range,
                 lr=state.lr,
@@ -284,22 +284,22 @@ class Explored:
 # --------------------------------------------------------------------------- what a state shows
 
 
-def step_of(ex: Explored, state: ExplorerState) -> int:
+def step_of(ex: GraphTargets, state: ExplorerState) -> int:
     return ex.flow(state.target).check_step(state.step)
 
 
-def clipped_texts(ex: Explored, state: ExplorerState) -> dict:
+def clipped_texts(ex: GraphTargets, state: ExplorerState) -> dict:
     """Clipped gradients replace the variables' texts on the finished picture."""
     fl = ex.flow(state.target)
-    if state.clip == "none" or step_of(ex, state) < fl.last_step:
+    if state.clip_mode == "none" or step_of(ex, state) < fl.last_step:
         return {}
     return ex.cached_texts(
-        (state.target, state.clip, state.clip_norm, tuple(state.clip_value)),
+        (state.target, state.clip_mode, state.clip_norm, tuple(state.clip_value)),
         lambda: _clipped_texts(ex, state.target, ex.report(state)),
     )
 
 
-def _clipped_texts(ex: Explored, target: str, rep: clipping.ClipReport) -> dict:
+def _clipped_texts(ex: GraphTargets, target: str, rep: clipping.ClipReport) -> dict:
     # "∂ raw → clipped" in a box's width: the numbers as they are when the text is short
     # ("∂ [6.0, 8.0] → [0.6, 0.8]"), else the norms (clipping is about norms, and
     # "∂ [-0.09405, -0.009118, …" left the clipped side cut off). The raw sides are the same
@@ -335,7 +335,7 @@ def _clipped_texts(ex: Explored, target: str, rep: clipping.ClipReport) -> dict:
 _SHORT_CLIP_TEXT = 28
 
 
-def picture(ex: Explored, state: ExplorerState) -> str:
+def picture(ex: GraphTargets, state: ExplorerState) -> str:
     """The SVG document (from ``<svg``) the explorer's canvas shows in this state.
 
     Keyed by everything it shows, so moves that change nothing drawn (the learning
@@ -356,7 +356,7 @@ def picture(ex: Explored, state: ExplorerState) -> str:
     return ex.cached_picture(key, make)
 
 
-def panel(ex: Explored, state: ExplorerState) -> str:
+def panel(ex: GraphTargets, state: ExplorerState) -> str:
     """The clipping panel's HTML for this state (raises ValueError on bad settings). In a
     quiz it would give the answers away: it waits until the last step is answered."""
     if _quiz_pending(ex, state):
@@ -364,7 +364,7 @@ def panel(ex: Explored, state: ExplorerState) -> str:
     return panels.clipping_panel(ex.report(state), ex.flow(state.target), ex.variables(), state.lang)
 
 
-def inspector(ex: Explored, state: ExplorerState) -> str:
+def inspector(ex: GraphTargets, state: ExplorerState) -> str:
     """The inspector's HTML for the state's node ('' when none is chosen; in a quiz, until
     the last step is answered)."""
     if state.node is None or _quiz_pending(ex, state):
@@ -372,20 +372,20 @@ def inspector(ex: Explored, state: ExplorerState) -> str:
     return panels.inspector(ex.graph, ex.flow(state.target), state.node, state.lang)
 
 
-def gradients(ex: Explored, state: ExplorerState, clipped: bool = True) -> dict[str, np.ndarray | None]:
+def gradients(ex: GraphTargets, state: ExplorerState, clipped: bool = True) -> dict[str, np.ndarray | None]:
     """{variable name: gradient} in this state (TF's clip functions when clipped)."""
     raw = ex.raw_gradients(state)
     if not clipped:
         return {k: clipping.to_numpy(v) for k, v in raw.items()}
-    out = clipping.clip(raw, state.clip, state.clip_norm, state.clip_range)
+    out = clipping.clip(raw, state.clip_mode, state.clip_norm, state.clip_range)
     return {k: clipping.to_numpy(v) for k, v in out.items()}
 
 
-def _structure_key(ex: Explored, state: ExplorerState) -> tuple:
+def _structure_key(ex: GraphTargets, state: ExplorerState) -> tuple:
     return state.structure[:1] + (ex.collapsed(state),) + state.structure[2:]
 
 
-def box_at(ex: Explored, state: ExplorerState, element_id: str) -> tuple[str, Any] | None:
+def box_at(ex: GraphTargets, state: ExplorerState, element_id: str) -> tuple[str, Any] | None:
     """What a canvas element of this state's picture is: ("open", group id) for a closed
     group's box (for a box of alike blocks, "conv3_block2–4": the first of them), ("close",
     group id) for an open group's frame, ("select", node) for any other box of the graph;
@@ -405,7 +405,7 @@ def box_at(ex: Explored, state: ExplorerState, element_id: str) -> tuple[str, An
     return None
 
 
-def tips(ex: Explored, state: ExplorerState) -> dict[str, str]:
+def tips(ex: GraphTargets, state: ExplorerState) -> dict[str, str]:
     """Hover text per canvas element id: a box's full name, what it is, its value's shape and
     summary, its gradient's summary (TF's, from the flow), and what a click does."""
     key = (_structure_key(ex, state), state.lang)
@@ -443,13 +443,13 @@ def tips(ex: Explored, state: ExplorerState) -> dict[str, str]:
 # --------------------------------------------------------------------------- the quiz
 
 
-def _quiz_pending(ex: Explored, state: ExplorerState) -> bool:
+def _quiz_pending(ex: GraphTargets, state: ExplorerState) -> bool:
     """A quiz whose last step is not answered yet (the gradients' table would give it away)."""
     last = ex.flow(state.target).last_step
     return state.quiz and quiz.answered(state.answers, last, state.target) is None
 
 
-def quiz_hidden(ex: Explored, state: ExplorerState) -> Hidden | None:
+def quiz_hidden(ex: GraphTargets, state: ExplorerState) -> Hidden | None:
     """What this state's picture hides: the numbers of every step not answered yet."""
     if not state.quiz:
         return None
@@ -457,19 +457,19 @@ def quiz_hidden(ex: Explored, state: ExplorerState) -> Hidden | None:
     return quiz.hidden(ex.flow(state.target), step_of(ex, state), answered, state.lang)
 
 
-def quiz_open(ex: Explored, state: ExplorerState) -> bool:
+def quiz_open(ex: GraphTargets, state: ExplorerState) -> bool:
     """Whether this state's step still waits for an answer."""
     return state.quiz and quiz.answered(state.answers, step_of(ex, state), state.target) is None
 
 
-def quiz_panel(ex: Explored, state: ExplorerState) -> str:
+def quiz_panel(ex: GraphTargets, state: ExplorerState) -> str:
     """The quiz's HTML in this state: question, verdict, score ('' outside quiz mode)."""
     if not state.quiz:
         return ""
     return quiz.quiz_panel(ex.flow(state.target), step_of(ex, state), state.my_answers, state.lang)
 
 
-def answer(ex: Explored, state: ExplorerState, typed: str) -> tuple[ExplorerState, str | None]:
+def answer(ex: GraphTargets, state: ExplorerState, typed: str) -> tuple[ExplorerState, str | None]:
     """The state after a student typed ``typed`` at this step: judged right or wrong against
     TensorFlow's number, and revealed. A text with no number (or the wrong count) changes
     nothing and comes back with the sentence that says what to type."""
@@ -482,7 +482,7 @@ def answer(ex: Explored, state: ExplorerState, typed: str) -> tuple[ExplorerStat
     return state.replace(answers=quiz.record(state.answers, done)), None
 
 
-def reveal(ex: Explored, state: ExplorerState) -> ExplorerState:
+def reveal(ex: GraphTargets, state: ExplorerState) -> ExplorerState:
     """The state with this step revealed (no prediction)."""
     done = quiz.Answer(step_of(ex, state), "revealed", "", state.target)
     return state.replace(answers=quiz.record(state.answers, done))

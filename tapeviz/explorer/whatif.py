@@ -13,12 +13,12 @@ Three parts, one job each:
 
 - :class:`Runner` calls the function: at given input values, under a tapeviz tape,
   checking what it returns, and (for the slope plot) at sample points with no tape.
-- :class:`Run` is what one call gave: tape, targets, flows, the :class:`Explored` the
+- :class:`Run` is what one call gave: tape, targets, flows, the :class:`GraphTargets` the
   explorer's pure state functions work on, and the graph's *shape* (what decides the
   layout). Two runs of one shape draw their boxes in the same places, because the layout
   is a deterministic function of the graph's structure and insertion order.
 - :class:`Interact` is the widget: an :class:`~tapeviz.explorer.widget.Explorer` whose model is
-  replaced by each run's Explored, while the explorer's state (target, step, clipping,
+  replaced by each run's GraphTargets, while the explorer's state (target, step, clipping,
   groups, inspected node) carries over (:func:`carry_state`). It only maps its sliders
   to runs, and the runs to states.
 
@@ -53,7 +53,7 @@ from ..record.graph import TapeGraph
 from ..record.tape import GradientTape, graph_of
 from ..record.values import format_value
 from .slope_plot import Slope, caption_lines, slope_figure, slope_svg
-from .state import Explored, ExplorerState
+from .state import ExplorerState, GraphTargets
 from .widget import Explorer
 
 __all__ = [
@@ -236,7 +236,7 @@ _BLOCK = compile("with _tape:\n    _targets = _check(_fn(**_args), _ns)\n", "<ta
 class Run:
     """One call of the function at some input values, and what the explorer needs of it:
     the tape, the targets, each target's backward pass (computed when first asked for:
-    a move computes only the shown target's), the Explored of the explorer's states."""
+    a move computes only the shown target's), the GraphTargets of the explorer's states."""
 
     def __init__(self, values: dict[str, float], tape: GradientTape, targets: dict[str, tf.Tensor]):
         self.values = values  # the input values of this call
@@ -246,7 +246,7 @@ class Run:
         self._flows: dict[str, GradientFlow] = {}
         self._shapes: dict[str, tuple] = {}
         by_id = {id(t): name for name, t in targets.items()}
-        self.explored = Explored(tape.graph, targets, flow_factory=lambda t: self.flow(by_id[id(t)]))
+        self.explored = GraphTargets(tape.graph, targets, flow_factory=lambda t: self.flow(by_id[id(t)]))
 
     @property
     def graph(self) -> TapeGraph:
@@ -600,7 +600,7 @@ class Interact(Explorer):
         """{input name: gradient} at the values the picture shows (TF's clip functions when
         clipped), plus any other variable the function read, under its own name."""
         by_graph_name = super().gradients(clipped)
-        g = self.model.graph
+        g = self.graph_targets.graph
         out: dict[str, np.ndarray | None] = {}
         own = set()
         for name, var in self.runner.variables.items():
@@ -716,7 +716,7 @@ class Interact(Explorer):
                 fn=self.runner.fn_name,
             )
         self.run = run
-        self.show_model(run.explored, state)  # the picture first, then the panel and the controls
+        self.show_graph_targets(run.explored, state)  # the picture first, then the panel and the controls
         self.notice.value = f"<span class='tv-info'>{html.escape(notice)}</span>" if notice else ""
         self._show_inputs()
         self._show_slope()

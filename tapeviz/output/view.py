@@ -113,11 +113,11 @@ class GraphView:
         **option_keywords: Any,
     ):
         self.options = opts = Options.of(options, **option_keywords).in_file()
-        magnitudes = None
+        variable_magnitudes = None
         if opts.magnitude and flow is not None:
             from ..gradients.magnitude import flow_magnitudes  # the norms, computed by TF
 
-            magnitudes = flow_magnitudes(flow)
+            variable_magnitudes = flow_magnitudes(flow)
         self.magnitude = opts.magnitude
         self.scene = Scene(
             graph,
@@ -128,7 +128,7 @@ class GraphView:
             title=title,
             caption=caption,
             functions=functions,
-            variable_magnitudes=magnitudes,
+            variable_magnitudes=variable_magnitudes,
             page=page,
             frames=frames,
         )

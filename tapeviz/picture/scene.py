@@ -166,7 +166,7 @@ class Scene:
         self._norms: dict = {}  # variable -> its gradient's text, norm and badness (see _variable_norm)
         self._place(pos, routes, box_names(graph, self.display, self.lang), variable_magnitudes)
 
-    def _build(self, pos, routes, lanes, names, magnitudes) -> None:
+    def _build(self, pos, routes, lanes, names, variable_magnitudes) -> None:
         """Every record for these positions, routes and lanes, then the canvas around them."""
         self.pos = pos
         self.routes = routes  # (u, v) -> bend points; edges not in it run straight to their consumer's gap
@@ -175,7 +175,7 @@ class Scene:
         plans = edge_plans(self.graph, self.pos, self.routes, self.display, self.lanes, label_h=label_h)
         self._make_records(plans, names)
         self.frames = group_frames(self) if self.show_frames else []
-        self.magnitudes, self.magnitude_scale = self._magnitudes(magnitudes)
+        self.box_magnitudes, self.magnitude_scale = self._box_magnitudes(variable_magnitudes)
         self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
         self._grad_rooms = self._grad_allowance(plans, label_h)
         self.overrides: dict[Any, str] = {}
@@ -211,17 +211,17 @@ class Scene:
             return decide(graph, self.flow, self.options, bodies=bodies)
         return collapse(graph.nx, collapsed=False, bodies=bodies)  # the caller's positions name every node
 
-    def _place(self, pos, routes, names, magnitudes) -> None:
+    def _place(self, pos, routes, names, variable_magnitudes) -> None:
         """Positions and edge routes (the layered layout, folded into rows by rows.py: the
         fewest rows that fit the page and are not a strip, else the best miss), then every
         record placed for them."""
         dg = self.display.nx
         if pos is not None:
-            self._build(pos, routes or {}, {}, names, magnitudes)
+            self._build(pos, routes or {}, {}, names, variable_magnitudes)
             return
         pos, computed = layered_routes(dg)
         if routes is not None:
-            self._build(pos, routes, {}, names, magnitudes)
+            self._build(pos, routes, {}, names, variable_magnitudes)
             return
         n_columns = len({x for x, _ in pos.values()})
         if self.wrap is not None:
@@ -235,7 +235,7 @@ class Scene:
         for i, columns in enumerate(choices):
             if i < len(choices) - 1 and min(columns, n_columns) * column_px > self.page:
                 continue  # its boxes alone are wider than the page
-            self._build(*self._rows(pos, computed, columns), names, magnitudes)
+            self._build(*self._rows(pos, computed, columns), names, variable_magnitudes)
             width, height = self.canvas
             miss = (width > self.page, min(self.page, NARROW_PAGE) < width > MAX_RATIO * height, width)
             if not (miss[0] or miss[1]):
@@ -243,7 +243,7 @@ class Scene:
             if best is None or miss < best[0]:
                 best = (miss, columns)
         if best is not None and best[1] != columns:
-            self._build(*self._rows(pos, computed, best[1]), names, magnitudes)
+            self._build(*self._rows(pos, computed, best[1]), names, variable_magnitudes)
 
     def _rows(self, pos, routes, columns: int) -> tuple[dict, dict, dict]:
         """The layout folded into rows of at most ``columns``: wrap=k's rows are k long; the
@@ -308,7 +308,7 @@ class Scene:
                     flow, n, self.display.nx.nodes[n]["kind"], self.step, finished
                 )
 
-    def _magnitudes(self, items) -> tuple[dict, Any]:
+    def _box_magnitudes(self, items) -> tuple[dict, Any]:
         """{box: Magnitude} from per-variable Magnitudes (tapeviz.gradients.magnitude): a variable's box
         its own, a collapsed group's box its variables taken together; and the log scale
         they are coloured on (whole decades around the values)."""
@@ -329,7 +329,7 @@ class Scene:
     def magnitude_fill(self, box) -> str:
         """The fill of a box coloured by its ||g||/||w||: the scale's colour, lightened
         towards the background so the box's words stay readable."""
-        m = self.magnitudes[box]
+        m = self.box_magnitudes[box]
         th = self.theme
         if m.status == "nonfinite":
             return mix(th.bad, th.background, 0.55)
@@ -641,7 +641,7 @@ class Scene:
             kind = dg.nodes[n]["kind"]
             grad = self.grads[n]
             grad.text, grad.color = self._node_grad_text(fl, n, kind, k, finished)
-            if n in self.magnitudes:  # coloured once its gradient is complete: never ahead of the pass
+            if n in self.box_magnitudes:  # coloured once its gradient is complete: never ahead of the pass
                 arrived = self._magnitude_arrived(fl, n, k)
                 box.fc = self.magnitude_fill(n) if arrived else th.kinds.get(kind, th.kinds["op"])[0]
             if n == active_node:
