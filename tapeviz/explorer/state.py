@@ -16,7 +16,6 @@ picture structure (layout, scene) and a clipping report per setting.
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +34,7 @@ from ..picture.options import AUTO, Collapsed, Options, option_names
 from ..picture.rows import CELL_WIDTH
 from ..picture.themes import explorer_theme
 from ..picture.visibility import Shown, decide
+from ..record.bounded_cache import BoundedCache
 from ..record.graph import TapeGraph
 from ..record.values import GRAD_NORM, format_value
 from . import panels, quiz
@@ -144,11 +144,11 @@ class GraphTargets:
         self._flows: dict[str, GradientFlow] = {}
         self._views: dict[tuple, GraphView] = {}
         self._shown: dict[tuple, Shown] = {}
-        self._reports: dict[tuple, clipping.ClipReport] = {}
+        self._reports: BoundedCache[tuple, clipping.ClipReport] = BoundedCache(64)
         self._measures: dict[str, clipping.Measures] = {}
-        self._pictures: OrderedDict = OrderedDict()
-        self._texts: dict[tuple, dict] = {}
-        self._tips: dict[tuple, dict] = {}
+        self._pictures: BoundedCache[tuple, str] = BoundedCache(_PICTURES, recency=True)
+        self._texts: BoundedCache[tuple, dict] = BoundedCache(64)
+        self._tips: BoundedCache[tuple, dict] = BoundedCache(32)
         self._variables: dict[str, Any] | None = None
 
     # -- what is computed once -------------------------------------------------------
@@ -235,9 +235,7 @@ class GraphTargets:
                 lr=state.lr,
                 measured=measured,
             )
-            if len(self._reports) >= 64:
-                self._reports.pop(next(iter(self._reports)))
-            self._reports[key] = rep
+            self._reports.put(key, rep)
         return rep
 
     def variables(self) -> dict[str, Any]:
@@ -252,22 +250,10 @@ class GraphTargets:
 
     def cached_texts(self, key, make: Callable[[], dict]) -> dict:
         """The clipped texts of one clip setting (a picture key and its view both need them)."""
-        texts = self._texts.get(key)
-        if texts is None:
-            if len(self._texts) >= 64:
-                self._texts.pop(next(iter(self._texts)))
-            texts = self._texts[key] = make()
-        return texts
+        return self._texts.fetch(key, make)
 
     def cached_picture(self, key, make: Callable[[], str]) -> str:
-        svg = self._pictures.get(key)
-        if svg is None:
-            svg = self._pictures[key] = make()
-            if len(self._pictures) > _PICTURES:
-                self._pictures.popitem(last=False)
-        else:
-            self._pictures.move_to_end(key)
-        return svg
+        return self._pictures.fetch(key, make)
 
     def forget(self) -> None:
         """Drop every flow, view, report and picture (Explorer.close)."""
@@ -434,10 +420,7 @@ def tips(ex: GraphTargets, state: ExplorerState) -> dict[str, str]:
         out[b.gid] = "\n".join(lines)
     for f in group_frames(scene):
         out[f"group-{f.gid}"] = f"{f.gid}\n{say('ui.canvas.close', lang)}"
-    if len(ex._tips) >= 32:
-        ex._tips.pop(next(iter(ex._tips)))
-    ex._tips[key] = out
-    return out
+    return ex._tips.put(key, out)
 
 
 # --------------------------------------------------------------------------- the quiz

@@ -25,6 +25,7 @@ import html
 import ipywidgets as W
 
 from ..messages import check_lang, say
+from ..record.bounded_cache import BoundedCache
 from ..training.history import Flag, History
 from .panels import CSS
 from .run_panel import RunData, run_data, step_svg
@@ -89,7 +90,7 @@ class TrainingExplorer(W.VBox):
         pictured = hist.recorded_steps()
         options = sorted(set(steps) | set(pictured))
         self.data: RunData = run_data(hist)
-        self._svgs: dict[int, str] = {}
+        self._svgs: BoundedCache[int, str] = BoundedCache(_KEEP)
         first = pictured[-1] if pictured else options[-1]  # the latest picture, else the last step
         slider = W.SelectionSlider(
             options=options,
@@ -131,11 +132,7 @@ class TrainingExplorer(W.VBox):
     def show_train_step(self, step: int) -> None:
         """Show a training step: the run panel, its flags, and its picture if it kept one
         (keeping the picture explorer's clipping, lr, language and theme)."""
-        svg = self._svgs.get(step)
-        if svg is None:
-            svg = self._svgs[step] = step_svg(self.history, self.data, step, self.lang)
-            if len(self._svgs) > _KEEP:
-                self._svgs.pop(next(iter(self._svgs)))
+        svg = self._svgs.fetch(step, lambda: step_svg(self.history, self.data, step, self.lang))
         self.run.value = svg
         self.flags_view.value = self._flags_html(step)
         self._show_picture(step)

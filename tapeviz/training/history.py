@@ -39,6 +39,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..gradients.magnitude import Magnitude, MagnitudeScale, layer_of, magnitude
+from ..record.bounded_cache import BoundedCache
 from ..record.variable_reads import EagerTensor, VariableReader, host_shape, host_views, is_float_scalar
 from .bounded_series import Buckets
 from .squared_norms import device_sums, on_cpu, view_sums
@@ -229,7 +230,7 @@ class History:
         self._loss_col = self._new_columns(1)
         self._global.add("global", self._new_columns(len(_COLUMNS)))
         self._registry: dict[int, tuple[Any, str]] = {}  # id(variable) -> (weakref, name)
-        self._layouts: dict[tuple, _Layout] = {}
+        self._layouts: BoundedCache[tuple, _Layout] = BoundedCache(_MAX_LAYOUTS)
         self._usual: _Layout | None = None  # the layout of the last call with a loss tensor (see _add_usual)
         self._pending_values: list = []  # per step: floats, loss tensors, device vectors; fetched at the flush
         self._pending: list[tuple] = []  # (step, layout or None, host loss, picture or None)
@@ -401,9 +402,7 @@ class History:
         if layout is None:
             layout = self._new_layout(grads, variables, clipped, loss_packed)
             layout.key = key
-            if len(self._layouts) >= _MAX_LAYOUTS:
-                self._layouts.pop(next(iter(self._layouts)))
-            self._layouts[key] = layout
+            self._layouts.put(key, layout)
         return layout
 
     def _new_layout(self, grads, variables, clipped, loss_packed) -> _Layout:
