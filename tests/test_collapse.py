@@ -5,7 +5,8 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz.picture.visibility import COLLAPSE_THRESHOLD, collapse, layer_groups
+from tapeviz.picture.opening import layer_groups
+from tapeviz.picture.visibility import COLLAPSE_THRESHOLD, collapse
 from tapeviz.record.values import format_value
 
 

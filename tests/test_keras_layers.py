@@ -20,7 +20,8 @@ import tensorflow as tf
 from PIL import Image
 
 import tapeviz as tv
-from tapeviz.picture.visibility import collapse, layer_calls, layer_groups
+from tapeviz.picture.opening import layer_calls, layer_groups
+from tapeviz.picture.visibility import collapse
 from tapeviz.record import hooks
 
 L = keras.layers

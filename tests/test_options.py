@@ -61,10 +61,10 @@ def test_the_option_goes_down_as_one_value():
     Options value (and keywords read by Options.of), so its name and default live in
     tv.Options only."""
     from tapeviz.explorer.state import ExplorerState
-    from tapeviz.picture import visibility
+    from tapeviz.picture import opening, visibility
     from tapeviz.picture.scene import Scene
 
-    for fn in (tv.GraphView.__init__, Scene.__init__, visibility.decide, visibility.collapse, visibility.choose_closed):
+    for fn in (tv.GraphView.__init__, Scene.__init__, visibility.decide, visibility.collapse, opening.choose_closed):
         params = inspect.signature(fn).parameters
         assert not set(params) & set(option_names()), fn.__qualname__
         assert "options" in params, fn.__qualname__

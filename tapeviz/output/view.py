@@ -23,12 +23,13 @@ from matplotlib.text import Text
 
 from ..gradients.flow import GradientFlow
 from ..picture.marks import Hidden
+from ..picture.opening import leaf_groups
 from ..picture.options import Options
 from ..picture.rows import PAGE_WIDTH
 from ..picture.scene import Scene
 from ..picture.style import DPI
 from ..picture.themes import Theme
-from ..picture.visibility import Shown, leaf_groups
+from ..picture.visibility import Shown
 from ..record.graph import TapeGraph
 from .artists import Artists, Chrome, chrome_artists, draw_scene, raster_dpi, restyle_artists, scene_as_drawn
 from .svg import to_svg
