@@ -1,11 +1,10 @@
 """The options of a picture, one set for tv.view / draw / save / explore / interact /
 export_html and the command line: each option's name, its one default and its meaning.
 
-Why one object: these functions used to repeat the same keywords with defaults that had
-drifted apart (``theme`` was None in one, "auto" in another, "light" in a third). Now
-every function takes the options as keywords (``tv.save(tape, "a.png", theme="dark")``) or
-as one ``options=tv.Options(...)`` (keywords win over it), and what an option left out
-means is decided here only.
+Why one object: keywords repeated in each function drift apart (one default of ``theme``
+None, another "auto", a third "light"). Every function takes the options as keywords
+(``tv.save(tape, "a.png", theme="dark")``) or as one ``options=tv.Options(...)``
+(keywords win over it), and what an option left out means is decided here only.
 
 Adding an option is one line: a field below, with its default and a help text. Every
 function above then accepts it as a keyword, ``tapeviz export`` as a flag (``--name``),
@@ -98,7 +97,7 @@ class Options:
     )
 
     def __post_init__(self) -> None:
-        for name in ("theme", "magnitude"):  # None was their default before tv.Options: it still means auto
+        for name in ("theme", "magnitude"):  # None means auto too: it is what "not given" reads as
             if getattr(self, name) is None:
                 object.__setattr__(self, name, AUTO)
         if not isinstance(self.theme, Theme) and self.theme != AUTO and self.theme not in THEMES:

@@ -25,7 +25,7 @@ this module draws the nodes in them.
 
 The model is not changed: hiding and folding change pictures only; ``fl.grad``,
 contributions and steps stay those of the whole tape. ``show_all=True`` shows every
-recorded op, grouped by name scope only, as before this stage existed.
+recorded op, grouped by name scope only.
 """
 
 from __future__ import annotations
