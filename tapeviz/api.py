@@ -29,7 +29,7 @@ from .training.history import Flag, History
 
 if TYPE_CHECKING:  # made on first use: a widget imports ipywidgets
     from .explorer.jacobian_explorer import JacobianExplorer
-    from .explorer.state import Explored
+    from .explorer.state import GraphTargets
     from .explorer.training_explorer import TrainingExplorer
     from .explorer.whatif import Interact
     from .explorer.widget import Explorer
@@ -117,7 +117,7 @@ def view(
     graph = graph_of(tape)
     with gc_paused():
         fl = flow(tape, target, output_gradients=output_gradients) if target is not None else None
-        v = GraphView(graph, fl, ax=ax, title=title, caption=caption, **opts.keywords())
+        v = GraphView(graph, fl, opts, ax=ax, title=title, caption=caption)
         if step is not None:
             v.set_step(step)
     return v
@@ -261,7 +261,7 @@ def _clip_settings(clip: str, clip_norm: float, clip_value: tuple[float, float])
             raise TypeError(f"clip_value={clip_value!r}: give two numbers (min, max), e.g. clip_value=(-1.0, 1.0).")
     norm, limits = float(clip_norm), (float(lo), float(hi))
     check_settings(clip, norm, limits)
-    return {"clip": clip, "clip_norm": norm, "clip_value": limits}
+    return {"clip_mode": clip, "clip_norm": norm, "clip_value": limits}
 
 
 @functools.singledispatch
@@ -397,7 +397,7 @@ class InteractFactory:
         return InteractFactory(
             Options.of(options or self._options, **option_keywords),
             presenter=self._presenter if presenter is None else presenter,
-            clip=clip_now["clip"] if clip is None else clip,
+            clip=clip_now["clip_mode"] if clip is None else clip,
             clip_norm=clip_now["clip_norm"] if clip_norm is None else clip_norm,
             clip_value=clip_now["clip_value"] if clip_value is None else clip_value,
         )
@@ -456,8 +456,8 @@ class InteractFactory:
 interact = InteractFactory()
 
 
-def _explored(tape: Any, targets: Any, output_gradients: Any) -> Explored:
-    from .explorer.state import Explored
+def _explored(tape: Any, targets: Any, output_gradients: Any) -> GraphTargets:
+    from .explorer.state import GraphTargets
 
     graph = graph_of(tape)
     if isinstance(targets, dict):
@@ -469,7 +469,7 @@ def _explored(tape: Any, targets: Any, output_gradients: Any) -> Explored:
         named = {graph.display_name(node) if node is not None else "target": targets}
     for t in named.values():  # fail now, with flow's clear message, not inside a callback
         flow(tape, t, output_gradients=output_gradients)
-    return Explored(graph, named, flow_factory=lambda t: flow(tape, t, output_gradients=output_gradients))
+    return GraphTargets(graph, named, flow_factory=lambda t: flow(tape, t, output_gradients=output_gradients))
 
 
 def export_html(

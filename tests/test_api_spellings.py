@@ -120,7 +120,7 @@ def test_keywords_an_explorer_kind_ignored_warn():
 def test_explore_opens_with_the_clipping_given_and_tf_does_it():
     tape, x, y = _tape()
     ex = tv.explore(tape, y, clip="by_norm", clip_norm=2.0)
-    assert (ex.state.clip, ex.state.clip_norm) == ("by_norm", 2.0)
+    assert (ex.state.clip_mode, ex.state.clip_norm) == ("by_norm", 2.0)
     assert (ex.controls["clip"].value, ex.controls["clip_norm"].value) == ("by_norm", 2.0)
     want = tf.clip_by_norm(tape.gradient(y, x), 2.0).numpy()  # [6, 8] has norm 10: scaled to norm 2
     (got,) = ex.gradients(clipped=True).values()
@@ -144,14 +144,15 @@ def test_export_html_takes_the_same_clipping(tmp_path, monkeypatch):
     monkeypatch.setattr(html_page, "write_page", lambda ex, state, path, **kw: states.append(state) or path)
     tv.export_html(tape, y, tmp_path / "p.html", clip="by_value", clip_value=(-7.0, 7.0))
     ex = tv.explore(tape, y, clip="by_value", clip_value=(-7.0, 7.0))
-    assert (states[-1].clip, states[-1].clip_value) == (ex.state.clip, ex.state.clip_value) == ("by_value", (-7.0, 7.0))
+    page, live = states[-1], ex.state
+    assert (page.clip_mode, page.clip_value) == (live.clip_mode, live.clip_value) == ("by_value", (-7.0, 7.0))
 
 
 def test_jacobian_explorer_and_interact_take_the_clipping_too():
     jac = tv.explore(_jacobian(), clip="by_norm", clip_norm=0.5)
-    assert (jac.explorer.state.clip, jac.explorer.state.clip_norm) == ("by_norm", 0.5)
+    assert (jac.explorer.state.clip_mode, jac.explorer.state.clip_norm) == ("by_norm", 0.5)
     ex = tv.interact.options(clip="by_norm", clip_norm=0.5)(lambda x: x * 3.0, x=(0.0, 2.0))
-    assert (ex.state.clip, ex.state.clip_norm) == ("by_norm", 0.5)
+    assert (ex.state.clip_mode, ex.state.clip_norm) == ("by_norm", 0.5)
 
 
 BAD_CLIPPING = [
@@ -209,7 +210,7 @@ def test_an_input_may_take_any_name():
     ex = tv.interact(f, step=(0.0, 2.0), lr=(0.0, 1.0), theme=(0.0, 3.0), target=(0.0, 2.0))
     assert list(ex.inputs) == ["step", "lr", "theme", "target"]
     assert ex.inputs["step"] is not ex.controls["step"] and ex.controls["step"].max == ex.state.step
-    assert ex.state.theme == "light" and list(ex.model.targets) == ["f"]
+    assert ex.state.theme == "light" and list(ex.graph_targets.targets) == ["f"]
     ex.inputs["lr"].value = 0.25
     variables = {k: tf.Variable(v) for k, v in ex.values.items()}
     with tf.GradientTape() as tape:
@@ -226,7 +227,7 @@ def test_a_function_named_target_with_inputs_y_and_target_still_names_its_target
         return y * target
 
     ex = tv.interact(target, y=(0.0, 2.0), target=(0.0, 3.0))
-    assert list(ex.model.targets) == ["target2"]
+    assert list(ex.graph_targets.targets) == ["target2"]
     assert float(ex.targets["target2"]) == 2.0
 
 

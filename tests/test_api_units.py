@@ -11,7 +11,7 @@ import tapeviz as tv
 from tapeviz.gradients import clipping
 from tapeviz.output.artists import draw_legend, draw_node_labels
 from tapeviz.output.view import GraphView
-from tapeviz.record.graph import format_value, summarize
+from tapeviz.record.values import format_value, summarize
 
 
 @pytest.fixture

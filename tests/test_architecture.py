@@ -36,7 +36,7 @@ DRAWING_EXPLORER = {
 }
 # The hook, the recorder, the replay and the tape: what drawing must not import. Drawing
 # reads the record stage's graph (and its plain records) only.
-READABLE_RECORDS = {"record", "record.graph", "record.records"}
+READABLE_RECORDS = {"record", "record.graph", "record.records", "record.values", "record.bounded_cache"}
 
 
 def stage_of(module: str) -> str:

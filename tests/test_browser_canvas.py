@@ -160,7 +160,7 @@ def test_canvas_clicks_hover_zoom_keys_and_patches_in_jupyterlab(jupyterlab, pag
         expect(c.box("node-layer:net/block/a")).to_have_count(1)
         opened = c.check_contract()
         screenshot(page, "canvas_opened")
-        closed = json.loads(c.kernel("import json; print(json.dumps(sorted(ex.model.collapsed(ex.state))))"))
+        closed = json.loads(c.kernel("import json; print(json.dumps(sorted(ex.graph_targets.collapsed(ex.state))))"))
         assert "net/block" not in closed
 
         # -- steps: the page walks them with the patches sent ahead (the kernel sends no

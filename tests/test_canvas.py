@@ -16,7 +16,7 @@ import tapeviz as tv
 from tapeviz.explorer import canvas as cv
 from tapeviz.explorer import patches
 from tapeviz.explorer import state as st
-from tapeviz.record.graph import GRAD_NORM, format_value
+from tapeviz.record.values import GRAD_NORM, format_value
 
 
 def _nested_model_tape():
@@ -44,11 +44,11 @@ def nested():
 
 def test_patches_turn_every_step_and_clip_setting_into_the_fresh_picture(nested):
     ex, *_ = nested
-    model, s0 = ex.model, ex.state.replace(collapsed=frozenset())  # everything open: the most elements
+    model, s0 = ex.graph_targets, ex.state.replace(collapsed=frozenset())  # everything open: the most elements
     last = model.flow(s0.target).last_step
     states = [s0.replace(step=k) for k in [last, 0, 3, last - 1, 1, last]]
-    states += [s0.replace(clip="by_norm", clip_norm=v) for v in (0.1, 0.05, 1.0)]
-    states += [s0.replace(clip="by_value", clip_value=(-0.01, 0.01)), s0.replace(step=2, clip="by_value")]
+    states += [s0.replace(clip_mode="by_norm", clip_norm=v) for v in (0.1, 0.05, 1.0)]
+    states += [s0.replace(clip_mode="by_value", clip_value=(-0.01, 0.01)), s0.replace(step=2, clip_mode="by_value")]
     prev = st.picture(model, states[0])
     for s in states[1:]:
         new = st.picture(model, s)
@@ -133,7 +133,7 @@ def test_the_page_steps_by_itself_and_the_kernel_sends_nothing_it_can_do(nested)
             page.receive(c.frame)
         page.merge()
         seen.append(local)
-        assert page.at == to and page.markup == c.value == st.picture(ex.model, ex.state)
+        assert page.at == to and page.markup == c.value == st.picture(ex.graph_targets, ex.state)
     assert seen[:3] == [True, True, True] and seen[4:6] == [True, True]
     # other settings with the same picture at this step: a new seq, so old step patches are not used
     ex.controls["step"].value = last - 1
@@ -145,7 +145,7 @@ def test_the_page_steps_by_itself_and_the_kernel_sends_nothing_it_can_do(nested)
     assert c.frame["patch"]["set"] == c.frame["patch"]["text"] == {}
     page.receive(c.frame)
     page.merge()
-    assert page.walk(last) and page.markup == st.picture(ex.model, ex.state.replace(step=last))
+    assert page.walk(last) and page.markup == st.picture(ex.graph_targets, ex.state.replace(step=last))
     ex.close()
 
 
@@ -166,9 +166,9 @@ def test_a_clip_move_is_patched_by_the_page_and_confirmed_by_the_kernel(nested):
         page.receive(c.frame)
         page.merge()
         assert local == (v != 0.05), v  # 0.05: no patch came ahead for it (a drag): the kernel's frame
-        assert page.markup == c.value == st.picture(ex.model, ex.state), v
+        assert page.markup == c.value == st.picture(ex.graph_targets, ex.state), v
         assert f"∂ [-0.2869] → [{-v:.4g}]<" in page.markup  # the head's bias clipped (by TF: see test_clipping)
-        want = st.picture(ex.model, ex.state.replace(clip_norm=round(v - 0.01, 10)))
+        want = st.picture(ex.graph_targets, ex.state.replace(clip_norm=round(v - 0.01, 10)))
         assert patches.apply(page.markup, c.clips["c"][0][1]) == want  # and the next value's patch is there
     # the step patches the clip moves left alone stay on the page: only those touching the finished pass go again
     last, kept = c._at, c.ahead["keep"]
@@ -226,7 +226,7 @@ def test_canvas_value_is_the_whole_picture_and_steps_send_patches(nested):
     ex, *_ = nested
     c = ex.canvas
     assert isinstance(c, cv.Canvas)
-    assert c.value == st.picture(ex.model, ex.state)
+    assert c.value == st.picture(ex.graph_targets, ex.state)
     assert c.frame["kind"] == "full" and c.frame["markup"] == c.value
     before, frame, last = c.value, c.frame, c._at
     assert ("b", last) in c._sent  # the patch to the step before went ahead with the picture
@@ -234,7 +234,7 @@ def test_canvas_value_is_the_whole_picture_and_steps_send_patches(nested):
     # the page does it alone: no picture sent, at most more step patches ahead (how many the time
     # budget allows: on a busy machine fewer went with the picture, so more may go now)
     assert c.frame is frame and c.sent_bytes in (0, len(json.dumps(c.ahead)))
-    assert patches.apply(before, c._sent["b", last]) == c.value == st.picture(ex.model, ex.state)
+    assert patches.apply(before, c._sent["b", last]) == c.value == st.picture(ex.graph_targets, ex.state)
     ex.controls["step"].value = 0  # out of reach of the patches sent: a patch of the page's picture
     assert c.frame["kind"] == "patch" and c.frame["from"] == last - 1 and c.frame["at"] == 0
     assert c.get_state()["frame"] == {"kind": "full", "seq": c._seq, "at": c._at, "markup": c.value}  # a reload
@@ -246,13 +246,13 @@ def test_clicks_open_close_and_select(nested):
     c = ex.canvas
     assert "node-layer:net" in c.tips
     c._on_msg(c, {"event": "click", "id": "node-layer:net"}, [])
-    closed = ex.model.collapsed(ex.state)
+    closed = ex.graph_targets.collapsed(ex.state)
     assert "net" not in closed and {"net/block", "net/head"} <= closed  # one level opens
     assert c.frame["kind"] == "full" and 'id="group-net"' in c.value and ">net</text>" in c.value
     c._on_msg(c, {"event": "click", "id": "node-layer:net/block"}, [])
     assert 'id="group-net/block"' in c.value and 'id="node-layer:net/block/a"' in c.value
     c._on_msg(c, {"event": "click", "id": "group-net/block"}, [])
-    assert "net/block" in ex.model.collapsed(ex.state) and 'id="group-net/block"' not in c.value
+    assert "net/block" in ex.graph_targets.collapsed(ex.state) and 'id="group-net/block"' not in c.value
     assert 'id="node-layer:net/block"' in c.value
     # select: open the head, click its kernel; the inspector shows the variable
     c._on_msg(c, {"event": "click", "id": "node-layer:net/head"}, [])
@@ -262,7 +262,7 @@ def test_clicks_open_close_and_select(nested):
     assert "net/head/kernel" in ex.inspector.value
     c._on_msg(c, {"event": "click", "id": "legend"}, [])  # nothing happens
     c._on_msg(c, {"event": "click", "id": "group-net"}, [])
-    assert "net" in ex.model.collapsed(ex.state)
+    assert "net" in ex.graph_targets.collapsed(ex.state)
 
 
 def test_a_click_on_a_box_of_alike_blocks_opens_the_first(nested):
@@ -279,7 +279,7 @@ def test_a_click_on_a_box_of_alike_blocks_opens_the_first(nested):
     with tv.GradientTape() as tape:
         loss = tf.reduce_mean(model(x) ** 2)
     ex = tv.explore(tape, loss, depth=2)
-    run = next(k for k in st.tips(ex.model, ex.state) if "–" in k)  # "node-layer:<model>/block1–3"
+    run = next(k for k in st.tips(ex.graph_targets, ex.state) if "–" in k)  # "node-layer:<model>/block1–3"
     ex._on_canvas_click(run)
     assert "group-" + run.removeprefix("node-layer:").replace("block1–3", "block1") in ex.canvas.value
     assert 'id="node-layer:' in ex.canvas.value and "block2–3" in ex.canvas.value  # the other two: one box
@@ -289,19 +289,19 @@ def test_a_click_on_a_box_of_alike_blocks_opens_the_first(nested):
 def test_tips_show_tensorflow_s_gradient(nested):
     ex, tape, loss, model = nested
     s = ex.state.replace(collapsed=frozenset())
-    tips = st.tips(ex.model, s)
+    tips = st.tips(ex.graph_targets, s)
     var = model.get_layer("head").kernel
     g = tape.gradient(loss, var).numpy()
     tip = next(t for t in tips.values() if t.startswith("net/head/kernel"))
     assert format_value(g, norm=GRAD_NORM) in tip
     assert "float32 (4, 1)" in tip
-    assert all(b.gid in tips for b in ex.model.view(s).scene.boxes.values())
+    assert all(b.gid in tips for b in ex.graph_targets.view(s).scene.boxes.values())
 
 
 def test_frames_hold_their_groups_boxes(nested):
     ex, *_ = nested
     s = ex.state.replace(collapsed=frozenset({"net/head"}))
-    scene = ex.model.view(s).scene
+    scene = ex.graph_targets.view(s).scene
     from tapeviz.picture.frames import group_frames
 
     frames = {f.gid: f for f in group_frames(scene)}
@@ -318,7 +318,7 @@ def test_frames_hold_their_groups_boxes(nested):
 
     assert scene.frames and {f.gid for f in scene.frames} == set(frames)
     check(scene, "nested frames")
-    check(ex.model.view(ex.state.replace(collapsed=frozenset())).scene, "nested frames, all open")
+    check(ex.graph_targets.view(ex.state.replace(collapsed=frozenset())).scene, "nested frames, all open")
 
 
 def test_fallback_to_html_says_so_once(monkeypatch):

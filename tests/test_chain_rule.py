@@ -19,7 +19,7 @@ from tapeviz.gradients.chain_steps import ChainStep, GroupStep, amount
 from tapeviz.gradients.chain_words import link_line
 from tapeviz.gradients.local_derivatives import TABLE, lookup
 from tapeviz.messages import describe
-from tapeviz.record.graph import GRAD_NORM, format_value
+from tapeviz.record.values import GRAD_NORM, format_value
 
 
 def _links(rule: ChainRule):

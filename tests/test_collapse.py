@@ -5,8 +5,9 @@ import pytest
 import tensorflow as tf
 
 import tapeviz as tv
-from tapeviz.picture.visibility import COLLAPSE_THRESHOLD, collapse, layer_groups
-from tapeviz.record.graph import format_value
+from tapeviz.picture.opening import layer_groups
+from tapeviz.picture.visibility import COLLAPSE_THRESHOLD, collapse
+from tapeviz.record.values import format_value
 
 
 def scoped_program(blocks: int):
@@ -71,7 +72,7 @@ def test_expanding_a_layer_shows_its_ops_and_keeps_totals(big):
 
 def test_merged_edges_stand_for_the_original_edges(big):
     tape, loss, *_ = big
-    c = collapse(tape.graph.nx, True)
+    c = collapse(tape.graph.nx, collapsed=True)
     covered = set()
     for _, _, d in c.nx.edges(data=True):
         covered.update(d["members"])

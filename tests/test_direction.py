@@ -7,7 +7,7 @@ import tensorflow as tf
 import tapeviz as tv
 from tapeviz.output.svg import to_svg
 from tapeviz.picture.scene import Scene
-from tapeviz.record.graph import format_value
+from tapeviz.record.values import format_value
 
 
 def test_edges_of_the_step_carry_markers_pointing_to_the_producer():

@@ -115,7 +115,7 @@ def test_explorer_picture_fits_a_notebook_cell_with_no_text_below_9_pt(recorded,
     scene = explorer.view.scene
     assert scene.canvas[0] <= CELL_WIDTH < page_scene.canvas[0], (name, round(scene.canvas[0]))
     assert set(scene.boxes) == set(page_scene.boxes)  # the same picture, in more rows
-    svg = picture(explorer.model, explorer.state)
+    svg = picture(explorer.graph_targets, explorer.state)
     assert min(shown_text_pt(svg) + shown_text_pt(svg, shrunk=True)) >= EXPLORER_TEXT - 0.01, name
     rows, height = EXPLORER_ROWS_AT_8_PT[name]
     columns = {round(x) for x, _ in scene.pos.values()}

@@ -192,7 +192,7 @@ def _assert_named_by_path(g, net):
 @pytest.fixture
 def fresh_paths(monkeypatch):
     """Forget what earlier tests' reads showed: the paths must come from this block."""
-    monkeypatch.setattr(hookstate.call_site_memo, "paths", {})
+    monkeypatch.setattr(hookstate.call_site_memo, "paths", hookstate.CallSiteMemo().paths)
 
 
 def test_subclassed_trainer_with_self_model_names_variables_by_keras_path(fresh_paths):

@@ -324,8 +324,8 @@ def test_depth_and_expand_reach_every_entry_point(made, tmp_path):
     assert ">block1<" in svg and ">block3<" in svg and ">block2<" not in svg
     ex = tv.explore(step.tape, step.loss, depth=2, expand=["block2"])
     assert blocks - {"encoder/block2"} <= set(
-        ex.model.collapsed(ex.state)
-    ) and "encoder/block2" not in ex.model.collapsed(ex.state)
+        ex.graph_targets.collapsed(ex.state)
+    ) and "encoder/block2" not in ex.graph_targets.collapsed(ex.state)
     page = tv.export_html(step.tape, step.loss, tmp_path / "t.html", depth=1)
     assert page.exists()
 
@@ -339,11 +339,11 @@ def test_explorer_lists_the_tree_indented_and_ticking_opens_ancestors(made):
     assert labels[("layer", "encoder/block2/attention")] == "\u00a0" * 6 + "block2/attention"  # unique
     ticked = set(w.value) | {("layer", "encoder/block2/attention")}
     w.value = tuple(ticked)
-    closed = ex.model.collapsed(ex.state)
+    closed = ex.graph_targets.collapsed(ex.state)
     assert "encoder/block2" not in closed and "encoder/block2/attention" not in closed
     assert ("layer", "encoder/block2") in w.value
     w.value = tuple(x for x in w.value if x != ("layer", "encoder/block2"))  # untick: what it holds closes too
-    closed = ex.model.collapsed(ex.state)
+    closed = ex.graph_targets.collapsed(ex.state)
     assert {"encoder/block2", "encoder/block2/attention"} <= set(closed)
 
 

@@ -142,7 +142,7 @@ def test_explorer_clipping_carries_over_moves_and_is_tfs():
     ex.controls["clip_norm"].value = 2.0
     for x in (2.0, -3.0):
         ex.inputs["x"].value = x
-        assert ex.state.clip == "by_norm" and ex.state.clip_norm == 2.0
+        assert ex.state.clip_mode == "by_norm" and ex.state.clip_norm == 2.0
         raw = plain_gradients(seed, ex.values)
         got = ex.gradients()
         for k in ("x", "w"):
@@ -376,11 +376,11 @@ def test_carry_state_is_a_pure_function_of_two_runs():
     ranges = {"x": whatif_runner.InputRange("x", -2.0, 2.0, 1.0, 0.1)}
     runner = whatif_runner.Runner(branch, ranges)
     a, b, c = runner.run({"x": 1.0}), runner.run({"x": 1.5}), runner.run({"x": -1.0})
-    state = a.explored.initial().replace(step=1, clip="by_value")
+    state = a.explored.initial().replace(step=1, clip_mode="by_value")
     same = whatif_runner.carry_state(state, a, b)
     assert same == state, "same shape: nothing to change"
     other = whatif_runner.carry_state(state, a, c)
-    assert other.clip == "by_value" and other.step == min(1, c.flow("branch").last_step)
+    assert other.clip_mode == "by_value" and other.step == min(1, c.flow("branch").last_step)
     assert other.node is None and other.collapsed is None
     assert whatif_runner.shape_change(a, c, "branch") == "new ops: Neg; ops gone: AddV2, Mul, Pow"
 

@@ -21,7 +21,8 @@ from diagnosis_check import check_no_false_diagnosis
 from PIL import Image
 
 import tapeviz as tv
-from tapeviz.picture.visibility import collapse, layer_calls, layer_groups
+from tapeviz.picture.opening import layer_calls, layer_groups
+from tapeviz.picture.visibility import collapse
 from tapeviz.record import hooks
 
 L = keras.layers
@@ -294,7 +295,7 @@ def test_layer_calls_leave_layers_open_when_boxes_would_still_close_a_cycle():
         g.add_edge(u, v, key=0)
     groups = layer_groups(g)
     assert layer_calls(g, groups) == {"h0": 0, "h": 1, "hp": 1, "g": 0, "gp": 0}
-    shown = collapse(g, True)
+    shown = collapse(g, collapsed=True)
     assert nx.is_directed_acyclic_graph(shown.nx)
     assert shown.collapsed == set()
 

@@ -266,7 +266,9 @@ class _Trainer:
 @pytest.mark.slow
 @pytest.mark.parametrize("make", MODELS, ids=lambda m: m.__name__)
 def test_model_reached_through_an_attribute_is_named_by_keras_path(make, monkeypatch):
-    monkeypatch.setattr(hookstate.call_site_memo, "paths", {})  # learn the paths in this very block
+    monkeypatch.setattr(
+        hookstate.call_site_memo, "paths", hookstate.CallSiteMemo().paths
+    )  # learn the paths in this very block
     net, args, y = build(make)
     tape, loss = _Trainer(net).step(args, y)
     g = tape.graph

@@ -55,6 +55,37 @@ def test_no_function_gives_an_option_a_default_of_its_own(fn):
     assert any(p.kind is p.VAR_KEYWORD for p in params.values()), fn.__name__
 
 
+def test_the_option_goes_down_as_one_value():
+    """On its way from tv.view to the groups it opens an option is never a parameter again:
+    the view, the scene, the decision of what is shown and the explorer's state take one
+    Options value (and keywords read by Options.of), so its name and default live in
+    tv.Options only."""
+    from tapeviz.explorer.state import ExplorerState
+    from tapeviz.picture import opening, visibility
+    from tapeviz.picture.scene import Scene
+
+    for fn in (tv.GraphView.__init__, Scene.__init__, visibility.decide, visibility.collapse, opening.choose_closed):
+        params = inspect.signature(fn).parameters
+        assert not set(params) & set(option_names()), fn.__qualname__
+        assert "options" in params, fn.__qualname__
+    fields = {f.name for f in dataclasses.fields(ExplorerState)}
+    assert not fields & set(option_names()) and "options" in fields
+
+
+def test_an_explorer_state_reads_and_changes_its_options_as_its_own():
+    from tapeviz.explorer.state import ExplorerState
+
+    s = ExplorerState(target="t")
+    assert (s.theme, s.magnitude, s.lang, s.collapsed) == ("light", False, "en", None)
+    t = s.replace(lang="zh", collapsed=frozenset({"a"}), step=2)
+    assert (t.lang, t.collapsed, t.step, t.options.collapsed) == ("zh", frozenset({"a"}), 2, frozenset({"a"}))
+    assert t.replace(collapsed=None).options.collapsed == AUTO and s.lang == "en", "replace makes a new state"
+    with pytest.raises(ValueError, match="No messages in language"):
+        s.replace(lang="xx")
+    with pytest.raises(AttributeError):
+        s.nothing  # noqa: B018
+
+
 def test_the_command_line_leaves_every_default_to_options(monkeypatch, tmp_path):
     seen = []
     monkeypatch.setattr(cli, "export_example", lambda name, path, step=None, **options: seen.append(options) or path)

@@ -11,7 +11,7 @@ import tapeviz as tv
 from tapeviz import examples
 from tapeviz.output.view import GraphView
 from tapeviz.picture.style import BOX_H, BOX_W, C_STOP
-from tapeviz.record.graph import format_value
+from tapeviz.record.values import format_value
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

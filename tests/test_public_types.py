@@ -23,7 +23,11 @@ def _public_callables():
                 continue
             obj = type(obj)  # an object called like a function (tv.interact): its methods too
             name = f"{name}:{obj.__name__}"
-        for attr, member in vars(obj).items():  # defined by tapeviz here, not inherited from TF or ipywidgets
+        # defined by tapeviz (the class or a tapeviz base: History's add is Intake's), not
+        # inherited from TF or ipywidgets
+        ours = [c for c in obj.__mro__ if c.__module__.startswith("tapeviz")]
+        members = {attr: member for c in reversed(ours) for attr, member in vars(c).items()}
+        for attr, member in members.items():
             if attr.startswith("_") and attr not in _DUNDERS:
                 continue
             if isinstance(member, property):

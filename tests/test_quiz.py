@@ -226,7 +226,7 @@ def test_answers_belong_to_their_target(square):
 def test_the_state_functions_are_pure(square):
     tape, x, y = square
     ex = tv.explore(tape, y, quiz=True)
-    model, s0 = ex.model, ex.state.replace(step=1)
+    model, s0 = ex.graph_targets, ex.state.replace(step=1)
     hidden_svg = st.picture(model, s0)
     s1, problem = st.answer(model, s0, "6")
     assert problem is None and s0.answers == () and s1.answers == (quiz.Answer(1, "right", "6", "y"),)
@@ -269,7 +269,7 @@ def test_exported_quiz_page_checks_reveals_and_scores_in_chromium(square, tmp_pa
 
     tape, x, y = square
     ex = tv.explore(tape, y, quiz=True, lang="en")
-    frames = [_quiz_frame(ex.model, ex.state.replace(step=k)) for k in range(3)]
+    frames = [_quiz_frame(ex.graph_targets, ex.state.replace(step=k)) for k in range(3)]
     html_page = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
         "<div class='tv-quiz-page'><span class='tv-quiz-page-score'></span>"

@@ -10,7 +10,7 @@ from tapeviz.output.artists import arrow_artist, box_artist, text_artist
 from tapeviz.output.view import GraphView
 from tapeviz.picture import placement, style, wording
 from tapeviz.picture import scene as sc
-from tapeviz.record.graph import format_value
+from tapeviz.record.values import format_value
 
 
 @pytest.fixture()

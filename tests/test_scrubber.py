@@ -47,7 +47,7 @@ def test_collapsed_layers_are_coloured_from_vanishing_to_healthy(vanishing):
     view = tv.view(tape, loss, magnitude=True, collapsed=True)
     sc = view.scene
     scale = sc.magnitude_scale
-    boxes = {n: m for n, m in sc.magnitudes.items()}
+    boxes = {n: m for n, m in sc.box_magnitudes.items()}
     first = next(n for n in boxes if str(n).endswith("deep/d0"))
     last = next(n for n in boxes if str(n).endswith("deep/out"))
     assert scale(boxes[first].relative) < 0.15, "the first layer sits at the low end of the scale"
@@ -74,7 +74,7 @@ def test_expanded_variable_boxes_are_coloured_once_their_gradient_arrives(vanish
     sc = view.scene
     kernel = model.get_layer("d0").trainable_variables[0]
     node = tape.graph.node_of(kernel)
-    assert node in sc.magnitudes
+    assert node in sc.box_magnitudes
     assert sc.boxes[node].fc != sc.magnitude_fill(node), "not coloured before its gradient arrived"
     view.set_step(None)
     assert sc.boxes[node].fc == sc.magnitude_fill(node)

@@ -204,7 +204,7 @@ def _mlp_run(hist, steps=6, clip=None):
 @pytest.mark.parametrize("device_path", [False, True], ids=["numpy on the buffer", "one tf.function a step"])
 def test_history_stores_tf_norm_in_float64_within_the_tolerance(monkeypatch, device_path):
     if device_path:  # what a GPU run takes, forced on CPU
-        monkeypatch.setattr("tapeviz.training.history.on_cpu", lambda tensors: False)
+        monkeypatch.setattr("tapeviz.training.intake.on_cpu", lambda tensors: False)
     hist = tv.History(flush_every=4)
     model, seen = _mlp_run(hist, clip=0.5)
     assert all(layout.on_host is not device_path for layout in hist._layouts.values())

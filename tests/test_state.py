@@ -29,10 +29,10 @@ def test_states_are_plain_data(persistent):
     tape, x, y, targets = persistent
     ex = _explored(tape, targets, None)
     s = ex.initial()
-    assert s.target == "f1" and s.step == ex.flow("f1").last_step and s.clip == "none"
-    t = s.replace(target="f2", clip="by_norm", clip_norm=2.0)
+    assert s.target == "f1" and s.step == ex.flow("f1").last_step and s.clip_mode == "none"
+    t = s.replace(target="f2", clip_mode="by_norm", clip_norm=2.0)
     assert s.target == "f1" and t.target == "f2", "replace makes a new state"
-    assert hash(t) == hash(s.replace(target="f2", clip="by_norm", clip_norm=2.0))
+    assert hash(t) == hash(s.replace(target="f2", clip_mode="by_norm", clip_norm=2.0))
 
 
 def test_picture_of_a_state_is_the_views_svg_at_that_step(persistent):
@@ -51,10 +51,10 @@ def test_picture_of_a_state_is_the_views_svg_at_that_step(persistent):
 def test_gradients_of_a_state_are_tfs_clip_functions(persistent):
     tape, x, y, targets = persistent
     ex = _explored(tape, targets, None)
-    s = ex.initial().replace(clip="by_norm", clip_norm=2.0)
+    s = ex.initial().replace(clip_mode="by_norm", clip_norm=2.0)
     got = st.gradients(ex, s)
     assert got["x"] == pytest.approx(tf.clip_by_norm(tape.gradient(targets["f1"], x), 2.0).numpy())
-    s2 = s.replace(target="f2", clip="by_global_norm", clip_norm=1.0)
+    s2 = s.replace(target="f2", clip_mode="by_global_norm", clip_norm=1.0)
     want, _ = tf.clip_by_global_norm([tape.gradient(targets["f2"], x), tape.gradient(targets["f2"], y)], 1.0)
     got2 = st.gradients(ex, s2)
     np.testing.assert_array_equal(got2["x"], want[0].numpy())
@@ -65,7 +65,7 @@ def test_gradients_of_a_state_are_tfs_clip_functions(persistent):
 def test_clipped_texts_only_on_the_finished_pass(persistent):
     tape, x, y, targets = persistent
     ex = _explored(tape, targets, None)
-    s = ex.initial().replace(clip="by_value", clip_value=(-1.0, 1.0))
+    s = ex.initial().replace(clip_mode="by_value", clip_value=(-1.0, 1.0))
     assert st.clipped_texts(ex, s), "the finished picture shows raw → clipped"
     assert st.clipped_texts(ex, s.replace(step=0)) == {}
     assert "→ 1.0" in st.picture(ex, s)
@@ -82,7 +82,7 @@ def test_clipped_texts_keep_the_clipped_side_in_a_box_width():
     with tv.GradientTape() as tape:
         loss = tf.reduce_sum(a * a) + tf.reduce_sum(b * 3.0) + tf.reduce_sum(c * tf.range(5.0))
     ex = _explored(tape, {"loss": loss}, None)
-    s = ex.initial().replace(clip="by_norm", clip_norm=1.0)
+    s = ex.initial().replace(clip_mode="by_norm", clip_norm=1.0)
     texts = {ex.graph.nx.nodes[n]["name"]: t for n, t in st.clipped_texts(ex, s).items()}
     texts = {name.split(":")[0].split("/")[-1]: t for name, t in texts.items()}
     grads = tape.gradient(loss, [a, b, c])
@@ -96,7 +96,7 @@ def test_clipped_texts_keep_the_clipped_side_in_a_box_width():
 def test_panel_and_inspector_from_a_state(persistent):
     tape, x, y, targets = persistent
     ex = _explored(tape, targets, None)
-    s = ex.initial().replace(clip="by_norm", clip_norm=1.0, node=tape.graph.node_of(x))
+    s = ex.initial().replace(clip_mode="by_norm", clip_norm=1.0, node=tape.graph.node_of(x))
     html = st.panel(ex, s)
     assert "tv-global-norm" in html and "6 → " in html  # d f1 / dx = 6, clipped to norm 1
     assert "6.0" in st.inspector(ex, s)
@@ -110,9 +110,9 @@ def test_widget_shows_what_its_state_shows(persistent):
         w.controls["target"].value = "f2"
         w.controls["step"].value = 1
         assert w.state.target == "f2" and w.state.step == 1
-        assert w.canvas.value == st.picture(w.model, w.state)
+        assert w.canvas.value == st.picture(w.graph_targets, w.state)
         w.controls["clip"].value = "by_norm"
-        assert w.panel.value == st.panel(w.model, w.state)
+        assert w.panel.value == st.panel(w.graph_targets, w.state)
     finally:
         w.close()
 

@@ -189,11 +189,11 @@ def quiz_questions(ex) -> list[dict]:
     """Every question an explorer's quiz asks: target, step, the question in en and zh, and
     TensorFlow's answer as the quiz reveals it."""
     from tapeviz.explorer import quiz
-    from tapeviz.record.graph import format_value
+    from tapeviz.record.values import format_value
 
     rows = []
-    for target in ex.model.targets:
-        fl = ex.model.flow(target)
+    for target in ex.graph_targets.targets:
+        fl = ex.graph_targets.flow(target)
         for k in range(fl.last_step + 1):
             q = quiz.question(fl, k)
             answer = f"‖·‖ = {float(q.expected[0]):.4g}" if q.by_norm else format_value(q.value)

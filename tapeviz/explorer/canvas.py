@@ -32,6 +32,7 @@ import anywidget
 import ipywidgets as W
 import traitlets as T
 
+from ..record.bounded_cache import BoundedCache
 from . import patches
 
 __all__ = ["Canvas", "canvas_available", "make_canvas", "PAGE_SCRIPT", "page_script"]
@@ -421,7 +422,7 @@ class Canvas(anywidget.AnyWidget):
         self._sent: dict[tuple[str, int], dict] = {}  # ("f", k): patch k -> k+1 sent; ("b", k): k -> k-1
         self._pics: dict[int, str] = {}  # step -> the picture those patches were made from, this seq
         self._carry: tuple = (-1, {}, {})  # the last seq's (seq, _sent, _pics): the page may keep some
-        self._docs: dict[str, patches.Document | None] = {}
+        self._docs: BoundedCache[str, patches.Document | None] = BoundedCache(2 * self.AHEAD_MOST + 4, start_over=True)
         self._local = False
         self._asked = 0  # answers to pages that asked for patches again
         self._ahead_of: tuple | None = None  # (step, last, picture_at) of the last picture shown
@@ -505,12 +506,7 @@ class Canvas(anywidget.AnyWidget):
         return all(("b", k) in self._sent for k in range(b + 1, a + 1))
 
     def _parsed(self, markup: str) -> patches.Document | None:
-        doc = self._docs.get(markup)
-        if doc is None:
-            if len(self._docs) > 2 * self.AHEAD_MOST + 4:
-                self._docs.clear()
-            doc = self._docs[markup] = patches.parse(markup)
-        return doc
+        return self._docs.fetch(markup, lambda: patches.parse(markup))
 
     def _new_seq(self, carry: bool = True) -> None:
         """A new picture seq: the step patches sent so far belong to the old one (but the page

@@ -26,10 +26,10 @@ from ipywidgets import embed
 
 from ..messages import catalogue, say
 from ..output.export import check_path
-from ..record.graph import format_value
+from ..record.values import format_value
 from . import panels, quiz
 from .canvas import page_script
-from .state import Explored, ExplorerState, panel, picture, step_of, tips
+from .state import ExplorerState, GraphTargets, panel, picture, step_of, tips
 
 __all__ = ["write_page"]
 
@@ -39,16 +39,16 @@ def _esc(x: Any) -> str:
 
 
 def _clip_text(state: ExplorerState) -> str:
-    label = panels.mode_label(state.clip, state.lang)
-    if state.clip in ("by_norm", "by_global_norm"):
+    label = panels.mode_label(state.clip_mode, state.lang)
+    if state.clip_mode in ("by_norm", "by_global_norm"):
         return f"{label}(clip_norm={state.clip_norm:g})"
-    if state.clip == "by_value":
+    if state.clip_mode == "by_value":
         lo, hi = state.clip_value
         return f"{label}(clip_value=({lo:g}, {hi:g}))"
     return label
 
 
-def _target_box(ex: Explored, state: ExplorerState, interval: int, made: list) -> tuple[W.Widget, int]:
+def _target_box(ex: GraphTargets, state: ExplorerState, interval: int, made: list) -> tuple[W.Widget, int]:
     """One target's pictures in a Stack, a step slider and a Play button linked to it."""
     fl = ex.flow(state.target)
     n = len(fl.steps)  # pictures 0..n-1; the last is the finished pass
@@ -76,7 +76,7 @@ def _target_box(ex: Explored, state: ExplorerState, interval: int, made: list) -
     return box, n
 
 
-def _quiz_frame(ex: Explored, state: ExplorerState) -> str:
+def _quiz_frame(ex: GraphTargets, state: ExplorerState) -> str:
     """One step of a quiz page: the picture with the step's numbers hidden, the same picture
     revealed (shown by the page's script once answered), and the question with its form.
     The answer (TensorFlow's numbers) is in the page, for the page's script to check."""
@@ -177,7 +177,7 @@ document.addEventListener("DOMContentLoaded", tvQuizScore);
 """
 
 
-def _panels(ex: Explored, state: ExplorerState, clip_norms, made: list) -> W.Widget:
+def _panels(ex: GraphTargets, state: ExplorerState, clip_norms, made: list) -> W.Widget:
     """The clipping panel: as it is now, or one per clip_norm position with a slider. In a
     quiz page it gives the answers away: it is folded away under a summary that says so."""
     if state.quiz:
@@ -192,9 +192,9 @@ def _panels(ex: Explored, state: ExplorerState, clip_norms, made: list) -> W.Wid
         box = W.HTML(panels.CSS + panel(ex, state))
         made.append(box)
         return box
-    mode = state.clip if state.clip in ("by_norm", "by_global_norm") else "by_norm"
+    mode = state.clip_mode if state.clip_mode in ("by_norm", "by_global_norm") else "by_norm"
     values = sorted({float(v) for v in clip_norms})
-    states = [state.replace(clip=mode, clip_norm=v) for v in values]
+    states = [state.replace(clip_mode=mode, clip_norm=v) for v in values]
     pages = [W.HTML(panels.CSS + panel(ex, s)) for s in states]
     start = min(range(len(values)), key=lambda i: abs(values[i] - state.clip_norm))
     stack = W.Stack(pages, selected_index=start).add_class("tv-clip-panels")
@@ -213,7 +213,7 @@ def _panels(ex: Explored, state: ExplorerState, clip_norms, made: list) -> W.Wid
 
 
 def write_page(
-    ex: Explored,
+    ex: GraphTargets,
     state: ExplorerState,
     path,
     *,

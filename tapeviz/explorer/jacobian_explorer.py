@@ -18,7 +18,7 @@ import ipywidgets as W
 import traitlets as T
 
 from ..output.jacobian_heatmap import Jacobian
-from .state import Explored
+from .state import GraphTargets
 from .widget import Explorer
 
 __all__ = ["JacobianExplorer", "RowPicker"]
@@ -71,7 +71,7 @@ class JacobianExplorer(W.VBox):
         self.add_class("tv-jacobian")
         labels = jac.row_labels()
         rows = {label: i for i, label in enumerate(labels)}
-        explored = Explored(jac.graph, rows, flow_factory=jac.flow)
+        explored = GraphTargets(jac.graph, rows, flow_factory=jac.flow)
         self.explorer = Explorer(explored, presenter=presenter, **settings)
         self.controls = dict(self.explorer.controls)
         if "target" in self.controls:

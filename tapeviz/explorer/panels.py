@@ -18,7 +18,8 @@ from ..gradients import clipping
 from ..gradients.diagnose import explain_flow
 from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, say
-from ..record.graph import VALUE_NORM, TapeGraph, format_value, shape_text, sum_squares
+from ..record.graph import TapeGraph
+from ..record.values import VALUE_NORM, format_value, shape_text, sum_squares
 
 __all__ = ["CSS", "clipping_panel", "inspector", "PANEL_ROWS"]
 

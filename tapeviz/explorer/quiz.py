@@ -21,7 +21,7 @@ import numpy as np
 from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, localize, say
 from ..picture.marks import Hidden
-from ..record.graph import format_value
+from ..record.values import format_value
 
 __all__ = [
     "TOLERANCE",

@@ -1,6 +1,6 @@
 """The slope plot: a target against one input, the current point and its tangent.
 
-Every number here comes from TensorFlow: interact.py samples the curve by calling the
+Every number here comes from TensorFlow: tv.interact samples the curve by calling the
 user's function at each point and takes the tangent's slope from the flow's gradient.
 This module only draws that data, in two ways that share one tangent segment
 (:func:`tangent_segment`) and one set of ticks:

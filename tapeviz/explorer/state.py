@@ -8,7 +8,7 @@ clipping table), :func:`inspector`, :func:`gradients`. The widget only maps its
 controls to states; the exported HTML page iterates over states; a test can compare
 any state's picture with TensorFlow without a widget.
 
-:class:`Explored` holds what the states are about (one graph, its named targets) and
+:class:`GraphTargets` holds what the states are about (one graph, its named targets) and
 keeps what is expensive to recompute: a flow per target (the backward pass), a view per
 picture structure (layout, scene) and a clipping report per setting.
 """
@@ -16,7 +16,6 @@ picture structure (layout, scene) and a clipping report per setting.
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,16 +25,18 @@ import numpy as np
 from ..gcpause import gc_paused
 from ..gradients import clipping
 from ..gradients.flow import GradientFlow
-from ..messages import DEFAULT, check_lang, say
+from ..messages import say
 from ..output.svg import to_svg
 from ..output.view import GraphView
 from ..picture.frames import group_frames
 from ..picture.marks import Hidden
-from ..picture.options import option_names
+from ..picture.options import AUTO, Collapsed, Options, option_names
 from ..picture.rows import CELL_WIDTH
 from ..picture.themes import explorer_theme
-from ..picture.visibility import Collapsed, Shown, decide
-from ..record.graph import GRAD_NORM, TapeGraph, format_value
+from ..picture.visibility import Shown, decide
+from ..record.bounded_cache import BoundedCache
+from ..record.graph import TapeGraph
+from ..record.values import GRAD_NORM, format_value
 from . import panels, quiz
 from .quiz import TOLERANCE
 
@@ -43,7 +44,7 @@ __all__ = [
     "tips",
     "box_at",
     "ExplorerState",
-    "Explored",
+    "GraphTargets",
     "picture",
     "panel",
     "inspector",
@@ -60,40 +61,58 @@ __all__ = [
 _PICTURES = 128  # SVG documents kept per explorer (a slider going back and forth reuses them)
 
 
-#: The picture's options (tv.Options) that the state holds as they are, by name, and hands
-#: to GraphView; ``collapsed`` is held as the groups themselves (see Explored.initial).
+_OPTION_NAMES = frozenset(option_names())
+#: The picture's options that decide its layout besides its groups (``collapsed``, which a
+#: state holds as the groups themselves).
 _PICTURE_OPTIONS = tuple(n for n in option_names() if n != "collapsed")
-#: ``depth`` and ``expand`` choose the picture's default groups (Explored.default_shown);
-#: the GraphView of a state gets the groups themselves.
-_VIEW_OPTIONS = tuple(n for n in _PICTURE_OPTIONS if n not in ("depth", "expand"))
+#: An explorer's picture before any option is given: light (the widget follows the page's
+#: theme itself), no magnitude colours.
+_EXPLORER_DEFAULTS = Options(theme="light", magnitude=False)
 
 
 @dataclass(frozen=True)
 class ExplorerState:
-    """Everything that decides what an explorer shows, as plain data."""
+    """Everything that decides what an explorer shows, as plain data.
+
+    The picture's options are one :class:`~tapeviz.picture.options.Options` value, read as
+    the state's own (``state.lang`` is ``state.options.lang``) and changed by
+    :meth:`replace` like the other fields; its ``collapsed`` holds the groups drawn as one
+    box, or "auto": the picture's default (``depth``, ``expand``) chooses them."""
 
     target: str
     step: int | None = None  # backward step; None: the last one (the finished pass)
-    clip: str = "none"  # one of clipping.MODES
+    clip_mode: str = "none"  # one of clipping.MODES
     clip_norm: float = 1.0
     clip_value: tuple[float, float] = (-1.0, 1.0)
     lr: float = 0.01  # learning rate of the SGD preview w - lr * g
-    collapsed: frozenset | None = None  # groups drawn as one box; None: the picture's default
-    depth: int | None = None  # how many levels of groups the default opens (None: fit 30 boxes)
-    expand: tuple = ()  # groups the default opens, with the groups holding them
+    options: Options = _EXPLORER_DEFAULTS  # theme is a name: the canvas draws explorer_theme(theme)
     functions: frozenset = frozenset()  # tf.function calls opened into their bodies
-    show_all: bool = False  # every recorded op, nothing hidden or folded
     node: Any = None  # the node shown in the inspector
-    lang: str = DEFAULT
-    theme: str = "light"
-    magnitude: bool = False  # boxes coloured by ||g|| / ||w||
-    wrap: int | None = None  # rows of at most this many boxes; None: rows that fit a notebook cell
     quiz: bool = False  # predict, then reveal: a step's numbers are hidden until answered
     answers: tuple = ()  # quiz.Answer per answered step (of every target)
     tolerance: float = TOLERANCE  # how close a right prediction is (relative, at least absolute)
 
+    def __getattr__(self, name: str) -> Any:
+        """An option read as the state's own: ``state.lang`` is ``state.options.lang``."""
+        if name in _OPTION_NAMES:
+            return getattr(self.options, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def replace(self, **changes) -> ExplorerState:
+        """A new state with these fields and options changed (``collapsed=None``: the
+        picture's default groups)."""
+        picked = {name: changes.pop(name) for name in _OPTION_NAMES & changes.keys()}
+        if picked:
+            if picked.get("collapsed", AUTO) is None:
+                picked["collapsed"] = AUTO
+            changes["options"] = dataclasses.replace(self.options, **picked)
         return dataclasses.replace(self, **changes)
+
+    @property
+    def collapsed(self) -> frozenset | None:
+        """The groups drawn as one box; None: the picture's default."""
+        groups = self.options.collapsed
+        return None if isinstance(groups, str) and groups == AUTO else frozenset(groups)  # type: ignore[arg-type]
 
     @property
     def clip_range(self) -> tuple[float, float]:
@@ -109,10 +128,11 @@ class ExplorerState:
     @property
     def structure(self) -> tuple:
         """What decides the picture's layout (its boxes and where they are)."""
-        return (self.target, self.collapsed, self.functions, *(getattr(self, n) for n in _PICTURE_OPTIONS))
+        options = self.options
+        return (self.target, self.collapsed, self.functions, *(getattr(options, n) for n in _PICTURE_OPTIONS))
 
 
-class Explored:
+class GraphTargets:
     """One recorded graph and its named targets, as the explorer's states see them."""
 
     def __init__(self, graph: TapeGraph, targets: Mapping[str, Any], *, flow_factory: Callable[[Any], GradientFlow]):
@@ -124,11 +144,11 @@ class Explored:
         self._flows: dict[str, GradientFlow] = {}
         self._views: dict[tuple, GraphView] = {}
         self._shown: dict[tuple, Shown] = {}
-        self._reports: dict[tuple, clipping.ClipReport] = {}
+        self._reports: BoundedCache[tuple, clipping.ClipReport] = BoundedCache(64)
         self._measures: dict[str, clipping.Measures] = {}
-        self._pictures: OrderedDict = OrderedDict()
-        self._texts: dict[tuple, dict] = {}
-        self._tips: dict[tuple, dict] = {}
+        self._pictures: BoundedCache[tuple, str] = BoundedCache(_PICTURES, recency=True)
+        self._texts: BoundedCache[tuple, dict] = BoundedCache(64)
+        self._tips: BoundedCache[tuple, dict] = BoundedCache(32)
         self._variables: dict[str, Any] | None = None
 
     # -- what is computed once -------------------------------------------------------
@@ -141,39 +161,28 @@ class Explored:
 
     def initial(self, *, collapsed: Collapsed | frozenset | None = None, **settings) -> ExplorerState:
         """The state an explorer opens in: the first target, its finished pass (a quiz: its
-        first step, the seed, with every number still to predict). ``collapsed``: as
-        tv.Options takes it ("auto", True, False or group names), or the groups themselves;
-        "auto" and None leave it to the picture."""
-        state = ExplorerState(target=next(iter(self.targets)), **settings)
-        check_lang(state.lang)
+        first step, the seed, with every number still to predict). The settings: the
+        state's fields and the picture's options, by name. ``collapsed``: as tv.Options
+        takes it ("auto", True, False or group names), or the groups themselves; "auto"
+        and None leave it to the picture."""
+        picked = {name: settings.pop(name) for name in _OPTION_NAMES & settings.keys()}
+        options = Options.of(_EXPLORER_DEFAULTS, **picked)
+        state = ExplorerState(target=next(iter(self.targets)), options=options, **settings)
         state = state.replace(step=0 if state.quiz else self.flow(state.target).last_step)
-        if collapsed is None or collapsed == "auto" or isinstance(collapsed, frozenset):
-            return state.replace(collapsed=None if collapsed == "auto" else collapsed)
-        bodies = {f: self.graph.function_body(f) for f in state.functions}
-        shown = decide(
-            self.graph,
-            self.flow(state.target),
-            show_all=state.show_all,
-            collapsed=collapsed,
-            bodies=bodies,
-            depth=state.depth,
-            expand=state.expand,
-        )
+        if collapsed is None or collapsed == AUTO or isinstance(collapsed, frozenset):
+            return state.replace(collapsed=None if collapsed == AUTO else collapsed)
+        shown = self._decide(state, dataclasses.replace(options, collapsed=collapsed))
         return state.replace(collapsed=frozenset(shown.collapsed))
+
+    def _decide(self, state: ExplorerState, options: Options) -> Shown:
+        bodies = {f: self.graph.function_body(f) for f in state.functions}
+        return decide(self.graph, self.flow(state.target), options, bodies=bodies)
 
     def default_shown(self, state: ExplorerState) -> Shown:
         """The picture's own decision of what is shown for this target (no groups chosen)."""
         key = (state.target, state.show_all, state.functions, state.depth, state.expand)
         if key not in self._shown:
-            bodies = {f: self.graph.function_body(f) for f in state.functions}
-            self._shown[key] = decide(
-                self.graph,
-                self.flow(state.target),
-                show_all=state.show_all,
-                bodies=bodies,
-                depth=state.depth,
-                expand=state.expand,
-            )
+            self._shown[key] = self._decide(state, dataclasses.replace(state.options, collapsed=AUTO))
         return self._shown[key]
 
     def collapsed(self, state: ExplorerState) -> frozenset:
@@ -191,13 +200,13 @@ class Explored:
         key = state.structure[:1] + (self.collapsed(state),) + state.structure[2:]
         view = self._views.get(key)
         if view is None:
+            options = state.options.closing(key[1])
             view = self._views[key] = GraphView(
                 self.graph,
                 self.flow(state.target),
-                collapsed=set(key[1]),
+                # no text below 9 pt on the screen; files keep the theme
+                dataclasses.replace(options, theme=explorer_theme(options.theme)),
                 functions=set(state.functions),
-                **{n: getattr(state, n) for n in _VIEW_OPTIONS if n != "theme"},
-                theme=explorer_theme(state.theme),  # no text below 9 pt on the screen; files keep the theme
                 page=CELL_WIDTH,
                 frames=True,
             )
@@ -208,7 +217,7 @@ class Explored:
 
     def report(self, state: ExplorerState) -> clipping.ClipReport:
         """Raw vs clipped gradients, norms and the SGD preview, computed by TensorFlow."""
-        key = (state.target, state.clip, state.clip_norm, tuple(state.clip_value), state.lr)
+        key = (state.target, state.clip_mode, state.clip_norm, tuple(state.clip_value), state.lr)
         rep = self._reports.get(key)
         if rep is None:
             measured = self._measures.get(state.target)
@@ -220,15 +229,13 @@ class Explored:
             rep = clipping.report(
                 measured.grads,
                 measured.weights,
-                mode=state.clip,
+                mode=state.clip_mode,
                 clip_norm=state.clip_norm,
                 clip_value=state.clip_range,
                 lr=state.lr,
                 measured=measured,
             )
-            if len(self._reports) >= 64:
-                self._reports.pop(next(iter(self._reports)))
-            self._reports[key] = rep
+            self._reports.put(key, rep)
         return rep
 
     def variables(self) -> dict[str, Any]:
@@ -243,22 +250,10 @@ class Explored:
 
     def cached_texts(self, key, make: Callable[[], dict]) -> dict:
         """The clipped texts of one clip setting (a picture key and its view both need them)."""
-        texts = self._texts.get(key)
-        if texts is None:
-            if len(self._texts) >= 64:
-                self._texts.pop(next(iter(self._texts)))
-            texts = self._texts[key] = make()
-        return texts
+        return self._texts.fetch(key, make)
 
     def cached_picture(self, key, make: Callable[[], str]) -> str:
-        svg = self._pictures.get(key)
-        if svg is None:
-            svg = self._pictures[key] = make()
-            if len(self._pictures) > _PICTURES:
-                self._pictures.popitem(last=False)
-        else:
-            self._pictures.move_to_end(key)
-        return svg
+        return self._pictures.fetch(key, make)
 
     def forget(self) -> None:
         """Drop every flow, view, report and picture (Explorer.close)."""
@@ -275,22 +270,22 @@ class Explored:
 # --------------------------------------------------------------------------- what a state shows
 
 
-def step_of(ex: Explored, state: ExplorerState) -> int:
+def step_of(ex: GraphTargets, state: ExplorerState) -> int:
     return ex.flow(state.target).check_step(state.step)
 
 
-def clipped_texts(ex: Explored, state: ExplorerState) -> dict:
+def clipped_texts(ex: GraphTargets, state: ExplorerState) -> dict:
     """Clipped gradients replace the variables' texts on the finished picture."""
     fl = ex.flow(state.target)
-    if state.clip == "none" or step_of(ex, state) < fl.last_step:
+    if state.clip_mode == "none" or step_of(ex, state) < fl.last_step:
         return {}
     return ex.cached_texts(
-        (state.target, state.clip, state.clip_norm, tuple(state.clip_value)),
+        (state.target, state.clip_mode, state.clip_norm, tuple(state.clip_value)),
         lambda: _clipped_texts(ex, state.target, ex.report(state)),
     )
 
 
-def _clipped_texts(ex: Explored, target: str, rep: clipping.ClipReport) -> dict:
+def _clipped_texts(ex: GraphTargets, target: str, rep: clipping.ClipReport) -> dict:
     # "∂ raw → clipped" in a box's width: the numbers as they are when the text is short
     # ("∂ [6.0, 8.0] → [0.6, 0.8]"), else the norms (clipping is about norms, and
     # "∂ [-0.09405, -0.009118, …" left the clipped side cut off). The raw sides are the same
@@ -326,7 +321,7 @@ def _clipped_texts(ex: Explored, target: str, rep: clipping.ClipReport) -> dict:
 _SHORT_CLIP_TEXT = 28
 
 
-def picture(ex: Explored, state: ExplorerState) -> str:
+def picture(ex: GraphTargets, state: ExplorerState) -> str:
     """The SVG document (from ``<svg``) the explorer's canvas shows in this state.
 
     Keyed by everything it shows, so moves that change nothing drawn (the learning
@@ -347,7 +342,7 @@ def picture(ex: Explored, state: ExplorerState) -> str:
     return ex.cached_picture(key, make)
 
 
-def panel(ex: Explored, state: ExplorerState) -> str:
+def panel(ex: GraphTargets, state: ExplorerState) -> str:
     """The clipping panel's HTML for this state (raises ValueError on bad settings). In a
     quiz it would give the answers away: it waits until the last step is answered."""
     if _quiz_pending(ex, state):
@@ -355,7 +350,7 @@ def panel(ex: Explored, state: ExplorerState) -> str:
     return panels.clipping_panel(ex.report(state), ex.flow(state.target), ex.variables(), state.lang)
 
 
-def inspector(ex: Explored, state: ExplorerState) -> str:
+def inspector(ex: GraphTargets, state: ExplorerState) -> str:
     """The inspector's HTML for the state's node ('' when none is chosen; in a quiz, until
     the last step is answered)."""
     if state.node is None or _quiz_pending(ex, state):
@@ -363,20 +358,20 @@ def inspector(ex: Explored, state: ExplorerState) -> str:
     return panels.inspector(ex.graph, ex.flow(state.target), state.node, state.lang)
 
 
-def gradients(ex: Explored, state: ExplorerState, clipped: bool = True) -> dict[str, np.ndarray | None]:
+def gradients(ex: GraphTargets, state: ExplorerState, clipped: bool = True) -> dict[str, np.ndarray | None]:
     """{variable name: gradient} in this state (TF's clip functions when clipped)."""
     raw = ex.raw_gradients(state)
     if not clipped:
         return {k: clipping.to_numpy(v) for k, v in raw.items()}
-    out = clipping.clip(raw, state.clip, state.clip_norm, state.clip_range)
+    out = clipping.clip(raw, state.clip_mode, state.clip_norm, state.clip_range)
     return {k: clipping.to_numpy(v) for k, v in out.items()}
 
 
-def _structure_key(ex: Explored, state: ExplorerState) -> tuple:
+def _structure_key(ex: GraphTargets, state: ExplorerState) -> tuple:
     return state.structure[:1] + (ex.collapsed(state),) + state.structure[2:]
 
 
-def box_at(ex: Explored, state: ExplorerState, element_id: str) -> tuple[str, Any] | None:
+def box_at(ex: GraphTargets, state: ExplorerState, element_id: str) -> tuple[str, Any] | None:
     """What a canvas element of this state's picture is: ("open", group id) for a closed
     group's box (for a box of alike blocks, "conv3_block2–4": the first of them), ("close",
     group id) for an open group's frame, ("select", node) for any other box of the graph;
@@ -396,7 +391,7 @@ def box_at(ex: Explored, state: ExplorerState, element_id: str) -> tuple[str, An
     return None
 
 
-def tips(ex: Explored, state: ExplorerState) -> dict[str, str]:
+def tips(ex: GraphTargets, state: ExplorerState) -> dict[str, str]:
     """Hover text per canvas element id: a box's full name, what it is, its value's shape and
     summary, its gradient's summary (TF's, from the flow), and what a click does."""
     key = (_structure_key(ex, state), state.lang)
@@ -425,22 +420,19 @@ def tips(ex: Explored, state: ExplorerState) -> dict[str, str]:
         out[b.gid] = "\n".join(lines)
     for f in group_frames(scene):
         out[f"group-{f.gid}"] = f"{f.gid}\n{say('ui.canvas.close', lang)}"
-    if len(ex._tips) >= 32:
-        ex._tips.pop(next(iter(ex._tips)))
-    ex._tips[key] = out
-    return out
+    return ex._tips.put(key, out)
 
 
 # --------------------------------------------------------------------------- the quiz
 
 
-def _quiz_pending(ex: Explored, state: ExplorerState) -> bool:
+def _quiz_pending(ex: GraphTargets, state: ExplorerState) -> bool:
     """A quiz whose last step is not answered yet (the gradients' table would give it away)."""
     last = ex.flow(state.target).last_step
     return state.quiz and quiz.answered(state.answers, last, state.target) is None
 
 
-def quiz_hidden(ex: Explored, state: ExplorerState) -> Hidden | None:
+def quiz_hidden(ex: GraphTargets, state: ExplorerState) -> Hidden | None:
     """What this state's picture hides: the numbers of every step not answered yet."""
     if not state.quiz:
         return None
@@ -448,19 +440,19 @@ def quiz_hidden(ex: Explored, state: ExplorerState) -> Hidden | None:
     return quiz.hidden(ex.flow(state.target), step_of(ex, state), answered, state.lang)
 
 
-def quiz_open(ex: Explored, state: ExplorerState) -> bool:
+def quiz_open(ex: GraphTargets, state: ExplorerState) -> bool:
     """Whether this state's step still waits for an answer."""
     return state.quiz and quiz.answered(state.answers, step_of(ex, state), state.target) is None
 
 
-def quiz_panel(ex: Explored, state: ExplorerState) -> str:
+def quiz_panel(ex: GraphTargets, state: ExplorerState) -> str:
     """The quiz's HTML in this state: question, verdict, score ('' outside quiz mode)."""
     if not state.quiz:
         return ""
     return quiz.quiz_panel(ex.flow(state.target), step_of(ex, state), state.my_answers, state.lang)
 
 
-def answer(ex: Explored, state: ExplorerState, typed: str) -> tuple[ExplorerState, str | None]:
+def answer(ex: GraphTargets, state: ExplorerState, typed: str) -> tuple[ExplorerState, str | None]:
     """The state after a student typed ``typed`` at this step: judged right or wrong against
     TensorFlow's number, and revealed. A text with no number (or the wrong count) changes
     nothing and comes back with the sentence that says what to type."""
@@ -473,7 +465,7 @@ def answer(ex: Explored, state: ExplorerState, typed: str) -> tuple[ExplorerStat
     return state.replace(answers=quiz.record(state.answers, done)), None
 
 
-def reveal(ex: Explored, state: ExplorerState) -> ExplorerState:
+def reveal(ex: GraphTargets, state: ExplorerState) -> ExplorerState:
     """The state with this step revealed (no prediction)."""
     done = quiz.Answer(step_of(ex, state), "revealed", "", state.target)
     return state.replace(answers=quiz.record(state.answers, done))

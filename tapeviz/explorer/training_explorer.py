@@ -25,10 +25,11 @@ import html
 import ipywidgets as W
 
 from ..messages import check_lang, say
+from ..record.bounded_cache import BoundedCache
 from ..training.history import Flag, History
 from .panels import CSS
 from .run_panel import RunData, run_data, step_svg
-from .state import Explored, ExplorerState
+from .state import ExplorerState, GraphTargets
 from .widget import Explorer
 
 __all__ = ["TrainingExplorer", "step_flags"]
@@ -37,13 +38,13 @@ TARGET = "loss"
 _KEEP = 64  # SVGs of the run panel kept
 
 
-def explored_step(hist: History, step: int) -> Explored:
+def explored_step(hist: History, step: int) -> GraphTargets:
     """What the explorer shows at one training step: that step's graph and the loss's flow."""
     got = hist.picture(step)
     if got is None:
         raise ValueError(f"Step {step} kept no picture; steps with one: {hist.recorded_steps()}.")
     graph, flow = got
-    return Explored(graph, {TARGET: flow.target}, flow_factory=lambda _target: flow)
+    return GraphTargets(graph, {TARGET: flow.target}, flow_factory=lambda _target: flow)
 
 
 def step_flags(hist: History, step: int) -> list[tuple[Flag, bool]]:
@@ -89,7 +90,7 @@ class TrainingExplorer(W.VBox):
         pictured = hist.recorded_steps()
         options = sorted(set(steps) | set(pictured))
         self.data: RunData = run_data(hist)
-        self._svgs: dict[int, str] = {}
+        self._svgs: BoundedCache[int, str] = BoundedCache(_KEEP)
         first = pictured[-1] if pictured else options[-1]  # the latest picture, else the last step
         slider = W.SelectionSlider(
             options=options,
@@ -131,11 +132,7 @@ class TrainingExplorer(W.VBox):
     def show_train_step(self, step: int) -> None:
         """Show a training step: the run panel, its flags, and its picture if it kept one
         (keeping the picture explorer's clipping, lr, language and theme)."""
-        svg = self._svgs.get(step)
-        if svg is None:
-            svg = self._svgs[step] = step_svg(self.history, self.data, step, self.lang)
-            if len(self._svgs) > _KEEP:
-                self._svgs.pop(next(iter(self._svgs)))
+        svg = self._svgs.fetch(step, lambda: step_svg(self.history, self.data, step, self.lang))
         self.run.value = svg
         self.flags_view.value = self._flags_html(step)
         self._show_picture(step)
@@ -145,13 +142,13 @@ class TrainingExplorer(W.VBox):
         if step in self.pictured and self.picture is not None:
             pic = self.picture
             got = self.history.picture(step)
-            if got is not None and pic.model.graph is not got[0]:
+            if got is not None and pic.graph_targets.graph is not got[0]:
                 explored = explored_step(self.history, step)
                 last = explored.flow(TARGET).last_step
                 state: ExplorerState = pic.state.replace(
                     target=TARGET, step=last, node=None, collapsed=None, functions=frozenset()
                 )
-                pic.show_model(explored, state)
+                pic.show_graph_targets(explored, state)
             pic.layout.display = None
             self.note.value = ""
             return

@@ -11,7 +11,7 @@ tapeviz itself.
 
 This module holds the widgets: each input's slider (:func:`input_widget`) and
 :class:`Interact`, an :class:`~tapeviz.explorer.widget.Explorer` whose model is replaced by
-each run's Explored, while the explorer's state (target, step, clipping, groups, inspected
+each run's GraphTargets, while the explorer's state (target, step, clipping, groups, inspected
 node) carries over. It only maps its sliders to runs, and the runs to states; calling the
 function is the runner's job (:mod:`tapeviz.explorer.whatif_runner`).
 
@@ -39,8 +39,8 @@ import numpy as np
 from ..messages import say
 from ..picture.options import Options
 from ..picture.themes import THEMES
-from ..record.graph import format_value
 from ..record.tape import GradientTape
+from ..record.values import format_value
 from .slope_plot import Slope, caption_lines, slope_figure, slope_svg
 from .whatif_runner import (
     FunctionRun,
@@ -214,7 +214,7 @@ class Interact(Explorer):
         """{input name: gradient} at the values the picture shows (TF's clip functions when
         clipped), plus any other variable the function read, under its own name."""
         by_graph_name = super().gradients(clipped)
-        g = self.model.graph
+        g = self.graph_targets.graph
         out: dict[str, np.ndarray | None] = {}
         own = set()
         for name, var in self.runner.variables.items():
@@ -338,7 +338,7 @@ class Interact(Explorer):
                 fn=self.runner.fn_name,
             )
         self.run = run
-        self.show_model(run.explored, state)  # the picture first, then the panel and the controls
+        self.show_graph_targets(run.explored, state)  # the picture first, then the panel and the controls
         self.notice.value = f"<span class='tv-info'>{html.escape(notice)}</span>" if notice else ""
         self._show_inputs()
         self._show_slope()

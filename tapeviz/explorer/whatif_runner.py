@@ -2,7 +2,7 @@
 
 :class:`Runner` calls the function with one ``tf.Variable`` per input, under a tapeviz
 tape, checking what it returns, and (for the slope plot) at sample points with no tape.
-:class:`FunctionRun` is what one call gave: tape, targets, flows, the :class:`Explored` the
+:class:`FunctionRun` is what one call gave: tape, targets, flows, the :class:`GraphTargets` the
 explorer's pure state functions work on, and the graph's *shape* (what decides the
 layout). Two runs of one shape draw their boxes in the same places, because the layout is
 a deterministic function of the graph's structure and insertion order; :func:`carry_state`
@@ -28,7 +28,7 @@ from ..gradients.flow import GradientFlow, flow_over
 from ..messages import DEFAULT, say
 from ..record.graph import TapeGraph
 from ..record.tape import GradientTape, graph_of
-from .state import Explored, ExplorerState
+from .state import ExplorerState, GraphTargets
 
 __all__ = [
     "InputRange",
@@ -123,7 +123,7 @@ _BLOCK = compile("with _tape:\n    _targets = _check(_fn(**_args), _ns)\n", "<ta
 class FunctionRun:
     """One call of the function at some input values, and what the explorer needs of it:
     the tape, the targets, each target's backward pass (computed when first asked for:
-    a move computes only the shown target's), the Explored of the explorer's states."""
+    a move computes only the shown target's), the GraphTargets of the explorer's states."""
 
     def __init__(self, values: dict[str, float], tape: GradientTape, targets: dict[str, tf.Tensor]):
         self.values = values  # the input values of this call
@@ -133,7 +133,7 @@ class FunctionRun:
         self._flows: dict[str, GradientFlow] = {}
         self._shapes: dict[str, tuple] = {}
         by_id = {id(t): name for name, t in targets.items()}
-        self.explored = Explored(tape.graph, targets, flow_factory=lambda t: self.flow(by_id[id(t)]))
+        self.explored = GraphTargets(tape.graph, targets, flow_factory=lambda t: self.flow(by_id[id(t)]))
 
     @property
     def graph(self) -> TapeGraph:

@@ -26,7 +26,7 @@ from . import state as st
 from .canvas import Canvas, make_canvas
 from .keyboard import attach_keys
 from .notebook_theme import PageTheme
-from .state import Explored, ExplorerState
+from .state import ExplorerState, GraphTargets
 
 __all__ = ["Explorer"]
 
@@ -37,9 +37,9 @@ class Explorer(W.VBox):
     ``presenter=True`` shows only the picture and the step buttons, full width (for a
     projector); the other controls still exist in ``ex.controls``."""
 
-    def __init__(self, explored: Explored, *, presenter: bool = False, **settings):
+    def __init__(self, explored: GraphTargets, *, presenter: bool = False, **settings):
         super().__init__()
-        self.model = explored
+        self.graph_targets = explored
         # theme="auto": light until the page says it is dark (PageTheme, below)
         self.auto_theme = settings.get("theme") == "auto"
         if self.auto_theme:
@@ -76,7 +76,7 @@ class Explorer(W.VBox):
             ).add_class("tv-target")
         c["clip"] = W.Dropdown(
             options=[(panels.mode_label(m, lang), m) for m in clipping.MODES],
-            value=self.state.clip,
+            value=self.state.clip_mode,
             description=say("ui.control.clip", lang),
         ).add_class("tv-clip-mode")
         # the sliders' ranges hold the clipping the explorer opens with (tv.explore(clip_norm=20))
@@ -149,7 +149,7 @@ class Explorer(W.VBox):
         c["step"].observe(lambda ch: self._set(step=ch["new"]), names="value")
         if "target" in c:
             c["target"].observe(lambda ch: self._on_target(ch["new"]), names="value")
-        c["clip"].observe(lambda ch: self._set(clip=ch["new"]), names="value")
+        c["clip"].observe(lambda ch: self._set(clip_mode=ch["new"]), names="value")
         c["clip_norm"].observe(lambda ch: self._set(clip_norm=float(ch["new"])), names="value")
         c["clip_value"].observe(lambda ch: self._set(clip_value=tuple(ch["new"])), names="value")
         c["lr"].observe(lambda ch: self._set(lr=float(ch["new"])), names="value")
@@ -159,7 +159,7 @@ class Explorer(W.VBox):
         quiz: list[W.Widget] = []
         if self.state.quiz:
             c["check"].on_click(lambda _: self._on_answer(c["answer"].value))
-            c["reveal"].on_click(lambda _: self._move(st.reveal(self.model, self.state)))
+            c["reveal"].on_click(lambda _: self._move(st.reveal(self.graph_targets, self.state)))
             c["reset"].on_click(lambda _: self._move(st.reset_score(self.state)))
             quiz = [W.HBox([c["answer"], c["check"], c["reveal"], c["reset"]]).add_class("tv-quiz-bar"), self.quiz]
 
@@ -197,11 +197,11 @@ class Explorer(W.VBox):
     # -- what the state is about --------------------------------------------------------
     @property
     def graph(self):
-        return self.model.graph
+        return self.graph_targets.graph
 
     @property
     def targets(self) -> dict:
-        return self.model.targets
+        return self.graph_targets.targets
 
     @property
     def target_name(self) -> str:
@@ -209,20 +209,20 @@ class Explorer(W.VBox):
 
     @property
     def flow(self) -> GradientFlow:
-        return self.model.flow(self.state.target)
+        return self.graph_targets.flow(self.state.target)
 
     @property
     def view(self) -> GraphView:
         """The view on screen now (its scene, and its artists if a PNG was made)."""
-        return self.model.view(self.state)
+        return self.graph_targets.view(self.state)
 
     def gradients(self, clipped: bool = True) -> dict[str, np.ndarray | None]:
         """{variable name: gradient} under the current controls (TF's clip functions)."""
-        return st.gradients(self.model, self.state, clipped)
+        return st.gradients(self.graph_targets, self.state, clipped)
 
     def _node_options(self):
         opts = []
-        for n, d in self.model.graph.nx.nodes(data=True):
+        for n, d in self.graph_targets.graph.nx.nodes(data=True):
             label = d.get("name") or d["label"]
             opts.append((f"{label} ({d['kind']}{', ' + d['op_type'] if d['kind'] == 'op' else ''})", n))
         return opts
@@ -242,7 +242,7 @@ class Explorer(W.VBox):
             return
         new = self.state.replace(**changes)
         try:
-            clipping.check_settings(new.clip, new.clip_norm, new.clip_range)
+            clipping.check_settings(new.clip_mode, new.clip_norm, new.clip_range)
         except ValueError as e:  # say why, keep the last good state and its picture
             self.message.value = f"<span class='tv-bad'>{panels._esc(e)}</span>"
             return
@@ -251,7 +251,7 @@ class Explorer(W.VBox):
 
     def _on_answer(self, typed: str) -> None:
         """A prediction typed at this step: judged, revealed and scored (or: what to type)."""
-        new, problem = st.answer(self.model, self.state, typed)
+        new, problem = st.answer(self.graph_targets, self.state, typed)
         if problem is not None:
             self.message.value = f"<span class='tv-bad'>{panels._esc(problem)}</span>"
             return
@@ -272,7 +272,7 @@ class Explorer(W.VBox):
         s.value = max(s.min, min(s.max, s.value + d))
 
     def _on_target(self, target: str) -> None:
-        last = self.model.flow(target).last_step
+        last = self.graph_targets.flow(target).last_step
         start = 0 if self.state.quiz else last  # a quiz starts at the seed, else the finished pass
         with self._quiet():
             for k in ("step", "play"):
@@ -298,9 +298,9 @@ class Explorer(W.VBox):
         group closes it and the groups inside it."""
         if self._muted:
             return
-        tree = self.model.default_shown(self.state).tree
-        groups = set(self.model.groups(self.state))
-        before = groups - set(self.model.collapsed(self.state))
+        tree = self.graph_targets.default_shown(self.state).tree
+        groups = set(self.graph_targets.groups(self.state))
+        before = groups - set(self.graph_targets.collapsed(self.state))
         opened = {x for kind, x in chosen if kind == "layer"}
         for gid in before - opened:  # unticked: what it holds closes with it
             opened = {x for x in opened if gid not in tree.ancestors(x)}
@@ -313,15 +313,15 @@ class Explorer(W.VBox):
     def _on_canvas_click(self, element_id: str) -> None:
         """A click on the picture: a closed group's box opens it (its groups inside stay
         closed), an open group's frame closes it, any other box goes to the inspector."""
-        hit = st.box_at(self.model, self.state, element_id)
+        hit = st.box_at(self.graph_targets, self.state, element_id)
         if hit is None:
             return
         what, x = hit
         if what == "select":
             self.controls["node"].value = x  # the node menu sets state.node, as a pick there does
             return
-        tree = self.model.default_shown(self.state).tree
-        collapsed = set(self.model.collapsed(self.state))
+        tree = self.graph_targets.default_shown(self.state).tree
+        collapsed = set(self.graph_targets.collapsed(self.state))
         if what == "open":
             collapsed = (collapsed - {x}) | set(tree.groups[x].children)
         else:
@@ -332,10 +332,10 @@ class Explorer(W.VBox):
     def _sync_groups(self) -> None:
         """The 'expanded' list: this picture's groups as a tree (indented) and its
         tf.function calls, open ones selected."""
-        groups = self.model.groups(self.state)
-        tree = self.model.default_shown(self.state).tree
-        collapsed = self.model.collapsed(self.state)
-        g = self.model.graph
+        groups = self.graph_targets.groups(self.state)
+        tree = self.graph_targets.default_shown(self.state).tree
+        collapsed = self.graph_targets.collapsed(self.state)
+        g = self.graph_targets.graph
         functions = [(f"tf.function {g.nx.nodes[f]['function']} ({f})", ("function", f)) for f in g.functions()]
         w = self.controls["layers"]
         with self._quiet():
@@ -351,13 +351,13 @@ class Explorer(W.VBox):
             w.rows = max(1, min(8, len(w.options)))
         w.layout.display = None if w.options else "none"
 
-    def show_model(self, explored: Explored, state: ExplorerState) -> None:
+    def show_graph_targets(self, explored: GraphTargets, state: ExplorerState) -> None:
         """Show another recording in this widget (a what-if move, another training step),
         keeping its controls: the step slider follows the new backward pass, the inspector
         menu its nodes, the groups list its groups. The picture leaves for the browser
         first; the old recording's pictures and flows are dropped."""
-        old = self.model
-        self.model, self.state = explored, state
+        old = self.graph_targets
+        self.graph_targets, self.state = explored, state
         self._set_canvas(st.picture(explored, state))
         last = explored.flow(state.target).last_step
         c = self.controls
@@ -376,23 +376,23 @@ class Explorer(W.VBox):
     def _show(self) -> None:
         """Show the state: the picture, the clipping panel, the inspector (one redraw each)."""
         c = self.controls
-        c["clip_norm"].layout.display = None if self.state.clip in ("by_norm", "by_global_norm") else "none"
-        c["clip_value"].layout.display = None if self.state.clip == "by_value" else "none"
+        c["clip_norm"].layout.display = None if self.state.clip_mode in ("by_norm", "by_global_norm") else "none"
+        c["clip_value"].layout.display = None if self.state.clip_mode == "by_value" else "none"
         try:
             # The picture first (the clipping report it may need is kept for the panel):
             # it is what the eye is on; the panel follows.
-            self._set_canvas(st.picture(self.model, self.state))
-            panel = st.panel(self.model, self.state)
+            self._set_canvas(st.picture(self.graph_targets, self.state))
+            panel = st.panel(self.graph_targets, self.state)
         except ValueError as e:  # TF refuses this clipping (e.g. mixed dtypes): say so, keep the picture
             self.message.value = f"<span class='tv-bad'>{panels._esc(e)}</span>"
             return
         self.message.value = ""
         if self.panel.value != panel:
             self.panel.value = panel
-        self.inspector.value = st.inspector(self.model, self.state)
+        self.inspector.value = st.inspector(self.graph_targets, self.state)
         if self.state.quiz:
-            self.quiz.value = st.quiz_panel(self.model, self.state)
-            open_step = st.quiz_open(self.model, self.state)
+            self.quiz.value = st.quiz_panel(self.graph_targets, self.state)
+            open_step = st.quiz_open(self.graph_targets, self.state)
             for k in ("answer", "check", "reveal"):
                 c[k].disabled = not open_step
         if isinstance(self.canvas, Canvas):
@@ -403,14 +403,14 @@ class Explorer(W.VBox):
             if self.canvas.value != svg:
                 self.canvas.value = svg
             return
-        model, state = self.model, self.state
+        model, state = self.graph_targets, self.state
         step, last = st.step_of(model, state), model.flow(state.target).last_step
         # the pictures of every step in these settings: the page steps between them by itself;
         # on the finished pass (where clipped values are drawn) it also goes one clip_norm
         # slider step either way by itself
         s = self.controls["clip_norm"]
         clip_near: list[float] = []
-        if state.clip in ("by_norm", "by_global_norm") and step == last:
+        if state.clip_mode in ("by_norm", "by_global_norm") and step == last:
             clip_near = [round(state.clip_norm + d * s.step, 10) for d in (-1, 1, -2, 2)]
             clip_near = [v for v in clip_near if s.min <= v <= s.max]
         self.canvas.show(
@@ -461,9 +461,9 @@ class Explorer(W.VBox):
         """
         from .html_page import write_page
 
-        targets = list(self.model.targets) if all_targets else None
+        targets = list(self.graph_targets.targets) if all_targets else None
         return write_page(
-            self.model,
+            self.graph_targets,
             self.state,
             path,
             targets=targets,
@@ -501,7 +501,7 @@ class Explorer(W.VBox):
                     part.close()
             if w is not self:
                 w.close()
-        self.model.forget()
+        self.graph_targets.forget()
         super().close()
 
     def _boxes(self) -> list:

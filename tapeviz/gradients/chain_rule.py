@@ -18,8 +18,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..messages import DEFAULT, check_lang
-from ..record.graph import VALUE_NORM
 from ..record.replay import local_backward
+from ..record.values import VALUE_NORM
 from . import formulas
 from .chain_steps import Amount, ChainStep, GroupStep, Link, Term, amount
 from .chain_words import group_lines, step_lines

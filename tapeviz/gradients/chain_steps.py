@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..messages import DEFAULT, check_lang
-from ..record.graph import GRAD_NORM, format_value, sum_squares
+from ..record.values import GRAD_NORM, format_value, sum_squares
 from . import formulas
 from .flow import Edge, _to_numpy
 from .local_derivatives import Partial

@@ -9,7 +9,7 @@ from __future__ import annotations
 import string
 
 from ..messages import describe, say
-from ..record.graph import shape_text
+from ..record.values import shape_text
 from . import formulas
 from .chain_steps import Amount, ChainStep, GroupStep, Link, Term
 

@@ -21,9 +21,10 @@ import numpy as np
 import tensorflow as tf
 
 from ..messages import say
-from ..record.graph import TapeGraph, sum_squares
+from ..record.graph import TapeGraph
 from ..record.records import GRAPH_MODE_MESSAGE, GraphModeError, is_symbolic
 from ..record.replay import BackwardCall
+from ..record.values import sum_squares
 from .stop_causes import classify, read_facts
 from .stop_reasons import Cause, Facts, Reason, StopReason
 

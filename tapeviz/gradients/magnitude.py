@@ -130,7 +130,7 @@ def group_by_layer(
     ``layer``: how to group, by default each Magnitude's ``layer``; a mapping
     ``{variable name: layer}`` or a function of the Magnitude overrides it, e.g. a
     picture's own grouping: ``layer=lambda m: groups[m.node]`` with ``groups`` from
-    ``tapeviz.picture.layout.layer_groups(graph.nx)`` (None keeps the Magnitude's layer).
+    ``tapeviz.picture.opening.layer_groups(graph.nx)`` (None keeps the Magnitude's layer).
     """
     if layer is None:
         key = lambda m: m.layer  # noqa: E731

@@ -22,13 +22,14 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from ..gradients.flow import GradientFlow
-from ..messages import DEFAULT
 from ..picture.marks import Hidden
+from ..picture.opening import leaf_groups
+from ..picture.options import Options
 from ..picture.rows import PAGE_WIDTH
 from ..picture.scene import Scene
 from ..picture.style import DPI
 from ..picture.themes import Theme
-from ..picture.visibility import Collapsed, Shown, leaf_groups
+from ..picture.visibility import Shown
 from ..record.graph import TapeGraph
 from .artists import Artists, Chrome, chrome_artists, draw_scene, raster_dpi, restyle_artists, scene_as_drawn
 from .svg import to_svg
@@ -88,8 +89,9 @@ class GraphView:
     nothing is re-created or moved.
 
     What is shown, and how it is placed, is the :class:`~tapeviz.picture.scene.Scene`'s
-    business (``show_all``, ``collapsed``, ``functions``, ``theme``, ``lang``);
-    :meth:`expanded` returns a view with some layers opened.
+    business: the picture's options (:class:`tv.Options`, as ``options=`` or keywords) and
+    the tf.function calls opened (``functions``); :meth:`expanded` returns a view with
+    some layers opened.
 
     Given ``ax``, the picture is drawn into it at once; otherwise its figure and artists
     are made on first use (``figure``, ``ax``, ``artists``, ``png``).
@@ -99,46 +101,35 @@ class GraphView:
         self,
         graph: TapeGraph,
         flow: GradientFlow | None = None,
+        options: Options | None = None,
         *,
         ax: Axes | None = None,
         pos: Mapping[Any, tuple[float, float]] | None = None,
         title: str | None = None,
         caption: str | None = None,
         routes: Mapping[tuple[Any, Any], list] | None = None,
-        collapsed: Collapsed = "auto",
         functions: Iterable[str] = (),
-        show_all: bool = False,
-        theme: str | Theme | None = None,
-        lang: str = DEFAULT,
-        magnitude: bool = False,
-        wrap: int | None = None,
-        depth: int | None = None,
-        expand: Iterable[str] = (),
         page: float = PAGE_WIDTH,
         frames: bool = False,
+        **option_keywords: Any,
     ):
-        magnitudes = None
-        if magnitude and flow is not None:
+        self.options = opts = Options.of(options, **option_keywords).in_file()
+        variable_magnitudes = None
+        if opts.magnitude and flow is not None:
             from ..gradients.magnitude import flow_magnitudes  # the norms, computed by TF
 
-            magnitudes = flow_magnitudes(flow)
-        self.magnitude = magnitude
+            variable_magnitudes = flow_magnitudes(flow)
+        self.magnitude = opts.magnitude
         self.scene = Scene(
             graph,
             flow,
+            opts,
             pos=pos,
             routes=routes,
             title=title,
             caption=caption,
-            collapsed=collapsed,
             functions=functions,
-            show_all=show_all,
-            theme=theme,
-            lang=lang,
-            magnitudes=magnitudes,
-            wrap=wrap,
-            depth=depth,
-            expand=expand,
+            variable_magnitudes=variable_magnitudes,
             page=page,
             frames=frames,
         )
@@ -359,14 +350,9 @@ class GraphView:
         view = GraphView(
             self.graph,
             self.flow,
-            collapsed=collapsed,
+            self.options.closing(collapsed),
             title=sc.custom_title,
             functions=functions,
-            show_all=sc.show_all,
-            theme=sc.theme,
-            lang=sc.lang,
-            magnitude=self.magnitude,
-            wrap=sc.wrap,
             page=sc.page,
             frames=sc.show_frames,
         )

@@ -32,7 +32,9 @@ from itertools import pairwise
 import networkx as nx
 import numpy as np
 
-__all__ = ["layered_layout", "layered_routes", "layers", "count_crossings", "BOX_H", "CAPTION_H", "STACK_GAP"]
+from .style import BOX_H, CAPTION_H
+
+__all__ = ["layered_layout", "layered_routes", "layers", "count_crossings", "STACK_GAP"]
 
 Node = Hashable
 Point = tuple[float, float]
@@ -44,13 +46,10 @@ Point = tuple[float, float]
 # only affects speed, never the result.
 _SMALL_LAYER = 16
 
-# Height of the box a drawing puts around each node, as a fraction of
-# node_gap (artists.py draws BOX_H = 0.6 with node_gap = 1), and of the strip
-# under it where a caption goes (artists.py writes the node's gradient there).
-# Bend points of routed edges are placed in the free band between one
-# node's caption and the next node's box, never inside either.
-BOX_H = _BOX_H = 0.6
-CAPTION_H = _CAPTION_H = 0.15
+# Bend points of routed edges are placed in the free band between one node's
+# caption and the next node's box, never inside either: style.py's BOX_H (the
+# box, as a fraction of node_gap) and CAPTION_H (the strip under it where the
+# writers put the node's gradient) are the heights they keep clear of.
 # Distance between neighbouring bend points stacked above or below a column.
 STACK_GAP = _STACK_GAP = 0.2
 
@@ -494,8 +493,8 @@ class _Proper:
             j = ds - np.flatnonzero(run_start)[rid]  # index inside the run, top first
             d = np.bincount(rid)[rid]  # run length
             da, dk = a[ds], k[ds]
-            half_box = _BOX_H * node_gap / 2
-            caption = _CAPTION_H * node_gap
+            half_box = BOX_H * node_gap / 2
+            caption = CAPTION_H * node_gap
             free = node_gap - 2 * half_box - caption  # band between a caption and the next box
             stack = _STACK_GAP * node_gap
             top = (dk - 1) / 2.0 * node_gap  # y of the column's top node

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..messages import DEFAULT, check_lang, say
-from ..record.graph import GRAD_NORM, TIMES
+from ..record.values import GRAD_NORM, TIMES
 from . import fonts
 from .marks import Label, Swatch
 from .style import CHIP_PAD, DPI, LW_ACTIVE_EDGE, LW_BOX, LW_CARRIES, LW_EDGE, LW_STOPPED, MARGIN, REASON_STYLE

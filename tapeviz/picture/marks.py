@@ -109,7 +109,7 @@ class Swatch:
 
 
 @dataclass(frozen=True)
-class Frame:
+class GraphArea:
     """Where the graph sits on the canvas (fractions of it): left, bottom, width, height."""
 
     axes: tuple[float, float, float, float]

@@ -1,33 +1,34 @@
 """The options of a picture, one set for tv.view / draw / save / explore / interact /
 export_html and the command line: each option's name, its one default and its meaning.
 
-Why one object: these functions used to repeat the same keywords with defaults that had
-drifted apart (``theme`` was None in one, "auto" in another, "light" in a third). Now
-every function takes the options as keywords (``tv.save(tape, y, "a.png", theme="dark")``) or
-as one ``options=tv.Options(...)`` (keywords win over it), and what an option left out
-means is decided here only.
+Why one object: keywords repeated in each function drift apart (one default of ``theme``
+None, another "auto", a third "light"). Every function takes the options as keywords
+(``tv.save(tape, y, "a.png", theme="dark")``) or as one ``options=tv.Options(...)``
+(keywords win over it), and what an option left out means is decided here only.
 
 Adding an option is one line: a field below, with its default and a help text. Every
 function above then accepts it as a keyword, ``tapeviz export`` as a flag (``--name``),
-and it reaches the picture by name: :class:`~tapeviz.output.view.GraphView` and the
-explorer's state take a keyword of that name (which is where the option does its work).
+and it reaches the picture inside this one value: :class:`~tapeviz.output.view.GraphView`,
+the scene, :func:`~tapeviz.picture.visibility.decide` and the explorer's state take an
+``Options`` whole, and the code that reads the field is where the option does its work.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from ..messages import DEFAULT, LANGUAGES, check_lang
 from .themes import THEMES, Theme
-from .visibility import Collapsed
 
-__all__ = ["AUTO", "Options", "option_names", "option_help"]
+__all__ = ["AUTO", "Collapsed", "Options", "option_names", "option_help"]
 
 #: The default of the options whose value depends on where the picture goes.
 AUTO = "auto"
+#: What a picture collapses: "auto", True (every group), False (none) or the group names.
+Collapsed: TypeAlias = bool | str | Iterable[str]
 
 
 def _yes_no_auto(text: str) -> bool | str:
@@ -96,7 +97,7 @@ class Options:
     )
 
     def __post_init__(self) -> None:
-        for name in ("theme", "magnitude"):  # None was their default before tv.Options: it still means auto
+        for name in ("theme", "magnitude"):  # None means auto too: it is what "not given" reads as
             if getattr(self, name) is None:
                 object.__setattr__(self, name, AUTO)
         if not isinstance(self.theme, Theme) and self.theme != AUTO and self.theme not in THEMES:
@@ -135,6 +136,12 @@ class Options:
         """The options of an explorer: theme auto follows the page; magnitude auto is on for
         a training run's explorer (its boxes coloured by how much each layer learns)."""
         return dataclasses.replace(self, magnitude=training if self.magnitude == AUTO else self.magnitude)
+
+    def closing(self, groups: Iterable[str]) -> Options:
+        """The options of a picture with exactly these groups closed: ``depth`` and
+        ``expand`` chose them (the explorer keeps the groups a state shows, and a view
+        opened or closed by hand starts from its groups), so they choose nothing more."""
+        return dataclasses.replace(self, collapsed=frozenset(groups), depth=None, expand=())
 
     def keywords(self) -> dict[str, Any]:
         """Every option as a keyword argument (for GraphView and the explorer's state)."""

@@ -14,9 +14,9 @@ from collections.abc import Hashable, Mapping, Sequence
 
 import networkx as nx
 
-from .layout import BOX_H as _BOX_H
-from .layout import CAPTION_H as _CAPTION_H
 from .layout import STACK_GAP as _STACK_GAP
+from .style import BOX_H as _BOX_H
+from .style import CAPTION_H as _CAPTION_H
 
 __all__ = [
     "wrap_bands",

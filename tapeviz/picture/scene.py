@@ -10,7 +10,8 @@ artists (``tv.draw``'s Figure).
 
 The Scene puts together the jobs of its sibling modules: what is shown (visibility.py),
 where (layout.py, rows.py), the records of boxes and texts (placement.py), edge routes
-(routing.py), wording (wording.py), the legend (legend.py), with the style constants of
+(routing.py), wording (wording.py), the legend (legend.py), what each record says at a
+backward step (restyling.py, the half of the Scene that runs per step), with the style constants of
 style.py and the text metrics of :mod:`tapeviz.picture.fonts` (the ones the SVG writer
 uses too), so that no label overlaps another label or covers a box and nothing leaves
 the canvas:
@@ -37,23 +38,23 @@ every sentence from the message catalogue (:func:`tapeviz.messages.say`).
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from ..gradients.flow import GradientFlow
-from ..messages import DEFAULT, check_lang, localize, say
-from ..record.graph import GRAD_NORM, VALUE_NORM, TapeGraph, format_value
+from ..messages import say
+from ..record.graph import TapeGraph
+from ..record.values import GRAD_NORM, VALUE_NORM
 from . import fonts
 from .frames import group_frames, name_label
 from .groups import GROUP_KINDS
 from .layout import layered_routes
 from .legend import legend_entries, legend_layout
-from .marks import Arrow, Frame, Hidden, Label
+from .marks import GraphArea, Hidden, Label
+from .options import Options
 from .placement import (
     arrow_specs,
     box_lines,
@@ -64,6 +65,7 @@ from .placement import (
     label_height,
     label_specs,
 )
+from .restyling import Restyling, drawn_stops
 from .routing import edge_plans, edge_route
 from .rows import (
     MAX_RATIO,
@@ -83,21 +85,13 @@ from .style import (
     INCH_X,
     INCH_Y,
     LABEL_PAD,
-    LW_ACTIVE,
-    LW_ACTIVE_EDGE,
-    LW_BOX,
-    LW_CARRIES,
-    LW_EDGE,
-    LW_STOPPED,
-    LW_TARGET,
     MARGIN,
     MARK_SIZE,
-    REASON_STYLE,
     TAIL,
 )
-from .themes import Theme, get_theme, mix
+from .themes import get_theme
 from .visibility import Shown, collapse, decide
-from .wording import box_names, compact, edge_code, grad_text, is_bad, node_title
+from .wording import box_names
 
 __all__ = ["Scene"]
 
@@ -111,7 +105,7 @@ def _checked_wrap(wrap):
     return wrap
 
 
-class Scene:
+class Scene(Restyling):
     """Every box, text, tag and arrow of one picture, placed, and styled for the current step.
 
     ``set_step(k)`` shows the backward pass after steps 0..k (None: the last step, the
@@ -119,45 +113,42 @@ class Scene:
     (e.g. clipped values). Both only change the records' texts and colours; positions
     are fixed when the scene is made, with room for the longest text a label shows.
 
-    What is shown comes from :func:`tapeviz.picture.visibility.decide` (``show_all``, ``collapsed``,
-    ``functions``); positions and edge routes from ``layered_routes`` unless ``pos`` is
-    given, in which case edges are drawn straight (the caller's positions carry no
-    routes). ``theme``: "light", "dark", "projector" or a :class:`~tapeviz.picture.themes.Theme`;
-    ``lang``: the language of every word on the picture. ``frames``: the open groups'
-    frames will be drawn (the explorer's canvas, ``to_svg(frames=True)``): the canvas
-    keeps room for them.
+    The picture's options (:class:`~tapeviz.picture.options.Options`, as ``options=`` or
+    keywords; ``theme="auto"`` is light here) say what is drawn and how. What is shown comes
+    from :func:`tapeviz.picture.visibility.decide` (the options, and the tf.function calls
+    ``functions`` opened); positions and edge routes from ``layered_routes`` unless ``pos``
+    is given, in which case edges are drawn straight (the caller's positions carry no
+    routes). ``variable_magnitudes``: each variable's ||g|| / ||w||, for boxes coloured by
+    it. ``frames``: the open groups' frames will be drawn (the explorer's canvas,
+    ``to_svg(frames=True)``): the canvas keeps room for them.
     """
 
     def __init__(
         self,
         graph: TapeGraph,
         flow: GradientFlow | None = None,
+        options: Options | None = None,
         *,
         pos=None,
         routes=None,
         title: str | None = None,
         caption: str | None = None,
-        collapsed="auto",
         functions=(),
-        lang: str = DEFAULT,
-        show_all: bool = False,
-        theme: str | Theme | None = None,
-        magnitudes=None,
-        wrap: int | None = None,
-        depth: int | None = None,
-        expand=(),
+        variable_magnitudes=None,
         page: float = PAGE_WIDTH,
         frames: bool = False,
+        **option_keywords,
     ):
-        self.wrap = _checked_wrap(wrap)
+        self.options = opts = Options.of(options, **option_keywords).in_file()
+        self.wrap = _checked_wrap(opts.wrap)
         self.page = page  # pixels: the width the rows are chosen for (the explorer's is a notebook cell's)
         self.show_frames = frames  # open groups' frames are drawn (the explorer's canvas): room is kept for them
         self.graph = graph
-        self.lang = check_lang(lang)
-        self.theme = th = get_theme(theme)
-        self.show_all = show_all
+        self.lang = opts.lang
+        self.theme = th = get_theme(opts.theme)
+        self.show_all = opts.show_all
         self.flow = flow
-        self.display = self._decide_shown(collapsed, functions, placed=pos is not None, depth=depth, expand=expand)
+        self.display = self._decide_shown(functions, placed=pos is not None)
         self.font = th.font
         self.unit = (INCH_X * th.scale * th.column * 72.0, INCH_Y * th.scale * 72.0)  # points per data unit
         self._list_what_is_shown()
@@ -165,9 +156,9 @@ class Scene:
         self.title = title or ""
         self.caption = self._caption(caption)
         self._norms: dict = {}  # variable -> its gradient's text, norm and badness (see _variable_norm)
-        self._place(pos, routes, box_names(graph, self.display, self.lang), magnitudes)
+        self._place(pos, routes, box_names(graph, self.display, self.lang), variable_magnitudes)
 
-    def _build(self, pos, routes, lanes, names, magnitudes) -> None:
+    def _build(self, pos, routes, lanes, names, variable_magnitudes) -> None:
         """Every record for these positions, routes and lanes, then the canvas around them."""
         self.pos = pos
         self.routes = routes  # (u, v) -> bend points; edges not in it run straight to their consumer's gap
@@ -176,7 +167,7 @@ class Scene:
         plans = edge_plans(self.graph, self.pos, self.routes, self.display, self.lanes, label_h=label_h)
         self._make_records(plans, names)
         self.frames = group_frames(self) if self.show_frames else []
-        self.magnitudes, self.magnitude_scale = self._magnitudes(magnitudes)
+        self.box_magnitudes, self.magnitude_scale = self._box_magnitudes(variable_magnitudes)
         self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
         self._grad_rooms = self._grad_allowance(plans, label_h)
         self.overrides: dict[Any, str] = {}
@@ -200,7 +191,7 @@ class Scene:
         self.set_title()
 
     # -- what is shown, and where ------------------------------------------------------
-    def _decide_shown(self, collapsed, functions, *, placed: bool, depth=None, expand=()) -> Shown:
+    def _decide_shown(self, functions, *, placed: bool) -> Shown:
         """Which nodes become boxes (visibility.py), with the tf.function calls asked to open."""
         graph = self.graph
         self.functions = set(functions)
@@ -209,22 +200,20 @@ class Scene:
             raise ValueError(f"{sorted(unknown)} are not tf.function calls; those are: {graph.functions()}")
         bodies = {f: graph.function_body(f) for f in self.functions}
         if not placed:
-            return decide(
-                graph, self.flow, show_all=self.show_all, collapsed=collapsed, bodies=bodies, depth=depth, expand=expand
-            )
-        return collapse(graph.nx, False, bodies=bodies)  # the caller's positions name every node
+            return decide(graph, self.flow, self.options, bodies=bodies)
+        return collapse(graph.nx, collapsed=False, bodies=bodies)  # the caller's positions name every node
 
-    def _place(self, pos, routes, names, magnitudes) -> None:
+    def _place(self, pos, routes, names, variable_magnitudes) -> None:
         """Positions and edge routes (the layered layout, folded into rows by rows.py: the
         fewest rows that fit the page and are not a strip, else the best miss), then every
         record placed for them."""
         dg = self.display.nx
         if pos is not None:
-            self._build(pos, routes or {}, {}, names, magnitudes)
+            self._build(pos, routes or {}, {}, names, variable_magnitudes)
             return
         pos, computed = layered_routes(dg)
         if routes is not None:
-            self._build(pos, routes, {}, names, magnitudes)
+            self._build(pos, routes, {}, names, variable_magnitudes)
             return
         n_columns = len({x for x, _ in pos.values()})
         if self.wrap is not None:
@@ -238,7 +227,7 @@ class Scene:
         for i, columns in enumerate(choices):
             if i < len(choices) - 1 and min(columns, n_columns) * column_px > self.page:
                 continue  # its boxes alone are wider than the page
-            self._build(*self._rows(pos, computed, columns), names, magnitudes)
+            self._build(*self._rows(pos, computed, columns), names, variable_magnitudes)
             width, height = self.canvas
             miss = (width > self.page, min(self.page, NARROW_PAGE) < width > MAX_RATIO * height, width)
             if not (miss[0] or miss[1]):
@@ -246,7 +235,7 @@ class Scene:
             if best is None or miss < best[0]:
                 best = (miss, columns)
         if best is not None and best[1] != columns:
-            self._build(*self._rows(pos, computed, best[1]), names, magnitudes)
+            self._build(*self._rows(pos, computed, best[1]), names, variable_magnitudes)
 
     def _rows(self, pos, routes, columns: int) -> tuple[dict, dict, dict]:
         """The layout folded into rows of at most ``columns``: wrap=k's rows are k long; the
@@ -311,7 +300,7 @@ class Scene:
                     flow, n, self.display.nx.nodes[n]["kind"], self.step, finished
                 )
 
-    def _magnitudes(self, items) -> tuple[dict, Any]:
+    def _box_magnitudes(self, items) -> tuple[dict, Any]:
         """{box: Magnitude} from per-variable Magnitudes (tapeviz.gradients.magnitude): a variable's box
         its own, a collapsed group's box its variables taken together; and the log scale
         they are coloured on (whole decades around the values)."""
@@ -328,20 +317,6 @@ class Scene:
         for box, ms in per_box.items():
             values[box] = ms[0] if len(ms) == 1 and ms[0].node == box else group_by_layer(ms, lambda m: "box")[0]
         return values, MagnitudeScale.fit(m.relative for m in values.values())
-
-    def magnitude_fill(self, box) -> str:
-        """The fill of a box coloured by its ||g||/||w||: the scale's colour, lightened
-        towards the background so the box's words stay readable."""
-        m = self.magnitudes[box]
-        th = self.theme
-        if m.status == "nonfinite":
-            return mix(th.bad, th.background, 0.55)
-        return mix(self.magnitude_scale.color(m.relative), th.background, 0.6)
-
-    def _magnitude_arrived(self, fl: GradientFlow, box, k: int) -> bool:
-        """Whether every gradient a box's magnitude is made of has arrived at step k."""
-        members = [m for m in self.display.members.get(box, [box]) if self.graph.nx.nodes[m]["kind"] == "variable"]
-        return all((s := fl.step_of(m)) is not None and s <= k for m in members)
 
     def _clamp_grad_rooms(self) -> list:
         """Keep every gradient line on the canvas, whatever it shows later (clipped values);
@@ -478,7 +453,7 @@ class Scene:
         px = DPI / 72.0
         self.canvas = (width * px, height * px)  # pixels at DPI
         gx = (width - graph_w) / 2
-        self.frame = Frame((gx / width, bottom / height, graph_w / width, graph_h / height))
+        self.frame = GraphArea((gx / width, bottom / height, graph_w / width, graph_h / height))
         self.limits = ((x0, x1), (y0, y1))
         self.px_per_unit = (self.unit[0] * px, self.unit[1] * px)
         self._origin = (gx * px - x0 * self.unit[0] * px, bottom * px - y0 * self.unit[1] * px)
@@ -606,248 +581,3 @@ class Scene:
     def n_steps(self) -> int:
         """How many pictures the backward pass has: steps 0 .. n_steps - 1 (the last is the finished pass)."""
         return len(self.flow.steps) if self.flow is not None else 0
-
-    def set_grad_overrides(self, texts: Mapping[Any, str]) -> None:
-        """Show these texts as the gradient of some nodes (e.g. after clipping)."""
-        self.overrides = dict(texts)
-        self.set_step(self.step)
-
-    def _fit_value(self, value, room: float, size: float, prefix: str = "") -> str:
-        """``prefix + value`` in ``room`` points: the value as written, else its shape and
-        norm, else cut with an ellipsis."""
-        text = prefix + format_value(value, norm=GRAD_NORM)
-        if fonts.text_width(text, size) <= room:
-            return text
-        if GRAD_NORM not in text:  # (a shape and norm already: compact would write the same)
-            text = prefix + compact(value)
-        if fonts.text_width(text, size) <= room or GRAD_NORM not in text:
-            return fonts.fit(text, room, size)
-        return fonts.fit(prefix + text[text.index(GRAD_NORM) :], room, size)  # the norm alone: the shape is on the box
-
-    def set_step(self, step: int | None) -> None:
-        """Style every record for the flow as it stands after steps 0..`step` (None: the
-        last step, the finished pass). A step outside the pass is refused."""
-        fl = self.flow
-        if fl is None:
-            return
-        k = fl.check_step(step)
-        self.step = k
-        finished = k == fl.last_step
-        disp = self.display
-        th = self.theme
-        active_node = disp.of.get(fl.steps[k].node)
-        active_edges = disp.display_edges_of(fl.steps[k].edges)
-        for e, arrow in self.arrows.items():
-            self._style_edge(fl, e, arrow, self.edge_labels[e], k, e in active_edges)
-        dg = disp.nx
-        for n, box in self.boxes.items():
-            kind = dg.nodes[n]["kind"]
-            grad = self.grads[n]
-            grad.text, grad.color = self._node_grad_text(fl, n, kind, k, finished)
-            if n in self.magnitudes:  # coloured once its gradient is complete: never ahead of the pass
-                arrived = self._magnitude_arrived(fl, n, k)
-                box.fc = self.magnitude_fill(n) if arrived else th.kinds.get(kind, th.kinds["op"])[0]
-            if n == active_node:
-                box.ec, box.lw = th.active, LW_ACTIVE * th.line
-            elif n in self.targets:
-                box.ec, box.lw = th.target, LW_TARGET * th.line
-            else:
-                box.ec, box.lw = th.kinds.get(kind, th.kinds["op"])[1], LW_BOX * th.line
-        self.title = self.custom_title or self._step_title(fl, k, finished)
-        if self.hidden is not None:
-            self._hide(self.hidden)
-        if self._laid_out:  # (the title's record is made when the canvas is laid out)
-            self.set_title()
-
-    def _hide(self, hidden: Hidden) -> None:
-        """Write "?" where the hidden gradients would show, and the hidden title."""
-        disp = self.display
-        for e in disp.display_edges_of(hidden.edges):
-            if e in self.edge_labels:
-                self.edge_labels[e].text = "?"
-        for n in {disp.of.get(n) for n in hidden.nodes} - {None}:
-            if n in self.grads:
-                self.grads[n].text = "∂ ?"
-        if hidden.title is not None:
-            self.title = hidden.title
-
-    def set_title(self) -> None:
-        """Write ``self.title`` into the title's record: wrapped to the canvas, cut to the lines it has."""
-        lines = fonts.wrap(self.title, self._title_inner, self.title_size)
-        if len(lines) > self.title_lines:
-            rest = " ".join(lines[self.title_lines - 1 :])
-            lines = lines[: self.title_lines - 1] + [fonts.fit(rest, self._title_inner, self.title_size)]
-        self.title_label.text = "\n".join(lines)
-
-    def _style_edge(self, fl: GradientFlow, e, arrow: Arrow, text: Label, k: int, active: bool) -> None:
-        th = self.theme
-        members = arrow.members
-        stops = [fl.edge_reason.get(m) for m in members]
-        room = self._rooms[e]
-        arrow.marks = []
-        first = stops[0] if stops else None
-        if first is not None and all(r is not None for r in stops):
-            arrow.color, arrow.lw = th.stopped, LW_STOPPED * th.line
-            arrow.linestyle = REASON_STYLE.get(first.reason, "--")
-            # a cause with a label of its own (no gradient registered) says it; else the reason
-            code = say(edge_code(first), self.lang)
-            full = code if len(members) == 1 else say("ui.edge.stopped_n", self.lang, code=code, n=len(members))
-            text.text = fonts.fit(full, room, text.size, style="italic")
-            text.color, text.style = th.stop_text, "italic"
-            return
-        carried = [m for m in members if fl.arrived(m, k)]
-        arrow.linestyle = "-"
-        text.style = "normal"
-        if not carried:
-            arrow.color, arrow.lw = th.forward, LW_EDGE * th.line
-            text.text = ""
-            return
-        key = ("edge", e, len(carried))
-        cached = self._texts.get(key)
-        if cached is None:
-            if len(members) == 1:
-                value = fl.edge_grad(*carried[0])
-                cached = (self._fit_value(value, room, text.size), is_bad(value))
-            elif len({self.graph.nx.edges[m]["tensor"] for m in members}) > 1:  # several tensors: no one sum
-                values = [fl.edge_grad(*m) for m in carried]
-                cached = (
-                    fonts.fit(say("ui.edge.parts", self.lang, n=len(carried)), room, text.size),
-                    any(is_bad(v) for v in values),
-                )
-            elif len(carried) == len(members) or k == fl.last_step:
-                # every use of the tensor has sent its part, or the pass is over and the uses that
-                # sent nothing never will: TF's sum (add_n) of the parts sent is the tensor's gradient
-                value = fl.total_along(members)
-                values = [fl.edge_grad(*m) for m in carried]
-                bad = is_bad(value) or any(is_bad(v) for v in values)
-                cached = (self._fit_value(value, room, text.size, say("ui.edge.sum", self.lang)), bad)
-            else:
-                values = [fl.edge_grad(*m) for m in carried]
-                cached = (
-                    fonts.fit(say("ui.edge.arriving", self.lang, got=len(carried), n=len(members)), room, text.size),
-                    any(is_bad(v) for v in values),
-                )
-            self._texts[key] = cached
-        text.text, bad = cached
-        arrow.color = th.bad if bad else (th.active if active else th.flowing)
-        arrow.lw = (LW_ACTIVE_EDGE if active else LW_CARRIES) * th.line
-        text.color = th.bad if bad else th.grad_text
-        if active and arrow.mark_at is not None:
-            arrow.marks = [arrow.mark_at]
-            arrow.mark_color = th.active
-
-    def _node_grad_text(self, fl: GradientFlow, n, kind: str, k: int, finished: bool) -> tuple[str, str]:
-        g = self.graph
-        th = self.theme
-        room = self._grad_rooms[n]
-        size = self.grads[n].size
-        if kind == "inner":
-            return "", th.grad_text
-        if kind == "layer":
-            parts, bad, squares, clipped = [], False, 0.0, False
-            for m in self.display.members[n]:
-                if g.nx.nodes[m]["kind"] != "variable":
-                    continue
-                name = g.nx.nodes[m]["name"].split("/")[-1]
-                if m in self.overrides:
-                    parts.append(f"{name} {self.overrides[m].removeprefix('∂ ')}")
-                    clipped = True
-                    continue
-                s = fl.step_of(m)
-                if s is None or s > k:
-                    continue
-                text, norm, var_bad = self._variable_norm(fl, m)
-                bad = bad or var_bad
-                parts.append(f"{name} {text}")
-                squares += norm * norm
-            text = (GRAD_NORM + " " + " · ".join(parts)) if parts else ""
-            if len(parts) > 1 and not clipped and fonts.text_width(text, size) > room:
-                # too many to list: their norm taken together (a group's variables as one vector)
-                text = say("ui.group.grad_total", self.lang, norm=f"{math.sqrt(squares):.3g}", n=len(parts))
-            return fonts.fit(text, room, size), (th.bad if bad else th.grad_text)
-        if n in self.overrides:
-            return fonts.fit(self.overrides[n], room, size), th.grad_text
-        s = fl.step_of(n)
-        if s is not None and s <= k:
-            key = ("node", n, room)
-            cached = self._texts.get(key)
-            if cached is None:
-                if n in fl.target_nodes:
-                    value = fl.steps[0].grad
-                elif kind in ("variable", "watched", "input", "constant") or fl.computed(n) is not None:
-                    value = fl.computed(n)
-                else:
-                    value = fl.steps[s].grad
-                value = value if not isinstance(value, list) else value[0]
-                if value is None:
-                    text = grad_text(None)
-                else:
-                    text = self._fit_value(np.asarray(value), room, size, "∂ ")
-                cached = self._texts[key] = (text, th.bad if is_bad(value) else th.grad_text)
-            return cached
-        if n in fl.node_reason and finished and kind in ("variable", "watched", "input"):
-            if self.display.nx.degree(n) == 0:  # no edge to carry the reason: the box says it
-                code = say(edge_code(fl.node_reason[n]), self.lang)
-                return fonts.fit(say("ui.node.none_because", self.lang, code=code), room, size), th.stop_text
-            return grad_text(None), th.stop_text
-        return "", th.grad_text
-
-    def _variable_norm(self, fl: GradientFlow, m) -> tuple[str, float, bool]:
-        """A variable's gradient as a group's line shows it (its value if one number, else its
-        norm), the norm, and whether it holds NaN / Inf; computed once per scene (ResNet50's
-        23 M gradient numbers took 0.8 s a picture when summed again for every step)."""
-        got = self._norms.get(m)
-        if got is None:
-            value = fl.computed(m)
-            if value is None:
-                got = ("None", 0.0, False)
-            else:
-                a = np.asarray(value)
-                norm = math.sqrt(fl.sum_squares(m))  # kept by the flow: every new picture asks
-                bad = not math.isfinite(norm) and is_bad(a)
-                got = (format_value(a) if a.size == 1 else f"{norm:.3g}", norm, bad)
-            self._norms[m] = got
-        return got
-
-    def _step_title(self, fl: GradientFlow, k: int, finished: bool) -> str:
-        g = fl.graph
-        target = localize(g.display_name(fl.target_nodes[0]), self.lang)
-        st = fl.steps[k]
-        n = fl.last_step
-        if k == 0:
-            title = say(
-                "ui.step.start", self.lang, k=k, n=n, target=target, value=format_value(st.grad, norm=GRAD_NORM)
-            )
-        else:
-            grad = format_value(st.grad if not isinstance(st.grad, list) else st.grad[0], norm=GRAD_NORM)
-            to = sorted({localize(g.display_name(u), self.lang) for u, _, _ in st.edges})
-            node = localize(g.display_name(st.node), self.lang)
-            box = self.display.of.get(st.node, st.node)
-            if box != st.node and self.display.nx.nodes[box].get("kind") == "layer":
-                # an op inside a collapsed box: say which box the reader sees it in
-                group = node_title(g, box, self.display, self.lang)
-                node = say("ui.step.in_group", self.lang, node=node, group=group)
-            reads = g.nx.nodes[st.node].get("reads") or []
-            if to:
-                title = say("ui.step.passes", self.lang, k=k, n=n, node=node, value=grad, to=", ".join(to))
-            elif len(reads) > 1 and fl.step_of(st.node) != k:
-                # one read of a variable read several times: a part of its gradient
-                title = say("ui.step.part", self.lang, k=k, n=n, node=node, value=grad, reads=len(reads))
-            else:
-                if len(reads) > 1:  # the last part: the total, as TF added it up
-                    grad = format_value(fl.computed(st.node), norm=GRAD_NORM)
-                title = say("ui.step.received", self.lang, k=k, n=n, node=node, value=grad)
-        return title + say("ui.step.done", self.lang, target=target) if finished else title
-
-
-def drawn_stops(flow: GradientFlow, dg) -> set:
-    """The stop reasons of the edges drawn as stopped: every edge an arrow stands for
-    carries nothing, and the first one's reason styles it (see Scene._style_edge). A merged
-    edge into a group box that carries gradient on one of its edges is not one."""
-    out = set()
-    for _, _, d in dg.edges(data=True):
-        stops = [flow.edge_reason.get(m) for m in d.get("members", ())]
-        first = stops[0] if stops else None
-        if first is not None and all(r is not None for r in stops):
-            out.add(first.reason)
-    return out

@@ -211,8 +211,8 @@ def get_theme(theme: str | Theme | None) -> Theme:
         raise ValueError(f"No theme named {theme!r}; use one of {', '.join(repr(t) for t in THEMES)}.") from None
 
 
-#: The explorer's smallest text, in points as a notebook shows it (issue 20: "no text below
-#: 9 pt"). Its inline SVG is shown at its own size: 1 pt of the theme is 1 pt (4/3 CSS px).
+#: The explorer's smallest text, in points as a notebook shows it (no text below 9 pt
+#: reads well in a cell). Its inline SVG is shown at its own size: 1 pt of the theme is 1 pt (4/3 CSS px).
 EXPLORER_TEXT = 9.0
 #: The explorer's base text (box titles, bold): half a point above its smallest text.
 EXPLORER_FONT = 9.5

@@ -20,11 +20,12 @@ wrote (``tf.clip_by_norm``, which sets no scope when executing eagerly, grouped 
 the call on the stack: see capture), tf.function calls, inner gradient calls and calls of
 the user's own functions. TF API calls and inner gradients are collapsed by default, and so
 is a function of the user's that holds an inner gradient; layers when the picture would
-not fit a screen.
+not fit a screen. Which groups are closed is :mod:`tapeviz.picture.opening`'s to decide;
+this module draws the nodes in them.
 
 The model is not changed: hiding and folding change pictures only; ``fl.grad``,
 contributions and steps stay those of the whole tape. ``show_all=True`` shows every
-recorded op, grouped by name scope only, as before this stage existed.
+recorded op, grouped by name scope only.
 """
 
 from __future__ import annotations
@@ -32,22 +33,37 @@ from __future__ import annotations
 import functools
 import re
 import weakref
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple, TypeAlias
+from typing import NamedTuple
 
 import networkx as nx
 
 from ..gradients.stop_reasons import Reason
 from ..messages import Phrase
-from ..record.graph import STATEFUL_OPS, TapeGraph, format_value
+from ..record.graph import STATEFUL_OPS, TapeGraph
+from ..record.values import format_value
 from .groups import GroupTree, build_tree
+from .opening import (
+    api_call_sites,
+    choose_closed,
+    derivative_contexts,
+    derivative_paths,
+    derivative_sources,
+    differentiated_groups,
+    fitting_level,
+    function_paths,
+    holding_everything,
+    layer_calls,
+    leaf_groups,
+    owners,
+    scope_tree,
+)
+from .options import Options
 
-__all__ = ["Shown", "Chip", "decide", "collapse", "choose_closed", "layer_groups", "FIT_BOXES", "COLLAPSE_THRESHOLD"]
+__all__ = ["Shown", "Chip", "decide", "collapse", "alike_runs", "AlikeRun", "FIT_BOXES", "COLLAPSE_THRESHOLD"]
 
 Node = Hashable
-#: What a picture collapses: "auto", True (every group), False (none) or the group names.
-Collapsed: TypeAlias = bool | str | Iterable[str]
 
 #: More boxes than this (after hiding and folding, every group open): layers collapse.
 FIT_BOXES = 30
@@ -105,115 +121,6 @@ class Chip:
     members: tuple = field(default=(), compare=False)  # the original nodes folded into it
 
 
-# --------------------------------------------------------------------------- groups
-
-
-def layer_groups(g: nx.MultiDiGraph) -> dict[Node, str | None]:
-    """Node -> its innermost name-scope group (a layer), or None for nodes outside every
-    layer. A variable or constant joins the layer of its first consumer."""
-    tree = scope_tree(g)
-    return {n: (tree.paths.get(n) or (None,))[-1] for n in g}
-
-
-def scope_tree(g: nx.MultiDiGraph) -> GroupTree:
-    """The groups of every recorded node by name scope only (what ``show_all`` shows)."""
-    return build_tree(g, g.nodes, list(g), prefixes=False)
-
-
-def _call_sites(graph: TapeGraph, boxes: set) -> tuple[dict[Node, tuple[str, int, str]], set[str]]:
-    """The API calls unscoped ops ran in ({node: (name, call, kind)}: "tf.clip_by_norm";
-    a Keras loss or metric function by its own name, kind "loss"), and the scopes Keras
-    loss objects opened."""
-    ops = graph.capture.ops
-    apis: dict[Node, tuple[str, int, str]] = {}
-    for n in boxes:
-        d = graph.nx.nodes[n]
-        if d["kind"] != "op" or d.get("scope"):
-            continue
-        op = ops[d["op_index"]]
-        if op.api:
-            keras_fn = op.api.startswith("keras.")
-            name = op.api.rsplit(".", 1)[-1] if keras_fn else op.api
-            apis[n] = (name, op.api_call, "loss" if keras_fn else "api")
-    return apis, set(getattr(graph.capture, "loss_scopes", ()))
-
-
-def leaf_groups(tree: GroupTree) -> set[str]:
-    """The innermost groups (holding no group): every layer as one box."""
-    return {gid for gid, grp in tree.groups.items() if not grp.children}
-
-
-def owners(tree: GroupTree, closed) -> dict[Node, str]:
-    """Node -> the closed group whose box shows it (nodes in no closed group are left out)."""
-    out = {}
-    for n, path in tree.paths.items():
-        for gid in path:
-            if gid in closed:
-                out[n] = gid
-                break
-    return out
-
-
-def derivative_paths(graph: TapeGraph, boxes: Iterable[Node]) -> dict[Node, tuple[tuple[int, str, str], ...]]:
-    """Ops an inner ``tape.gradient`` / ``jacobian`` call ran (capture's derivative records):
-    op node -> the calls it ran in, outermost first, as (record index, title, call): a
-    ``t2.gradient`` made inside another call's gradient function nests in it. Titles are
-    how the user wrote the call ("du = ∂u/∂pts", see record.derivatives)."""
-    return _call_paths(graph, boxes, graph.capture.derivatives, "derivative", lambda k, r: (k, r.title, r.call))
-
-
-def function_paths(graph: TapeGraph, boxes: Iterable[Node]) -> dict[Node, tuple[tuple[int, str], ...]]:
-    """Ops run inside calls of the user's own functions (capture's function records): op
-    node -> those calls, outermost first, as (record index, title "gradient_penalty()")."""
-    return _call_paths(graph, boxes, graph.capture.functions, "function", lambda k, r: (k, r.title))
-
-
-def _call_paths(graph: TapeGraph, boxes: Iterable[Node], records, innermost: str, describe: Callable) -> dict:
-    """Op node -> the nested calls it ran in (``records``, each knowing its ``parent``; the
-    op record's ``innermost`` field names the innermost), outermost first, as ``describe``
-    writes each."""
-    if not records:
-        return {}
-    ops = graph.capture.ops
-    out: dict = {}
-    for n in boxes:
-        d = graph.nx.nodes[n]
-        k = getattr(ops[d["op_index"]], innermost) if d["kind"] == "op" else None
-        if k is None:
-            continue
-        path = []
-        while k is not None:
-            path.append(describe(k, records[k]))
-            k = records[k].parent
-        out[n] = tuple(reversed(path))
-    return out
-
-
-def derivative_contexts(tree: GroupTree, ops: Iterable[Node]) -> set[str]:
-    """The calls of the user's functions that hold an inner gradient (``gradient_penalty()``
-    around ``gp_tape.gradient``): closed by default, as a TF API call is. The function is
-    the derivative's context, named by its author; opened, it shows the inner tape's
-    gradient as its own box. Not a function holding all the ``ops`` the picture draws (the
-    target's whole computation, ``loss = pinn_loss(net, pts)``): its one box would leave
-    nothing to see, so the picture opens it as any other level."""
-    out = set()
-    for gid, grp in tree.groups.items():
-        if grp.kind == "derivative":
-            out |= {a for a in tree.ancestors(gid) if tree.groups[a].kind == "function"}
-    return out - holding_everything(tree, ops)
-
-
-def holding_everything(tree: GroupTree, ops: Iterable[Node]) -> set[str]:
-    """The function groups that hold every one of ``ops`` (the op boxes but the targets)."""
-    held: dict[str, int] = {}
-    n_ops = 0
-    for n in ops:
-        n_ops += 1
-        for gid in tree.paths.get(n, ()):
-            held[gid] = held.get(gid, 0) + 1
-    return {gid for gid, k in held.items() if k == n_ops and tree.groups[gid].kind == "function"}
-
-
 # --------------------------------------------------------------------------- the display graph
 
 
@@ -243,7 +150,7 @@ class Shown:
         hidden=(),
         folded=(),
         calls: Mapping[Node, int] | None = None,
-        runs: Mapping[str, Run] | None = None,
+        runs: Mapping[str, AlikeRun] | None = None,
     ):
         self.source = g
         self.calls = calls
@@ -369,45 +276,7 @@ class Shown:
         return sum(1 for n in self.hidden if self.source.nodes[n]["kind"] == "op")
 
 
-def derivative_sources(graph: TapeGraph) -> set[Node]:
-    """The nodes of what inner gradient calls differentiated by (their ``sources``)."""
-    out = set()
-    for record in graph.capture.derivatives:
-        for key in record.source_ids:
-            node = f"var{key}" if f"var{key}" in graph.nx else getattr(graph.tensors.get(key), "node", None)
-            if node is not None:
-                out.add(node)
-    return out
-
-
-def differentiated_groups(g: nx.MultiDiGraph, tree: GroupTree, sources: Iterable[Node] = ()) -> set[str]:
-    """The outermost groups an inner gradient differentiates through: those whose ops feed
-    a derivative group (its backward ops read their activations). They are closed by
-    default, whatever the picture's size: the inner gradient treats them as one function
-    (u = pinn(pts)), and drawn open they would send an edge from every internal
-    activation into the derivative's box. Outermost below what holds the derivative too:
-    in ``gradient_penalty()`` it is the critic called there. A group holding one of the
-    ``sources`` an inner gradient differentiates by stays as the picture has it: the
-    source must be seen."""
-    inside: dict[Node, str] = {}  # node -> the outermost derivative group holding it
-    for n, path in tree.paths.items():
-        kinds = [tree.groups[gid].kind for gid in path]
-        if "derivative" in kinds:
-            inside[n] = path[kinds.index("derivative")]
-    out: set[str] = set()
-    for n, gid in inside.items():
-        around = {gid, *tree.ancestors(gid)}
-        for p in g.predecessors(n):
-            if inside.get(p) == gid:
-                continue
-            feeding = next((x for x in tree.paths.get(p, ()) if x not in around), None)
-            if feeding is not None and tree.groups[feeding].kind != "derivative":
-                out.add(feeding)
-    held = {x for n in sources for x in tree.paths.get(n, ())}
-    return out - held
-
-
-class Run(NamedTuple):
+class AlikeRun(NamedTuple):
     """Consecutive sibling groups that are alike (the same ops and variable shapes, each
     feeding only the next), drawn as one box: ResNet50's identity blocks conv3_block2–4."""
 
@@ -419,14 +288,14 @@ class Run(NamedTuple):
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 
 
-def alike_runs(display: Shown) -> dict[str, Run]:
-    """{group id: its Run} for every run of two or more closed sibling groups drawn as one
+def alike_runs(display: Shown) -> dict[str, AlikeRun]:
+    """{group id: its AlikeRun} for every run of two or more closed sibling groups drawn as one
     box each, numbered consecutively (``block2``, ``block3``), alike, and chained: each
     one's only edges go into the next, so one box for the run keeps every number true (its
     input is the first's, its output the last's, its gradient line the norm of all their
     variables, its steps theirs)."""
     tree, d = display.tree, display.nx
-    runs: dict[str, Run] = {}
+    runs: dict[str, AlikeRun] = {}
     siblings = [[g.id for g in tree.walk() if g.parent is None]] + [g.children for g in tree.groups.values()]
     for names in siblings:
         names = [x for x in names if tree.groups[x].kind == "block"]  # blocks of layers, not layers
@@ -468,66 +337,13 @@ def _signature(display: Shown, dn) -> tuple:
     return tuple(out)
 
 
-def _run(tree: GroupTree, chain: list[str]) -> Run:
+def _run(tree: GroupTree, chain: list[str]) -> AlikeRun:
     first, last = tree.groups[chain[0]], tree.groups[chain[-1]]
     prefix = _NUMBERED.match(first.name)
     end = _NUMBERED.match(last.name)
     assert prefix is not None and end is not None  # _continues matched both
     name = f"{first.name}–{end.group(2)}"
-    return Run(f"{first.parent}/{name}" if first.parent else name, name, tuple(chain))
-
-
-def choose_closed(
-    tree: GroupTree,
-    collapsed,
-    *,
-    depth: int | None = None,
-    expand: Iterable[str] = (),
-    default: Callable[[], set] | None = None,
-) -> set[str]:
-    """The groups drawn closed (as one box each).
-
-    ``collapsed``: "auto" (``default()``, or with ``depth=n`` the hierarchy opened n levels
-    deep: groups at level n and deeper are boxes; TF API calls and losses stay boxes),
-    True (every innermost group), False (none) or group names. ``expand`` then opens the
-    named groups and every group holding them."""
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
-        raise ValueError(f"depth={depth!r}: pass a whole number of levels >= 1 (1 shows the outermost groups as boxes)")
-    if isinstance(expand, str):
-        expand = [expand]
-    if collapsed == "auto":
-        closed = tree.closed_below(depth) if depth is not None else (default() if default else set())
-    elif depth is not None:
-        raise ValueError("depth= chooses what collapsed='auto' opens; pass depth= or collapsed=, not both")
-    elif collapsed is True:
-        closed = leaf_groups(tree)
-    elif collapsed is False or collapsed is None:
-        closed = set()
-    else:
-        closed = {tree.find(name) for name in ([collapsed] if isinstance(collapsed, str) else collapsed)}
-    for name in expand:
-        gid = tree.find(name)
-        closed -= {gid, *tree.ancestors(gid)}
-    return closed
-
-
-def fitting_level(
-    tree: GroupTree, boxes: Iterable[Node], fit: int, closed: set | frozenset = frozenset(), opened=frozenset()
-) -> int:
-    """The default depth: the hierarchy opened down to the deepest level whose picture
-    still has at most ``fit`` boxes (API calls and losses closed at every level, and the
-    groups ``closed`` too; the groups ``opened`` never closed), else 1.
-
-    A picture keeps one grain: with groups ``closed`` whatever its size (the critic an
-    inner gradient differentiates through, ``gradient_penalty()``), it opens no deeper
-    than the level just below the shallowest of them, so that the generator beside a
-    one-box critic is one box too, not its MatMul, BiasAdd and Tanh."""
-    boxes = list(boxes)
-    deepest = min((tree.groups[gid].level + 1 for gid in closed if gid in tree), default=tree.depth + 1)
-    for level in range(min(deepest, tree.depth + 1), 1, -1):
-        if tree.count_boxes(boxes, tree.closed_below(level) - opened | closed) <= fit:
-            return level
-    return 1
+    return AlikeRun(f"{first.parent}/{name}" if first.parent else name, name, tuple(chain))
 
 
 def _acyclic(make: Callable[..., Shown], g: nx.MultiDiGraph, tree: GroupTree, chosen: set) -> Shown:
@@ -545,55 +361,23 @@ def _acyclic(make: Callable[..., Shown], g: nx.MultiDiGraph, tree: GroupTree, ch
     return display
 
 
-def layer_calls(g: nx.MultiDiGraph, groups: Mapping[Node, str | None]) -> dict[Node, int]:
-    """Node -> which call of its group it belongs to (0, 1, ...), for nodes in a group.
-
-    A layer whose ops are left and entered again (a layer called twice, as with shared
-    weights; ops in a model's own scope on both sides of a layer, as Keras's mixed-precision
-    casts are) would collapse into one box with edges out of it and back in: a cycle. So
-    each time a path leaves a layer and comes back, its ops start a new call, which gets
-    a box of its own. Variables and constants go with their first consumer's call 0.
-    """
-    calls: dict[Node, int] = {}
-    # node -> {layer: the highest call of that layer with a path to this node}
-    reach: dict[Node, dict] = {}
-    for n in nx.topological_sort(g):
-        mine = groups.get(n)
-        seen: dict = {}
-        call = 0
-        for p in g.predecessors(n):
-            for layer, c in reach[p].items():
-                if c > seen.get(layer, -1):
-                    seen[layer] = c
-            if mine is not None and mine in reach[p]:
-                # a path from this layer's ops: the same call if p is in the layer,
-                # a new call if it went through something outside the layer
-                call = max(call, reach[p][mine] + (groups.get(p) != mine))
-        if mine is not None:
-            calls[n] = seen[mine] = call
-        reach[n] = seen
-    return calls
-
-
 def collapse(
     g: nx.MultiDiGraph,
-    collapsed="auto",
+    options: Options | None = None,
     *,
     threshold: int = COLLAPSE_THRESHOLD,
     bodies=None,
-    depth: int | None = None,
-    expand: Iterable[str] = (),
+    **option_keywords,
 ) -> Shown:
-    """Every recorded node as a box, grouped by name scope: ``"auto"`` collapses every
-    innermost group (layer) when the graph has more than ``threshold`` ops, ``True``/``False``
-    all or none, or pass the group names to collapse (``depth`` / ``expand`` as in
-    :func:`choose_closed`). ``bodies`` maps tf.function nodes to open to their bodies.
-    (What ``show_all=True`` shows.)"""
+    """Every recorded node as a box, grouped by name scope: ``collapsed="auto"`` collapses
+    every innermost group (layer) when the graph has more than ``threshold`` ops,
+    ``True``/``False`` all or none, or pass the group names to collapse (``depth`` /
+    ``expand`` as in :func:`choose_closed`; the options as ``options=`` or keywords).
+    ``bodies`` maps tf.function nodes to open to their bodies. (What ``show_all=True`` shows.)"""
+    opts = Options.of(options, **option_keywords)
     tree = scope_tree(g)
     n_ops = sum(1 for _, d in g.nodes(data=True) if d.get("kind") == "op")
-    chosen = choose_closed(
-        tree, collapsed, depth=depth, expand=expand, default=lambda: leaf_groups(tree) if n_ops > threshold else set()
-    )
+    chosen = choose_closed(tree, opts, default=lambda: leaf_groups(tree) if n_ops > threshold else set())
     return _acyclic(lambda ch, calls=None: Shown(g, tree, ch, bodies, calls=calls), g, tree, chosen)
 
 
@@ -603,21 +387,20 @@ def collapse(
 def decide(
     graph: TapeGraph,
     flow=None,
+    options: Options | None = None,
     *,
-    show_all: bool = False,
-    collapsed: Collapsed = "auto",
     bodies=None,
     fit: int = FIT_BOXES,
-    depth: int | None = None,
-    expand: Iterable[str] = (),
+    **option_keywords,
 ) -> Shown:
     """What a picture of ``graph`` (and ``flow``'s backward pass) shows (see the module
-    docstring). ``collapsed``: "auto", True, False, or the group names to collapse;
-    ``depth`` and ``expand`` choose how far the hierarchy of groups opens (see
-    :func:`choose_closed`)."""
-    if show_all:
-        return collapse(graph.nx, collapsed, bodies=bodies, depth=depth, expand=expand)
-    return _decision(graph, flow).shown(collapsed, bodies, fit, depth=depth, expand=expand)
+    docstring), under the picture's options (``options=`` or keywords): ``show_all``, and
+    ``collapsed``, ``depth`` and ``expand``, which choose how far the hierarchy of groups
+    opens (see :func:`choose_closed`)."""
+    opts = Options.of(options, **option_keywords)
+    if opts.show_all:
+        return collapse(graph.nx, opts, bodies=bodies)
+    return _decision(graph, flow).shown(opts, bodies, fit)
 
 
 #: flow -> its _Decision: what is a box, a chip or hidden, and the groups' tree, do not
@@ -787,7 +570,7 @@ class _Decision:
         """The groups of the boxes (whichever are closed)."""
         G = self.G
         targets = set(self.flow.target_nodes) if self.flow is not None else set()
-        apis, loss_scopes = _call_sites(self.graph, self.boxes)
+        apis, loss_scopes = api_call_sites(self.graph, self.boxes)
         # groups in the order their ops ran (a topological order can visit a ReLU layer late)
         order = sorted(self.boxes, key=lambda n: G.nodes[n].get("op_index", -1))
         derivatives = derivative_paths(self.graph, self.boxes - targets)
@@ -820,7 +603,7 @@ class _Decision:
         """Groups never closed by default: one box for the whole picture tells nothing."""
         return holding_everything(self.tree, self._ops)
 
-    def shown(self, collapsed, bodies, fit: int, *, depth=None, expand=()) -> Shown:
+    def shown(self, options: Options, bodies, fit: int) -> Shown:
         G = self.G
         tree = self.tree
         links = getattr(self.flow, "left_links", ()) if self.flow is not None else ()
@@ -847,9 +630,9 @@ class _Decision:
             fitted.append(fitting_level(tree, self.boxes, fit, differentiated, everything))
             return tree.closed_below(fitted[0]) - everything | differentiated
 
-        chosen = choose_closed(tree, collapsed, depth=depth, expand=expand, default=default)
+        chosen = choose_closed(tree, options, default=default)
         display = _acyclic(make, G, tree, chosen)
-        level = fitted[0] if fitted and not expand else 0
+        level = fitted[0] if fitted and not options.expand else 0
         while level > 1 and display.nx.number_of_nodes() > fit:
             level -= 1  # a group split per call added boxes the count did not see
             display = _acyclic(make, G, tree, tree.closed_below(level) - everything | differentiated)

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..messages import DEFAULT, say
-from ..record.graph import GRAD_NORM, TapeGraph, format_value
+from ..record.graph import TapeGraph
+from ..record.values import GRAD_NORM, format_value
 from .names import short_names
 from .visibility import Shown
 

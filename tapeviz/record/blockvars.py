@@ -16,6 +16,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from .bounded_cache import BoundedCache
+
 __all__ = ["named_in_block"]
 
 _LOADS = frozenset({"LOAD_NAME", "LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_FAST_CHECK"})
@@ -29,7 +31,9 @@ _LOADS = frozenset({"LOAD_NAME", "LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD
 #: be reused meanwhile (a notebook makes a new code object per cell run: the memo is
 #: emptied when it reaches _MEMO_MAX entries, so it keeps at most that many alive).
 _MEMO_MAX = 4096
-_names_memo: dict[tuple[int, int, int], tuple[CodeType, tuple[str, ...]]] = {}
+_names_memo: BoundedCache[tuple[int, int, int], tuple[CodeType, tuple[str, ...]]] = BoundedCache(
+    _MEMO_MAX, start_over=True
+)
 
 
 def _names_between(code: CodeType, start: int, stop: int) -> tuple[str, ...]:
@@ -43,9 +47,7 @@ def _names_between(code: CodeType, start: int, stop: int) -> tuple[str, ...]:
         if start < ins.offset < stop and ins.opname in _LOADS and isinstance(ins.argval, str):
             out.setdefault(ins.argval, None)
     names = tuple(out)
-    if len(_names_memo) >= _MEMO_MAX:
-        _names_memo.clear()
-    _names_memo[key] = (code, names)
+    _names_memo.put(key, (code, names))
     return names
 
 

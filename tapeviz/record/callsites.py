@@ -35,7 +35,6 @@ from .hookstate import call_site_memo as _memo
 # it: a plain tf.Variable costs one short walk up the stack, once.
 _PATH_TRIES = 4
 _PATH_DEPTH = 16  # frames looked at above variable_accessed
-_PATHS_MAX = 1 << 16  # handles remembered before the memo starts over
 # What a code object is to the walk (memo.code_kinds): _TF (TensorFlow's, or the hooks'),
 # _KV (a Keras variable method), _KERAS (other Keras code) or _OTHER.
 _TF, _KV, _KERAS, _OTHER = range(4)
@@ -107,13 +106,10 @@ def _learn_keras_path(hid: int, variable, tries: int) -> None:
     if not codes:
         return  # Keras is not loaded: there is no Keras variable to find
     path = _keras_path_on_stack(variable, sys._getframe(3), codes)  # the caller of variable_accessed
-    paths = _memo.paths
-    if len(paths) >= _PATHS_MAX:
-        paths.clear()
     if path.__class__ is str:
-        paths[hid] = path
+        _memo.paths.put(hid, path)
     else:  # True: Keras code read it, so ask again next time
-        paths[hid] = tries + 1 if path else _PATH_TRIES
+        _memo.paths.put(hid, tries + 1 if path else _PATH_TRIES)
 
 
 def keras_paths_of(handle_ids) -> dict[int, str]:

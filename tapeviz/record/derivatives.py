@@ -17,6 +17,8 @@ import ast
 import linecache
 from dataclasses import dataclass, field
 
+from .bounded_cache import BoundedCache
+
 __all__ = ["DerivativeRecord", "CallSite", "call_site", "METHODS"]
 
 #: The tf.GradientTape methods whose calls form derivative groups.
@@ -138,16 +140,11 @@ def _feeds(value: ast.expr | None, call: ast.Call) -> bool:
     return value is call
 
 
-_TREES: dict[tuple[str, int], ast.Module] = {}
+_TREES: BoundedCache[tuple[str, int], ast.Module] = BoundedCache(64, start_over=True)
 
 
 def _parse(filename: str, text: str) -> ast.Module:
-    key = (filename, hash(text))
-    if key not in _TREES:
-        if len(_TREES) > 64:
-            _TREES.clear()
-        _TREES[key] = ast.parse(text, filename)
-    return _TREES[key]
+    return _TREES.fetch((filename, hash(text)), lambda: ast.parse(text, filename))
 
 
 def _text(node: ast.expr | None) -> str:

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from .bounded_cache import BoundedCache
+
 local = threading.local()  # .recorders: list of active Recorder on this thread
 
 
@@ -68,8 +70,9 @@ class CallSiteMemo:
     )
 
     def __init__(self) -> None:
-        #: resource handle id -> its Keras path (str), or how often its reads showed none (int)
-        self.paths: dict[int, Any] = {}
+        #: resource handle id -> its Keras path (str), or how often its reads showed none
+        #: (int); 65,536 handles at most before it starts over
+        self.paths: BoundedCache[int, Any] = BoundedCache(1 << 16, start_over=True)
         #: code objects of the Keras variable classes' methods (None until Keras is imported)
         self.keras_codes: frozenset | None = None
         #: folders of the Keras package (set with keras_codes)

@@ -27,8 +27,8 @@ from .hookstate import TF_DIRS as _TF_DIRS
 from .records import OpRecord
 
 
-class Capture(Protocol):
-    """What the replay reads of a capture.Capture."""
+class ReplaySource(Protocol):
+    """What the replay reads of a capture.ReplaySource."""
 
     @property
     def ops(self) -> list[OpRecord]: ...
@@ -51,7 +51,7 @@ class BackwardCall:
 
 
 def replay_backward(
-    cap: Capture, watched: list, targets: list, sources: list, output_gradients: Sequence[Any] | None
+    cap: ReplaySource, watched: list, targets: list, sources: list, output_gradients: Sequence[Any] | None
 ) -> tuple[list, list[BackwardCall]]:
     """Run TF's own backprop over the recorded ops; return (source grads, calls in order).
 
@@ -83,7 +83,7 @@ def _replay_worker():
         return _worker
 
 
-def _replay(cap: Capture, watched, targets, sources, output_gradients):
+def _replay(cap: ReplaySource, watched, targets, sources, output_gradients):
     calls: list[BackwardCall] = []
     tensor = cap.tensor
     tape = _tape_lib.push_new_tape(persistent=True, watch_accessed_variables=False)
@@ -106,7 +106,7 @@ def _replay(cap: Capture, watched, targets, sources, output_gradients):
     return grads, calls
 
 
-def _backward_fn(cap: Capture, op: OpRecord, calls: list) -> Callable:
+def _backward_fn(cap: ReplaySource, op: OpRecord, calls: list) -> Callable:
     # TF skips the inputs that were not on the tape when the op ran.
     skip = tuple(i for i, on in enumerate(op.inputs_on_tape) if not on)
     custom = cap.custom_backward(op.index)
@@ -217,7 +217,7 @@ class _restored:
         return False
 
 
-def local_backward(cap: Capture, op: OpRecord) -> list | None:
+def local_backward(cap: ReplaySource, op: OpRecord) -> list | None:
     """The op's local derivatives as TensorFlow computes them: its registered gradient
     function called with ones arriving at its one output (d out / d input, summed over
     the output for a non-scalar one). None for an op TF's tape calls a Python backward
@@ -236,7 +236,7 @@ def local_backward(cap: Capture, op: OpRecord) -> list | None:
     return _replay_worker().submit(_local_backward, cap, op).result()
 
 
-def _local_backward(cap: Capture, op: OpRecord) -> list:
+def _local_backward(cap: ReplaySource, op: OpRecord) -> list:
     tensor = cap.tensor
     out = tensor(op.outputs[0])
     skip = tuple(i for i, on in enumerate(op.inputs_on_tape) if not on)

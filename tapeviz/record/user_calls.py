@@ -9,7 +9,7 @@ and the op that are the user's code, outermost first. The walk stops at the firs
 that is not: a user function called by Keras (a custom layer's ``call``) or by
 TensorFlow (a custom gradient) is already inside a layer or an API call.
 
-The walk runs for every op, so it is kept cheap (bench/RESULTS.md, issue 22c follow-up):
+The walk runs for every op, so it is kept cheap (bench/RESULTS.md, "the user-call walk"):
 what a frame's code is (the user's or not) is learned once per code object; only the
 user's running frames are kept, down to the deepest the last op ran under (the
 *anchor*). An op the anchor runs directly costs one comparison; an op inside a Keras
