@@ -178,11 +178,9 @@ def static_svg(parts: list[Part]) -> str:
 def _fragment_maker() -> Callable[..., str] | None:
     """html_page.page_fragment, the offline stepping page as one inline element, when this
     tapeviz has it."""
-    try:
-        from .html_page import page_fragment  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return page_fragment  # type: ignore[no-any-return]
+    from . import html_page
+
+    return getattr(html_page, "page_fragment", None)
 
 
 def static_html(parts: list[Part], *, stepping: bool = True) -> str:
@@ -217,7 +215,7 @@ class StaticFallback:
         bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
         if not isinstance(bundle, dict):
             return bundle
-        parts = parts_of(self)  # type: ignore[arg-type]
+        parts = parts_of(self)
         if not parts:
             return bundle
         bundle = {**bundle, "image/svg+xml": static_svg(parts)}
