@@ -37,7 +37,6 @@ nav.tv-lesson-nav { display: flex; gap: 18px; flex-wrap: wrap; padding: 6px 0 10
   font-family: 'DejaVu Sans Mono', Consolas, monospace; white-space: pre; }
 .prompt { display: none; }
 .output_area pre { background: none; border: none; padding: 4px 10px; }
-.output_stderr { display: none; }
 .output_area { margin: 4px 0; overflow-x: auto; }
 .output_area img, .output_area svg { max-width: 100%; height: auto; }
 .tv-static-picture { margin: 6px 0; }
@@ -98,6 +97,11 @@ def _execute(path: Path, workdir: Path, timeout: int):
         resources={"metadata": {"path": str(workdir)}},
     )
     client.execute(env=env)
+    # TensorFlow's log lines (start-up, retracing warnings) are not the lesson's: a failing
+    # cell still raises above, with its traceback
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
     return nb
 
 
