@@ -9,6 +9,7 @@ explorer on a page steps with no kernel.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -47,6 +48,37 @@ def test_lessons_needs_the_html_folder(capsys):
     with pytest.raises(SystemExit):
         cli.main(["lessons"])
     assert "--html" in capsys.readouterr().err
+
+
+def test_one_lesson_becomes_a_page_that_names_nothing_outside(tmp_path, capsys):
+    src = tmp_path / "src"
+    src.mkdir()
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# 01 · A tiny lesson\n\nWords."),
+            nbformat.v4.new_code_cell(
+                "import sys\nimport tensorflow as tf\nimport tapeviz as tv\n"
+                "x = tf.Variable(2.0)\nwith tv.GradientTape() as tape:\n    y = x * x\n"
+                "print('gradient:', tape.gradient(y, x).numpy())\nprint('a log' + ' line', file=sys.stderr)"
+            ),
+            nbformat.v4.new_code_cell("ex = tv.explore(tape, y)\nex"),
+        ],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
+    nbformat.write(nb, str(src / "01_tiny.ipynb"))
+    out = tmp_path / "out"
+    assert cli.main(["lessons", "--html", str(out), "--notebooks", str(src), "--lang", "zh"]) == 0
+    assert "wrote 1 pages and index.html" in capsys.readouterr().out
+    page = (out / "01_tiny.html").read_text(encoding="utf-8")
+    assert '<html lang="zh">' in page and "<title>01 · A tiny lesson</title>" in page
+    assert "gradient: 4.0" in page and "a log line" not in page  # stderr is not the lesson's
+    assert "data-tv-static=" in page and page.count("<svg") >= 1
+    assert not re.search(r"<(script|link|img|iframe)\b[^>]*\b(src|href)=[\"']?(https?:)?//", page), "names a URL"
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "href='01_tiny.html'>01 · A tiny lesson</a>" in index and "tapeviz 课程" in index
+    saved = nbformat.read(str(out / "01_tiny.ipynb"), as_version=4)
+    explorer = saved.cells[2].outputs[0]["data"]
+    assert "application/vnd.jupyter.widget-view+json" not in explorer and "text/html" in explorer
 
 
 def cells_with_pictures(nb) -> list[int]:
