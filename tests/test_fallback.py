@@ -14,6 +14,7 @@ import tensorflow as tf
 import tapeviz as tv
 from tapeviz.explorer import fallback
 from tapeviz.explorer import state as st
+from tapeviz.messages import say
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -48,7 +49,8 @@ def test_explorer_bundle_keeps_the_widget_and_adds_the_current_view(no_page_mode
     ex = tv.explore(tape, z)
     try:
         first = ex._repr_mimebundle_()
-        assert WIDGET_VIEW in first and "text/plain" in first
+        assert WIDGET_VIEW in first
+        assert first["text/plain"] == "tapeviz explorer (a live widget): run this cell to use it."
         assert _nested(first["image/svg+xml"]) == [_body(st.picture(ex.model, ex.state))]
         ex.controls["step"].value = 1  # the user moves the slider: the picture follows
         moved = ex._repr_mimebundle_()["image/svg+xml"]
@@ -68,6 +70,16 @@ def test_interact_shows_its_slope_plot_above_the_graph(no_page_mode):
         assert len(parts) == 2
         assert 'class="tv-slope-svg"' in ex._repr_mimebundle_()["image/svg+xml"]
         assert parts[1] == _body(st.picture(ex.model, ex.state))
+    finally:
+        ex.close()
+
+
+def test_plain_text_says_what_the_output_is_in_the_explorers_language(no_page_mode):
+    tape, _, _, z = _tape()
+    ex = tv.explore(tape, z, lang="zh")
+    try:
+        assert ex._repr_mimebundle_()["text/plain"] == say("fallback.text", "zh")
+        assert "tapeviz" in say("fallback.text", "zh")
     finally:
         ex.close()
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from ..messages import DEFAULT, say
 from . import state as st
 
 __all__ = ["PAGE_ENV", "Part", "StaticFallback", "page_mode", "parts_of", "static_html", "static_svg"]
@@ -207,6 +208,14 @@ def static_html(parts: list[Part], *, stepping: bool = True) -> str:
     return f"<div class='tv-static' data-tv-static='{html.escape(kind)}'>" + "".join(out) + "</div>"
 
 
+def _lang(widget: Any, parts: list[Part]) -> str:
+    """The language the widget speaks: its explorer's, else its own ``lang``."""
+    for part in parts:
+        if part.explorer is not None:
+            return str(part.explorer.state.lang)
+    return str(getattr(widget, "lang", DEFAULT))
+
+
 class StaticFallback:
     """Mixin for an explorer widget: its output bundle also carries its current view, so
     a front end without the widget shows the picture instead of nothing."""
@@ -218,7 +227,9 @@ class StaticFallback:
         parts = parts_of(self)
         if not parts:
             return bundle
-        bundle = {**bundle, "image/svg+xml": static_svg(parts)}
+        # ipywidgets' text/plain is the widget's repr (its children's reprs, cut off): where a
+        # host falls back to plain text, say what the output is and how to get it back
+        bundle = {**bundle, "text/plain": say("fallback.text", _lang(self, parts)), "image/svg+xml": static_svg(parts)}
         if page_mode():
             # a static page has no kernel behind its widgets: the stepping page (or the
             # pictures) is the whole output, and no front end picks the dead widget instead
