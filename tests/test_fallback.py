@@ -74,6 +74,23 @@ def test_interact_shows_its_slope_plot_above_the_graph(no_page_mode):
         ex.close()
 
 
+def test_a_picture_that_fails_leaves_the_widget_alone(no_page_mode, monkeypatch):
+    tape, _, _, z = _tape()
+    ex = tv.explore(tape, z)
+    try:
+
+        def broken(*a, **k):
+            raise RuntimeError("no picture today")
+
+        monkeypatch.setattr(fallback.st, "picture", broken)
+        with pytest.warns(UserWarning, match="no picture today"):
+            bundle = ex._repr_mimebundle_()
+        assert WIDGET_VIEW in bundle and "image/svg+xml" not in bundle
+    finally:
+        monkeypatch.undo()
+        ex.close()
+
+
 def test_plain_text_says_what_the_output_is_in_the_explorers_language(no_page_mode):
     tape, _, _, z = _tape()
     ex = tv.explore(tape, z, lang="zh")

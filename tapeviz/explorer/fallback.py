@@ -26,6 +26,7 @@ import html
 import os
 import re
 import struct
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -224,15 +225,26 @@ class StaticFallback:
         bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
         if not isinstance(bundle, dict):
             return bundle
-        parts = parts_of(self)
-        if not parts:
+        try:
+            extra = self._without_front_end()
+        except Exception as e:  # noqa: BLE001 - the live widget comes first: a failed picture never hides it
+            warnings.warn(f"tapeviz: the explorer's saved picture could not be made ({e!r})", stacklevel=2)
             return bundle
-        # ipywidgets' text/plain is the widget's repr (its children's reprs, cut off): where a
-        # host falls back to plain text, say what the output is and how to get it back
-        bundle = {**bundle, "text/plain": say("fallback.text", _lang(self, parts)), "image/svg+xml": static_svg(parts)}
-        if page_mode():
+        bundle = {**bundle, **extra}
+        if page_mode() and "text/html" in extra:
             # a static page has no kernel behind its widgets: the stepping page (or the
             # pictures) is the whole output, and no front end picks the dead widget instead
             bundle.pop(WIDGET_VIEW, None)
-            bundle["text/html"] = static_html(parts)
         return bundle
+
+    def _without_front_end(self) -> dict[str, str]:
+        """The output types a host without the widget shows (none when nothing is drawn)."""
+        parts = parts_of(self)
+        if not parts:
+            return {}
+        # ipywidgets' text/plain is the widget's repr (its children's reprs, cut off): where a
+        # host falls back to plain text, say what the output is and how to get it back
+        out = {"text/plain": say("fallback.text", _lang(self, parts)), "image/svg+xml": static_svg(parts)}
+        if page_mode():
+            out["text/html"] = static_html(parts)
+        return out
