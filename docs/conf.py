@@ -11,9 +11,11 @@ from __future__ import annotations
 import os
 import sys
 
-# The executed notebooks' explorers are shown by a static page (ipywidgets' html-manager), which
-# has no anywidget front end: they draw today's HTML picture, not the clickable canvas (which
-# would show as an empty box there). tapeviz's kernel inherits this.
+# The site has no kernel behind its pages: each lesson's explorer is written as the offline
+# stepping page (tapeviz/explorer/fallback.py, TAPEVIZ_STEPPING_PAGE), not a widget. The other
+# widgets a page shows (ipywidgets' html-manager) have no anywidget front end: the canvas falls
+# back to the HTML picture there. tapeviz's kernel inherits both.
+os.environ.setdefault("TAPEVIZ_STEPPING_PAGE", "1")
 os.environ.setdefault("TAPEVIZ_CANVAS", "html")
 from pathlib import Path
 

@@ -297,6 +297,41 @@ def _terminate(proc: subprocess.Popen, timeout: float = 20.0) -> None:
         proc.wait(timeout=10)
 
 
+def write_lessons(args) -> int:
+    """``tapeviz lessons --html DIR``: every lesson executed and written as an offline page."""
+    import importlib.util
+
+    missing = [m for m in ("nbclient", "nbconvert", "ipykernel") if importlib.util.find_spec(m) is None]
+    if missing:
+        print(
+            f"tapeviz lessons: {', '.join(missing)} not installed; the lessons are executed in a Jupyter kernel "
+            "and converted by nbconvert. Install them with pip install 'tapeviz[notebook]'.",
+            file=sys.stderr,
+        )
+        return 2
+    source = Path(args.notebooks).expanduser() if args.notebooks else find_notebooks(args.lang)
+    if source is None or not _has_notebooks(source):
+        where = source if source is not None else f"{PACKAGE_NOTEBOOKS / args.lang} or {REPO_NOTEBOOKS / args.lang}"
+        print(
+            f"tapeviz lessons: no notebooks (*.ipynb) in {where}. Pass --notebooks DIR, or reinstall tapeviz "
+            "from a wheel or a checkout (pip install 'tapeviz[cpu,notebook]').",
+            file=sys.stderr,
+        )
+        return 2
+    from .explorer.lesson_pages import write_lesson_pages
+
+    out = Path(args.html).expanduser().resolve()
+    try:
+        pages = write_lesson_pages(
+            source, out, lang=args.lang, report=lambda line: print(f"tapeviz lessons: {line}", flush=True)
+        )
+    except KeyboardInterrupt:
+        print(f"\ntapeviz lessons: interrupted; the pages written so far are in {out}.", file=sys.stderr)
+        return 130
+    print(f"tapeviz lessons: wrote {len(pages)} pages and index.html into {out}")
+    return 0
+
+
 def _option_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per tv.Options field (``--show-all``, ``--theme dark``, ...), made from the
     options themselves: a flag left out leaves the option's one default to tv.Options."""
@@ -357,6 +392,17 @@ def main(argv: list[str] | None = None) -> int:
     p_demo.add_argument("--port", type=int, default=0, help="port (default: 8888 or the next free one)")
     p_demo.add_argument("--no-browser", action="store_true", help="only print the URL, even with a display")
     p_demo.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for JupyterLab to start")
+    p_lessons = sub.add_parser(
+        "lessons", help="write the teaching notebooks as offline pages (one .html per lesson and an index)"
+    )
+    p_lessons.add_argument("--html", required=True, metavar="DIR", help="folder for the pages (made if missing)")
+    p_lessons.add_argument(
+        "--lang",
+        choices=LANGUAGES,
+        default=default_lang(),
+        help="the lesson set: en (English) or zh (Chinese); default: the locale's (zh for zh_*), else en",
+    )
+    p_lessons.add_argument("--notebooks", default=None, help="notebooks to write (default: the ones tapeviz ships)")
     args = parser.parse_args(argv)
 
     if args.command == "examples":
@@ -397,6 +443,8 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         print(f"tapeviz demo: wrote {len(written)} files for {len(written) // 3} examples into {out}")
         return 0
+    if args.command == "lessons":
+        return write_lessons(args)
     return 2  # pragma: no cover
 
 

@@ -4,8 +4,8 @@ then runs this): every part is there, and no page needs anything from the intern
 The build itself is strict (sphinx -W: any warning fails it); these tests check what the
 pages hold: every guide page with its sections, linked from the home page, every notebook with
 the outputs of its run, every built-in example in the gallery, every public function in
-the API reference, and, in headless Chromium, a notebook's explorer drawn from scripts
-the site serves itself.
+the API reference, and, in headless Chromium with the network blocked, the lessons'
+explorers as their offline pages (stepping, where this tapeviz has the stepping page).
 """
 
 from __future__ import annotations
@@ -21,12 +21,43 @@ import pytest
 
 import tapeviz
 from tapeviz.examples import EXAMPLES
+from tapeviz.explorer import html_page
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "docs" / "_build" / "html"
 NOTEBOOKS = sorted(
     p.relative_to(ROOT / "notebooks").with_suffix("").as_posix() for p in (ROOT / "notebooks").glob("*/*.ipynb")
 )
+# What the docs' explorers are: the offline stepping page where this tapeviz has it, else the pictures.
+STATIC_KIND = "stepping" if hasattr(html_page, "page_fragment") else "pictures"
+# Moves every range input (then every button) of an explorer's offline page and counts the
+# different pictures it showed.
+STEP_JS = """
+async (root) => {
+  const shown = () => [...root.querySelectorAll('svg')]
+    .filter((s) => s.checkVisibility() && s.getBoundingClientRect().width > 40)
+    .map((s) => s.outerHTML).join('');
+  const wait = () => new Promise((r) => setTimeout(r, 150));
+  const seen = new Set([shown()]);
+  for (const range of root.querySelectorAll('input[type=range]')) {
+    for (const v of [range.min, range.max]) {
+      range.value = v;
+      range.dispatchEvent(new Event('input', { bubbles: true }));
+      range.dispatchEvent(new Event('change', { bubbles: true }));
+      await wait();
+      seen.add(shown());
+    }
+  }
+  if (seen.size < 2) {
+    for (const button of root.querySelectorAll('button')) {
+      button.click();
+      await wait();
+      seen.add(shown());
+    }
+  }
+  return seen.size;
+}
+"""
 # A resource the browser would fetch from another host: script/img/link/iframe/source URLs and CSS url().
 EXTERNAL = re.compile(
     r"""<(?:script|img|iframe|source|link)\b[^>]*?\b(?:src|href)\s*=\s*["']?(?:https?:)?//"""
@@ -72,8 +103,8 @@ def test_every_notebook_is_rendered_with_its_outputs():
         markup = page(f"notebooks/{name}.html")
         outputs = markup.count('class="cell_output')
         assert outputs >= 3, f"{name}: {outputs} cell outputs; the notebook was not executed"
-        assert "application/vnd.jupyter.widget-view+json" in markup, f"{name}: the explorer's view is missing"
-        assert "application/vnd.jupyter.widget-state+json" in markup, f"{name}: the widget state is missing"
+        # the explorer as its offline page (tapeviz/explorer/fallback.py), not a widget needing a kernel
+        assert f"data-tv-static='{STATIC_KIND}'" in markup, f"{name}: the explorer's offline page is missing"
         assert "Traceback" not in markup, f"{name}: a cell raised"
     assert {n.split("/")[0] for n in NOTEBOOKS} == {"en", "zh"}, "both lesson sets are on the site"
     first = text_of(page("notebooks/zh/01_basics.html"))
@@ -132,9 +163,11 @@ class _Quiet(SimpleHTTPRequestHandler):
         pass
 
 
-def test_notebook_page_shows_the_explorer_offline():
-    """Headless Chromium on a notebook page served from 127.0.0.1: the explorer is drawn
-    by the html-manager the site serves, and the page asks no other host for anything."""
+@pytest.mark.parametrize("lesson", ["en/01_basics", "zh/01_basics", "en/10_what_if", "en/11_watching_training"])
+def test_lesson_pages_explorers_work_offline(lesson):
+    """Headless Chromium on a lesson page served from 127.0.0.1, every request to another
+    host refused: each explorer is its offline page, drawn at a real size, and (where this
+    tapeviz has the stepping page) steps with no kernel."""
     playwright = pytest.importorskip("playwright.sync_api")
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(SITE)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -168,14 +201,18 @@ def test_notebook_page_shows_the_explorer_offline():
                 pg.route("**/*", route)
                 pg.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
                 pg.on("pageerror", lambda e: errors.append(str(e)))
-                pg.goto(f"{base}/notebooks/en/01_basics.html")
-                explorer = pg.locator(".tv-explorer")
-                explorer.wait_for(state="visible", timeout=60_000)
-                assert explorer.count() == 1
-                assert pg.locator(".tv-explorer svg").count() >= 1, "the explorer's picture is not drawn"
-                assert pg.locator(".tv-explorer .widget-slider, .tv-explorer .slider-container").count() >= 1
-                box = pg.locator(".tv-explorer svg").first.bounding_box()
-                assert box and box["width"] > 200 and box["height"] > 100, box
+                pg.goto(f"{base}/notebooks/{lesson}.html")
+                explorers = pg.locator(f"[data-tv-static='{STATIC_KIND}']")
+                explorers.first.wait_for(state="visible", timeout=60_000)
+                for k in range(explorers.count()):
+                    root = explorers.nth(k)
+                    root.scroll_into_view_if_needed()
+                    box = root.locator("svg").first.bounding_box()
+                    assert box and box["width"] > 200 and box["height"] > 100, (lesson, k, box)
+                    if STATIC_KIND == "stepping":
+                        views = root.element_handle().evaluate(STEP_JS)
+                        assert views >= 2, f"{lesson}: explorer {k} does not step offline"
+                pg.screenshot(path=str(SITE.parent / f"{lesson.replace('/', '_')}.png"), full_page=True)
             finally:
                 browser.close()
     finally:

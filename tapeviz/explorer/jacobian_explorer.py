@@ -18,6 +18,7 @@ import ipywidgets as W
 import traitlets as T
 
 from ..output.jacobian_heatmap import Jacobian
+from .fallback import StaticFallback
 from .state import GraphTargets
 from .widget import Explorer
 
@@ -59,7 +60,7 @@ class RowPicker(anywidget.AnyWidget):
     row = T.Int(0).tag(sync=True)
 
 
-class JacobianExplorer(W.VBox):
+class JacobianExplorer(StaticFallback, W.VBox):
     """The heatmap of ``jac`` (click a row) and an Explorer of that row's backward pass.
 
     ``controls["row"]`` is the row menu (the explorer's target menu; a one-row Jacobian

@@ -21,10 +21,12 @@ import textwrap
 from dataclasses import dataclass, field
 
 import numpy as np
+from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ..messages import DEFAULT, say
+from ..picture.fonts import matplotlib_families
 from ..picture.themes import get_theme, mix
 
 __all__ = ["Slope", "slope_svg", "slope_figure", "tangent_segment", "caption_lines"]
@@ -234,7 +236,13 @@ class SlopeFigure(Figure):
 
 def slope_figure(s: Slope, *, lang: str = DEFAULT, theme: str = "light") -> Figure:
     """The slope plot as a matplotlib Figure (no pyplot). Its lines carry gids:
-    ``curve``, ``tangent`` (absent when the gradient is None) and ``point``."""
+    ``curve``, ``tangent`` (absent when the gradient is None) and ``point``. Its words are
+    drawn in a font that has them (CJK text falls back to a CJK font)."""
+    with rc_context({"font.family": list(matplotlib_families())}):
+        return _slope_figure(s, lang=lang, theme=theme)
+
+
+def _slope_figure(s: Slope, *, lang: str, theme: str) -> Figure:
     c = _colours(theme)
     lines = [textwrap.fill(line, 84) for line in caption_lines(s, lang)]
     n_lines = sum(line.count("\n") + 1 for line in lines)

@@ -27,6 +27,7 @@ import ipywidgets as W
 from ..messages import check_lang, say
 from ..record.bounded_cache import BoundedCache
 from ..training.history import Flag, History
+from .fallback import StaticFallback
 from .panels import CSS
 from .run_panel import RunData, run_data, step_svg
 from .state import ExplorerState, GraphTargets
@@ -65,7 +66,7 @@ def step_flags(hist: History, step: int) -> list[tuple[Flag, bool]]:
     return out
 
 
-class TrainingExplorer(W.VBox):
+class TrainingExplorer(StaticFallback, W.VBox):
     """``tv.explore(hist)``: ``controls["train_step"]`` scrubs the stored steps; ``run``
     shows the loss and the layers' norms at the step, ``flags_view`` its flags, and
     ``picture`` (an Explorer, or None when the run kept no picture) the step's backward

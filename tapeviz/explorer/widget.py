@@ -24,6 +24,7 @@ from ..picture.names import short_names
 from . import panels
 from . import state as st
 from .canvas import Canvas, make_canvas
+from .fallback import StaticFallback
 from .keyboard import attach_keys
 from .notebook_theme import PageTheme
 from .state import ExplorerState, GraphTargets
@@ -31,7 +32,7 @@ from .state import ExplorerState, GraphTargets
 __all__ = ["Explorer"]
 
 
-class Explorer(W.VBox):
+class Explorer(StaticFallback, W.VBox):
     """Step through the backward pass, switch targets, clip gradients, inspect nodes.
 
     ``presenter=True`` shows only the picture and the step buttons, full width (for a

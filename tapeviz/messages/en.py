@@ -240,6 +240,11 @@ MESSAGES = {
     "inspect.value": "value ({dtype}, shape {shape}):",
     "inspect.grad": "d{target}/d·:",
     "inspect.no_gradient": "no gradient ({reason}):",
+    "fallback.text": "tapeviz explorer (a live widget): run this cell to use it.",
+    "lessons.index": "tapeviz lessons",
+    "lessons.previous": "previous",
+    "lessons.next": "next",
+    "lessons.offline": "Every page works offline: open it in a browser, no Python or network needed.",
     "page.title": "tapeviz: backward pass of {target}",
     "page.head": "target: {target} · clipping: {clip} · lr: {lr} · {n} pictures; the slider runs in the browser, no Python needed",
     "page.loading": "Loading the widget scripts from {url} ... If nothing appears below, this browser cannot reach that "

@@ -286,6 +286,11 @@ MESSAGES = {
     "inspect.value": "值（{dtype}，形状 {shape}）：",
     "inspect.grad": "d{target}/d·：",
     "inspect.no_gradient": "没有梯度（{reason}）：",
+    "fallback.text": "tapeviz 探索器（交互控件）：重新运行这个单元格即可使用。",
+    "lessons.index": "tapeviz 课程",
+    "lessons.previous": "上一课",
+    "lessons.next": "下一课",
+    "lessons.offline": "每个页面都可以离线使用：用浏览器打开即可，不需要 Python，也不需要网络。",
     "page.title": "tapeviz：{target} 的反向传播",
     "page.head": "目标：{target} · 裁剪：{clip} · 学习率：{lr} · 共 {n} 张图；滑块在浏览器中运行，无需 Python",
     "page.loading": "正在从 {url} 加载控件脚本……如果下方没有内容，说明浏览器无法访问该地址"
