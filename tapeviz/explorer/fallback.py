@@ -74,7 +74,7 @@ def _classes(w: W.Widget) -> set[str]:
 
 
 def _is_explorer(w: Any) -> bool:
-    return isinstance(getattr(w, "state", None), st.ExplorerState) and hasattr(w, "model")
+    return isinstance(getattr(w, "state", None), st.ExplorerState) and hasattr(w, "graph_targets")
 
 
 def parts_of(widget: W.Widget) -> list[Part]:
