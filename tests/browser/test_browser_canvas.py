@@ -14,7 +14,7 @@ import time
 
 import pytest
 from browser import kernel_client, kernel_eval, run_notebook, screenshot, write_notebook
-from test_browser_frontends import ExplorerOnPage
+from page_explorer import ExplorerOnPage
 
 pytestmark = pytest.mark.browser
 

@@ -276,9 +276,9 @@ def test_a_transformers_explorer_fits_the_cell_at_full_text_size(jupyterlab, pag
 
     from tapeviz.picture.themes import EXPLORER_TEXT
 
-    tests = str(Path(__file__).resolve().parent)
+    support = str(Path(__file__).resolve().parents[1] / "support")
     cells = [
-        f"import sys\nsys.path.insert(0, {tests!r})\nimport gallery_models\nimport tapeviz as tv",
+        f"import sys\nsys.path.insert(0, {support!r})\nimport gallery_models\nimport tapeviz as tv",
         'step = gallery_models.GALLERY["Transformer"]()',
         "tv.explore(step.tape, step.loss)",
     ]

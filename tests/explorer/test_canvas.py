@@ -314,7 +314,7 @@ def test_frames_hold_their_groups_boxes(nested):
                 assert any(x <= b.x and b.x + b.w <= x + w and y <= b.y and b.y + b.h <= y + h for x, y, w, h in pieces)
     # the frames' names (9 pt) and lines clear of every text, the caption and each other's names,
     # with the groups as opened here and with all three levels open
-    from test_placement import check
+    from placement_check import check
 
     assert scene.frames and {f.gid for f in scene.frames} == set(frames)
     check(scene, "nested frames")

@@ -1,6 +1,6 @@
 """tapeviz.explorer.keyboard on the Python side: what attach_keys links, where the widget goes, that closing
 releases it, and the errors for wrong arguments. The key handling itself runs in the browser and
-is tested there (tests/test_browser_frontends.py)."""
+is tested there (tests/browser/test_browser_frontends.py)."""
 
 import ipywidgets as W
 import pytest

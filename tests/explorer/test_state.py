@@ -6,8 +6,8 @@ compare what they show with TensorFlow, then check the widget shows the same."""
 import numpy as np
 import pytest
 import tensorflow as tf
+from placement_check import check
 from svg_text import CSS_PX_PER_PT, shown_text_pt, shown_width_pt
-from test_placement import check
 
 import tapeviz as tv
 from tapeviz.api import _explored

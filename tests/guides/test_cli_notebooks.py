@@ -14,7 +14,7 @@ import pytest
 
 from tapeviz import cli
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _notebook_folder(root: Path, *names: str) -> Path:

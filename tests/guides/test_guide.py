@@ -11,11 +11,11 @@ import pytest
 
 import tapeviz
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 # The pages someone reads: the README and the guide's Markdown pages (docs/notebooks/ is a
-# build-time copy of the notebooks, which tests/test_notebooks.py runs).
+# build-time copy of the notebooks, which tests/guides/test_notebooks.py runs).
 PAGES = [README, *sorted(DOCS.glob("*.md"))]
 BLOCKS = [
     (page, i, code)

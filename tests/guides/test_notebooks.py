@@ -23,7 +23,7 @@ import nbformat
 import pytest
 from picture_text import english_words
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 LANGS = ("en", "zh")
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"

@@ -1,4 +1,4 @@
-"""TensorFlow's GradientTape guides, section by section (tests/guide_programs.py), run under
+"""TensorFlow's GradientTape guides, section by section (tests/support/guide_programs.py), run under
 tf.GradientTape and tv.GradientTape: the printed results are identical, the flow gives TF's
 own numbers (or TF's own error), every None is explained with the expected reason in en
 and zh, and the picture exports as SVG and PNG with the target and the sources drawn."""

@@ -262,7 +262,7 @@ def test_step_changes_the_svg_and_finished_state_comes_back():
 
 
 def _tf_program(n_ops):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     try:
         from bench_scale import tf_program
     finally:

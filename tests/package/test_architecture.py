@@ -12,7 +12,7 @@ import pathlib
 import networkx as nx
 import pytest
 
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "tapeviz"
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "tapeviz"
 
 # Stages in pipeline order: the subpackages of tapeviz/ (docs/architecture.md lists what
 # each holds), with the few top-level modules placed among them. A module may import from its

@@ -18,7 +18,7 @@ import pytest
 from tapeviz import cli
 from tapeviz.examples import EXAMPLES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _tapeviz_cmd() -> list[str]:
@@ -185,7 +185,7 @@ def _free_port() -> int:
 
 def _kill_leftover_servers(needle: str) -> None:
     """Safety net: a server started for ``needle`` (a unique temp path) that outlived the CLI."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
     import browser
 
     pids = browser._pids_mentioning(needle)

@@ -12,7 +12,7 @@ import pytest
 
 from tapeviz.record import quietstart
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TF_MARKS = ("oneDNN", "cpu_feature_guard", "absl::InitializeLog", "TensorFlow binary", "port.cc")
 
 

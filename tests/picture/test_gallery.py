@@ -1,11 +1,11 @@
 """Issue 20's "done when", on the architectures people bring after the tutorial
-(tests/gallery_models.py: ResNet50, MobileNetV2, DenseNet121, EfficientNetB0, a subclassed
+(tests/support/gallery_models.py: ResNet50, MobileNetV2, DenseNet121, EfficientNetB0, a subclassed
 Transformer, a U-Net, a seq2seq LSTM, a GAN, a VAE). Every default picture:
 
 - has at most 30 boxes;
 - fits a 1,600 px page at full text size and is no wider than 3.5 x its height;
 - cuts no title with "…" (a long name takes a second line) and has 0 overlaps (the
-  placement checks of tests/test_placement.py, at the first, a middle and the last step);
+  placement checks of tests/support/placement_check.py, at the first, a middle and the last step);
 - names each named box in its SVG <title> (hover shows the full path);
 
 and the numbers it shows are TensorFlow's: the flow equals tape.gradient bit for bit.
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from gallery_models import GALLERY
-from test_placement import check
+from placement_check import check
 
 import tapeviz as tv
 from tapeviz.output.svg import to_svg

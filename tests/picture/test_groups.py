@@ -15,7 +15,6 @@ import networkx as nx
 import numpy as np
 import pytest
 import tensorflow as tf
-from test_gallery import recorded  # noqa: F401 - the gallery's models, recorded once
 
 import tapeviz as tv
 from tapeviz.picture.groups import build_tree
@@ -25,8 +24,8 @@ MOST_BOXES = 30
 
 
 @pytest.fixture
-def made(recorded):  # noqa: F811 - the imported fixture
-    """name -> (Step, GradientFlow), each recorded once per module (test_gallery's fixture)."""
+def made(recorded):
+    """name -> (Step, GradientFlow), each recorded once per module (picture/conftest.py)."""
     return lambda name: recorded(name)[:2]
 
 

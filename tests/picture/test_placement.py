@@ -11,6 +11,9 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from keras_models import MODELS
+from placement_check import check, problems
+from random_programs import OPS, SHAPES, build
 
 import tapeviz as tv
 from tapeviz.examples import EXAMPLES
@@ -18,8 +21,7 @@ from tapeviz.picture.rows import CELL_WIDTH
 from tapeviz.picture.scene import Scene
 from tapeviz.picture.themes import explorer_theme
 
-HERE = Path(__file__).resolve().parent
-EPS = 0.5  # pixels: touching is not overlapping
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _module(name: str, path: Path):
@@ -27,82 +29,6 @@ def _module(name: str, path: Path):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-def _overlap(r, s) -> bool:
-    return min(r[2], s[2]) - max(r[0], s[0]) > EPS and min(r[3], s[3]) - max(r[1], s[1]) > EPS
-
-
-def _inside(r, box) -> bool:
-    return r[0] >= box[0] - EPS and r[1] >= box[1] - EPS and r[2] <= box[2] + EPS and r[3] <= box[3] + EPS
-
-
-def problems(scene: Scene) -> dict[str, list]:
-    """Every label/label overlap, label/box overlap and thing outside the canvas."""
-    W, H = scene.canvas
-    placed = scene.placed()
-    boxes = dict(placed["boxes"])
-    texts = placed["texts"]
-    out = {"label/label": [], "label/box": [], "outside": []}
-    order = sorted(range(len(texts)), key=lambda i: texts[i][2][0])
-    for a, i in enumerate(order):  # sweep along x: only neighbours that start before i ends can overlap it
-        ri = texts[i][2]
-        for j in order[a + 1 :]:
-            rj = texts[j][2]
-            if rj[0] >= ri[2] - EPS:
-                break
-            if _overlap(ri, rj):
-                out["label/label"].append((texts[i][0], texts[j][0]))
-    box_order = sorted(boxes.items(), key=lambda kv: kv[1][0])
-    for what, owner, r in texts:
-        if owner is not None and not _inside(r, boxes[owner]):
-            out["label/box"].append((what, "sticks out of its box"))
-        for n, b in box_order:
-            if b[0] >= r[2]:
-                break
-            if n != owner and _overlap(r, b):
-                out["label/box"].append((what, n))
-    canvas = (0.0, 0.0, W, H)
-    for what, _, r in texts:
-        if not _inside(r, canvas):
-            out["outside"].append(what)
-    for n, b in boxes.items():
-        if not _inside(b, canvas):
-            out["outside"].append(f"box {n}")
-    # an open group's frame (the explorer's canvas) holds its boxes, and stays off the
-    # title, caption and legend
-    chrome = [(what, r) for what, owner, r in texts if what in ("title", "caption") or what.startswith("legend")]
-    # ... and its line runs through no text drawn without a background (gradients under
-    # boxes, frames' names): such a text is inside the frame or clear of it
-    bare = [(what, r) for what, owner, r in texts if what.startswith(("gradient", "frame name"))]
-    out["frame/chrome"] = []
-    for gid, f in placed.get("frames", ()):
-        if not _inside(f, canvas):
-            out["outside"].append(f"frame {gid}")
-        out["frame/chrome"] += [(gid, what) for what, r in chrome if _overlap(f, r)]
-        out["frame/chrome"] += [(gid, what) for what, r in bare if _overlap(f, r) and not _inside(r, f)]
-    for e, a in scene.arrows.items():
-        for x, y in a.path.vertices if a.path is not None else (a.start, a.end):
-            px, py = scene.data_to_px(x, y)
-            if not (-EPS <= px <= W + EPS and -EPS <= py <= H + EPS):
-                out["outside"].append(f"edge {e}")
-                break
-    return out
-
-
-def check(scene: Scene, what: str) -> None:
-    """Count at every step worth looking at (start, middle, finished) and assert all are 0."""
-    steps = [None] if scene.flow is None else sorted({0, scene.flow.last_step // 2, scene.flow.last_step})
-    for k in steps:
-        if k is not None:
-            scene.set_step(k)
-        found = problems(scene)
-        counts = {kind: len(v) for kind, v in found.items()}
-        assert counts == {"label/label": 0, "label/box": 0, "outside": 0, "frame/chrome": 0}, (
-            what,
-            k,
-            {kind: v[:4] for kind, v in found.items()},
-        )
 
 
 VIEWS = [dict(), dict(show_all=True), dict(collapsed=True), dict(collapsed=False)]
@@ -124,18 +50,13 @@ def test_built_in_examples_in_every_view_and_theme(name):
 def small_cnn():
     """Conv2D -> BatchNormalization -> MaxPooling2D -> Conv2D -> GlobalAveragePooling2D ->
     Dropout -> Dense: the CNN of docs/pictures.md."""
-    return _module("tapeviz_readme_pictures", HERE.parent / "notebooks" / "img" / "regenerate.py").small_cnn_model()
+    return _module("tapeviz_readme_pictures", REPO / "notebooks" / "img" / "regenerate.py").small_cnn_model()
 
 
 def lstm():
     model = keras.Sequential([keras.Input((5, 3)), keras.layers.LSTM(4), keras.layers.Dense(2)], name="lstm")
     rng = np.random.default_rng(1)
     return model, (tf.constant(rng.normal(size=(2, 5, 3)).astype("float32")),), tf.constant([0, 1])
-
-
-def _keras_models():
-    models = _module("tapeviz_test_models", HERE / "test_models.py")
-    return [small_cnn, lstm, *models.MODELS]
 
 
 def training_step_tape(make):
@@ -149,7 +70,7 @@ def training_step_tape(make):
     return tape, loss
 
 
-@pytest.mark.parametrize("make", _keras_models(), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("make", [small_cnn, lstm, *MODELS], ids=lambda m: m.__name__)
 def test_keras_models_collapsed_and_expanded(make):
     tape, loss = training_step_tape(make)
     fl = tv.flow(tape, loss)
@@ -159,21 +80,20 @@ def test_keras_models_collapsed_and_expanded(make):
 
 
 def test_generated_programs():
-    props = _module("tapeviz_test_properties", HERE / "test_properties.py")
     rng = np.random.default_rng(7)
     for trial in range(12):
         leaves = []
         for _ in range(int(rng.integers(1, 4))):
-            shape = props.SHAPES[int(rng.integers(len(props.SHAPES)))]
+            shape = SHAPES[int(rng.integers(len(SHAPES)))]
             value = rng.normal(size=shape).astype("float32")
             leaves.append(tf.Variable(value) if rng.random() < 0.7 else tf.constant(value))
         steps = [
-            (props.OPS[int(rng.integers(len(props.OPS)))], int(rng.integers(99)), int(rng.integers(99)))
+            (OPS[int(rng.integers(len(OPS)))], int(rng.integers(99)), int(rng.integers(99)))
             for _ in range(int(rng.integers(3, 12)))
         ]
         steps = [s for s in steps if s[0] not in ("reset", "watch", "paused")]
         with tv.GradientTape(persistent=True) as tape:
-            target = props.build(tape, [("variable", v) for v in leaves], steps, [int(rng.integers(99))])
+            target = build(tape, [("variable", v) for v in leaves], steps, [int(rng.integers(99))])
         fl = tv.flow(tape, target)
         for kw in (dict(), dict(show_all=True)):
             check(Scene(tape.graph, fl, **kw), (trial, steps, kw))
@@ -184,7 +104,7 @@ def test_wide_fan_in_and_a_long_banded_graph():
     with tv.GradientTape() as tape:
         total = tf.add_n([x * x for x in xs] + [x * 2.0 for x in xs])  # 28 edges into one op
     check(Scene(tape.graph, tv.flow(tape, total)), "fan-in 28")
-    sys.path.insert(0, str(HERE.parent / "bench"))
+    sys.path.insert(0, str(REPO / "bench"))
     try:
         from bench_scale import tf_program
     finally:

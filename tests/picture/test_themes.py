@@ -244,7 +244,7 @@ def test_one_em_per_glyph_is_never_narrower_than_the_cjk_font(cjk_font, monkeypa
 
 
 def test_a_chinese_picture_made_without_the_font_has_no_overlaps(no_cjk_font):
-    from test_placement import check
+    from placement_check import check
 
     tape, y = _tape()
     view = tv.view(tape, y, lang="zh", title="反向传播：梯度从 y 流回 x", caption="中文说明：每条边上的数是梯度")

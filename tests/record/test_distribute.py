@@ -1,6 +1,6 @@
 """tf.distribute: a tapeviz tape inside ``MirroredStrategy.run`` on two logical CPUs gives
 each replica its own exact flow. The check runs in a subprocess
-(tests/distribute_replicas.py) because the two logical devices must be configured
+(tests/support/distribute_replicas.py) because the two logical devices must be configured
 before TensorFlow's runtime starts."""
 
 import functools
@@ -13,18 +13,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-HERE = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[2]
+SUPPORT = REPO / "tests" / "support"
 
 
 @functools.lru_cache(maxsize=1)
 def _run() -> dict:
     env = dict(
         os.environ,
-        PYTHONPATH=os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")])),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
         TF_CPP_MIN_LOG_LEVEL="2",
     )
     proc = subprocess.run(
-        [sys.executable, str(HERE / "distribute_replicas.py")], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, str(SUPPORT / "distribute_replicas.py")], capture_output=True, text=True, env=env, timeout=300
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])

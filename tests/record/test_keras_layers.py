@@ -332,7 +332,7 @@ def _coverage_rows() -> dict[str, list[str]]:
     """docs/models.md's "Keras layer coverage" table: layer -> its cells."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "models.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text()
     section = text.split("## Keras layer coverage", 1)[1].split("Also checked", 1)[0]
     rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| ") and "---" not in line]
     return {cells[0].strip(): [c.strip() for c in cells] for cells in rows[1:]}

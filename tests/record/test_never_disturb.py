@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
-from test_properties import build, programs
+from random_programs import build, programs
 
 import tapeviz as tv
 from tapeviz.record import hooks

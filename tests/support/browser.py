@@ -50,7 +50,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TESTS_DIR = Path(__file__).resolve().parent
+TESTS_DIR = Path(__file__).resolve().parents[1]  # tests/: artifacts/ and .cache/ live there
 REPO_ROOT = TESTS_DIR.parent
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks" / "en"  # the English lesson set (notebooks/zh: the Chinese one)
 ARTIFACTS_DIR = Path(os.environ.get("TAPEVIZ_TEST_ARTIFACTS", TESTS_DIR / "artifacts"))

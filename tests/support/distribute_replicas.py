@@ -1,4 +1,4 @@
-"""Run by tests/test_distribute.py in a fresh process: two logical CPUs must be configured
+"""Run by tests/record/test_distribute.py in a fresh process: two logical CPUs must be configured
 before TensorFlow's runtime starts, which a pytest worker has long done.
 
 A Keras model trained one step under ``tf.distribute.MirroredStrategy.run`` on two

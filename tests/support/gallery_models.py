@@ -1,7 +1,7 @@
 """The gallery's models: the architectures people bring to tapeviz after the tutorial, each
 as one training step recorded on a tapeviz tape.
 
-Used by tests/test_gallery.py (every default picture fits a page, names whole, numbers
+Used by tests/picture/test_gallery.py (every default picture fits a page, names whole, numbers
 exact), bench/bench_gallery.py (ResNet50's cold render) and notebooks/img/regenerate.py
 (the README's and docs/gallery.md's pictures). Inputs are small (32x32 images, batches of
 2) so that a step takes well under a second on a 2-core machine; no pretrained weights.
@@ -20,8 +20,9 @@ import numpy as np
 import tensorflow as tf
 
 import tapeviz as tv
+from tapeviz.picture.scene import Scene
 
-__all__ = ["GALLERY", "Step"]
+__all__ = ["GALLERY", "Step", "recorder"]
 
 IMAGE = (32, 32, 3)
 CLASSES = 10
@@ -232,3 +233,18 @@ GALLERY: dict[str, Callable[[], Step]] = {
     "GAN": gan,
     "VAE": vae,
 }
+
+
+def recorder() -> Callable[[str], tuple[Step, Any, Any]]:
+    """``get(name) -> (Step, GradientFlow, default Scene)`` of a gallery model, each made the
+    first time it is asked for and kept (the picture tests' ``recorded`` fixture)."""
+    made: dict[str, tuple[Step, Any, Any]] = {}
+
+    def get(name: str) -> tuple[Step, Any, Any]:
+        if name not in made:
+            step = GALLERY[name]()
+            fl = tv.flow(step.tape, step.loss)
+            made[name] = (step, fl, Scene(step.tape.graph, fl))
+        return made[name]
+
+    return get

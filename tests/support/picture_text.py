@@ -1,6 +1,6 @@
 """The check that a Chinese picture has no English words (issue 24): the Latin words of
 an SVG's texts, less the names a picture may show. Shared by the lessons' test
-(tests/test_notebooks.py) and the run explorer's (tests/test_scrubber.py)."""
+(tests/guides/test_notebooks.py) and the run explorer's (tests/training/test_scrubber.py)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from tapeviz.training.bounded_series import Buckets
 from tapeviz.training.step_warnings import Thresholds
 
 keras = pytest.importorskip("keras")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def batch(n=32, d=8, seed=0, classes=None):
