@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import pytest
 import tensorflow as tf
+from front_end import send_from_page
 
 import tapeviz as tv
 from tapeviz.explorer import canvas as cv
@@ -120,7 +121,7 @@ def test_the_page_steps_by_itself_and_the_kernel_sends_nothing_it_can_do(nested)
     _, tape, loss, _ = nested
     ex = tv.explore(tape, loss, theme="light", depth=1)
     c = ex.canvas
-    c._on_msg(c, {"event": "click", "id": "node-layer:net"}, [])  # a new layout: a whole picture
+    send_from_page(c, {"event": "click", "id": "node-layer:net"})  # a new layout: a whole picture
     page = _Page(c)
     last = c._at
     seen = []
@@ -155,7 +156,7 @@ def test_a_clip_move_is_patched_by_the_page_and_confirmed_by_the_kernel(nested):
     c, s = ex.canvas, ex.controls["clip_norm"]
     ex.controls["clip"].value = "by_norm"
     s.value = 0.2  # below the head bias's gradient norm (0.2869): it is clipped
-    c._on_msg(c, {"event": "resync"}, [])  # the page starts from a whole picture
+    send_from_page(c, {"event": "resync"})  # the page starts from a whole picture
     page = _Page(c)
     assert [v for v, _ in c.clips["c"]] == [0.19, 0.21, 0.18, 0.22]  # one and two slider steps either way
     for v in [0.19, 0.18, 0.19, 0.2, 0.05, 0.06]:
@@ -245,23 +246,23 @@ def test_clicks_open_close_and_select(nested):
     ex, tape, loss, model = nested
     c = ex.canvas
     assert "node-layer:net" in c.tips
-    c._on_msg(c, {"event": "click", "id": "node-layer:net"}, [])
+    send_from_page(c, {"event": "click", "id": "node-layer:net"})
     closed = ex.graph_targets.collapsed(ex.state)
     assert "net" not in closed and {"net/block", "net/head"} <= closed  # one level opens
     assert c.frame["kind"] == "full" and 'id="group-net"' in c.value and ">net</text>" in c.value
-    c._on_msg(c, {"event": "click", "id": "node-layer:net/block"}, [])
+    send_from_page(c, {"event": "click", "id": "node-layer:net/block"})
     assert 'id="group-net/block"' in c.value and 'id="node-layer:net/block/a"' in c.value
-    c._on_msg(c, {"event": "click", "id": "group-net/block"}, [])
+    send_from_page(c, {"event": "click", "id": "group-net/block"})
     assert "net/block" in ex.graph_targets.collapsed(ex.state) and 'id="group-net/block"' not in c.value
     assert 'id="node-layer:net/block"' in c.value
     # select: open the head, click its kernel; the inspector shows the variable
-    c._on_msg(c, {"event": "click", "id": "node-layer:net/head"}, [])
+    send_from_page(c, {"event": "click", "id": "node-layer:net/head"})
     kernel = next(k for k, t in c.tips.items() if t.startswith("net/head/kernel"))
-    c._on_msg(c, {"event": "click", "id": kernel}, [])
+    send_from_page(c, {"event": "click", "id": kernel})
     assert ex.state.node == kernel[len("node-") :]
     assert "net/head/kernel" in ex.inspector.value
-    c._on_msg(c, {"event": "click", "id": "legend"}, [])  # nothing happens
-    c._on_msg(c, {"event": "click", "id": "group-net"}, [])
+    send_from_page(c, {"event": "click", "id": "legend"})  # nothing happens
+    send_from_page(c, {"event": "click", "id": "group-net"})
     assert "net" in ex.graph_targets.collapsed(ex.state)
 
 
