@@ -343,4 +343,4 @@ def test_canvas_available_finds_anywidget_s_front_end():
 
 def test_page_script_is_inline_and_escaped():
     script = cv.page_script([{"node-a": "</script><b>"}], "reset")
-    assert "</script>" not in script and "tvNavigate" in script and "TAPEVIZ_TIPS" in script
+    assert "</script>" not in script and "tvNavigate" in script and "TAPEVIZ_PAGE" in script

@@ -103,7 +103,7 @@ def _quiz_script(lang: str, steps: dict[str, int]) -> str:
     reveals the step, and keeps the per-step score (reset by the teacher's button)."""
     words = {k: catalogue(lang)[f"quiz.{k}"] for k in ("right", "wrong", "revealed", "unreadable", "score")}
     data = embed.escape_script(json.dumps({"words": words, "steps": steps}, ensure_ascii=False))
-    return f"<script>\nconst TV_QUIZ = {data};\n{quiz.CHECK_JS}\n{_QUIZ_PAGE_JS}</script>\n"
+    return f'<script type="module">\nconst TV_QUIZ = {data};\n{quiz.CHECK_JS}\n{_QUIZ_PAGE_JS}</script>\n'
 
 
 _QUIZ_PAGE_JS = r"""
@@ -322,7 +322,7 @@ def write_page(
         f"<p class='tv-export-loading'>{_esc(say('page.loading', lang, url=embed_url))}</p>\n"
         f"{quiz_parts}{load_requirejs}{snippet}\n"
         # the canvas's hover tips, zoom and pan, inlined (no anywidget, no CDN, no kernel here)
-        f"<script>\n{page_script(hover, say('ui.canvas.reset', lang))}\n</script>\n</body>\n</html>\n"
+        f'<script type="module">\n{page_script(hover, say("ui.canvas.reset", lang))}\n</script>\n</body>\n</html>\n'
     )
     p.write_text(page, encoding="utf-8")
     return p
