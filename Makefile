@@ -56,7 +56,7 @@ lint: venv node-tools
 	$(VPY) -m ruff check .
 	$(VPY) -m ruff format --check .
 	$(VPY) -m mypy
-	node_modules/.bin/eslint .
+	node_modules/.bin/eslint tapeviz/explorer/static tests/js eslint.config.js
 	node_modules/.bin/prettier --check tapeviz/explorer/static tests/js eslint.config.js
 
 # The front end's unit tests in node: the page's patch apply and quiz judge on cases made by

@@ -4,7 +4,7 @@ import js from "@eslint/js";
 import globals from "globals";
 
 export default [
-  { ignores: ["node_modules/", "docs/_build/", ".venv*/", "build/", "dist/", "tests/artifacts/"] },
+  { ignores: ["node_modules/", "docs/_build/", ".venv*/", "build/", "dist/", "tests/artifacts/", "tests/.cache/"] },
   js.configs.recommended,
   {
     files: ["tapeviz/explorer/static/**/*.js"],

@@ -14,8 +14,8 @@ one field of its state. Hover tips (full name, shape, value and gradient summari
 plain text per element id in ``tips``. Zoom (wheel), pan (drag) and the reset button
 stay in the browser and survive steps and new layouts.
 
-:data:`PAGE_SCRIPT` is the same front end for the exported HTML page (no kernel, no
-anywidget there: inlined, no CDN): hover tips, zoom and pan on the page's pictures.
+The front end is static/canvas.js (with canvas.css); the exported page (html_page.py)
+inlines the same file, so the page patches, zooms, pans and shows tips as the canvas does.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import traitlets as T
 
 from . import patches, static_files
 
-__all__ = ["Canvas", "canvas_available", "make_canvas", "PAGE_SCRIPT", "page_script"]
+__all__ = ["Canvas", "canvas_available", "make_canvas"]
 
 
 class Canvas(anywidget.AnyWidget):
@@ -336,24 +336,3 @@ def make_canvas(*, reset_label: str, fallback_note: str) -> W.DOMWidget:
         _warned = True
         warnings.warn(fallback_note, stacklevel=3)
     return W.HTML(layout=W.Layout(overflow="auto"))
-
-
-def page_script(tips: list[dict[str, str]], reset_label: str) -> str:
-    """The exported page's inline ``<script type="module">`` body: the canvas's hover tips
-    (one map per target's pictures, in page order), zoom and pan, with no anywidget and no
-    kernel. The settings go in as JSON; the code is the canvas's own (static/canvas.js)."""
-
-    def js(x) -> str:  # JSON with no "<" at all: nothing in it can open or close a tag
-        return json.dumps(x).replace("<", "\\u003c")
-
-    settings = {"tips": tips, "css": static_files.text("canvas.css"), "resetLabel": reset_label}
-    return (
-        f"window.TAPEVIZ_PAGE = {js(settings)};\n"
-        + static_files.text("canvas.js")
-        + "\n"
-        + static_files.text("page_zoom.js")
-    )
-
-
-#: The page script with no tips (for tests and docs).
-PAGE_SCRIPT = page_script([], "reset zoom and pan")

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { JSDOM } from "jsdom";
-import { tvApply, tvStrip } from "../../tapeviz/explorer/static/canvas.js";
+import { tvApply, tvIds, tvStrip } from "../../tapeviz/explorer/static/canvas.js";
 import { cases } from "./cases.js";
 
 const { window } = new JSDOM("<!DOCTYPE html><body></body>");
@@ -33,6 +33,21 @@ for (const chain of chains) {
         assert.equal(svg.outerHTML, fresh(link.picture).outerHTML, `after patch ${i} of ${chain.name}`);
       }
     });
+  });
+}
+
+for (const chain of chains) {
+  test(`one table of ids kept over the walk of ${chain.name} (as the page walks)`, () => {
+    const svg = fresh(chain.start);
+    const ids = tvIds(svg);
+    chain.links.forEach((link, i) => {
+      tvApply(svg, link.patch, ids);
+      if (link.picture !== null) {
+        assert.equal(svg.outerHTML, fresh(link.picture).outerHTML, `after patch ${i} of ${chain.name}`);
+      }
+    });
+    const again = tvIds(svg);
+    for (const [k, e] of again) assert.equal(ids.get(k), e, `the table is the picture's: ${k}`);
   });
 }
 

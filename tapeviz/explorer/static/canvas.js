@@ -15,11 +15,23 @@ export function tvFragments(markup) {
   return Array.from(t.children);
 }
 
-// One patch (patches.py): drop, set (in place), text (a text's content), put (new / changed / moved, right to left).
-export function tvApply(svg, p) {
+// Every id'd element of a picture by its id ("": the <svg> itself): what patches address.
+export function tvIds(svg) {
   const ids = new Map();
   for (const e of svg.querySelectorAll("[id]")) ids.set(e.id, e);
   ids.set("", svg);
+  return ids;
+}
+
+// A new element and the id'd elements inside it, in the table.
+function tvAdopt(ids, k, e) {
+  ids.set(k, e);
+  for (const d of e.querySelectorAll("[id]")) ids.set(d.id, d);
+}
+
+// One patch (patches.py): drop, set (in place), text (a text's content), put (new / changed / moved, right to left).
+// `ids`: the picture's table (tvIds), kept up to date here, so a walk over many patches reads the picture once.
+export function tvApply(svg, p, ids = tvIds(svg)) {
   for (const k of p.drop) {
     const e = ids.get(k);
     if (e) e.remove();
@@ -31,7 +43,7 @@ export function tvApply(svg, p) {
     keys.forEach((k, i) => {
       const old = ids.get(k);
       if (old) old.replaceWith(made[i]);
-      ids.set(k, made[i]);
+      tvAdopt(ids, k, made[i]);
     });
   }
   for (const [k, t] of Object.entries(p.text || {})) {
@@ -50,7 +62,8 @@ export function tvApply(svg, p) {
     const e = markup === null ? old : fresh[j++];
     if (old && old !== e) old.remove();
     ids.get(box).insertBefore(e, before === null ? null : ids.get(before));
-    ids.set(k, e);
+    if (e === old) ids.set(k, e);
+    else tvAdopt(ids, k, e);
   }
 }
 
@@ -132,6 +145,18 @@ export function tvItem(target, svg) {
     e = e.parentElement;
   }
   return null;
+}
+
+// The selected box (the inspector's) gets a class on top of the picture, like the view's
+// zoom: after any patch, walk or new picture it is put back on the element with id `want`.
+export function tvHighlight(svg, want) {
+  for (const e of svg.querySelectorAll(".tv-selected")) {
+    if (e.id === want) continue;
+    e.classList.remove("tv-selected");
+    if (!e.classList.length) e.removeAttribute("class");
+  }
+  const e = want ? svg.querySelector(`[id="${CSS.escape(want)}"]`) : null;
+  if (e) e.classList.add("tv-selected");
 }
 
 // Hover tips: text per element id from tips(), else the box's own <title>.
@@ -236,18 +261,9 @@ function render({ model, el }) {
     highlight();
     return true;
   };
-  // The selected box (the inspector's) gets a class on top of the picture, like the view's
-  // zoom: after any patch, walk or new picture it is put back on the element with that id.
+  // The inspector's box, highlighted again after any patch, walk or new picture.
   const highlight = () => {
-    if (me.svg === null) return;
-    const want = model.get("selected");
-    for (const e of me.svg.querySelectorAll(".tv-selected")) {
-      if (e.id === want) continue;
-      e.classList.remove("tv-selected");
-      if (!e.classList.length) e.removeAttribute("class");
-    }
-    const e = want ? me.svg.querySelector(`[id="${CSS.escape(want)}"]`) : null;
-    if (e) e.classList.add("tv-selected");
+    if (me.svg !== null) tvHighlight(me.svg, model.get("selected"));
   };
   const mark = () => {
     highlight();

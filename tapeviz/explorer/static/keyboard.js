@@ -1,5 +1,28 @@
 // Elements whose own keys must stay theirs: typing, menus, code editors.
-const OWN_ALL_KEYS = "input, textarea, select, [contenteditable=''], [contenteditable='true'], .cm-editor";
+export const OWN_ALL_KEYS = "input, textarea, select, [contenteditable=''], [contenteditable='true'], .cm-editor";
+
+// What a key press inside `box` does: "next", "prev", "play" (start or pause), or null (not
+// ours: outside the box, a modifier held, typing, the arrows of a focused slider, which moves
+// itself, or space on a focused button, which clicks itself).
+export function tvKeyAction(e, box) {
+  if (!box || !box.isConnected || !(e.target instanceof Element) || !box.contains(e.target)) return null;
+  if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.isComposing) return null;
+  const t = e.target;
+  if (t.closest(OWN_ALL_KEYS)) return null;
+  const onSlider = t.closest("[role='slider']") !== null;
+  const onButton = t.closest("button") !== null;
+  if (e.key === "ArrowRight" && !onSlider) return "next";
+  if (e.key === "ArrowLeft" && !onSlider) return "prev";
+  if (e.key === " " && !onButton) return "play";
+  return null;
+}
+
+// Whether a click inside `box` should focus it (turning the keys on): not when focus is in it
+// already, nor on a part that takes focus itself.
+export function tvTakesFocus(e, box) {
+  if (!box || box.contains(document.activeElement)) return false;
+  return !(e.target instanceof Element && e.target.closest(OWN_ALL_KEYS + ", button, [role='slider']"));
+}
 
 function render({ model, el }) {
   el.classList.add("tv-keys-hint");
@@ -34,15 +57,10 @@ function render({ model, el }) {
   // Capture phase on window: runs before the notebook's own shortcut handling, so the
   // keys reach us even where the front end would use them for something else.
   const onKeydown = (e) => {
-    if (!box || !box.isConnected || !(e.target instanceof Element) || !box.contains(e.target)) return;
-    if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.isComposing) return;
-    const t = e.target;
-    if (t.closest(OWN_ALL_KEYS)) return;
-    const onSlider = t.closest("[role='slider']") !== null;
-    const onButton = t.closest("button") !== null;
-    if (e.key === "ArrowRight" && !onSlider) clampedStep(+1);
-    else if (e.key === "ArrowLeft" && !onSlider) clampedStep(-1);
-    else if (e.key === " " && !onButton) togglePlay();
+    const action = tvKeyAction(e, box);
+    if (action === "next") clampedStep(+1);
+    else if (action === "prev") clampedStep(-1);
+    else if (action === "play") togglePlay();
     else return;
     e.preventDefault(); // no page scroll on space / arrows
     e.stopPropagation(); // and no notebook shortcut for the same key
@@ -50,9 +68,7 @@ function render({ model, el }) {
 
   // A click on the picture (or any part that takes no focus itself) focuses the explorer.
   const onClick = (e) => {
-    if (!box || box.contains(document.activeElement)) return;
-    if (e.target instanceof Element && e.target.closest(OWN_ALL_KEYS + ", button, [role='slider']")) return;
-    box.focus({ preventScroll: true });
+    if (tvTakesFocus(e, box)) box.focus({ preventScroll: true });
   };
 
   // The view is rendered before its box puts it on the page: look for the box until then.

@@ -14,3 +14,12 @@ export function tvQuizJudge(expected, typed, tolerance) {
   });
   return ok ? "right" : "wrong";
 }
+
+// A catalogue sentence filled in: "{typed}" and the like replaced by facts[typed] (Python's
+// str.format for the quiz's templates, which hold plain {name} fields only).
+export function tvQuizSay(template, facts) {
+  return template.replace(/\{(\w+)\}/g, (m, k) => (k in facts ? String(facts[k]) : m));
+}
+
+// The per-step strip of the score: "k ✓" right, "k ✗" wrong, "k ◎" revealed, "k ·" open.
+export const TV_QUIZ_MARKS = { right: "\u2713", wrong: "\u2717", revealed: "\u25ce" };
