@@ -182,6 +182,8 @@ export function tvPage(root, data) {
   if (menu) {
     menu.addEventListener("change", () => {
       ui.t = Number(menu.value);
+      tip.style.display = "none"; // another picture: the tip under the pointer is another box's
+      tip.dataset.for = "";
       show();
     });
   }
@@ -217,4 +219,5 @@ export function tvPage(root, data) {
   }
   show();
   root.dataset.tvReady = "1";
+  root.dataset.tvReadyMs = performance.now().toFixed(1); // since the page began loading (the bench reads it)
 }
