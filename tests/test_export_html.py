@@ -182,3 +182,13 @@ def test_quiz_page_holds_questions_answers_and_revealed_pictures(tmp_path):
     assert "?" in t["first"] and set(t["overlays"]["reveal"]) == {str(k) for k in range(t["steps"])}
     assert "<details class='tv-quiz-table'>" in t["panels"][0]
     assert_asks_for_nothing(page)
+
+
+def test_command_line_writes_the_page(tmp_path):
+    from tapeviz import cli
+
+    assert cli.main(["export", "stop_gradient", "-o", str(tmp_path / "page.html")]) == 0
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert_asks_for_nothing(page)
+    (data,) = page_data(page)
+    assert data["targets"][0]["steps"] == len(pictures(data["targets"][0])) > 1
