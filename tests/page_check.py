@@ -10,11 +10,19 @@ import re
 from tapeviz.explorer import patches
 
 _DATA = re.compile(r"<script type='application/json' class='tv-page-data'>(.*?)</script>", re.S)
+_STEPS = re.compile(r"<script type='application/json' class='tv-page-steps'>(.*?)</script>", re.S)
 
 
 def page_data(page: str) -> list[dict]:
-    """The data of every fragment of a page, in page order."""
-    return [json.loads(m) for m in _DATA.findall(page)]
+    """The data of every fragment of a page, in page order (the steps' patches, which sit
+    after the page's script, merged into their targets as the script merges them)."""
+    out = []
+    for data, steps in zip(_DATA.findall(page), _STEPS.findall(page), strict=True):
+        data = json.loads(data)
+        for target, more in zip(data["targets"], json.loads(steps), strict=True):
+            target.update(more)
+        out.append(data)
+    return out
 
 
 def walk(markup: str, patch: dict) -> str:

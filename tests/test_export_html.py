@@ -110,7 +110,7 @@ def test_names_appear_only_escaped(tmp_path):
     assert "alert(1)" in page, "the name is on the page, as text"
     assert not re.search(r"<script>\s*alert", page, re.I)
     assert not re.search(r"alert\(1\)</script", page, re.I)
-    assert len(re.findall(r"<script\b", page, re.I)) == 2  # the data and the page's own script
+    assert len(re.findall(r"<script\b", page, re.I)) == 3  # the data, the page's own script, the steps' patches
     assert f"<title>tapeviz: backward pass of {html.escape(EVIL)}</title>" in page
     (data,) = page_data(page)
     assert data["targets"][0]["name"] == EVIL  # the data holds it as a string, read by JSON.parse

@@ -260,6 +260,7 @@ def page_fragment(
         lr=f"{state.lr:g}",
         n=sum(t["steps"] for t in tracks),
     )
+    steps = [{k: t.pop(k) for k in ("f", "b", "overlays")} for t in tracks]
     data = {
         "targets": tracks,
         "words": _words(lang),
@@ -281,7 +282,8 @@ def page_fragment(
         f"<div class='tv-page-head'><b>{_esc(page_title)}</b><br>{_esc(head)}</div>\n"
         f"{_controls(names, base, clip_values, start_clip)}\n"
         f"<script type='application/json' class='tv-page-data'>{_json(data)}</script>\n"
-        f"<script>\n{script}\n</script>\n</div>\n"
+        f"<script>\n{script}\n</script>\n"
+        f"<script type='application/json' class='tv-page-steps'>{_json(steps)}</script>\n</div>\n"
     )
 
 

@@ -101,11 +101,29 @@ export function tvPage(root, data) {
     $(".tv-quiz-steps").textContent = cells.join("  ");
   };
 
+  // The steps' patches sit after this script in the page (the first picture is drawn before
+  // the browser has read them): read them at the first move.
+  let steps = null;
+  const stepsHere = () => {
+    if (steps === null) {
+      const el = root.querySelector(":scope > script.tv-page-steps");
+      if (!el) return false;
+      steps = JSON.parse(el.textContent);
+      steps.forEach((more, i) => Object.assign(tracks[i].t, more));
+    }
+    return true;
+  };
+
   const show = () => {
     const tr = track();
     const k = tr.want;
+    const overlay = overlayAt(k);
+    if ((k !== tr.step || overlay !== tr.overlay) && !stepsHere()) {
+      document.addEventListener("DOMContentLoaded", show, { once: true });
+      return;
+    }
     try {
-      tvGo(tr, k, overlayAt(k), content);
+      tvGo(tr, k, overlay, content);
     } catch (err) {
       root.dataset.tvError = String(err);
     }
