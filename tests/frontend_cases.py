@@ -24,6 +24,7 @@ import tensorflow as tf
 import tapeviz as tv
 from tapeviz.explorer import patches, quiz
 from tapeviz.explorer import state as st
+from tapeviz.messages import catalogue, say
 
 #: What students type: numbers in the forms the quiz reads, and some it cannot.
 TYPED = (
@@ -158,10 +159,23 @@ def quiz_cases() -> list[dict]:
     return out
 
 
+def say_cases() -> list[dict]:
+    """The quiz's sentences as the page fills them in (its template, the facts) and as
+    Python's messages.say does, in both languages."""
+    facts = {"typed": "6,0 {x}", "value": "6.0", "right": 1, "wrong": 0, "revealed": 2, "steps": 4}
+    out = []
+    for lang in ("en", "zh"):
+        for key in ("right", "wrong", "revealed", "unreadable", "score"):
+            template = catalogue(lang)[f"quiz.{key}"]
+            out.append({"template": template, "facts": facts, "text": say(f"quiz.{key}", lang, **facts)})
+    return out
+
+
 def write_cases(folder: Path, full: bool = False) -> Path:
-    """Write patches.json and quiz.json into ``folder``; returns it."""
+    """Write patches.json, quiz.json and say.json into ``folder``; returns it."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name, cases in (("patches.json", patch_cases(full)), ("quiz.json", quiz_cases())):
+    made = (("patches.json", patch_cases(full)), ("quiz.json", quiz_cases()), ("say.json", say_cases()))
+    for name, cases in made:
         (folder / name).write_text(json.dumps(cases, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
     return folder
 

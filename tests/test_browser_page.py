@@ -269,3 +269,46 @@ def test_resnet50_page_steps_offline(page, tmp_path):
     assert page.locator(".tv-page .tv-tip").is_visible()
     screenshot(page, "export_page_resnet50")
     p.done()
+
+
+def test_two_fragments_on_one_page_step_on_their_own(page, tmp_path):
+    """page_fragment inline in another document, twice: each draws, steps and shows its tips
+    by itself, keys move only the one with focus, and nothing is fetched."""
+    from tapeviz.explorer.html_page import page_fragment
+
+    tape, x, y, z = stop_gradient_example()
+    a = tv.explore(tape, z)
+    w = tf.Variable([1.0, -2.0])
+    with tv.GradientTape() as t2:
+        loss = tf.reduce_sum(tf.tanh(w) ** 2)
+    b = tv.explore(t2, loss)
+    doc = (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>lesson</title>"
+        "<style>p { color: #333 }</style></head><body><p>before</p>"
+        + page_fragment(a.model, a.state, title="first")
+        + "<p>between</p>"
+        + page_fragment(b.model, b.state, title="second")
+        + "</body></html>"
+    )
+    (tmp_path / "lesson.html").write_text(doc, encoding="utf-8")
+    p = Page(page, tmp_path / "lesson.html")
+    roots = page.locator(".tv-page")
+    assert roots.count() == 2
+    page.wait_for_selector(".tv-page >> nth=1 >> .tv-page-picture svg")
+    p.same_as(st.picture(a.model, a.state), root=0)
+    p.same_as(st.picture(b.model, b.state), root=1)
+    roots.nth(1).focus()
+    page.keyboard.press("ArrowLeft")
+    nb, na = len(b.flow.steps), len(a.flow.steps)
+    assert roots.nth(1).get_attribute("data-tv-step") == str(nb - 2)
+    assert roots.nth(0).get_attribute("data-tv-step") == str(na - 1)
+    p.same_as(st.picture(b.model, b.state.replace(step=nb - 2)), root=1)
+    p.same_as(st.picture(a.model, a.state), root=0)
+    roots.nth(0).locator(".tv-prev").click()
+    p.same_as(st.picture(a.model, a.state.replace(step=na - 2)), root=0)
+    roots.nth(1).locator(".tv-page-picture:not([hidden]) g[id^='node-']").first.hover()
+    assert roots.nth(1).locator(".tv-tip").is_visible() and not roots.nth(0).locator(".tv-tip").is_visible()
+    screenshot(page, "export_page_two_fragments", full_page=True)
+    a.close()
+    b.close()
+    p.done()
