@@ -145,12 +145,19 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        pages = (("today", args.base.resolve()), ("self-contained", REPO))
         for case in args.cases.split(","):
-            for label, checkout in (("today", args.base.resolve()), ("self-contained", REPO)):
+            # interleaved rounds, the order swapped each round: the machine's load (shared
+            # cores) falls on both alike; the best round of each is reported
+            best: dict[str, float] = {}
+            for r in range(args.rounds):
+                for label, checkout in pages if r % 2 == 0 else pages[::-1]:
+                    secs = write(checkout, case, Path(tmp) / f"{case}-{label}.html")["seconds"]
+                    best[label] = min(best.get(label, secs), secs)
+            for label, _ in pages:
                 path = Path(tmp) / f"{case}-{label}.html"
-                secs = min(write(checkout, case, path)["seconds"] for _ in range(args.rounds))
                 seen = open_offline(browser, path, presses=args.presses)
-                rows.append({"case": case, "page": label, "write_s": secs, "bytes": path.stat().st_size, **seen})
+                rows.append({"case": case, "page": label, "write_s": best[label], "bytes": path.stat().st_size, **seen})
                 print(json.dumps(rows[-1]), flush=True)
         browser.close()
 
