@@ -181,6 +181,8 @@ def test_quiz_page_holds_questions_answers_and_revealed_pictures(tmp_path):
     assert len(t["quiz"]) == t["steps"] == len(fl.steps)
     assert "?" in t["first"] and set(t["overlays"]["reveal"]) == {str(k) for k in range(t["steps"])}
     assert "<details class='tv-quiz-table'>" in t["panels"][0]
+    tips = "".join(t["tips"].values())
+    assert "value 2.0" in tips and "gradient" not in tips  # a hover does not give the answer away
     assert_asks_for_nothing(page)
 
 

@@ -84,10 +84,16 @@ def _overlay(base: str, other: str) -> list[dict]:
 
 
 def _page_tips(ex: Explored, state: ExplorerState) -> dict[str, str]:
-    """The canvas's hover tips, less what a click does in a notebook only (open, close a group)."""
+    """The canvas's hover tips, less what a click does in a notebook only (open, close a
+    group) and, in a quiz, the gradient (the answer a hover would give away)."""
     lang = state.lang
     drop = {say("ui.canvas.open", lang), say("ui.canvas.close", lang)}
-    return {k: "\n".join(line for line in v.split("\n") if line not in drop) for k, v in tips(ex, state).items()}
+    grad = catalogue(lang)["ui.canvas.grad"].split("{summary}")[0] if state.quiz else None
+
+    def keep(line: str) -> bool:
+        return line not in drop and not (grad and line.startswith(grad))
+
+    return {k: "\n".join(filter(keep, v.split("\n"))) for k, v in tips(ex, state).items()}
 
 
 def _track(ex: Explored, state: ExplorerState, clips: list[ExplorerState] | None, start_clip: int) -> dict:
