@@ -111,24 +111,24 @@ def test_seed_page_steps_hovers_zooms_and_selects_offline(page, tmp_path):
     assert p.step() == paused
     p.same_as(st.picture(model, state.replace(step=paused)))
 
-    box = page.locator(".tv-page .tv-page-picture:not([hidden]) g[id='node-var3']")
+    node = model.graph.node_of(x)
+    box = page.locator(f".tv-page .tv-page-picture:not([hidden]) g[id='node-{node}']")
     box.hover()
     tip = page.locator(".tv-page .tv-tip")
     expect(tip).to_be_visible()
     expect(tip).to_contain_text("gradient")
     assert "click: open" not in tip.inner_text()
     box.click()
-    node = model.graph.node_of(x)
     expect(page.locator(".tv-page .tv-inspect")).to_contain_text("dz/d")
     want = st.inspector(model, state.replace(node=node))  # the notebook's inspector, as the browser reads it
     normal = page.evaluate(_AS_PARSED_JS, want)
     assert page.locator(".tv-page .tv-inspect").inner_html() == normal
     assert page.evaluate(SAME_AS_FRESH_JS, [0, st.picture(model, state.replace(step=paused))])["selected"] == [
-        "node-var3"
+        f"node-{node}"
     ]
     p.key("ArrowRight")  # the selected box stays highlighted on the next step's picture
     got = page.evaluate(SAME_AS_FRESH_JS, [0, st.picture(model, state.replace(step=paused + 1))])
-    assert got["page"] == got["fresh"] and got["selected"] == ["node-var3"]
+    assert got["page"] == got["fresh"] and got["selected"] == [f"node-{node}"]
     screenshot(page, "export_page_selected")
 
     viewport = page.locator(".tv-page .tv-viewport")

@@ -72,10 +72,11 @@ def test_page_holds_the_first_picture_and_patches_that_make_every_step(tmp_path)
     assert "backward pass of z done" in frames[-1] and "backward pass of z done" not in frames[-2]
     assert "tv-panel" in data["panels"][0] and "global norm" in data["panels"][0]
     assert set(data["tips"]) == {k for k, v in st.tips(ex.model, ex.state).items()}
-    assert data["tips"]["node-var3"].startswith("x\n") and "click: open" not in "".join(data["tips"].values())
     x_node = ex.model.graph.node_of(x)
+    x_box = f"node-{x_node}"
+    assert data["tips"][x_box].startswith("x\n") and "click: open" not in "".join(data["tips"].values())
     # the inspector's text for a box a click selects: the notebook's inspector of that node
-    assert data["inspect"]["node-var3"] == st.inspector(ex.model, ex.state.replace(node=x_node))
+    assert data["inspect"][x_box] == st.inspector(ex.model, ex.state.replace(node=x_node))
     assert "tvApply" in page and "tvKeyAction" in page and "tvQuizJudge" in page  # the canvas's own code
     ex.close()
 
