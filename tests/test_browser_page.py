@@ -198,6 +198,12 @@ def test_clip_norm_slider_patches_the_finished_pass_and_panel(page, tmp_path):
     p.same_as(st.picture(model, state.replace(clip_norm=10.0)))
     clip.fill("0")
     p.same_as(st.picture(model, state.replace(clip_norm=0.5)))
+    page.locator(".tv-page .tv-step").fill("0")
+    p.same_as(st.picture(model, state.replace(clip_norm=0.5, step=0)))
+    page.locator(".tv-page .tv-step").fill(str(len(model.flow(state.target).steps) - 1))
+    p.same_as(st.picture(model, state.replace(clip_norm=0.5)))
+    page.locator(".tv-page .tv-page-picture:not([hidden]) g[id^='node-']").first.hover()
+    expect(page.locator(".tv-page .tv-tip")).to_contain_text("gradient")
     screenshot(page, "export_page_clip")
     ex.close()
     p.done()
@@ -236,6 +242,9 @@ def test_quiz_page_checks_reveals_scores_and_resets(page, tmp_path):
     expect(page.locator(".tv-page .tv-quiz-verdict")).to_contain_text("Revealed")
     expect(score).to_have_text(f"Score: 1 right, 1 wrong, 1 revealed ({n} steps)")
     expect(page.locator(".tv-page .tv-inspect")).to_be_empty()  # the last step is not answered yet
+    page.locator(".tv-page .tv-page-picture:not([hidden]) g[id^='node-']").first.hover()
+    expect(page.locator(".tv-page .tv-tip")).to_be_visible()
+    assert "gradient" not in page.locator(".tv-page .tv-tip").inner_text()  # it would give the answer away
     screenshot(page, "export_page_quiz")
     page.locator(".tv-page .tv-quiz-reset").click()
     expect(score).to_have_text(f"Score: 0 right, 0 wrong, 0 revealed ({n} steps)")
