@@ -294,9 +294,9 @@ def test_two_fragments_on_one_page_step_on_their_own(page, tmp_path):
     doc = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>lesson</title>"
         "<style>p { color: #333 }</style></head><body><p>before</p>"
-        + page_fragment(a.model, a.state, title="first")
+        + page_fragment(a.graph_targets, a.state, title="first")
         + "<p>between</p>"
-        + page_fragment(b.model, b.state, title="second")
+        + page_fragment(b.graph_targets, b.state, title="second")
         + "</body></html>"
     )
     (tmp_path / "lesson.html").write_text(doc, encoding="utf-8")
@@ -304,17 +304,17 @@ def test_two_fragments_on_one_page_step_on_their_own(page, tmp_path):
     roots = page.locator(".tv-page")
     assert roots.count() == 2
     page.wait_for_selector(".tv-page >> nth=1 >> .tv-page-picture svg")
-    p.same_as(st.picture(a.model, a.state), root=0)
-    p.same_as(st.picture(b.model, b.state), root=1)
+    p.same_as(st.picture(a.graph_targets, a.state), root=0)
+    p.same_as(st.picture(b.graph_targets, b.state), root=1)
     roots.nth(1).focus()
     page.keyboard.press("ArrowLeft")
     nb, na = len(b.flow.steps), len(a.flow.steps)
     assert roots.nth(1).get_attribute("data-tv-step") == str(nb - 2)
     assert roots.nth(0).get_attribute("data-tv-step") == str(na - 1)
-    p.same_as(st.picture(b.model, b.state.replace(step=nb - 2)), root=1)
-    p.same_as(st.picture(a.model, a.state), root=0)
+    p.same_as(st.picture(b.graph_targets, b.state.replace(step=nb - 2)), root=1)
+    p.same_as(st.picture(a.graph_targets, a.state), root=0)
     roots.nth(0).locator(".tv-prev").click()
-    p.same_as(st.picture(a.model, a.state.replace(step=na - 2)), root=0)
+    p.same_as(st.picture(a.graph_targets, a.state.replace(step=na - 2)), root=0)
     roots.nth(1).locator(".tv-page-picture:not([hidden]) g[id^='node-']").first.hover()
     assert roots.nth(1).locator(".tv-tip").is_visible() and not roots.nth(0).locator(".tv-tip").is_visible()
     screenshot(page, "export_page_two_fragments", full_page=True)
