@@ -13,7 +13,7 @@ TF_MIN := 2.16
 VENV_TF_MIN := .venv-tf$(TF_MIN)
 VPY_TF_MIN := $(VENV_TF_MIN)/bin/python
 
-.PHONY: venv system-parts demo export lint test test-fast bench docs test-docs dist test-wheel venv-tf-min test-tf-min ci
+.PHONY: venv node-tools test-js system-parts demo export lint test test-fast bench docs test-docs dist test-wheel venv-tf-min test-tf-min ci
 
 venv: $(STAMP)
 
@@ -34,15 +34,36 @@ demo: venv
 export: venv
 	$(VENV)/bin/tapeviz demo --export
 
+# The front end's lint, format and test tools (eslint, prettier, jsdom), pinned in
+# package.json / package-lock.json, installed by `npm ci` into node_modules/ (git-ignored)
+# when the lock file is newer than the install. Only these checks use them: the package's
+# JavaScript (tapeviz/explorer/static) runs in the browser as it is, nothing is fetched.
+NODE_STAMP := node_modules/.installed
+node-tools: $(NODE_STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
 # Style and likely bugs over the whole checkout (ruff: package, tests, bench, docs extension,
 # notebooks), the formatting (ruff format --check; Markdown, notebooks and the message
 # catalogues are excluded in pyproject.toml), then types of the package (mypy on tapeviz/);
-# all configured in pyproject.toml, pinned in its `lint` extra. A few seconds: `make test`
-# runs it first. `ruff format .` fixes what the format check finds.
-lint: venv
+# all configured in pyproject.toml, pinned in its `lint` extra; then the front end's
+# JavaScript and CSS: eslint (eslint.config.js) and prettier's format check (.prettierrc.json).
+# A few seconds: `make test` runs it first. `ruff format .` and
+# `node_modules/.bin/prettier --write tapeviz/explorer/static tests/js` fix the format.
+lint: venv node-tools
 	$(VPY) -m ruff check .
 	$(VPY) -m ruff format --check .
 	$(VPY) -m mypy
+	node_modules/.bin/eslint tapeviz/explorer/static tests/js eslint.config.js
+	node_modules/.bin/prettier --check tapeviz/explorer/static tests/js eslint.config.js
+
+# The front end's unit tests in node: the page's patch apply and quiz judge on cases made by
+# the Python implementations (tests/js/cases; tests/test_frontend_js.py runs them on fresh
+# ones too).
+test-js: node-tools
+	node --test tests/js/
 
 # The system parts some tests need: Chromium (browser tests) and a CJK font (Chinese text
 # measured and drawn). As root they are installed with apt-get when missing; otherwise one
@@ -68,7 +89,7 @@ system-parts:
 # xdist_group("browser")). With pytest 9.2 + xdist 3.8 the grouping is silently a
 # no-op (pytest-xdist issue #1386) and it behaves like plain `load`; the harness
 # works either way, each worker then starts its own server and browser.
-test: venv lint system-parts
+test: venv lint system-parts test-js
 	$(VPY) -m pytest -q -n 2 --dist loadgroup -rs $(PYTEST_ARGS) tests/
 
 # The quick check while you work: lint, then the suite without the browser tests and without

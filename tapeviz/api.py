@@ -479,10 +479,6 @@ def export_html(
     *,
     output_gradients: Any = None,
     title: str | None = None,
-    embed_url: str | None = None,
-    requirejs: bool = True,
-    requirejs_url: str | None = None,
-    cors: bool = True,
     clip: str = "none",
     clip_norm: float = 1.0,
     clip_value: tuple[float, float] = (-1.0, 1.0),
@@ -498,17 +494,18 @@ def export_html(
     page holds each one's backward pass and a menu picks one. ``clip`` / ``clip_norm`` /
     ``clip_value``: the clipping the panel shows, as :func:`explore` takes it;
     ``clip_norms=[...]``: the panel for each of those norm limits, picked by a slider in the
-    page. The page loads its widget scripts from
-    public CDNs unless ``embed_url`` / ``requirejs_url`` point at local copies: see
-    :func:`tapeviz.explorer.html_page.write_page`. ``quiz=True``: predict, then reveal, in
+    page. The page is one file that makes no request (its script and pictures are inside
+    it: open it from disk with the network off; see
+    :func:`tapeviz.explorer.html_page.page_fragment`). ``quiz=True``: predict, then reveal, in
     the page itself: each step's numbers are hidden until the reader types a prediction
     (checked by the page's own script against TensorFlow's numbers, within 1 %) or presses
     reveal; a per-step score with a reset button. The options: as for :func:`view`
     (:class:`tv.Options`; ``theme="auto"`` is light: a page of its own has no theme to
     follow). Returns the path.
     """
-    from .explorer.html_page import write_page
+    from .explorer.html_page import check_removed_keywords, write_page
 
+    check_removed_keywords(option_keywords)
     check_path(path, formats=(".html", ".htm"))  # fail before any drawing work
     settings = _clip_settings(clip, clip_norm, clip_value)
     opts = Options.of(options, **option_keywords).in_file()
@@ -522,10 +519,6 @@ def export_html(
             targets=list(explored.targets),
             clip_norms=clip_norms,
             title=title,
-            embed_url=embed_url,
-            requirejs=requirejs,
-            requirejs_url=requirejs_url,
-            cors=cors,
         )
     finally:
         explored.forget()

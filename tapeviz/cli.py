@@ -46,15 +46,18 @@ def export_example(
     progress: bool = True,
     **options: Any,
 ) -> Path:
-    """Run a built-in example and write its picture (.png/.svg) or animation (.gif).
+    """Run a built-in example and write its picture (.png/.svg), animation (.gif) or page
+    (.html: tv.export_html's self-contained page, stepping in any browser with no network).
     A write that takes more than ~2 s shows a progress bar (``progress=False``: never).
     ``options``: those of tv.Options (``theme``, ``lang``, ...)."""
     from . import api, examples
-    from .output.export import check_path
+    from .output.export import FORMATS, check_path
 
     ex = examples.get(name)
-    check_path(path)  # a bad path fails before the example runs
+    check_path(path, formats=(*FORMATS, ".html", ".htm"))  # a bad path fails before the example runs
     run = ex.run()
+    if Path(path).suffix.lower() in (".html", ".htm"):  # the page starts at the finished pass
+        return api.export_html(run.tape, run.target, path, **options)
     return api.save(
         run.tape,
         run.target,
@@ -355,7 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("examples", help="list the built-in examples")
     p_exp = sub.add_parser("export", help="write one example's picture")
     p_exp.add_argument("name")
-    p_exp.add_argument("-o", "--output", required=True, help="FILE.png, FILE.svg or FILE.gif")
+    p_exp.add_argument(
+        "-o", "--output", required=True, help="FILE.png, FILE.svg, FILE.gif or FILE.html (a page that steps offline)"
+    )
     p_exp.add_argument(
         "--step",
         type=int,

@@ -139,6 +139,8 @@ def test_wheel_ships_the_package_and_every_notebook(dist):
     modules = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "tapeviz").rglob("*.py"))
     assert sorted(n for n in names if n.endswith(".py") and not n.startswith("tapeviz/notebooks/")) == modules
     assert not [n for n in names if n.startswith(("tests", "notebooks/", "docs"))]
+    static = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "tapeviz" / "explorer" / "static").iterdir())
+    assert static and set(static) <= set(names), "the front end's JavaScript and CSS travel with the package"
     with zipfile.ZipFile(dist.wheel) as z:  # byte for byte the committed notebooks (no outputs added)
         for n in NOTEBOOKS:
             assert z.read(f"tapeviz/notebooks/{n}") == (ROOT / "notebooks" / n).read_bytes(), n

@@ -1,15 +1,18 @@
-"""A standalone HTML page of an explorer's states: stepping works with no Python kernel.
+"""The exported page: the explorer with no kernel and no network, in one HTML file.
 
-The page holds the pictures of every backward step (of every target given), made by
-iterating over explorer states (:func:`tapeviz.explorer.state.picture`), and ipywidgets that pick
-one in the browser (a ``Stack`` per target, a step slider and a Play button linked to
-it with ``jslink``; a target menu linked to a Stack of targets). The clipping panel is
-static, or, given ``clip_norms``, one panel per clip_norm position, computed by
-TensorFlow now and picked by a slider in the browser.
+:func:`page_fragment` is one explorer as an HTML fragment: one root element holding its
+own ``<style>``, its controls, its data (a ``<script type="application/json">``) and its
+script (the canvas's, keyboard's and quiz's own files from ``static/``, inlined as one
+classic script, no module loader). Each target's pictures are its first SVG plus a patch
+per backward step each way (patches.py: what the notebook's canvas is sent), so a page of
+ResNet50's 1,347 steps holds one picture and small patches instead of 1,347 pictures.
+The page's script applies them with the canvas's ``tvApply``; hover tips, zoom and pan,
+selecting a box, the keys, the target menu, the clip_norm slider and the quiz run there.
+Nothing is fetched: no CDN, no widget manager, no font; it works from ``file://`` with the
+network off, and several fragments sit on one page (every rule is under ``.tv-page``, the
+script finds its own root, the data sits inside it).
 
-The page runs on ``@jupyter-widgets/html-manager``, loaded with require.js from the
-CDNs ipywidgets itself uses unless ``embed_url`` / ``requirejs_url`` point at local
-copies (see :func:`write_page`).
+:func:`write_page` wraps one fragment in a document.
 """
 
 from __future__ import annotations
@@ -17,25 +20,45 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import ipywidgets as W
-from ipywidgets import embed
 
 from ..messages import catalogue, say
 from ..output.export import check_path
 from ..record.values import format_value
-from . import panels, quiz
-from .canvas import page_script
-from .state import ExplorerState, GraphTargets, panel, picture, step_of, tips
+from . import panels, patches, quiz, static_files
+from .state import ExplorerState, GraphTargets, box_at, clipped_texts, panel, picture, tips
 
-__all__ = ["write_page"]
+__all__ = ["page_fragment", "write_page", "check_removed_keywords", "REMOVED_KEYWORDS"]
+
+#: Keywords export_html took while its page loaded scripts from CDNs; the page loads none now.
+REMOVED_KEYWORDS = ("embed_url", "requirejs", "requirejs_url", "cors")
+
+# What could open a comment or a script inside script data (an SVG's "</g>" is written "<\/g>").
+_OPENS = re.compile(r"<(?=!--|script)", re.I)
+_CSS_FILES = ("canvas.css", "keyboard.css", "panels.css", "page.css")
+
+
+def check_removed_keywords(keywords: Mapping[str, Any], where: str = "export_html") -> None:
+    """TypeError naming the change when ``keywords`` holds one of :data:`REMOVED_KEYWORDS`."""
+    gone = [k for k in REMOVED_KEYWORDS if k in keywords]
+    if gone:
+        raise TypeError(
+            f"{where}() no longer takes {', '.join(gone)}: the page is one self-contained file that "
+            "loads no script at all (no CDN, no require.js, no widget manager), so there is nothing "
+            "to point elsewhere. Remove the argument."
+        )
 
 
 def _esc(x: Any) -> str:
     return html.escape(str(x), quote=True)
+
+
+def _json(data: Any) -> str:
+    """JSON to sit inside a ``<script>``: nothing in it can end the element or open a comment."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return _OPENS.sub("\\\\u003c", text.replace("</", "<\\/"))
 
 
 def _clip_text(state: ExplorerState) -> str:
@@ -48,168 +71,226 @@ def _clip_text(state: ExplorerState) -> str:
     return label
 
 
-def _target_box(ex: GraphTargets, state: ExplorerState, interval: int, made: list) -> tuple[W.Widget, int]:
-    """One target's pictures in a Stack, a step slider and a Play button linked to it."""
-    fl = ex.flow(state.target)
-    n = len(fl.steps)  # pictures 0..n-1; the last is the finished pass
-    current = fl.check_step(state.step)
-    make = _quiz_frame if state.quiz else picture
-    pictures = [W.HTML(make(ex, state.replace(step=k, answers=()))) for k in range(n)]
-    stack = W.Stack(pictures, selected_index=current, layout=W.Layout(overflow="auto")).add_class("tv-frames")
-    slider = W.IntSlider(
-        value=current,
-        min=0,
-        max=n - 1,
-        description=say("ui.control.step", state.lang),
-        continuous_update=True,
-        layout=W.Layout(width="420px"),
-    ).add_class("tv-step")
-    play = W.Play(value=current, min=0, max=n - 1, interval=interval, description=say("ui.control.play", state.lang))
-    play.add_class("tv-play")
-    links = [
-        W.jslink((slider, "value"), (stack, "selected_index")),
-        W.jslink((play, "value"), (stack, "selected_index")),
-    ]
-    bar = W.HBox([play, slider])
-    box = W.VBox([bar, stack])
-    made += [box, bar, stack, *pictures, slider, play, *links]
-    return box, n
+def _patch(old: patches.Document | None, new: patches.Document | None, new_markup: str) -> dict:
+    """The patch from one picture to the next, or the next picture whole (another layout)."""
+    p = patches.diff(old, new) if old is not None and new is not None else None
+    return p if p is not None else {"whole": new_markup}
 
 
-def _quiz_frame(ex: GraphTargets, state: ExplorerState) -> str:
-    """One step of a quiz page: the picture with the step's numbers hidden, the same picture
-    revealed (shown by the page's script once answered), and the question with its form.
-    The answer (TensorFlow's numbers) is in the page, for the page's script to check."""
-    fl = ex.flow(state.target)
-    q = quiz.question(fl, step_of(ex, state))
+def _overlay(base: str, other: str) -> list[dict]:
+    """Patches from a step's picture to another picture of that step ([to, back])."""
+    a, b = patches.parse(base), patches.parse(other)
+    return [_patch(a, b, other), _patch(b, a, base)]
+
+
+def _page_tips(ex: GraphTargets, state: ExplorerState) -> dict[str, str]:
+    """The canvas's hover tips, less what a click does in a notebook only (open, close a
+    group) and, in a quiz, the gradient (the answer a hover would give away)."""
     lang = state.lang
-    expected = json.dumps([float(x) for x in q.expected])
-    return (
-        f"<div class='tv-quiz-step' data-target='{_esc(state.target)}' data-step='{q.step}' "
-        f"data-expected='{_esc(expected)}' data-value='{_esc(format_value(q.value))}' "
-        f"data-tolerance='{state.tolerance!r}'>"
-        f"<div class='tv-quiz-hidden'>{picture(ex, state)}</div>"
-        f"<div class='tv-quiz-shown' style='display:none'>{picture(ex, state.replace(quiz=False))}</div>"
-        f"<div class='tv-quiz-question'>{_esc(quiz.question_text(fl, q, lang))}</div>"
-        f"<input class='tv-quiz-input' type='text' placeholder='{_esc(say('quiz.placeholder', lang))}'> "
-        f"<button class='tv-quiz-check' type='button'>{_esc(say('quiz.check', lang))}</button> "
-        f"<button class='tv-quiz-reveal' type='button'>{_esc(say('quiz.reveal', lang))}</button>"
-        "<div class='tv-quiz-verdict'></div></div>"
-    )
+    drop = {say("ui.canvas.open", lang), say("ui.canvas.close", lang)}
+    grad = catalogue(lang)["ui.canvas.grad"].split("{summary}")[0] if state.quiz else None
+
+    def keep(line: str) -> bool:
+        return line not in drop and not (grad and line.startswith(grad))
+
+    return {k: "\n".join(filter(keep, v.split("\n"))) for k, v in tips(ex, state).items()}
 
 
-def _quiz_script(lang: str, steps: dict[str, int]) -> str:
-    """The page's own script: checks an answer where it is typed (no kernel, no network),
-    reveals the step, and keeps the per-step score (reset by the teacher's button)."""
-    words = {k: catalogue(lang)[f"quiz.{k}"] for k in ("right", "wrong", "revealed", "unreadable", "score")}
-    data = embed.escape_script(json.dumps({"words": words, "steps": steps}, ensure_ascii=False))
-    return f"<script>\nconst TV_QUIZ = {data};\n{quiz.CHECK_JS}\n{_QUIZ_PAGE_JS}</script>\n"
-
-
-_QUIZ_PAGE_JS = r"""
-const tvQuizAnswers = {};
-function tvQuizSay(template, facts) {
-  return template.replace(/\{(\w+)\}/g, (m, k) => (k in facts ? String(facts[k]) : m));
-}
-function tvQuizScore() {
-  const counts = { right: 0, wrong: 0, revealed: 0 };
-  const cells = [];
-  for (const [target, n] of Object.entries(TV_QUIZ.steps)) {
-    for (let k = 0; k < n; k++) {
-      const outcome = tvQuizAnswers[target + "\u0000" + k];
-      if (outcome) counts[outcome] += 1;
-      cells.push(k + " " + ({ right: "\u2713", wrong: "\u2717", revealed: "\u25ce" }[outcome] || "\u00b7"));
-    }
-  }
-  const steps = Object.values(TV_QUIZ.steps).reduce((a, b) => a + b, 0);
-  const text = tvQuizSay(TV_QUIZ.words.score, { ...counts, steps });
-  for (const el of document.querySelectorAll(".tv-quiz-page-score")) el.textContent = text;
-  for (const el of document.querySelectorAll(".tv-quiz-page-steps")) el.textContent = cells.join("  ");
-}
-function tvQuizShow(step, outcome, typed) {
-  step.querySelector(".tv-quiz-hidden").style.display = "none";
-  step.querySelector(".tv-quiz-shown").style.display = "";
-  for (const el of step.querySelectorAll("input, button")) el.disabled = true;
-  const verdict = step.querySelector(".tv-quiz-verdict");
-  verdict.className = "tv-quiz-verdict tv-quiz-" + outcome;
-  verdict.textContent = tvQuizSay(TV_QUIZ.words[outcome], { typed, value: step.dataset.value });
-  tvQuizAnswers[step.dataset.target + "\u0000" + step.dataset.step] = outcome;
-  tvQuizScore();
-}
-function tvQuizHide(step) {
-  step.querySelector(".tv-quiz-hidden").style.display = "";
-  step.querySelector(".tv-quiz-shown").style.display = "none";
-  for (const el of step.querySelectorAll("input, button")) el.disabled = false;
-  step.querySelector(".tv-quiz-input").value = "";
-  const verdict = step.querySelector(".tv-quiz-verdict");
-  verdict.className = "tv-quiz-verdict";
-  verdict.textContent = "";
-}
-document.addEventListener("click", (event) => {
-  const button = event.target.closest("button");
-  if (!button) return;
-  if (button.classList.contains("tv-quiz-reset")) {
-    for (const key of Object.keys(tvQuizAnswers)) delete tvQuizAnswers[key];
-    for (const step of document.querySelectorAll(".tv-quiz-step")) tvQuizHide(step);
-    tvQuizScore();
-    return;
-  }
-  const step = button.closest(".tv-quiz-step");
-  if (!step) return;
-  if (button.classList.contains("tv-quiz-reveal")) {
-    tvQuizShow(step, "revealed", "");
-  } else if (button.classList.contains("tv-quiz-check")) {
-    const typed = step.querySelector(".tv-quiz-input").value.trim();
-    const outcome = tvQuizJudge(JSON.parse(step.dataset.expected), typed, Number(step.dataset.tolerance));
-    if (outcome === null) {
-      step.querySelector(".tv-quiz-verdict").textContent = TV_QUIZ.words.unreadable;
-      return;
-    }
-    tvQuizShow(step, outcome, typed);
-  }
-});
-document.addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && event.target.classList && event.target.classList.contains("tv-quiz-input")) {
-    event.target.closest(".tv-quiz-step").querySelector(".tv-quiz-check").click();
-  }
-});
-document.addEventListener("DOMContentLoaded", tvQuizScore);
-"""
-
-
-def _panels(ex: GraphTargets, state: ExplorerState, clip_norms, made: list) -> W.Widget:
-    """The clipping panel: as it is now, or one per clip_norm position with a slider. In a
-    quiz page it gives the answers away: it is folded away under a summary that says so."""
+def _track(ex: GraphTargets, state: ExplorerState, clips: list[ExplorerState] | None, start_clip: int) -> dict:
+    """One target's part of the page's data: its pictures as the first one plus patches, the
+    overlays (revealed quiz numbers, other clip_norm values), tips, inspector, panels, quiz."""
+    fl = ex.flow(state.target)
+    n = len(fl.steps)
+    start = fl.check_step(state.step)
+    lang = state.lang
+    shown = state.replace(answers=())  # a quiz page starts with every step hidden
+    markups: list[str] = []
+    forward: list[dict] = []
+    back: list[dict] = []
+    prev_doc: patches.Document | None = None
+    for k in range(n):
+        markup = picture(ex, shown.replace(step=k))
+        doc = patches.parse(markup)
+        if k:
+            forward.append(_patch(prev_doc, doc, markup))
+            back.append(_patch(doc, prev_doc, markups[-1]))
+        markups.append(markup)
+        prev_doc = doc
+    overlays: dict[str, dict[int, list[dict]]] = {}
     if state.quiz:
-        html_panel = panel(ex, state.replace(quiz=False))
-        box = W.HTML(
-            f"{panels.CSS}<details class='tv-quiz-table'><summary>{_esc(say('quiz.table', state.lang))}</summary>"
-            f"{html_panel}</details>"
+        overlays["reveal"] = {}
+        for k in range(n):
+            revealed = picture(ex, shown.replace(step=k, quiz=False))
+            if revealed != markups[k]:
+                overlays["reveal"][k] = _overlay(markups[k], revealed)
+    for i, other in enumerate(clips or []):
+        if i == start_clip:
+            continue
+        overlays[f"clip{i}"] = {}
+        for k in range(n):  # the clip_norm changes a picture only where it changes a text
+            if clipped_texts(ex, other.replace(step=k)) != clipped_texts(ex, shown.replace(step=k)):
+                overlays[f"clip{i}"][k] = _overlay(markups[k], picture(ex, other.replace(step=k)))
+    hover = _page_tips(ex, state)
+    inspect = {}
+    for element_id in hover:
+        hit = box_at(ex, state, element_id) if element_id.startswith("node-") else None
+        if hit is not None and hit[0] == "select":
+            inspect[element_id] = panels.inspector(ex.graph, fl, hit[1], lang)
+    if state.quiz:
+        table = panel(ex, state.replace(quiz=False))
+        tables = [f"<details class='tv-quiz-table'><summary>{_esc(say('quiz.table', lang))}</summary>{table}</details>"]
+    else:
+        tables = [panel(ex, s) for s in clips] if clips else [panel(ex, state)]
+    questions = []
+    if state.quiz:
+        for k in range(n):
+            q = quiz.question(fl, k)
+            questions.append(
+                {"q": quiz.question_text(fl, q, lang), "e": [float(x) for x in q.expected], "v": format_value(q.value)}
+            )
+    return {
+        "name": state.target,
+        "steps": n,
+        "start": start,
+        "first": markups[start],  # the page shows it first, with no walk
+        "f": forward,
+        "b": back,
+        "overlays": overlays,
+        "tips": hover,
+        "inspect": inspect,
+        "panels": tables,
+        "quiz": questions,
+    }
+
+
+def _words(lang: str) -> dict:
+    quiz_words = {k: catalogue(lang)[f"quiz.{k}"] for k in ("right", "wrong", "revealed", "unreadable", "score")}
+    play = "▶ " + say("ui.control.play", lang)
+    return {"reset": say("ui.canvas.reset", lang), "playIcon": play, "pauseIcon": "❚❚", "quiz": quiz_words}
+
+
+def _controls(names: list[str], state: ExplorerState, clip_values: list[float] | None, start_clip: int) -> str:
+    """The fragment's controls, in the page's language (the script wires them)."""
+    lang = state.lang
+
+    def w(key: str) -> str:
+        return _esc(say(key, lang))
+
+    def button(cls: str, key: str, face: str, extra: str = "") -> str:
+        return f"<button type='button' class='{cls}' title='{w(key)}' aria-label='{w(key)}'{extra}>{face}</button>"
+
+    out = []
+    if len(names) > 1:
+        options = "".join(f"<option value='{i}'>{_esc(name)}</option>" for i, name in enumerate(names))
+        menu = f"<select class='tv-target'>{options}</select>"
+        out.append(f"<label class='tv-page-target'>{w('page.targets')} {menu}</label>")
+    out.append(
+        "<div class='tv-page-bar'>"
+        + button("tv-play", "ui.control.play", "▶ " + w("ui.control.play"), " aria-pressed='false'")
+        + button("tv-prev", "ui.control.prev", "◀")
+        + f"<label>{w('ui.control.step')} <input type='range' class='tv-step' min='0' max='0' value='0'></label>"
+        + button("tv-next", "ui.control.next", "▶")
+        + "<span class='tv-step-value'></span>"
+        + f"<span class='tv-keys-hint'><span class='tv-keys-off'>⌨ {w('ui.keys.off')}</span>"
+        + f"<span class='tv-keys-on'>⌨ {w('ui.keys.on')}</span></span></div>"
+    )
+    out.append("<div class='tv-canvas'></div>")
+    if state.quiz:
+        out.append(
+            "<div class='tv-quiz'><div class='tv-quiz-question'></div>"
+            f"<input class='tv-quiz-input' type='text' placeholder='{w('quiz.placeholder')}'> "
+            f"<button class='tv-quiz-check' type='button'>{w('quiz.check')}</button> "
+            f"<button class='tv-quiz-reveal' type='button'>{w('quiz.reveal')}</button>"
+            "<div class='tv-quiz-verdict'></div>"
+            "<div><span class='tv-quiz-score'></span> "
+            f"<button class='tv-quiz-reset' type='button'>{w('quiz.reset')}</button></div>"
+            "<div class='tv-quiz-steps'></div></div>"
         )
-        made.append(box)
-        return box
-    if not clip_norms:
-        box = W.HTML(panels.CSS + panel(ex, state))
-        made.append(box)
-        return box
-    mode = state.clip_mode if state.clip_mode in ("by_norm", "by_global_norm") else "by_norm"
-    values = sorted({float(v) for v in clip_norms})
-    states = [state.replace(clip_mode=mode, clip_norm=v) for v in values]
-    pages = [W.HTML(panels.CSS + panel(ex, s)) for s in states]
-    start = min(range(len(values)), key=lambda i: abs(values[i] - state.clip_norm))
-    stack = W.Stack(pages, selected_index=start).add_class("tv-clip-panels")
-    slider = W.SelectionSlider(
-        options=[(f"{v:g}", v) for v in values],
-        index=start,
-        description="clip_norm",
-        continuous_update=True,
-        layout=W.Layout(width="420px"),
-    ).add_class("tv-clip-norm")
-    link = W.jslink((slider, "index"), (stack, "selected_index"))
-    note = W.HTML(f"<div class='tv-note'>{_esc(say('page.clip_positions', state.lang))}</div>")
-    box = W.VBox([note, slider, stack])
-    made += [box, note, slider, stack, *pages, link]
-    return box
+    clip = ""
+    if clip_values:
+        top = len(clip_values) - 1
+        clip = (
+            f"<div class='tv-note'>{w('page.clip_positions')}</div><div class='tv-page-clip'>"
+            f"<label>clip_norm <input type='range' class='tv-clip-norm' min='0' max='{top}' step='1' "
+            f"value='{start_clip}'></label><span class='tv-clip-value'>{clip_values[start_clip]:g}</span></div>"
+        )
+    out.append(
+        f"<div class='tv-lower'><div>{clip}<div class='tv-clip-panel'></div></div><div class='tv-inspect'></div></div>"
+    )
+    return "".join(out)
+
+
+def page_fragment(
+    explored: GraphTargets,
+    state: ExplorerState,
+    *,
+    targets: Sequence[str] | None = None,
+    clip_norms: Sequence[float] | None = None,
+    title: str | None = None,
+    interval: int = 900,
+) -> str:
+    """The explorer in ``state`` as a self-contained HTML fragment: one root element with its
+    own ``<style>`` and ``<script>``, no ``<html>``/``<head>``, no request of any kind. It
+    works inline in any document, several on one page.
+
+    ``targets``: the targets whose backward pass it holds (default: the state's own); with
+    several, a menu picks one. ``clip_norms``: clip_norm positions a slider picks (by_norm
+    unless the state clips by global norm): the clipping panel and the finished pass's
+    clipped gradients, computed by TensorFlow now for each. ``interval``: ms per step
+    while playing. A quiz state (``quiz=True``) holds the questions and TF's answers:
+    the page checks what is typed, reveals, and keeps the score."""
+    ex = explored
+    names = list(targets) if targets else [state.target]
+    for name in names:
+        ex.flow(name)  # a clear error for an unknown target before any work
+    lang = state.lang
+    page_title = title if title is not None else say("page.title", lang, target=", ".join(names))
+    clip_values: list[float] | None = None
+    start_clip = 0
+    base = state
+    if clip_norms and not state.quiz:
+        mode = state.clip_mode if state.clip_mode in ("by_norm", "by_global_norm") else "by_norm"
+        clip_values = sorted({float(v) for v in clip_norms})
+        start_clip = min(range(len(clip_values)), key=lambda i: abs(clip_values[i] - state.clip_norm))
+        base = state.replace(clip_mode=mode, clip_norm=clip_values[start_clip])
+    tracks = []
+    for name in names:
+        s = base if name == state.target else base.replace(target=name, step=None, collapsed=None)
+        clips = [s.replace(clip_norm=v) for v in clip_values] if clip_values else None
+        tracks.append(_track(ex, s, clips, start_clip))
+    head = say(
+        "page.head",
+        lang,
+        target=", ".join(names),
+        clip=_clip_text(base),
+        lr=f"{state.lr:g}",
+        n=sum(t["steps"] for t in tracks),
+    )
+    steps = [{k: t.pop(k) for k in ("f", "b", "overlays")} for t in tracks]
+    data = {
+        "targets": tracks,
+        "words": _words(lang),
+        "quiz": state.quiz,
+        "tolerance": state.tolerance,
+        "interval": interval,
+        "clip": {"start": start_clip, "labels": [f"{v:g}" for v in clip_values]} if clip_values else None,
+    }
+    css = "\n".join(static_files.text(f) for f in _CSS_FILES)
+    script = (
+        '(function () {\n"use strict";\nconst root = document.currentScript.parentElement;\n'
+        + static_files.bundle("page.js")
+        + 'tv_page.tvPage(root, JSON.parse(root.querySelector(":scope > script.tv-page-data").textContent));\n})();'
+    )
+    return (
+        f"<div class='tv-page tv-explorer' lang='{_esc(lang)}' tabindex='0' data-tv-keys='on' "
+        "aria-keyshortcuts='ArrowLeft ArrowRight Space'>\n"
+        f"<style>\n{css}</style>\n"
+        f"<div class='tv-page-head'><b>{_esc(page_title)}</b><br>{_esc(head)}</div>\n"
+        f"{_controls(names, base, clip_values, start_clip)}\n"
+        f"<script type='application/json' class='tv-page-data'>{_json(data)}</script>\n"
+        f"<script>\n{script}\n</script>\n"
+        f"<script type='application/json' class='tv-page-steps'>{_json(steps)}</script>\n</div>\n"
+    )
 
 
 def write_page(
@@ -220,109 +301,26 @@ def write_page(
     targets: Sequence[str] | None = None,
     clip_norms: Sequence[float] | None = None,
     title: str | None = None,
-    embed_url: str | None = None,
-    requirejs: bool = True,
-    requirejs_url: str | None = None,
-    cors: bool = True,
     interval: int = 900,
+    **removed: Any,
 ) -> Path:
-    """Write a standalone .html page of the explorer in ``state``; returns the path.
-
-    ``targets``: the targets whose backward pass the page holds (default: the state's
-    own); with several, a menu picks one. ``clip_norms``: clip_norm positions to
-    compute the clipping panel for (a slider picks one; by_norm unless the state clips by
-    global norm). The scripts: ``embed_url`` (the html-manager's ``dist/embed-amd.js``, or
-    with ``requirejs=False`` the standalone ``dist/embed.js``), ``requirejs_url`` (where
-    require.js comes from), ``cors`` (``crossorigin="anonymous"`` on script tags).
-    Browsers refuse some scripts on ``file://`` pages: serve the page over http when the
-    scripts are local files too.
-    """
+    """Write a standalone .html page of the explorer in ``state`` (one :func:`page_fragment`
+    in a document); returns the path. The page makes no request: open it from disk with the
+    network off. Keywords as for :func:`page_fragment`."""
+    check_removed_keywords(removed)
+    if removed:
+        raise TypeError(f"write_page() got an unexpected keyword argument {next(iter(removed))!r}")
     p = check_path(path, formats=(".html", ".htm"))
-    if requirejs_url is not None and not requirejs:
-        raise ValueError(
-            "requirejs_url needs requirejs=True: with requirejs=False the page loads the "
-            "standalone embed.js and no require.js."
-        )
-    if embed_url is None:
-        embed_url = embed.DEFAULT_EMBED_REQUIREJS_URL if requirejs else embed.DEFAULT_EMBED_SCRIPT_URL
+    fragment = page_fragment(ex, state, targets=targets, clip_norms=clip_norms, title=title, interval=interval)
     names = list(targets) if targets else [state.target]
-    for name in names:
-        ex.flow(name)  # a clear error for an unknown target before any work
-    lang = state.lang
-    page_title = title if title is not None else say("page.title", lang, target=", ".join(names))
-
-    made: list = []
-    boxes, counts, hover = [], [], []
-    for name in names:
-        s = state if name == state.target else state.replace(target=name, step=None, collapsed=None)
-        hover.append(tips(ex, s))
-        box, n = _target_box(ex, s, interval, made)
-        boxes.append(box)
-        counts.append(n)
-    if len(boxes) == 1:
-        body: W.Widget = boxes[0]
-    else:
-        chooser = W.Dropdown(options=names, index=0, description=say("page.targets", lang)).add_class("tv-target")
-        stack = W.Stack(boxes, selected_index=0).add_class("tv-targets")
-        link = W.jslink((chooser, "index"), (stack, "selected_index"))
-        body = W.VBox([chooser, stack])
-        made += [body, chooser, stack, link]
-    head = say("page.head", lang, target=", ".join(names), clip=_clip_text(state), lr=f"{state.lr:g}", n=sum(counts))
-    quiz_parts = ""
-    if state.quiz:
-        quiz_parts = (
-            "<div class='tv-quiz-page'><span class='tv-quiz-page-score'></span> "
-            f"<button class='tv-quiz-reset' type='button'>{_esc(say('quiz.reset', lang))}</button>"
-            "<div class='tv-quiz-page-steps'></div></div>\n" + _quiz_script(lang, dict(zip(names, counts, strict=True)))
-        )
-    header = W.HTML(f"<div class='tv-export-head'><b>{_esc(page_title)}</b><br>{_esc(head)}</div>")
-    clip_box = _panels(ex, state, clip_norms, made)
-    root = W.VBox([header, body, clip_box]).add_class("tv-export")
-    made += [root, header]
-    try:
-        snippet = embed.embed_snippet(
-            [root],
-            state=embed.dependency_state([root], drop_defaults=True),
-            indent=None,
-            embed_url=_esc(embed_url),
-            requirejs=requirejs and requirejs_url is None,
-            cors=cors,
-        )
-    finally:
-        for w in made:  # layouts and styles are widgets too: close them, or they stay registered
-            for part in (getattr(w, "layout", None), getattr(w, "style", None)):
-                if isinstance(part, W.Widget):
-                    part.close()
-            w.close()
-
-    crossorigin = ' crossorigin="anonymous"' if cors else ""
-    load_requirejs = ""
-    if requirejs:
-        # The AMD build finds its fonts (the play buttons' icons) next to the URL that
-        # require.js gives its modules; by default that is the page's own folder, where
-        # they are not. Map the modules to the folder of embed_url instead.
-        assets = re.sub(r"[?#].*$", "", embed_url).rpartition("/")[0] or "."
-        config = json.dumps({"paths": {"@jupyter-widgets/html-manager/dist": assets, "@jupyter-widgets": assets}})
-        load_requirejs = f"<script>var require = {embed.escape_script(config)};</script>\n"
-        if requirejs_url is not None:
-            load_requirejs += f'<script src="{_esc(requirejs_url)}"{crossorigin}></script>\n'
+    page_title = title if title is not None else say("page.title", state.lang, target=", ".join(names))
     page = (
-        f'<!DOCTYPE html>\n<html lang="{_esc(lang)}">\n<head>\n<meta charset="UTF-8">\n'
+        f'<!DOCTYPE html>\n<html lang="{_esc(state.lang)}">\n<head>\n<meta charset="UTF-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<link rel="icon" href="data:,">\n'  # no favicon request
         f"<title>{_esc(page_title)}</title>\n"
-        "<style>\nbody { font-family: sans-serif; margin: 12px; }\n"
-        ".tv-export-head { font-size: 13px; margin-bottom: 6px; }\n"
-        ".tv-frames svg { max-width: 100%; height: auto; }\n"  # wide graphs fit the window
-        ".tv-quiz-right { color: #009e73; font-weight: 600; } .tv-quiz-wrong { color: #d55e00; font-weight: 600; }\n"
-        ".tv-quiz-step input, .tv-quiz-step button, .tv-quiz-page button { font-size: 15px; margin: 4px 2px; }\n"
-        ".tv-quiz-question, .tv-quiz-page { font-size: 15px; margin: 6px 0; }\n"
-        "body:has(.jupyter-widgets) .tv-export-loading { display: none; }\n</style>\n"
-        "</head>\n<body>\n"
-        f"<p class='tv-export-loading'>{_esc(say('page.loading', lang, url=embed_url))}</p>\n"
-        f"{quiz_parts}{load_requirejs}{snippet}\n"
-        # the canvas's hover tips, zoom and pan, inlined (no anywidget, no CDN, no kernel here)
-        f"<script>\n{page_script(hover, say('ui.canvas.reset', lang))}\n</script>\n</body>\n</html>\n"
+        "<style>body { font-family: sans-serif; margin: 12px; }</style>\n"
+        f"</head>\n<body>\n{fragment}</body>\n</html>\n"
     )
     p.write_text(page, encoding="utf-8")
     return p

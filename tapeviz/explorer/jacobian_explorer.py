@@ -18,41 +18,19 @@ import ipywidgets as W
 import traitlets as T
 
 from ..output.jacobian_heatmap import Jacobian
+from . import static_files
 from .fallback import StaticFallback
 from .state import GraphTargets
 from .widget import Explorer
 
 __all__ = ["JacobianExplorer", "RowPicker"]
 
-_ESM = r"""
-function render({ model, el }) {
-  const img = document.createElement("img");
-  img.style.cursor = "pointer";
-  img.style.maxWidth = "100%";
-  img.title = "click a row: its backward pass is shown below";
-  const show = () => { img.src = model.get("src"); };
-  img.addEventListener("click", (ev) => {
-    const box = img.getBoundingClientRect();
-    const y = (ev.clientY - box.top) / box.height;  // 0..1 down the image
-    const top = model.get("top"), bottom = model.get("bottom"), rows = model.get("rows");
-    if (y < top || y > bottom || rows < 1) return;
-    const row = Math.min(rows - 1, Math.floor(((y - top) / (bottom - top)) * rows));
-    model.set("row", row);
-    model.save_changes();
-  });
-  model.on("change:src", show);
-  show();
-  el.appendChild(img);
-}
-export default { render };
-"""
-
 
 class RowPicker(anywidget.AnyWidget):
     """An image of a heatmap that reports the row clicked (``row``); ``top`` / ``bottom``
     are where the matrix starts and ends down the image (fractions of its height)."""
 
-    _esm = _ESM
+    _esm = static_files.path("row_picker.js")
     src = T.Unicode("").tag(sync=True)
     top = T.Float(0.0).tag(sync=True)
     bottom = T.Float(1.0).tag(sync=True)

@@ -23,101 +23,10 @@ import ipywidgets as W
 import traitlets as T
 
 from ..messages import DEFAULT, check_lang, say
+from . import static_files
 
 #: The class the explorer's outermost box carries; the front end finds its box by it.
 SCOPE_CLASS = "tv-explorer"
-
-_ESM = r"""
-// Elements whose own keys must stay theirs: typing, menus, code editors.
-const OWN_ALL_KEYS = "input, textarea, select, [contenteditable=''], [contenteditable='true'], .cm-editor";
-
-function render({ model, el }) {
-  el.classList.add("tv-keys-hint");
-  for (const [cls, trait] of [["tv-keys-off", "hint_off"], ["tv-keys-on", "hint_on"]]) {
-    const span = document.createElement("span");
-    span.className = cls;
-    span.textContent = "⌨ " + model.get(trait);
-    el.appendChild(span);
-  }
-
-  let box = null;
-  let timer = null;
-  let tries = 0;
-
-  const clampedStep = (delta) => {
-    const lo = model.get("min"), hi = model.get("max");
-    const next = Math.max(lo, Math.min(hi, model.get("step") + delta));
-    if (next !== model.get("step")) {
-      model.set("step", next);
-      model.save_changes();
-    }
-  };
-  const togglePlay = () => {
-    model.set("playing", !model.get("playing"));
-    model.save_changes();
-  };
-
-  // Capture phase on window: runs before the notebook's own shortcut handling, so the
-  // keys reach us even where the front end would use them for something else.
-  const onKeydown = (e) => {
-    if (!box || !box.isConnected || !(e.target instanceof Element) || !box.contains(e.target)) return;
-    if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.isComposing) return;
-    const t = e.target;
-    if (t.closest(OWN_ALL_KEYS)) return;
-    const onSlider = t.closest("[role='slider']") !== null;
-    const onButton = t.closest("button") !== null;
-    if (e.key === "ArrowRight" && !onSlider) clampedStep(+1);
-    else if (e.key === "ArrowLeft" && !onSlider) clampedStep(-1);
-    else if (e.key === " " && !onButton) togglePlay();
-    else return;
-    e.preventDefault();   // no page scroll on space / arrows
-    e.stopPropagation();  // and no notebook shortcut for the same key
-  };
-
-  // A click on the picture (or any part that takes no focus itself) focuses the explorer.
-  const onClick = (e) => {
-    if (!box || box.contains(document.activeElement)) return;
-    if (e.target instanceof Element && e.target.closest(OWN_ALL_KEYS + ", button, [role='slider']")) return;
-    box.focus({ preventScroll: true });
-  };
-
-  // The view is rendered before its box puts it on the page: look for the box until then.
-  const attach = () => {
-    timer = null;
-    box = el.closest("." + model.get("scope"));
-    if (!box) {
-      tries += 1;
-      timer = setTimeout(attach, tries < 40 ? 50 : 500);
-      return;
-    }
-    if (!box.hasAttribute("tabindex")) box.tabIndex = 0;
-    box.setAttribute("aria-keyshortcuts", "ArrowLeft ArrowRight Space");
-    box.addEventListener("click", onClick);
-    box.setAttribute("data-tv-keys", "on");
-  };
-  window.addEventListener("keydown", onKeydown, true);
-  attach();
-
-  return () => {
-    if (timer !== null) clearTimeout(timer);
-    window.removeEventListener("keydown", onKeydown, true);
-    if (box) {
-      box.removeEventListener("click", onClick);
-      box.removeAttribute("data-tv-keys");
-    }
-  };
-}
-
-export default { render };
-"""
-
-_CSS = f"""
-.{SCOPE_CLASS}[data-tv-keys]:focus {{ outline: 2px solid #93c5fd; outline-offset: -2px; }}
-.tv-keys-hint {{ font-size: 11px; color: #64748b; margin: 2px 0 0 4px; }}
-.tv-keys-hint .tv-keys-on {{ display: none; color: #1d4ed8; }}
-.{SCOPE_CLASS}:focus-within .tv-keys-hint .tv-keys-on {{ display: inline; }}
-.{SCOPE_CLASS}:focus-within .tv-keys-hint .tv-keys-off {{ display: none; }}
-"""
 
 
 class KeyStepper(anywidget.AnyWidget):
@@ -126,8 +35,8 @@ class KeyStepper(anywidget.AnyWidget):
     Made by :func:`attach_keys`, which also links it; on its own it only shows a hint.
     """
 
-    _esm = _ESM
-    _css = _CSS
+    _esm = static_files.path("keyboard.js")
+    _css = static_files.path("keyboard.css")
 
     step = T.Int(0, help="the step shown; linked to the step slider's value").tag(sync=True)
     min = T.Int(0, help="lowest step (copied from the slider in the browser)").tag(sync=True)

@@ -13,30 +13,13 @@ from __future__ import annotations
 import anywidget
 import traitlets as T
 
-__all__ = ["PageTheme"]
+from . import static_files
 
-_ESM = r"""
-function render({ model, el }) {
-  el.style.display = "none";
-  const report = () => {
-    const light = document.body.dataset.jpThemeLight;
-    const dark = light === undefined ? null : light === "false";
-    if (model.get("dark") !== dark) {
-      model.set("dark", dark);
-      model.save_changes();
-    }
-  };
-  const watch = new MutationObserver(report);
-  watch.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light"] });
-  report();
-  return () => watch.disconnect();
-}
-export default { render };
-"""
+__all__ = ["PageTheme"]
 
 
 class PageTheme(anywidget.AnyWidget):
     """Reports whether the page is dark (``dark``: True / False, None where it cannot tell)."""
 
-    _esm = _ESM
+    _esm = static_files.path("page_theme.js")
     dark = T.Bool(None, allow_none=True, help="the page's theme is dark (None: unknown)").tag(sync=True)

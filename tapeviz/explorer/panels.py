@@ -20,40 +20,12 @@ from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, say
 from ..record.graph import TapeGraph
 from ..record.values import VALUE_NORM, format_value, shape_text, sum_squares
+from . import static_files
 
 __all__ = ["CSS", "clipping_panel", "inspector", "PANEL_ROWS"]
 
-CSS = """
-<style>
-.tv-panel table { border-collapse: collapse; font-size: 12px; }
-.tv-panel td, .tv-panel th { padding: 2px 6px; text-align: left; vertical-align: middle; }
-.tv-panel th { color: #475569; font-weight: 600; }
-.tv-bar { height: 9px; display: inline-block; vertical-align: middle; }
-.tv-raw { background: #94a3b8; }
-.tv-clip { background: #e69f00; }
-.tv-none { color: #737373; font-style: italic; }
-.tv-bad { color: #d55e00; font-weight: 600; }
-.tv-inspect pre { font-size: 11px; max-height: 220px; overflow: auto; background: #f8fafc; padding: 4px; }
-body[data-jp-theme-light="false"] .tv-inspect pre { background: #1f2937; }
-.tv-presenter .tv-canvas svg { width: 100%; height: auto; }
-/* The clipping table and the inspector side by side when the cell has room, else the
-   inspector below (Notebook 7's cell is narrower than JupyterLab's: it was cut off). */
-.tv-lower { flex-wrap: wrap; }
-/* The quiz: its question, verdict and score under the picture. */
-.tv-quiz { font-size: 14px; line-height: 1.5; margin: 2px 0 6px; }
-.tv-quiz-right { color: #009e73; font-weight: 600; }
-.tv-quiz-wrong { color: #d55e00; font-weight: 600; }
-.tv-quiz-revealed { color: #0072b2; font-weight: 600; }
-.tv-quiz-cell { margin-right: 6px; white-space: nowrap; }
-.tv-projector .tv-quiz { font-size: 20px; }
-/* The projector theme: the controls and tables grow with the picture's text (1.5x). */
-.tv-projector { --jp-widgets-font-size: 19px; --jp-widgets-inline-height: 36px;
-                --jp-widgets-inline-label-width: 120px; }
-.tv-projector .tv-panel table { font-size: 18px; }
-.tv-projector .tv-panel td, .tv-projector .tv-panel th { white-space: nowrap; }
-.tv-projector .tv-keys-hint { font-size: 16px; }
-</style>
-"""
+#: The panels' and quiz's style sheet (static/panels.css), as a ``<style>`` element.
+CSS = "<style>\n" + static_files.text("panels.css") + "</style>\n"
 
 #: The clipping panel lists at most this many variables (a table of hundreds helps nobody).
 PANEL_ROWS = 40

@@ -22,6 +22,7 @@ from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, localize, say
 from ..picture.marks import Hidden
 from ..record.values import format_value
+from . import static_files
 
 __all__ = [
     "TOLERANCE",
@@ -222,19 +223,6 @@ def steps_strip(answers: Iterable[Answer], steps: int) -> str:
     return " ".join(cells)
 
 
-#: The same rule as :func:`numbers` and :func:`judge`, for the exported page's own script.
-CHECK_JS = r"""
-function tvQuizNumbers(typed) {
-  const text = typed.replace(/\u2212/g, "-").replace(/\uff0c/g, ",").replace(/\u3002/g, ".");
-  return (text.match(/[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?/g) || []).map(Number);
-}
-function tvQuizJudge(expected, typed, tolerance) {
-  const got = tvQuizNumbers(typed);
-  if (!got.length || (got.length !== 1 && got.length !== expected.length)) return null;
-  const ok = expected.every((want, i) => {
-    const g = got.length === 1 ? got[0] : got[i];
-    return Math.abs(g - want) <= tolerance * Math.max(1, Math.abs(want));
-  });
-  return ok ? "right" : "wrong";
-}
-"""
+#: The same rule as :func:`numbers` and :func:`judge`, for the page's own script
+#: (static/quiz.js: ES module exports, which node's tests import).
+CHECK_JS = static_files.text("quiz.js")

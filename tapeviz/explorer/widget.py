@@ -446,19 +446,17 @@ class Explorer(StaticFallback, W.VBox):
         path,
         *,
         title: str | None = None,
-        embed_url: str | None = None,
-        requirejs: bool = True,
-        requirejs_url: str | None = None,
-        cors: bool = True,
         all_targets: bool = False,
         clip_norms=None,
+        **removed: Any,
     ) -> Any:
-        """Write a standalone .html page of what is on screen: one picture per backward step
-        (current target, groups and clipping, drawn exactly as the canvas draws them), a step
-        slider and a play button that pick a picture in the browser with no kernel, and the
+        """Write a standalone .html page of what is on screen: the pictures of every backward
+        step (current target, groups and clipping, drawn exactly as the canvas draws them), a
+        step slider, ◀ ▶, play and the keys that step in the browser with no kernel, and the
         clipping panel. ``all_targets=True`` puts every target in the page (a menu picks
         one); ``clip_norms=[...]`` computes the panel for each of those clip_norm positions
-        (a slider picks one). Scripts: see :func:`tapeviz.explorer.html_page.write_page`. Returns the path.
+        (a slider picks one). The page is one file that makes no request: see
+        :func:`tapeviz.explorer.html_page.page_fragment`. Returns the path.
         """
         from .html_page import write_page
 
@@ -470,11 +468,8 @@ class Explorer(StaticFallback, W.VBox):
             targets=targets,
             clip_norms=clip_norms,
             title=title,
-            embed_url=embed_url,
-            requirejs=requirejs,
-            requirejs_url=requirejs_url,
-            cors=cors,
             interval=self.controls["play"].interval,
+            **removed,  # the page's old script keywords: a TypeError naming the change
         )
 
     def close(self) -> None:

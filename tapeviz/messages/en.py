@@ -247,8 +247,6 @@ MESSAGES = {
     "lessons.offline": "Every page works offline: open it in a browser, no Python or network needed.",
     "page.title": "tapeviz: backward pass of {target}",
     "page.head": "target: {target} · clipping: {clip} · lr: {lr} · {n} pictures; the slider runs in the browser, no Python needed",
-    "page.loading": "Loading the widget scripts from {url} ... If nothing appears below, this browser cannot reach that "
-                    "address (see Explorer.export_html: embed_url, requirejs_url).",
     "page.targets": "target",
     "page.clip_positions": "clip_norm (panel computed by TensorFlow for each position)",
     "name.op": "the {op} op",

@@ -293,8 +293,6 @@ MESSAGES = {
     "lessons.offline": "每个页面都可以离线使用：用浏览器打开即可，不需要 Python，也不需要网络。",
     "page.title": "tapeviz：{target} 的反向传播",
     "page.head": "目标：{target} · 裁剪：{clip} · 学习率：{lr} · 共 {n} 张图；滑块在浏览器中运行，无需 Python",
-    "page.loading": "正在从 {url} 加载控件脚本……如果下方没有内容，说明浏览器无法访问该地址"
-                    "（参见 Explorer.export_html：embed_url、requirejs_url）。",
     "page.targets": "目标",
     "page.clip_positions": "clip_norm（每个位置的面板都由 TensorFlow 计算）",
     "name.op": "{op} 运算",

@@ -169,6 +169,7 @@ class Scene(Restyling):
         self.frames = group_frames(self) if self.show_frames else []
         self.box_magnitudes, self.magnitude_scale = self._box_magnitudes(variable_magnitudes)
         self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
+        self._layer_vars: dict = {}  # group box -> its variables (see _layer_variables)
         self._grad_rooms = self._grad_allowance(plans, label_h)
         self.overrides: dict[Any, str] = {}
         self.hidden: Hidden | None = None  # numbers shown as "?" (set_step applies it)

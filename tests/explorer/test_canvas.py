@@ -340,8 +340,3 @@ def test_fallback_to_html_says_so_once(monkeypatch):
 
 def test_canvas_available_finds_anywidget_s_front_end():
     assert cv.canvas_available()  # the test environment installs anywidget's lab extension
-
-
-def test_page_script_is_inline_and_escaped():
-    script = cv.page_script([{"node-a": "</script><b>"}], "reset")
-    assert "</script>" not in script and "tvNavigate" in script and "TAPEVIZ_TIPS" in script

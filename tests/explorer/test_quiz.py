@@ -10,10 +10,7 @@ against the Python one, and its buttons in Chromium.
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -22,7 +19,7 @@ import tensorflow as tf
 import tapeviz as tv
 from tapeviz.explorer import quiz
 from tapeviz.explorer import state as st
-from tapeviz.explorer.html_page import _quiz_frame, _quiz_script
+from tapeviz.messages import catalogue
 
 TEXT = re.compile(r"<text[^>]*>(.*?)</text>", re.S)
 
@@ -116,25 +113,6 @@ TYPED = (
     "+6.",
     ".5",
 )
-
-
-def test_the_page_script_judges_as_python_does(square):
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
-    tape, x, y = square
-    w = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
-    with tv.GradientTape() as t2:
-        loss = tf.reduce_sum(w**2)
-    cases = []
-    for q in (quiz.question(tv.flow(tape, y), 1), quiz.question(tv.flow(t2, loss), 2)):
-        for typed in TYPED:
-            cases.append((q.expected.tolist(), typed, quiz.judge(q, typed)))
-    script = (
-        quiz.CHECK_JS + f"\nconsole.log(JSON.stringify({json.dumps(cases)}.map(([e, t]) => tvQuizJudge(e, t, 0.01))));"
-    )
-    out = subprocess.run([node, "-e", script], capture_output=True, text=True, check=True).stdout
-    assert json.loads(out) == [c[2] for c in cases]
 
 
 # --------------------------------------------------------------------------- the explorer
@@ -250,61 +228,19 @@ def test_without_quiz_nothing_is_hidden(square):
 
 
 def test_export_html_quiz_holds_hidden_and_revealed_pictures_and_tf_answers(square, tmp_path):
+    """The page's data: TF's answers per step, the pictures with every step hidden and the
+    revealed ones as overlays, words in the page's language. Chromium runs it in
+    test_browser_page.py (check, reveal, score, reset)."""
+    from page_check import page_data
+
     tape, x, y = square
     path = tv.export_html(tape, y, tmp_path / "quiz.html", quiz=True, lang="zh")
     page = path.read_text(encoding="utf-8")
-    steps = re.findall(r"data-step=\\?['\"](\d)\\?['\"] data-expected=\\?['\"](\[[^\]]*\])", page)
-    assert [(int(k), json.loads(e)) for k, e in steps] == [(0, [1.0]), (1, [6.0]), (2, [6.0])]
+    (data,) = page_data(page)
+    (t,) = data["targets"]
+    assert [q["e"] for q in t["quiz"]] == [[1.0], [6.0], [6.0]]
     assert float(tape.gradient(y, x)) == 6.0
+    assert set(t["overlays"]["reveal"]) == {"0", "1", "2"}
     assert "tvQuizJudge" in page and "tv-quiz-reset" in page and "重置得分" in page
-    state = json.loads(re.search(r'widget-state\+json">\s*(.*?)\s*</script>', page, re.S).group(1))["state"]
-    values = " ".join(str(m["state"].get("value", "")) for m in state.values())
-    assert "梯度表格（会泄露答案）" in values and values.count("class='tv-quiz-step'") == 3
-
-
-def test_exported_quiz_page_checks_reveals_and_scores_in_chromium(square, tmp_path, page):
-    """The page's own script (no kernel, no network), on the quiz frames exported pages hold."""
-    from browser import screenshot
-    from playwright.sync_api import expect
-
-    tape, x, y = square
-    ex = tv.explore(tape, y, quiz=True, lang="en")
-    frames = [_quiz_frame(ex.graph_targets, ex.state.replace(step=k)) for k in range(3)]
-    html_page = (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
-        "<div class='tv-quiz-page'><span class='tv-quiz-page-score'></span>"
-        "<button class='tv-quiz-reset' type='button'>reset score</button><div class='tv-quiz-page-steps'></div></div>"
-        + _quiz_script("en", {"y": 3})
-        + "".join(frames)
-        + "</body></html>"
-    )
-    (tmp_path / "q.html").write_text(html_page, encoding="utf-8")
-    page.goto((tmp_path / "q.html").as_uri())
-    score = page.locator(".tv-quiz-page-score")
-    expect(score).to_have_text("Score: 0 right, 0 wrong, 0 revealed (3 steps)")
-    step1 = page.locator(".tv-quiz-step[data-step='1']")
-    expect(step1.locator(".tv-quiz-hidden")).to_be_visible()
-    expect(step1.locator(".tv-quiz-shown")).to_be_hidden()
-    assert "?" in texts(step1.locator(".tv-quiz-hidden").inner_html())
-    step1.locator(".tv-quiz-input").fill("6")
-    step1.locator(".tv-quiz-input").press("Enter")
-    expect(step1.locator(".tv-quiz-verdict")).to_have_text("Right! You typed 6; TensorFlow computed 6.0.")
-    expect(step1.locator(".tv-quiz-shown")).to_be_visible()
-    step2 = page.locator(".tv-quiz-step[data-step='2']")
-    step2.locator(".tv-quiz-input").fill("7")
-    step2.locator(".tv-quiz-check").click()
-    expect(step2.locator(".tv-quiz-verdict")).to_have_class(re.compile("tv-quiz-wrong"))
-    step0 = page.locator(".tv-quiz-step[data-step='0']")
-    step0.locator(".tv-quiz-input").fill("one")
-    step0.locator(".tv-quiz-check").click()
-    expect(step0.locator(".tv-quiz-verdict")).to_contain_text("Type a number first")
-    expect(step0.locator(".tv-quiz-hidden")).to_be_visible()
-    step0.locator(".tv-quiz-reveal").click()
-    expect(step0.locator(".tv-quiz-verdict")).to_have_text("Revealed: TensorFlow computed 1.0.")
-    expect(score).to_have_text("Score: 1 right, 1 wrong, 1 revealed (3 steps)")
-    screenshot(page, "quiz_export_page")
-    page.locator(".tv-quiz-reset").click()
-    expect(score).to_have_text("Score: 0 right, 0 wrong, 0 revealed (3 steps)")
-    expect(step1.locator(".tv-quiz-hidden")).to_be_visible()
-    expect(step1.locator(".tv-quiz-check")).to_be_enabled()
-    ex.close()
+    assert data["words"]["quiz"]["score"] == catalogue("zh")["quiz.score"]
+    assert "梯度表格（会泄露答案）" in t["panels"][0]

@@ -143,7 +143,7 @@ def test_export_iterates_states_and_leaves_the_explorer_alone(persistent, tmp_pa
         page = w.export_html(tmp_path / "p.html", all_targets=True, clip_norms=[0.5, 1.0, 5.0])
         assert (w.state, w.canvas.value) == before
         text = page.read_text(encoding="utf-8")
-        assert "tv-clip-panels" in text and "tv-targets" in text
+        assert "class='tv-clip-norm'" in text and "class='tv-target'" in text  # the slider and the menu
     finally:
         w.close()
 

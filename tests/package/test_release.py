@@ -3,6 +3,7 @@ versions and docs instructions kept true to the build files."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -70,6 +71,13 @@ def test_lint_runs_first_in_make_test_with_pinned_tools():
     assert "pip install -e '.[cpu,test,docs,lint]'" in MAKEFILE
     assert re.search(r"^test: venv lint\b", MAKEFILE, re.M), "make test runs make lint first"
     assert re.search(r"^test-fast: venv lint$", MAKEFILE, re.M), "and so does make test-fast"
-    recipe = re.search(r"^lint: venv\n((?:\t.*\n)+)", MAKEFILE, re.M)
+    recipe = re.search(r"^lint: venv node-tools\n((?:\t.*\n)+)", MAKEFILE, re.M)
     assert recipe and "ruff check ." in recipe.group(1) and "mypy" in recipe.group(1)
+    # the front end's eslint and prettier, pinned exactly in package.json (and its lock file)
+    assert "node_modules/.bin/eslint" in recipe.group(1) and "node_modules/.bin/prettier --check" in recipe.group(1)
+    node_tools = json.loads((ROOT / "package.json").read_text(encoding="utf-8"))["devDependencies"]
+    assert {"eslint", "prettier"} <= set(node_tools)
+    assert all(re.fullmatch(r"\d+(\.\d+)+", v) for v in node_tools.values()), node_tools
+    assert (ROOT / "package-lock.json").is_file() and "npm ci" in MAKEFILE
+    assert re.search(r"^test: .*\btest-js\b", MAKEFILE, re.M) and "node --test tests/js/" in MAKEFILE
     assert PYPROJECT["tool"]["mypy"]["files"] == ["tapeviz"]
