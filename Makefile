@@ -60,7 +60,7 @@ lint: venv node-tools
 	node_modules/.bin/prettier --check tapeviz/explorer/static tests/js eslint.config.js
 
 # The front end's unit tests in node: the page's patch apply and quiz judge on cases made by
-# the Python implementations (tests/js/cases; tests/test_frontend_js.py runs them on fresh
+# the Python implementations (tests/js/cases; tests/explorer/test_frontend_js.py runs them on fresh
 # ones too).
 test-js: node-tools
 	node --test tests/js/

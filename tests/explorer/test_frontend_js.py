@@ -1,7 +1,7 @@
 """The front end's JavaScript, checked against the Python it mirrors, and kept in files.
 
 The page's patch apply and quiz judge (tapeviz/explorer/static/) are the same rules as
-explorer/patches.py and explorer/quiz.py. Python writes the cases (tests/frontend_cases.py:
+explorer/patches.py and explorer/quiz.py. Python writes the cases (tests/support/frontend_cases.py:
 chains of pictures with Python's patches between them, typed answers with Python's
 verdict) and ``node --test tests/js/`` runs the JavaScript on them. Without node or the
 pinned node packages (``npm ci``) the test is skipped with the reason; under CI it fails.
@@ -23,7 +23,7 @@ from frontend_cases import write_cases
 
 from tapeviz.explorer import quiz, static_files
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 JS_TESTS = ROOT / "tests" / "js"
 
 

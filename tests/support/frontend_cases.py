@@ -5,10 +5,10 @@ The page applies patches (static/canvas.js ``tvApply``) and judges quiz answers
 (explorer/patches.py ``diff`` / ``apply``, explorer/quiz.py ``judge``). The cases here
 are what Python computes: chains of pictures with the patch between each two, and typed
 answers with Python's verdict. ``node --test tests/js/`` checks the JavaScript against
-them: tests/test_frontend_js.py writes fresh ones (more of them, a Keras model's too) and
+them: tests/explorer/test_frontend_js.py writes fresh ones (more of them, a Keras model's too) and
 runs node on them; tests/js/cases/ holds a small set for ``make test``'s plain node run.
 
-Refresh the committed set: ``python tests/frontend_cases.py tests/js/cases`` (add ``--full``
+Refresh the committed set: ``python tests/support/frontend_cases.py tests/js/cases`` (add ``--full``
 for the set the pytest run uses).
 """
 
