@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS='-k smoke -x'`.
 PYTEST_ARGS ?=
 # The lowest TensorFlow tapeviz supports (the lower bound of the [cpu] extra in
-# pyproject.toml; tests/test_release.py keeps the two equal). `make test-tf-min` runs the
+# pyproject.toml; tests/package/test_release.py keeps the two equal). `make test-tf-min` runs the
 # non-browser suite on it, in its own venv, with the Keras 3 that pip picks for it.
 TF_MIN := 2.16
 VENV_TF_MIN := .venv-tf$(TF_MIN)
@@ -60,7 +60,7 @@ lint: venv node-tools
 	node_modules/.bin/prettier --check tapeviz/explorer/static tests/js eslint.config.js
 
 # The front end's unit tests in node: the page's patch apply and quiz judge on cases made by
-# the Python implementations (tests/js/cases; tests/test_frontend_js.py runs them on fresh
+# the Python implementations (tests/js/cases; tests/explorer/test_frontend_js.py runs them on fresh
 # ones too).
 test-js: node-tools
 	node --test tests/js/

@@ -1,7 +1,7 @@
 """Key press -> new picture, measured in a real JupyterLab + headless Chromium.
 
 Starts a JupyterLab on a temp copy of notebooks/ and Debian's Chromium with the test
-harness (tests/browser.py, no pytest), opens a notebook, runs all cells, switches the clip
+harness (tests/support/browser.py, no pytest), opens a notebook, runs all cells, switches the clip
 menu to by_norm, then presses arrow keys on two sliders of the Explorer:
 
 - step       (``.tv-step .noUi-handle``): kernel moves the backward pass one step;
@@ -36,9 +36,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 
-import browser as B  # noqa: E402  (tests/browser.py: the harness)
+import browser as B  # noqa: E402  (tests/support/browser.py: the harness)
 
 EXPLORER = f"{B.SEL_PANEL} .tv-explorer"
 

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 
-import browser as B  # noqa: E402  (tests/browser.py: the harness)
+import browser as B  # noqa: E402  (tests/support/browser.py: the harness)
 
 EXPLORER = f"{B.SEL_PANEL} .tv-explorer"
 CANVAS = f"{EXPLORER} .tv-canvas"

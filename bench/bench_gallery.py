@@ -2,7 +2,7 @@
 
 Goal (issue 20): <= 1 s. Each round runs in a fresh Python process (nothing cached: no
 flow, no font tables, no layout), which records one training step of ResNet50 (32x32x3
-inputs, batch 2, weights=None, as tests/gallery_models.py builds it; not timed), then
+inputs, batch 2, weights=None, as tests/support/gallery_models.py builds it; not timed), then
 times the three stages of ``tv.save(tape, loss, "x.svg")``:
 
 - flow: ``tv.flow`` (TF's gradient functions replayed over the recorded ops), with Python's
@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# One round, in a fresh process: PYTHONPATH picks the package, tests/ gives the model.
+# One round, in a fresh process: PYTHONPATH picks the package, tests/support/ gives the model.
 ROUND = r"""
 import json, os, sys, time
 import tapeviz
@@ -69,7 +69,7 @@ print(json.dumps(dict(flow=t1 - t0, picture=t2 - t1, svg=t3 - t2, gradient=t4 - 
 
 def one_round(package_dir: Path, model: str) -> dict:
     env = dict(os.environ, PYTHONPATH=str(package_dir), TF_CPP_MIN_LOG_LEVEL="3")
-    code = ROUND.format(tests=str(ROOT / "tests"), model=model, package=str(package_dir))
+    code = ROUND.format(tests=str(ROOT / "tests" / "support"), model=model, package=str(package_dir))
     # cwd: not a checkout (python -c puts the working directory first on sys.path)
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True, check=True

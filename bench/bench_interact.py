@@ -1,7 +1,7 @@
 """tv.interact: input slider -> new picture, measured in a real JupyterLab + headless Chromium.
 
 Starts a JupyterLab on a temp folder and Debian's Chromium with the test harness
-(tests/browser.py, no pytest), writes one notebook per program, runs it, then presses
+(tests/support/browser.py, no pytest), writes one notebook per program, runs it, then presses
 arrow keys on the explorer's sliders:
 
 - an input slider whose plot is shown (``x``): the function runs again under a tapeviz tape
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_browser as BB  # pct, kernel_client, kernel_eval; puts tests/ on the path
+import bench_browser as BB  # pct, kernel_client, kernel_eval; puts tests/support/ on the path
 
 B = BB.B
 EXPLORER = f"{B.SEL_PANEL} .tv-explorer"

@@ -3,7 +3,7 @@
 Today's ``tv.export_html`` (the checkout given by ``--base``: one ipywidgets picture per
 backward step, require.js and the html-manager from CDNs) against this checkout's (one
 file: the first SVG plus per-step patches, the page's own script inlined). For the seed
-example (``x**2 + tf.stop_gradient(y)``) and ResNet50's default page (tests/gallery_models.py):
+example (``x**2 + tf.stop_gradient(y)``) and ResNet50's default page (tests/support/gallery_models.py):
 
 - **write s**: ``tv.export_html(tape, target, path)`` end to end (the flow included, the
   model and its recording not), in a fresh process per export; best of ``--rounds``;
@@ -63,7 +63,7 @@ print(json.dumps({{"seconds": time.perf_counter() - t, "file": tv.__file__}}))
 
 def write(checkout: Path, case: str, path: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(checkout), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    code = _WRITE.format(tests=str(REPO / "tests"), case=case, path=str(path))
+    code = _WRITE.format(tests=str(REPO / "tests" / "support"), case=case, path=str(path))
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=path.parent
     )

@@ -1,6 +1,6 @@
 # ---------------------------------------------------------------------------
 # Browser-test fixtures (JupyterLab / Notebook 7 / Voilà + headless Chromium).
-# See tests/browser.py.
+# See tests/support/browser.py.
 # Other fixtures may be appended below this block.
 # ---------------------------------------------------------------------------
 import sys
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # also under --import-mode=importlib
-import browser as _browser  # tests/browser.py
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))  # also under --import-mode=importlib
+import browser as _browser  # tests/support/browser.py
 
 _LABS = {}  # (front end, source dir) -> server started in this process
 

@@ -2,7 +2,7 @@
 
 "before" is every recorded op (show_all=True), "after" the default picture (what carries
 nothing to the target hidden, constants folded into chips, TF API calls collapsed).
-gallery/ holds the default picture of each architecture in tests/gallery_models.py (the
+gallery/ holds the default picture of each architecture in tests/support/gallery_models.py (the
 README shows three, docs/gallery.md all).
 """
 
@@ -17,7 +17,7 @@ import tapeviz as tv
 from tapeviz import cli, examples
 
 HERE = Path(__file__).resolve().parent
-TESTS = HERE.parents[1] / "tests"
+SUPPORT = HERE.parents[1] / "tests" / "support"
 # "after" pictures in rows of at most 4 boxes: ~1,100 px wide, so a page column (~880 px)
 # shows their text at a readable size ("before" pictures stay as wide as they are).
 README_ROW = 4
@@ -66,9 +66,9 @@ def export_both(name: str, stem: str) -> None:
 
 def higher_order() -> None:
     """docs/higher-order.md's pictures: the PINN and WGAN-GP default pictures (the test
-    programs of tests/higher_order_models.py; WGAN-GP written with helpers and inline)
+    programs of tests/support/higher_order_models.py; WGAN-GP written with helpers and inline)
     and a Hessian's heatmap."""
-    sys.path.insert(0, str(HERE.parents[1] / "tests"))
+    sys.path.insert(0, str(SUPPORT))
     from higher_order_models import hessian_program, pinn, wgan_gp
 
     for stem, program in (("pinn", pinn()), ("wgan_gp", wgan_gp(helpers=True)), ("wgan_gp_inline", wgan_gp())):
@@ -79,8 +79,8 @@ def higher_order() -> None:
 
 
 def gallery_models():
-    """tests/gallery_models.py (the pictures and the gallery test share it)."""
-    sys.path.insert(0, str(TESTS))
+    """tests/support/gallery_models.py (the pictures and the gallery test share it)."""
+    sys.path.insert(0, str(SUPPORT))
     import gallery_models
 
     return gallery_models

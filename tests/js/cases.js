@@ -1,4 +1,4 @@
-// Where the node tests read their cases: TV_JS_CASES (tests/test_frontend_js.py writes
+// Where the node tests read their cases: TV_JS_CASES (tests/explorer/test_frontend_js.py writes
 // fresh ones there, made by the Python implementations), else the committed set.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";

@@ -1,0 +1,217 @@
+"""Issue 20's "done when", on the architectures people bring after the tutorial
+(tests/support/gallery_models.py: ResNet50, MobileNetV2, DenseNet121, EfficientNetB0, a subclassed
+Transformer, a U-Net, a seq2seq LSTM, a GAN, a VAE). Every default picture:
+
+- has at most 30 boxes;
+- fits a 1,600 px page at full text size and is no wider than 3.5 x its height;
+- cuts no title with "…" (a long name takes a second line) and has 0 overlaps (the
+  placement checks of tests/support/placement_check.py, at the first, a middle and the last step);
+- names each named box in its SVG <title> (hover shows the full path);
+
+and the numbers it shows are TensorFlow's: the flow equals tape.gradient bit for bit.
+Each model is built and recorded once per module (small inputs: ~15 s for all nine).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from gallery_models import GALLERY
+from placement_check import check
+
+import tapeviz as tv
+from tapeviz.output.svg import to_svg
+from tapeviz.picture import fonts
+from tapeviz.picture.names import name_lines, short_names
+from tapeviz.picture.rows import CELL_WIDTH, MAX_RATIO, PAGE_WIDTH, row_lengths, row_starts
+from tapeviz.picture.scene import Scene
+from tapeviz.picture.wording import box_names
+
+MOST_BOXES = 30
+ELLIPSIS = "…"
+SVG = "{http://www.w3.org/2000/svg}"
+
+MODELS = list(GALLERY)
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    """name -> (Step, GradientFlow, default Scene), each made once per module, on demand."""
+    made: dict = {}
+
+    def get(name: str):
+        if name not in made:
+            step = GALLERY[name]()
+            fl = tv.flow(step.tape, step.loss)
+            made[name] = (step, fl, Scene(step.tape.graph, fl))
+        return made[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_default_picture_has_at_most_30_boxes(recorded, name):
+    _, _, scene = recorded(name)
+    assert len(scene.boxes) <= MOST_BOXES, (name, len(scene.boxes))
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_default_picture_fits_a_page_and_is_not_a_strip(recorded, name):
+    _, _, scene = recorded(name)
+    width, height = scene.canvas
+    assert width <= PAGE_WIDTH, (name, round(width))
+    assert width <= MAX_RATIO * height, (name, round(width), round(height))
+
+
+@pytest.mark.parametrize("name", GALLERY)
+def test_default_picture_cuts_no_title_and_has_no_overlaps(recorded, name):
+    _, _, scene = recorded(name)
+    cut = [trio[0].text for trio in scene.labels.values() if ELLIPSIS in trio[0].text]
+    assert cut == [], (name, cut[:5])
+    check(scene, name)
+
+
+@pytest.mark.parametrize("name", ["Transformer", "GAN", "VAE"])
+def test_each_named_box_shows_its_full_path_on_hover(recorded, name):
+    step, _, scene = recorded(name)
+    root = ET.fromstring(to_svg(scene).split("?>", 1)[1])
+    tips = {g.get("id"): g.find(f"{SVG}title") for g in root.iter(f"{SVG}g") if g.get("id", "").startswith("node-")}
+    names = box_names(step.tape.graph, scene.display, scene.lang)
+    for n, box in scene.boxes.items():
+        title, full = names[n]
+        tip = tips[box.gid]
+        assert (tip.text if tip is not None else "") == box.tip == full
+        assert full.endswith(title), (title, full)
+    paths = {full: t for t, full in names.values() if "/" in full}  # Keras paths
+    assert paths and len(set(paths.values())) == len(paths)  # different paths, different titles
+    if name == "GAN":  # generator/hidden and discriminator/hidden: only the model's name tells them apart
+        assert "generator/hidden/kernel" in paths.values() and "discriminator/hidden/kernel" in paths.values()
+    else:  # the model's prefix dropped
+        assert all(len(t) < len(full) for full, t in paths.items())
+
+
+#: Rows of the explorer's picture when its text was 8 pt (before issue 20's 9 pt): at 9 pt
+#: it keeps them (three columns a row) and grows in height by its rows' height alone.
+EXPLORER_ROWS_AT_8_PT = {"Transformer": (10, 1736), "U-Net": (5, 1065), "VAE": (5, 1777)}
+
+
+@pytest.mark.parametrize("name", list(EXPLORER_ROWS_AT_8_PT))
+def test_explorer_picture_fits_a_notebook_cell_with_no_text_below_9_pt(recorded, name):
+    """The explorer lays its picture out for a cell (CELL_WIDTH), so it shows whole, not
+    scrolled and not shrunk, with every text at 9 pt or more as shown (a flatter, larger
+    scale than a file's 8 / 6.5 pt, on columns that grew less than the text): three boxes a
+    row, as many rows as at 8 pt, at most 1.3 times as tall; frames off the caption and no
+    overlaps (test_placement.check, which looks at the frames' names too)."""
+    from svg_text import CSS_PX_PER_PT, shown_text_pt, shown_width_pt
+
+    from tapeviz.explorer.state import picture
+    from tapeviz.picture.themes import EXPLORER_TEXT
+
+    step, _, page_scene = recorded(name)
+    explorer = tv.explore(step.tape, step.loss)
+    scene = explorer.view.scene
+    assert scene.canvas[0] <= CELL_WIDTH < page_scene.canvas[0], (name, round(scene.canvas[0]))
+    assert set(scene.boxes) == set(page_scene.boxes)  # the same picture, in more rows
+    svg = picture(explorer.graph_targets, explorer.state)
+    assert min(shown_text_pt(svg) + shown_text_pt(svg, shrunk=True)) >= EXPLORER_TEXT - 0.01, name
+    rows, height = EXPLORER_ROWS_AT_8_PT[name]
+    columns = {round(x) for x, _ in scene.pos.values()}
+    assert len(columns) == 3 and len(scene.frames) > 0, (name, columns)
+    assert not [t.text for t, _, _ in scene.labels.values() if ELLIPSIS in t.text], name  # titles whole
+    assert len(_row_firsts(scene)) == rows, name
+    shown_h = shown_width_pt(svg) * CSS_PX_PER_PT * scene.canvas[1] / scene.canvas[0]
+    assert shown_h <= 1.3 * height, (name, round(shown_h), height)
+    check(scene, (name, "explorer"))
+
+
+def _row_firsts(scene) -> set:
+    """The first column of each row the scene folded its layout into: a box's column in
+    the layered layout, less its column in its row."""
+    from tapeviz.picture.layout import layered_layout
+
+    unfolded = layered_layout(scene.display.nx)
+    return {round(unfolded[n][0]) - round(x) for n, (x, _) in scene.pos.items()}
+
+
+@pytest.mark.parametrize("name", GALLERY)
+def test_flow_equals_tape_gradient_bit_for_bit(recorded, name):
+    step, fl, _ = recorded(name)
+    grads = step.tape.gradient(step.loss, step.variables)
+    assert step.variables and all(g is not None for g in grads)
+    for v, g in zip(step.variables, grads, strict=True):
+        np.testing.assert_array_equal(fl.grad(v), tf.convert_to_tensor(g).numpy(), err_msg=v.path)
+
+
+# --------------------------------------------------------------------------- names
+
+
+def test_short_names_keep_the_shortest_suffix_no_other_path_ends_with():
+    paths = {
+        1: "generator/dense/kernel",
+        2: "discriminator/dense_2/kernel",
+        3: "generator/dense/bias",
+        4: "encoder/block1/attention",
+        5: "encoder/block2/attention",
+        6: "loss",
+        7: "encoder/my_dense",
+        8: "encoder/dense",  # "dense" alone: no other path ends with it ("…/dense/kernel" ends with kernel)
+    }
+    assert short_names(paths) == {
+        1: "dense/kernel",
+        2: "dense_2/kernel",
+        3: "bias",
+        4: "block1/attention",
+        5: "block2/attention",
+        6: "loss",
+        7: "my_dense",
+        8: "dense",
+    }
+    assert short_names({1: "a/b", 2: "a/b"}) == {1: "b", 2: "b"}  # one layer called twice: the caller tells them apart
+    assert short_names({}) == {}
+
+
+def test_a_long_name_takes_a_second_line_broken_after_a_separator():
+    width, size = 100.0, 8.0  # a box's text width at the default theme's size (points)
+    assert name_lines("dense", width, size, "bold") == ["dense"]
+    lines = name_lines("sparse_categorical_crossentropy", width, size, "bold")
+    assert lines == ["sparse_categorical_", "crossentropy"]
+    assert all(fonts.text_width(line, size, "bold") <= width for line in lines)
+    lines = name_lines("encoder/block1/multi_head_attention", width, size, "bold")
+    assert "".join(lines) == "encoder/block1/multi_head_attention" and len(lines) == 2
+    assert lines[0].endswith(("/", "_"))
+    assert name_lines("conv2_block2–3 (2 alike)", width, size, "bold") == ["conv2_block2–3", "(2 alike)"]
+    # no separator: broken where the line is full; only a name longer than two lines is cut
+    lines = name_lines("x" * 30, width, size, "bold")
+    assert "".join(lines) == "x" * 30 and len(lines) == 2
+    lines = name_lines("x" * 80, width, size, "bold")
+    assert len(lines) == 2 and lines[1].endswith(ELLIPSIS)
+    # a separator in the last ellipsis' width of the line: taken when the name would be cut
+    # otherwise (the explorer's 9.5 pt titles in its 113 pt boxes), as a file's 8 pt title breaks
+    head = fonts.text_width("sparse_categorical_", 9.5, "bold")
+    width = head + fonts.text_width(ELLIPSIS, 9.5, "bold") / 2
+    assert name_lines("sparse_categorical_crossentropy", width, 9.5, "bold") == ["sparse_categorical_", "crossentropy"]
+
+
+def test_row_lengths_are_balanced_and_each_tried_once():
+    assert row_lengths(26) == [26, 13, 9, 7, 6, 5, 4, 3, 2]
+    assert row_lengths(9) == [9, 5, 3, 2]  # 3 rows of 3, not 4 + 4 + 1
+    assert row_lengths(2) == [2]
+    assert row_lengths(1) == [2]  # at least two columns a row (wrap_bands leaves one row alone)
+
+
+def test_rows_are_cut_where_the_fewest_edges_return():
+    """Each edge crossing a cut is a lane back under its row. A chain 0..5 with a skip 1 -> 4,
+    in two rows of at most 4: every cut (before column 2, 3 or 4) crosses 2 edges, so the
+    even one wins; with a second skip 0 -> 3, the cut before 4 crosses fewest."""
+    import networkx as nx
+
+    g = nx.DiGraph([(i, i + 1) for i in range(5)] + [(1, 4)])
+    pos = {i: (float(i), 0.0) for i in range(6)}
+    assert row_starts(g, pos, 4) == [0, 3]
+    g.add_edge(0, 3)  # crossings before columns 2, 3, 4: 3, 3, 2
+    assert row_starts(g, pos, 4) == [0, 4]
+    assert row_starts(g, pos, 6) == [0]  # one row holds it
+    assert row_starts(g, pos, 2) == [0, 2, 4]  # no choice
