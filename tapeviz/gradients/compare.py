@@ -62,7 +62,7 @@ class Row:
 
     @property
     def log_change(self) -> float:
-        """|log10 ratio|: how far from "unchanged" (inf for a lost or gained gradient)."""
+        """The absolute log10 of the ratio: how far from "unchanged" (inf for a lost or gained gradient)."""
         if self.change in (Change.LOST, Change.ZEROED, Change.GAINED):
             return math.inf
         if self.ratio is None or self.ratio <= 0 or not math.isfinite(self.ratio):
@@ -107,8 +107,8 @@ class Comparison:
         return [r for r in self._all() if r.change in (Change.LOST, Change.ZEROED)]
 
     def rows(self, n: int | None = 10, *, kind: str | None = None) -> list[Row]:
-        """The largest changes first (lost and gained gradients, then by |log ratio|), at
-        most ``n`` (None: all); ``kind`` "node" or "edge" keeps one kind."""
+        """The largest changes first (lost and gained gradients, then by the absolute log
+        of the ratio), at most ``n`` (None: all); ``kind`` "node" or "edge" keeps one kind."""
         if kind not in (None, "node", "edge"):
             raise ValueError(f'kind must be "node", "edge" or None, got {kind!r}.')
         rows = [r for r in self._all() if r.change is not Change.NONE and (kind is None or r.kind == kind)]

@@ -184,7 +184,7 @@ def record_step(fn: Any, /, *args: Any, **kwargs: Any) -> RecordedStep:
     persistent tape asked several times). If the call raises, the variables are put back and
     the error propagates; if it opens no tape, they are put back and a ValueError says why.
 
-    While the call runs, ``tf.function``s called from other threads run eagerly too (the
+    While the call runs, every ``tf.function`` called from another thread runs eagerly too (the
     setting is TF's, for the whole process): slower, the same values."""
     if not tf.executing_eagerly():
         raise RuntimeError(
