@@ -225,6 +225,7 @@ class Recorder:
         tape, tld, append, is_stopped, rec = self.tape, self._tld, self.raw.append, _is_stopped, self
         side_ops, side_state, api_call = _SIDE_STATE_OPS, self._side_state, self.api_calls.current
         user_call, api_calls, user_calls_ = self.user_calls.current, self.api_calls, self.user_calls
+        user_below = self.user_calls.below  # user_call(the frame that called this callback, ...)
         scopes_seen, loss_scopes = self._scopes_seen, self._loss_scopes
         thread, get_ident = self._thread_id, _get_ident
         block = self.user_calls.block  # the frame that entered the block: where a loss-scope walk ends
@@ -250,9 +251,14 @@ class Recorder:
             if scope and scope not in scopes_seen:
                 scopes_seen.add(scope)
                 loss_scopes.update(loss_scopes_at(scope, sys._getframe(1), block))
-            api = None if scope else api_call()
-            # the API walk of an unscoped op stopped at the code that called TF: go on from there
-            fn = user_call((api_calls.caller if not scope else None) or sys._getframe(1), len(rec.raw))
+            if scope:
+                api = None
+                fn = user_below(len(rec.raw), (scope, op_type))
+            else:
+                api = api_call()
+                # the API walk of an unscoped op stopped at the code that called TF: go on from there
+                caller = api_calls.caller
+                fn = user_below(len(rec.raw), (scope, op_type)) if caller is None else user_call(caller, len(rec.raw))
             site = user_calls_.anchor  # the deepest frame of the user's code running this op
             append(
                 (
