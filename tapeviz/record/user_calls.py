@@ -177,7 +177,7 @@ class UserCalls:
                 if len(depths) >= _DEPTHS_KEPT:
                     depths.clear()
                 # a few depths per kind of op (a layer reads its kernel and its bias at two)
-                depths[key] = (d, *depths.get(key, ())[:3])
+                depths[key] = (d, *[k for k in depths.get(key, ()) if k != d][:3])
                 return
             f, d = f.f_back, d + 1
 
