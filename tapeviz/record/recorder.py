@@ -139,6 +139,7 @@ class Recorder:
         self._derivatives: list[DerivativeRecord] = []
         self._open: list[DerivativeRecord] = []  # derivative calls running now, outermost first
         self.capture: Capture | None = None
+        self._last_site: list = [None, -1, None]  # the last op's site: frame, instruction offset, (code, line)
 
     # -- lifecycle -----------------------------------------------------------------
     def start(self, frame=None) -> None:
@@ -188,6 +189,7 @@ class Recorder:
             return self.capture
         self._detach()
         self.api_calls.forget_frame()  # a frame keeps its locals alive
+        self._last_site[:] = None, -1, None
         self._functions = self.user_calls.finish(len(self.raw))
         self.capture = self._finish(frame)
         self.capture.keep(self.user_calls.kept)
@@ -229,6 +231,7 @@ class Recorder:
         scopes_seen, loss_scopes = self._scopes_seen, self._loss_scopes
         thread, get_ident = self._thread_id, _get_ident
         block = self.user_calls.block  # the frame that entered the block: where a loss-scope walk ends
+        last_site = self._last_site
 
         def callback(op_type, inputs, attrs, outputs, op_name=None, graph=None):
             if graph is not None:  # graph construction (tf.function tracing) is not an execution
@@ -260,6 +263,13 @@ class Recorder:
                 caller = api_calls.caller
                 fn = user_below(len(rec.raw), (scope, op_type)) if caller is None else user_call(caller, len(rec.raw))
             site = user_calls_.anchor  # the deepest frame of the user's code running this op
+            if site is not None:
+                # the same frame at the same instruction as for the last op is on the same
+                # line: the (code, line) pair is shared (f_lineno reads the line table)
+                lasti = site.f_lasti
+                if site is not last_site[0] or lasti != last_site[1]:
+                    last_site[:] = site, lasti, (site.f_code, site.f_lineno)
+                site = last_site[2]
             append(
                 (
                     op_type,
@@ -272,7 +282,7 @@ class Recorder:
                     None,
                     api,
                     fn,
-                    None if site is None else (site.f_code, site.f_lineno),
+                    site,
                 )
             )
             return None
