@@ -28,6 +28,7 @@ import os
 import sys
 import sysconfig
 from dataclasses import dataclass
+from types import FrameType
 
 from tensorflow.python.framework import ops as _ops
 
@@ -171,7 +172,8 @@ class UserCalls:
         """Remember the depth, from ``below``, at which the anchor runs now (if it does)."""
         depths = _memo.anchor_depths
         anchor = self.anchor
-        f, d = _getframe(3), 2  # 0: this frame, 1: below, 2: the callback, 3: f (below's 2)
+        f: FrameType | None = _getframe(3)  # 0: this frame, 1: below, 2: the callback, 3: f (below's 2)
+        d = 2  # f's depth as `below` counts
         while f is not None and d < _DEPTH_LIMIT:
             if f is anchor:
                 if len(depths) >= _DEPTHS_KEPT:
