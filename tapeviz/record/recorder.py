@@ -177,6 +177,9 @@ class Recorder:
             _op_callbacks.remove_op_callback(self._hook)
         except (KeyError, ValueError):
             pass
+        # The callback closes over this recorder: dropped, the pair is freed by reference
+        # counting when the tape lets go of it, not left to the cyclic collector.
+        self._hook = None
         Patches.release()
 
     def stop(self, frame=None) -> Capture:
