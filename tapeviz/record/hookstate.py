@@ -67,6 +67,7 @@ class CallSiteMemo:
         "keras_api_dirs",
         "library_dirs",
         "code_user",
+        "anchor_depths",
     )
 
     def __init__(self) -> None:
@@ -92,6 +93,9 @@ class CallSiteMemo:
         self.library_dirs: tuple[str, ...] | None = None
         #: id(code) -> (code, what it is to the user-call walk: user_calls.py), keyed by id as code_kinds
         self.code_user: dict[int, tuple[types.CodeType, int]] = {}
+        #: (name scope, op type) -> how far up the stack, from UserCalls.below, the anchor
+        #: of the user-call walk was found the last times such an op ran (newest first)
+        self.anchor_depths: dict[tuple, tuple[int, ...]] = {}
 
 
 call_site_memo = CallSiteMemo()

@@ -139,6 +139,7 @@ class Recorder:
         self._derivatives: list[DerivativeRecord] = []
         self._open: list[DerivativeRecord] = []  # derivative calls running now, outermost first
         self.capture: Capture | None = None
+        self._last_site: list = [None, -1, None]  # the last op's site: frame, instruction offset, (code, line)
 
     # -- lifecycle -----------------------------------------------------------------
     def start(self, frame=None) -> None:
@@ -176,6 +177,9 @@ class Recorder:
             _op_callbacks.remove_op_callback(self._hook)
         except (KeyError, ValueError):
             pass
+        # The callback closes over this recorder: dropped, the pair is freed by reference
+        # counting when the tape lets go of it, not left to the cyclic collector.
+        self._hook = None
         Patches.release()
 
     def stop(self, frame=None) -> Capture:
@@ -188,6 +192,7 @@ class Recorder:
             return self.capture
         self._detach()
         self.api_calls.forget_frame()  # a frame keeps its locals alive
+        self._last_site[:] = None, -1, None
         self._functions = self.user_calls.finish(len(self.raw))
         self.capture = self._finish(frame)
         self.capture.keep(self.user_calls.kept)
@@ -225,9 +230,11 @@ class Recorder:
         tape, tld, append, is_stopped, rec = self.tape, self._tld, self.raw.append, _is_stopped, self
         side_ops, side_state, api_call = _SIDE_STATE_OPS, self._side_state, self.api_calls.current
         user_call, api_calls, user_calls_ = self.user_calls.current, self.api_calls, self.user_calls
+        user_below = self.user_calls.below  # user_call(the frame that called this callback, ...)
         scopes_seen, loss_scopes = self._scopes_seen, self._loss_scopes
         thread, get_ident = self._thread_id, _get_ident
         block = self.user_calls.block  # the frame that entered the block: where a loss-scope walk ends
+        last_site = self._last_site
 
         def callback(op_type, inputs, attrs, outputs, op_name=None, graph=None):
             if graph is not None:  # graph construction (tf.function tracing) is not an execution
@@ -250,10 +257,22 @@ class Recorder:
             if scope and scope not in scopes_seen:
                 scopes_seen.add(scope)
                 loss_scopes.update(loss_scopes_at(scope, sys._getframe(1), block))
-            api = None if scope else api_call()
-            # the API walk of an unscoped op stopped at the code that called TF: go on from there
-            fn = user_call((api_calls.caller if not scope else None) or sys._getframe(1), len(rec.raw))
+            if scope:
+                api = None
+                fn = user_below(len(rec.raw), (scope, op_type))
+            else:
+                api = api_call()
+                # the API walk of an unscoped op stopped at the code that called TF: go on from there
+                caller = api_calls.caller
+                fn = user_below(len(rec.raw), (scope, op_type)) if caller is None else user_call(caller, len(rec.raw))
             site = user_calls_.anchor  # the deepest frame of the user's code running this op
+            if site is not None:
+                # the same frame at the same instruction as for the last op is on the same
+                # line: the (code, line) pair is shared (f_lineno reads the line table)
+                lasti = site.f_lasti
+                if site is not last_site[0] or lasti != last_site[1]:
+                    last_site[:] = site, lasti, (site.f_code, site.f_lineno)
+                site = last_site[2]
             append(
                 (
                     op_type,
@@ -266,7 +285,7 @@ class Recorder:
                     None,
                     api,
                     fn,
-                    None if site is None else (site.f_code, site.f_lineno),
+                    site,
                 )
             )
             return None

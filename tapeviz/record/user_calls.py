@@ -16,7 +16,10 @@ user's running frames are kept, down to the deepest the last op ran under (the
 layer or a TF function the anchor called costs a bare walk up to the anchor (no list,
 no look-up per frame, no frame of another's kept); only an op outside the anchor, or in
 a new call of the user's, walks to the block. The frames are let go when the recording
-stops.
+stops. An op deep inside Keras runs at the same depth below the anchor step after step
+(one layer's ops, one loss's): ``below`` first asks ``sys._getframe`` (a walk in C)
+whether the anchor is where it was the last times an op of that type ran in that name
+scope, and walks in Python only when it is not.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import os
 import sys
 import sysconfig
 from dataclasses import dataclass
+from types import FrameType
 
 from tensorflow.python.framework import ops as _ops
 
@@ -41,6 +45,9 @@ _TAPEVIZ = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # tapeviz's own examples are the seed tutorial's programs: the user's code, as in the seed
 _EXAMPLES = os.path.join(_TAPEVIZ, "examples.py")
 _EAGER = _ops.EagerTensor
+_getframe = sys._getframe
+_DEPTHS_KEPT = 4096  # kinds of op whose anchor depth `below` remembers (then it starts over)
+_DEPTH_LIMIT = 400  # frames looked at to learn a depth
 
 
 @dataclass
@@ -136,6 +143,45 @@ class UserCalls:
         entry = _memo.code_user.get(id(code))
         kind = entry[1] if entry is not None and entry[0] is code else _code_kind(code)
         return self.last if kind == _OTHER else self._walk(f, index)
+
+    def below(self, index: int, key: tuple) -> int | None:
+        """``current(f, index)`` for ``f`` the frame that called the op callback, which calls
+        this directly; ``key`` says what the op is (its name scope and type). When the
+        anchor is found at the depth where it was the last time such an op ran, the frame
+        it called is read from there (a frame is on the stack once: it is the frame the
+        walk up in ``current`` would reach)."""
+        anchor = self.anchor
+        if anchor is not None:
+            for d in _memo.anchor_depths.get(key, ()):
+                try:
+                    up = _getframe(d)  # 0: this frame, 1: the callback, 2: f
+                except ValueError:  # the stack is not that deep now
+                    continue
+                if up is anchor:
+                    if d == 2:
+                        return self.last  # f is the anchor
+                    code = _getframe(d - 1).f_code  # the frame the anchor called
+                    entry = _memo.code_user.get(id(code))
+                    kind = entry[1] if entry is not None and entry[0] is code else _code_kind(code)
+                    return self.last if kind == _OTHER else self._walk(_getframe(2), index)
+        result = self.current(_getframe(2), index)
+        self._learn_depth(key)
+        return result
+
+    def _learn_depth(self, key: tuple) -> None:
+        """Remember the depth, from ``below``, at which the anchor runs now (if it does)."""
+        depths = _memo.anchor_depths
+        anchor = self.anchor
+        f: FrameType | None = _getframe(3)  # 0: this frame, 1: below, 2: the callback, 3: f (below's 2)
+        d = 2  # f's depth as `below` counts
+        while f is not None and d < _DEPTH_LIMIT:
+            if f is anchor:
+                if len(depths) >= _DEPTHS_KEPT:
+                    depths.clear()
+                # a few depths per kind of op (a layer reads its kernel and its bias at two)
+                depths[key] = (d, *[k for k in depths.get(key, ()) if k != d][:3])
+                return
+            f, d = f.f_back, d + 1
 
     def _walk(self, f, index: int) -> int | None:
         """Walk up to the block (an op that runs outside the anchor, or in a new call of

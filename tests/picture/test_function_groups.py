@@ -372,3 +372,51 @@ def test_legend_names_the_kinds_of_closed_groups_drawn():
         loss = tf.reduce_sum(model(tf.ones((1, 3))))
     assert group_entry(tv.view(tape, loss, collapsed=True)) == ["layer (collapsed)"]  # as before
     assert group_entry(tv.view(tape, loss, collapsed=False)) == []
+
+
+def test_remembered_anchor_depths_give_the_walks_answer(monkeypatch):
+    """An op deep in a Keras layer finds the user's call it ran in by the depth where it
+    was found before (UserCalls.below); the answer is the walk's, call for call."""
+    from tapeviz.record import user_calls
+    from tapeviz.record.hookstate import call_site_memo
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
+    x = tf.constant([[0.1, 0.2, 0.3], [0.4, -0.5, 0.6]])
+
+    def head(v):
+        return model(v)
+
+    def body(v):
+        return tf.reduce_sum(head(v) ** 2) + tf.reduce_sum(model(v))
+
+    def step():
+        with tv.GradientTape() as tape:
+            loss = body(x) + tf.reduce_sum(model(x))
+        capture = tape.graph.capture
+        ops = [(op.op_type, op.function) for op in capture.ops]
+        return ops, [(f.name, f.parent, f.start, f.end) for f in capture.functions], tape, loss
+
+    walks = []
+    current = user_calls.UserCalls.current
+    monkeypatch.setattr(user_calls.UserCalls, "current", lambda self, f, i: walks.append(i) or current(self, f, i))
+
+    class Forgetful(dict):
+        def __setitem__(self, key, value):  # remembers nothing: every op walks
+            pass
+
+    monkeypatch.setattr(call_site_memo, "anchor_depths", Forgetful())
+    walked = step()
+    walks_cold = len(walks)
+    monkeypatch.setattr(call_site_memo, "anchor_depths", {})
+    step()
+    walks.clear()
+    remembered = step()
+    assert walks_cold > 0 and len(walks) < walks_cold  # the depths were used
+    assert remembered[:2] == walked[:2]
+    assert [name for name, *_ in walked[1]] == ["body", "head"]
+    assert not hooks.hooks_installed()
+    fl = tv.flow(remembered[2], remembered[3])
+    with tf.GradientTape() as plain:
+        plain_loss = body(x) + tf.reduce_sum(model(x))
+    for v, want in zip(model.trainable_variables, plain.gradient(plain_loss, model.trainable_variables), strict=True):
+        np.testing.assert_array_equal(fl.grad(v), want.numpy())

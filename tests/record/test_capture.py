@@ -918,3 +918,31 @@ def test_untaken_branch_named_again_when_the_same_block_reruns():
         unread = step(first).unread
         expect = v1 if first else v0
         assert list(unread) == [expect.handle._id]
+
+
+def test_block_names_of_plain_classes_skip_the_variable_test():
+    """A block's tensors, numbers, functions and modules are told apart from variables by
+    their class alone (blockvars._NOT_VARIABLES); variables, Keras variables and a
+    value of such a class that wraps a variable as a Keras variable does still count."""
+    import types
+
+    import keras
+
+    from tapeviz.record import blockvars
+
+    assert not any(issubclass(c, tf.Variable) for c in blockvars._NOT_VARIABLES)
+    for value in (tf.constant(1.0), 2, 2.5, "w", None, [1], (1,), {}, len, print, types, lambda: 0):
+        assert type(value) in blockvars._NOT_VARIABLES
+        assert blockvars._float_variables(value) == []
+    v = tf.Variable(1.0)
+    assert blockvars._float_variables(v) == [v]
+    kv = keras.Variable(2.0)
+    assert blockvars._float_variables(kv) == [kv.value]
+    shim = types.SimpleNamespace(path="a/b", value=v)  # not in the set: tested as before
+    assert blockvars._float_variables(shim) == [v]
+
+    def wrapper():
+        return None
+
+    wrapper.path, wrapper.value = "a/fn", v  # a function dressed as a Keras variable
+    assert blockvars._float_variables(wrapper) == [v]

@@ -116,3 +116,30 @@ def test_py_function_gradient_calls_behave_as_without_tapeviz(flow_at):
     np.testing.assert_array_equal(got[0], plain[0])
     assert got[1] == plain[1]
     assert not hooks.hooks_installed()
+
+
+def test_a_dropped_tape_frees_its_tensors_without_the_cyclic_collector():
+    """As with tf.GradientTape, the tape and what it recorded go when the user lets go of
+    them: the recorder's op callback (which refers to the recorder) is dropped with the
+    hooks, so no reference cycle waits for the garbage collector."""
+    import gc
+    import weakref
+
+    x = tf.Variable([1.0, 2.0])
+
+    def step(cls):
+        with cls() as tape:
+            y = x * 3.0
+            loss = tf.reduce_sum(y**2)
+        tape.gradient(loss, x)
+        return weakref.ref(tape), weakref.ref(y)
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        for cls in (tf.GradientTape, tv.GradientTape):
+            tape_ref, tensor_ref = step(cls)
+            assert tape_ref() is None and tensor_ref() is None, cls
+    finally:
+        if was:
+            gc.enable()
