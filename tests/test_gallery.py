@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 import tensorflow as tf
-from gallery_models import GALLERY
+from gallery_models import GALLERY, MORE
 from test_placement import check
 
 import tapeviz as tv
@@ -44,7 +44,7 @@ def recorded():
 
     def get(name: str):
         if name not in made:
-            step = GALLERY[name]()
+            step = {**GALLERY, **MORE}[name]()
             fl = tv.flow(step.tape, step.loss)
             made[name] = (step, fl, Scene(step.tape.graph, fl))
         return made[name]
@@ -84,13 +84,11 @@ def test_each_named_box_shows_its_full_path_on_hover(recorded, name):
         title, full = names[n]
         tip = tips[box.gid]
         assert (tip.text if tip is not None else "") == box.tip == full
-        assert full.endswith(title), (title, full)
-    paths = {full: t for t, full in names.values() if "/" in full}  # Keras paths
+        # a path ends with its title; an op titled by the call that ran it tells its type
+        assert full.endswith(title) or full.endswith(": " + step.tape.graph.nx.nodes[n]["op_type"]), (title, full)
+    paths = {full: t for t, full in names.values() if "/" in full and ": " not in full}  # Keras paths
     assert paths and len(set(paths.values())) == len(paths)  # different paths, different titles
-    if name == "GAN":  # generator/hidden and discriminator/hidden: only the model's name tells them apart
-        assert "generator/hidden/kernel" in paths.values() and "discriminator/hidden/kernel" in paths.values()
-    else:  # the model's prefix dropped
-        assert all(len(t) < len(full) for full, t in paths.items())
+    assert all(len(t) < len(full) for full, t in paths.items())  # the model's prefix dropped
 
 
 #: Rows of the explorer's picture when its text was 8 pt (before issue 20's 9 pt): at 9 pt
@@ -193,6 +191,38 @@ def test_a_long_name_takes_a_second_line_broken_after_a_separator():
     head = fonts.text_width("sparse_categorical_", 9.5, "bold")
     width = head + fonts.text_width(ELLIPSIS, 9.5, "bold") / 2
     assert name_lines("sparse_categorical_crossentropy", width, 9.5, "bold") == ["sparse_categorical_", "crossentropy"]
+
+
+def test_an_op_the_users_call_ran_is_titled_by_that_call():
+    """The call as written, short; an operator's symbol; the op type where it says the same."""
+    from tapeviz.picture.names import call_title
+
+    assert call_title("tf.nn.sparse_softmax_cross_entropy_with_logits", "SparseSoftmaxCrossEntropyWithLogits") == (
+        "sparse_softmax_cross_entropy"
+    )
+    assert call_title(None, "AddV2") == "+"  # a + b: no public function on the stack
+    assert call_title("tf.multiply", "Mul") == "*"  # a * b goes through tf.multiply
+    assert call_title("tf.reduce_sum", "Sum") == "reduce_sum"
+    assert call_title("tf.matmul", "MatMul") == "MatMul" and call_title("tf.square", "Square") == "Square"
+    assert call_title(None, "Relu") == "Relu"  # no call known: the op type
+    assert call_title("tf.clip_by_norm", "Mul") == "clip_by_norm"  # not an operator's call
+
+
+def test_a_picture_titles_a_users_tf_call_and_keeps_the_op_type_below():
+    """tf.nn.sparse_softmax_cross_entropy_with_logits is one op: its box says the call (on
+    two lines if need be, never cut), the op type under it and in its tooltip; a + b is +."""
+    w = tf.Variable([[0.5, -1.0, 2.0]])
+    with tv.GradientTape() as tape:
+        logits = w + tf.constant([[0.1, 0.2, 0.3]])
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[1], logits=logits * 2.0))
+    scene = Scene(tape.graph, tv.flow(tape, loss))
+    shown = {t.text.replace("\n", ""): (s.text, scene.boxes[n].tip) for n, (t, s, _) in scene.labels.items()}
+    sub, tip = shown["sparse_softmax_cross_entropy"]
+    assert sub.startswith("SparseSoftmax")  # under a two-line title, the op type may be cut: the tooltip has it
+    assert tip == "tf.nn.sparse_softmax_cross_entropy_with_logits: SparseSoftmaxCrossEntropyWithLogits"
+    assert shown["*"][0] == "Mul" and shown["loss"][0] == "reduce_mean"  # a named op: the call under its name
+    assert shown["logits"][0] == "AddV2"  # a name the user gave wins; the op type below it
+    assert not [t for t in shown if ELLIPSIS in t]
 
 
 def test_row_lengths_are_balanced_and_each_tried_once():

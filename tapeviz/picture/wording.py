@@ -5,6 +5,7 @@ Every number comes from the records and the flow; every sentence from the messag
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 from ..messages import DEFAULT, say
 from ..record.graph import TapeGraph
 from ..record.values import GRAD_NORM, format_value
-from .names import short_names
+from .names import OPERATORS, call_title, short_names
 from .visibility import Shown
 
 
@@ -33,7 +34,7 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         dd = display.nx.nodes[node]
         if dd.get("group_kind") == "api":
-            return dd["name"].removeprefix("tf.")
+            return call_title(dd["name"], "")
         name = dd["name"]
         if dd.get("alike"):
             name = say("ui.group.alike", lang, name=name, n=dd["alike"])
@@ -44,8 +45,50 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
     if d.get("name"):
         return d["name"]
     if d["kind"] == "op":
-        return d.get("function") or d["op_type"]
+        return d.get("function") or _written(graph, d, node, display)
     return say("ui.kind.constant", lang) if d["kind"] == "constant" else d["label"]
+
+
+def _written(graph: TapeGraph, d, node=None, display: Shown | None = None) -> str:
+    """An op's title by the call that ran it: the user's own TF call or operator when it
+    ran outside every layer and is the one op of that call drawn (see :func:`call_title`),
+    else its op type (an opened call's ops, and a target beside its call's box, are parts
+    of the call)."""
+    if d.get("scope") or d.get("op_index") is None:
+        return d["op_type"]
+    op = graph.capture.ops[d["op_index"]]
+    if op.api and display is not None and _drawn_calls(graph, display).get((op.api, op.api_call), 0) > 1:
+        return d["op_type"]
+    return call_title(op.api, d["op_type"])
+
+
+_CALLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _drawn_calls(graph: TapeGraph, display: Shown) -> dict:
+    """(API name, call number) -> how many drawn ops (in boxes or in closed groups) it ran."""
+    got = _CALLS.get(display)
+    if got is None:
+        got = {}
+        ops = graph.capture.ops
+        for members in display.members.values():
+            for m in members:
+                d = graph.nx.nodes[m]
+                if d["kind"] == "op" and not d.get("scope"):
+                    op = ops[d["op_index"]]
+                    if op.api:
+                        got[(op.api, op.api_call)] = got.get((op.api, op.api_call), 0) + 1
+        _CALLS[display] = got
+    return got
+
+
+def _tip(graph: TapeGraph, node, display: Shown | None, title: str) -> str:
+    """An op's tooltip when its title is the call that ran it: the call and the op type."""
+    d = graph.nx.nodes[node]
+    if d.get("kind") != "op" or d.get("function") or _written(graph, d, node, display) == d["op_type"]:
+        return title
+    api = graph.capture.ops[d["op_index"]].api
+    return f"{api}: {d['op_type']}" if api else f"{title}: {d['op_type']}"
 
 
 def _path(graph: TapeGraph, node, display: Shown | None) -> str:
@@ -72,7 +115,8 @@ def box_names(graph: TapeGraph, display: Shown | None = None, lang: str = DEFAUL
     for n in nodes:
         if n not in paths:
             title = node_title(graph, n, display, lang)
-            out[n] = (title, title)
+            plain = display is None or display.nx.nodes[n].get("kind") not in ("layer", "inner")
+            out[n] = (title, _tip(graph, n, display, title) if plain else title)
             continue
         dd = display.nx.nodes[n] if display is not None else {}
         call, alike = dd.get("call"), dd.get("alike")
@@ -106,7 +150,11 @@ def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: st
     if d["kind"] != "op":
         return ""
     if d.get("name"):
-        return _op_label(d)
+        written = "" if d.get("via") else _written(graph, d, node, display)
+        # a named op says the call the user wrote (not an operator's symbol), else its type
+        return written if written not in ("", d["op_type"], *OPERATORS.values()) else _op_label(d)
+    if not d.get("via") and _written(graph, d, node, display) != d["op_type"]:
+        return d["op_type"]  # titled by the call that ran it: the op type is said below
     return d.get("via") or ""
 
 
