@@ -179,11 +179,10 @@ def gan() -> Step:
         [keras.Input((8,)), L.Dense(32, activation="relu"), L.Dense(64, activation="tanh")], name="gen"
     )
     discriminator = keras.Sequential([keras.Input((64,)), L.Dense(32, activation="relu"), L.Dense(1)], name="disc")
-    noise = tf.constant(np.random.default_rng(0).normal(size=(BATCH, 8)).astype("float32"))
-    discriminator(generator(noise))
+    z = tf.constant(np.random.default_rng(0).normal(size=(BATCH, 8)).astype("float32"))
+    discriminator(generator(z))
     bce = keras.losses.BinaryCrossentropy(from_logits=True)
     with tv.GradientTape(persistent=True) as tape:
-        z = tf.identity(noise, name="z")
         verdict = discriminator(generator(z, training=True), training=True)
         loss = bce(tf.ones_like(verdict), verdict)
     return Step(tape, loss, list(generator.trainable_variables))

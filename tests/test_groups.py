@@ -324,7 +324,9 @@ def test_depth_and_expand_reach_every_entry_point(made, tmp_path):
     fig = tv.draw(step.tape, step.loss, depth=2)
     assert fig is not None
     svg = tv.save(step.tape, step.loss, tmp_path / "t.svg", depth=2, expand="block2").read_text()
-    assert ">block1<" in svg and ">block3<" in svg and ">block2<" not in svg
+    # block1 and block3 are boxes; block2 opened is a frame with its name, around its layers
+    assert ">block1<" in svg and ">block3<" in svg and 'id="group-encoder/block2"' in svg
+    assert 'id="node-layer:encoder/block2"' not in svg and 'id="node-layer:encoder/block2/attention"' in svg
     ex = tv.explore(step.tape, step.loss, depth=2, expand=["block2"])
     assert blocks - {"encoder/block2"} <= set(
         ex.graph_targets.collapsed(ex.state)

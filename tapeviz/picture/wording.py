@@ -13,6 +13,7 @@ import numpy as np
 from ..messages import DEFAULT, say
 from ..record.graph import TapeGraph
 from ..record.values import GRAD_NORM, format_value
+from .frames import frame_of
 from .names import OPERATORS, call_title, short_names
 from .visibility import Shown
 
@@ -104,13 +105,17 @@ def _path(graph: TapeGraph, node, display: Shown | None) -> str:
     return graph.nx.nodes[node].get("name") or ""
 
 
-def box_names(graph: TapeGraph, display: Shown | None = None, lang: str = DEFAULT) -> dict[Any, tuple[str, str]]:
+def box_names(
+    graph: TapeGraph, display: Shown | None = None, lang: str = DEFAULT, unframed=frozenset()
+) -> dict[Any, tuple[str, str]]:
     """(title, full name) of every box. A named box's title is the shortest end of its path
     that no other box's path ends with (see :func:`tapeviz.picture.names.short_names`): the
-    model's prefix and the parts every box shares drop away, the full name stays as the tooltip."""
+    model's prefix and the parts every box shares drop away, the full name stays as the tooltip.
+    Inside a frame, a title is named below the frame's group (open groups ``unframed`` have
+    none drawn: their boxes are named as if they were outside)."""
     nodes = list((display.nx if display is not None else graph.nx).nodes)
     paths = {n: p for n in nodes if (p := _path(graph, n, display))}
-    short = short_names(paths)
+    short = _in_frames(paths, display, unframed)
     out = {}
     for n in nodes:
         if n not in paths:
@@ -128,6 +133,24 @@ def box_names(graph: TapeGraph, display: Shown | None = None, lang: str = DEFAUL
             )
             continue
         out[n] = (short[n] + more, paths[n] + more)
+    return out
+
+
+def _in_frames(paths: dict, display: Shown | None, unframed=frozenset()) -> dict:
+    """Each path's short name in the frame it is drawn in: the path below the frame's group
+    (``dense``, not ``block1/dense``, in block1's frame), shortened among the frame's boxes
+    (:func:`short_names`). Boxes in no frame are shortened among themselves."""
+    if display is None or display.tree is None:
+        return short_names(paths)
+    by_frame: dict = {}
+    for n, p in paths.items():
+        frame = frame_of(display, n, unframed)
+        if frame is not None and p.startswith(frame + "/"):
+            p = p[len(frame) + 1 :]
+        by_frame.setdefault(frame, {})[n] = p
+    out: dict = {}
+    for inside in by_frame.values():
+        out.update(short_names(inside))
     return out
 
 
