@@ -94,6 +94,68 @@ def _open_groups_of(scene, n) -> set:
     return set(_open_path(scene.display, n))
 
 
+@pytest.mark.parametrize("name", MODELS)
+def test_default_picture_opens_no_layer_of_keras_own(recorded, name):
+    """Dense, Conv, BatchNormalization, MultiHeadAttention... are one box each by default,
+    their variables inside (no op drawn from inside one, no loose kernel beside it)."""
+    _, _, scene = recorded(name)
+    display = scene.display
+    tree = display.tree
+    builtin = {gid for gid, g in tree.groups.items() if g.builtin}
+    assert builtin or name == "WGAN-GP", name  # WGAN-GP's critic is differentiated: closed anyway
+    for n in display.nx:
+        if display.nx.nodes[n].get("kind") != "layer":
+            assert not builtin & set(tree.paths.get(n, ())), (name, n, tree.paths.get(n))
+
+
+def test_gan_reads_z_gen_disc_loss_in_frames(recorded):
+    _, _, scene = recorded("GAN")
+    titles = {n: t.text for n, (t, _, _) in scene.labels.items()}
+    frames = {f.name: f for f in scene.frames}
+    assert set(frames) == {"gen", "disc"}
+    inside = {
+        name: sorted(
+            titles[n]
+            for n, b in scene.boxes.items()
+            if f.x <= b.x and b.x + b.w <= f.x + f.w and f.y <= b.y and b.y + b.h <= f.y + f.h
+        )
+        for name, f in frames.items()
+    }
+    assert inside == {"gen": ["dense", "dense_1"], "disc": ["dense_2", "dense_3"]}
+    d = scene.display.nx
+    order = {titles[n]: i for i, n in enumerate(n for n in __import__("networkx").topological_sort(d))}
+    assert order["z"] < order["dense"] < order["dense_1"] < order["dense_2"] < order["dense_3"] < order["loss"]
+
+
+def test_mobilenet_conv_with_no_bias_is_one_box_with_its_kernel():
+    """MobileNetV2's Conv1 has no bias: one op and its kernel, still the layer's box."""
+    step = GALLERY["MobileNetV2"]()
+    scene = Scene(step.tape.graph, tv.flow(step.tape, step.loss))
+    titles = {t.text for t, _, _ in scene.labels.values()}
+    assert {"Conv1", "Conv_1"} <= titles and not any(t.endswith("kernel") for t in titles)
+    assert "Conv2D" not in titles
+
+
+def test_the_transformer_names_its_blocks(recorded):
+    _, _, scene = recorded("Transformer")
+    frames = {f.name for f in scene.frames}
+    assert {"block0", "block1", "block2"} <= frames
+
+
+def test_a_one_layer_model_still_shows_its_ops():
+    """Fewer than about 6 boxes with the layer closed: the ops are the lesson."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    x = tf.ones((1, 3))
+    with tv.GradientTape() as tape:
+        loss = tf.reduce_sum(model(x))
+    scene = Scene(tape.graph, tv.flow(tape, loss))
+    titles = {t.text for t, _, _ in scene.labels.values()}
+    assert {"MatMul", "BiasAdd"} <= titles
+
+
 @pytest.mark.parametrize("name", GALLERY)
 def test_default_picture_cuts_no_title_and_has_no_overlaps(recorded, name):
     _, _, scene = recorded(name)

@@ -54,6 +54,7 @@ from .opening import (
     fitting_level,
     function_paths,
     holding_everything,
+    keras_layers,
     layer_calls,
     leaf_groups,
     owners,
@@ -67,6 +68,9 @@ Node = Hashable
 
 #: More boxes than this (after hiding and folding, every group open): layers collapse.
 FIT_BOXES = 30
+#: A default picture with Keras's own layers closed that has fewer boxes than this opens
+#: them (a one-layer model, where the ops are the lesson).
+FEW_BOXES = 6
 #: With show_all=True, graphs with more ops than this open with their layers collapsed.
 COLLAPSE_THRESHOLD = 60
 
@@ -583,6 +587,7 @@ class _Decision:
             loose=targets,
             derivatives=derivatives,
             functions=function_paths(self.graph, self.boxes - targets),
+            layer_scopes=getattr(self.graph.capture, "layer_scopes", ()),
         )
 
     @functools.cached_property
@@ -626,16 +631,23 @@ class _Decision:
         fitted: list[int] = []
         differentiated, everything = self.differentiated, self.everything
 
+        builtin = keras_layers(tree)
+
         def default() -> set:
-            fitted.append(fitting_level(tree, self.boxes, fit, differentiated, everything))
-            return tree.closed_below(fitted[0]) - everything | differentiated
+            fitted.append(fitting_level(tree, self.boxes, fit, differentiated, everything, builtin))
+            closed = tree.closed_below(fitted[0]) - everything | differentiated | builtin
+            if builtin and tree.count_boxes(self.boxes, closed) < FEW_BOXES:
+                # a one-layer model: its ops are the lesson
+                fitted[0] = fitting_level(tree, self.boxes, fit, differentiated, everything)
+                closed = tree.closed_below(fitted[0]) - everything | differentiated
+            return closed
 
         chosen = choose_closed(tree, options, default=default)
         display = _acyclic(make, G, tree, chosen)
         level = fitted[0] if fitted and not options.expand else 0
         while level > 1 and display.nx.number_of_nodes() > fit:
             level -= 1  # a group split per call added boxes the count did not see
-            display = _acyclic(make, G, tree, tree.closed_below(level) - everything | differentiated)
+            display = _acyclic(make, G, tree, tree.closed_below(level) - everything | differentiated | builtin)
         runs = alike_runs(display)
         if runs:
             merged = make(display.collapsed, display.calls, runs)
