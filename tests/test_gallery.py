@@ -142,6 +142,17 @@ def test_the_transformer_names_its_blocks(recorded):
     assert {"block0", "block1", "block2"} <= frames
 
 
+def test_a_48_block_decoder_shows_its_blocks_as_one_run(recorded):
+    """Alike runs are found before boxes are counted: 48 decoder blocks are h0–47, not one
+    box for the whole model (and the numbers are TensorFlow's)."""
+    step, fl, scene = recorded("GPT-48")
+    titles = [t.text.replace("\n", " ") for t, _, _ in scene.labels.values()]
+    assert "h0–47 (48\u00a0alike)" in titles, titles
+    assert len(scene.boxes) <= MOST_BOXES and "gpt" not in titles
+    for v, g in zip(step.variables[:6], step.tape.gradient(step.loss, step.variables[:6]), strict=True):
+        np.testing.assert_array_equal(fl.grad(v), tf.convert_to_tensor(g).numpy())
+
+
 def test_a_one_layer_model_still_shows_its_ops():
     """Fewer than about 6 boxes with the layer closed: the ops are the lesson."""
     import keras

@@ -350,6 +350,12 @@ def _run(tree: GroupTree, chain: list[str]) -> AlikeRun:
     return AlikeRun(f"{first.parent}/{name}" if first.parent else name, name, tuple(chain))
 
 
+def _count_with_runs(display: Shown) -> int:
+    """The boxes a display has once each run of alike blocks is one box."""
+    runs = {run.id: run for run in alike_runs(display).values()}
+    return display.nx.number_of_nodes() - sum(len(run.groups) - 1 for run in runs.values())
+
+
 def _acyclic(make: Callable[..., Shown], g: nx.MultiDiGraph, tree: GroupTree, chosen: set) -> Shown:
     """The display for the chosen groups, with a box per call where a group is left and
     entered again (a box with edges out and back in would be a cycle)."""
@@ -632,22 +638,36 @@ class _Decision:
         differentiated, everything = self.differentiated, self.everything
 
         builtin = keras_layers(tree)
+        always = [builtin]  # closed at every level by default (none in a one-layer model)
 
         def default() -> set:
             fitted.append(fitting_level(tree, self.boxes, fit, differentiated, everything, builtin))
             closed = tree.closed_below(fitted[0]) - everything | differentiated | builtin
             if builtin and tree.count_boxes(self.boxes, closed) < FEW_BOXES:
                 # a one-layer model: its ops are the lesson
+                always[0] = set()
                 fitted[0] = fitting_level(tree, self.boxes, fit, differentiated, everything)
                 closed = tree.closed_below(fitted[0]) - everything | differentiated
             return closed
 
+        def closed_at(level: int) -> set:
+            return tree.closed_below(level) - everything | differentiated | always[0]
+
         chosen = choose_closed(tree, options, default=default)
         display = _acyclic(make, G, tree, chosen)
         level = fitted[0] if fitted and not options.expand else 0
-        while level > 1 and display.nx.number_of_nodes() > fit:
+        while level > 1 and _count_with_runs(display) > fit:
             level -= 1  # a group split per call added boxes the count did not see
-            display = _acyclic(make, G, tree, tree.closed_below(level) - everything | differentiated | builtin)
+            display = _acyclic(make, G, tree, closed_at(level))
+        if level:
+            # a run of alike blocks is one box: a deeper level may fit once its runs are
+            # counted so (48 alike decoder blocks are one box, not 48)
+            grain = min((tree.groups[gid].level + 1 for gid in differentiated if gid in tree), default=tree.depth + 1)
+            for deeper in range(level + 1, min(grain, tree.depth + 1) + 1):
+                trial = _acyclic(make, G, tree, closed_at(deeper))
+                if _count_with_runs(trial) > fit:
+                    break
+                display = trial
         runs = alike_runs(display)
         if runs:
             merged = make(display.collapsed, display.calls, runs)
