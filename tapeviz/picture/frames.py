@@ -80,15 +80,15 @@ def open_groups(display: Shown) -> set[str]:
     return {gid for n in display.nx for gid in _open_path(display, n)}
 
 
-def open_spans(display: Shown, pos, *, layer_gap: float = 1.0) -> list[tuple[int, int]]:
+def open_spans(display: Shown, pos, *, layer_gap: float = 1.0, unframed=frozenset()) -> list[tuple[int, int]]:
     """(first, last) column of each open group's boxes in a layered layout ``pos``: where
-    rows may not cut (see :func:`tapeviz.picture.rows.row_starts`)."""
+    rows may not cut (see :func:`tapeviz.picture.rows.row_starts`); groups ``unframed`` have no frame."""
     cols: dict[str, list[int]] = {}
     for n, (x, _) in pos.items():
         if n in display.nx:
             for gid in _open_path(display, n):
                 cols.setdefault(gid, []).append(int(round(x / layer_gap)))
-    return [(min(c), max(c)) for c in cols.values()]
+    return [(min(c), max(c)) for gid, c in cols.items() if gid not in unframed]
 
 
 def name_label(f: GroupFrame, scene) -> Label:

@@ -268,7 +268,7 @@ class Scene(Restyling):
         """The layout folded into rows of at most ``columns``: wrap=k's rows are k long; the
         rows chosen here are cut where the fewest edges return to the next row."""
         dg = self.display.nx
-        spans = open_spans(self.display, pos) if self.show_frames else ()
+        spans = open_spans(self.display, pos, unframed=self.unframed) if self.show_frames else ()
         starts = None if self.wrap is not None else row_starts(dg, pos, columns, spans=spans)
         n_columns = len({round(x) for x, _ in pos.values()})
         firsts = starts if starts is not None else list(range(0, n_columns, columns))
