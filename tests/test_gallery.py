@@ -153,6 +153,19 @@ def test_a_48_block_decoder_shows_its_blocks_as_one_run(recorded):
         np.testing.assert_array_equal(fl.grad(v), tf.convert_to_tensor(g).numpy())
 
 
+def test_an_episode_of_20_steps_is_one_repeat(recorded):
+    """The model called once per step of an RL episode inside one tape, and each step's
+    ops, are one box each for all 20 steps: at most 30 boxes, at most 1,600 px tall, the
+    numbers TensorFlow's."""
+    step, fl, scene = recorded("actor-critic")
+    titles = [t.text.replace("\n", " ") for t, _, _ in scene.labels.values()]
+    assert len(scene.boxes) <= MOST_BOXES and scene.canvas[1] <= 1600, (len(scene.boxes), scene.canvas)
+    assert "ac ×20 (steps 0–19)" in titles and any(t.endswith("×20") and t != titles[0] for t in titles), titles
+    check(scene, "actor-critic")
+    for v, g in zip(step.variables, step.tape.gradient(step.loss, step.variables), strict=True):
+        np.testing.assert_array_equal(fl.grad(v), tf.convert_to_tensor(g).numpy())
+
+
 def test_a_one_layer_model_still_shows_its_ops():
     """Fewer than about 6 boxes with the layer closed: the ops are the lesson."""
     import keras

@@ -36,6 +36,9 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
         dd = display.nx.nodes[node]
         if dd.get("group_kind") == "api":
             return call_title(dd["name"], "")
+        if dd.get("group_kind") == "repeat":  # one op of every step of a loop
+            first = display.members[node][0]
+            return say("ui.group.repeat_title", lang, name=node_title(graph, first, None, lang), n=dd["repeat"])
         name = dd["name"]
         if dd.get("alike"):
             name = say("ui.group.alike", lang, name=name, n=dd["alike"])
@@ -99,7 +102,7 @@ def _path(graph: TapeGraph, node, display: Shown | None) -> str:
         dd = display.nx.nodes[node]
         if dd.get("kind") == "layer":
             # an API call and a derivative ("du = ∂u/∂pts": its "/" is a fraction bar) are their name
-            return "" if dd.get("group_kind") in ("api", "derivative") else dd["layer"]
+            return "" if dd.get("group_kind") in ("api", "derivative", "repeat") else dd["layer"]
         if dd.get("kind") == "inner":
             return ""
     return graph.nx.nodes[node].get("name") or ""
@@ -126,6 +129,8 @@ def box_names(
         dd = display.nx.nodes[n] if display is not None else {}
         call, alike = dd.get("call"), dd.get("alike")
         more = f" (call {call + 1})" if call else ""
+        if dd.get("steps"):  # the model called once per step of a loop
+            more = say("ui.group.steps", lang, n=dd["steps"])
         if alike:  # a run of alike blocks: "conv3_block2–4 (3 alike)"
             out[n] = (
                 say("ui.group.alike", lang, name=short[n], n=alike),
