@@ -366,3 +366,17 @@ def test_rows_are_cut_where_the_fewest_edges_return():
     assert row_starts(g, pos, 4) == [0, 4]
     assert row_starts(g, pos, 6) == [0]  # one row holds it
     assert row_starts(g, pos, 2) == [0, 2, 4]  # no choice
+
+
+def test_edges_of_one_source_back_to_the_next_row_share_a_lane():
+    """A bundle from one source runs back as one line (one lane) and splits near its
+    targets; another source's edge gets a lane of its own."""
+    import networkx as nx
+
+    from tapeviz.picture.rows import wrap_bands
+
+    g = nx.DiGraph([(0, 2), (0, 3), (1, 2), (2, 3)])
+    pos = {0: (0.0, 0.0), 1: (1.0, 0.0), 2: (2.0, 0.0), 3: (3.0, -1.0)}
+    _, _, lanes = wrap_bands(g, pos, {}, columns=2)
+    assert lanes[(0, 2)] == lanes[(0, 3)]
+    assert lanes[(1, 2)] != lanes[(0, 2)]

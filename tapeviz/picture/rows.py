@@ -242,12 +242,16 @@ def wrap_bands(
         shift[b] = cursor - top[b]
         first_lane = bottom[b] + shift[b] - _BAND_MARGIN
         # The edge leaving lowest takes the highest lane and the innermost vertical legs:
-        # on the right-hand side, where they turn down, their paths then never cross.
+        # on the right-hand side, where they turn down, their paths then never cross. The
+        # edges of one source leaving at one height share a lane: a bundle runs back as
+        # one line and splits where its targets are.
         returning = sorted(crossing.get(b, []), key=lambda t: t[0])
-        for i, (_, e) in enumerate(returning):
+        bundle: dict[tuple, int] = {}
+        for leave_y, e in returning:
+            i = bundle.setdefault((e[0], round(leave_y, 6)), len(bundle))
             lanes.setdefault(e, []).append((first_lane - i * _LANE_GAP, i))
         if returning:
-            cursor = first_lane - (len(returning) - 1) * _LANE_GAP - _BAND_MARGIN
+            cursor = first_lane - (len(bundle) - 1) * _LANE_GAP - _BAND_MARGIN
         else:
             cursor = bottom[b] + shift[b]
 
