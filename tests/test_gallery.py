@@ -380,3 +380,19 @@ def test_edges_of_one_source_back_to_the_next_row_share_a_lane():
     _, _, lanes = wrap_bands(g, pos, {}, columns=2)
     assert lanes[(0, 2)] == lanes[(0, 3)]
     assert lanes[(1, 2)] != lanes[(0, 2)]
+
+
+def test_an_edge_to_the_next_row_goes_down_from_its_source():
+    """An edge between neighbouring rows leaves its bend points along the rest of its row
+    behind: it runs from its source down to its lane and on to its target. One that
+    crosses two rows keeps them (its way down passes the rows between)."""
+    import networkx as nx
+
+    from tapeviz.picture.rows import wrap_bands
+
+    g = nx.DiGraph([(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (0, 3), (0, 5)])
+    pos = {i: (float(i), 0.0) for i in range(6)}
+    routes = {(0, 3): [(1.0, -1.0), (2.0, -1.0)], (0, 5): [(x, -2.0) for x in (1.0, 2.0, 3.0, 4.0)]}
+    _, new_routes, lanes = wrap_bands(g, pos, routes, columns=2)
+    assert new_routes[(0, 3)] == [] and len(lanes[(0, 3)]) == 1
+    assert len(new_routes[(0, 5)]) == 4 and len(lanes[(0, 5)]) == 2

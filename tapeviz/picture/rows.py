@@ -226,6 +226,10 @@ def wrap_bands(
         bu, bv = band(pos[u][0]), band(pos[v][0])
         if bu == bv:
             continue
+        if bv == bu + 1:
+            # to the next row: straight down from its source to the lane and on to its
+            # target, not along the rest of its row first
+            routed[(u, v)] = []
         bends = routed.setdefault((u, v), [])
         stops = [pos[u], *bends]
         for b in range(bu, bv):
