@@ -280,6 +280,9 @@ MESSAGES = {
     "ui.group.derivative": lambda n, call, **_: f"{call} · {n} {_plural(n, 'op')}",
     # a function of the user's holding inner gradients names them instead (a subtitle has no room for both)
     "ui.group.function": lambda n, call="", **_: f"with {call}" if call else f"your function · {n} {_plural(n, 'op')}",
+    "ui.group.repeat_title": "{name} ×{n}",
+    "ui.group.repeat": lambda n, **_: f"one per step · {n} {_plural(n, 'op')}",
+    "ui.group.steps": lambda n, **_: f" ×{n} (steps 0–{n - 1})",
     "ui.group.inner": "in tf.function {function}",
     # A collapsed group's variables, too many to list under its box: their gradient's norm taken together.
     "ui.group.grad_total": "‖g‖ {norm} over {n} variables",

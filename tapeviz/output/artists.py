@@ -28,6 +28,7 @@ from matplotlib.path import Path
 from matplotlib.text import Text
 
 from ..picture.fonts import matplotlib_families
+from ..picture.frames import GroupFrame, name_label
 from ..picture.legend import legend_layout_for
 from ..picture.marks import Arrow, Box, Label, Swatch
 from ..picture.placement import arrow_specs, edge_label_specs, label_specs
@@ -59,7 +60,7 @@ __all__ = [
 
 MUTATION = 10.0  # points: arrow heads' mutation scale (times the theme's line factor), as svg.py draws them
 MARK_LENGTH = 8.0  # points: a backward marker (times the theme's line factor), as svg.py draws it
-Z_EDGE, Z_MARK, Z_BOX, Z_TEXT, Z_EDGE_LABEL = 2, 2.5, 3, 4, 5
+Z_FRAME, Z_EDGE, Z_MARK, Z_BOX, Z_TEXT, Z_EDGE_LABEL = 1, 2, 2.5, 3, 4, 5
 
 # A triangle pointing along +x, centred on the origin (a marker path: matplotlib normalises its size)
 _MARK_PATH = Path(
@@ -357,6 +358,7 @@ class Artists:
     legend: Any
     chips: dict = field(default_factory=dict)
     marks: list = field(default_factory=list)
+    frames: list = field(default_factory=list)  # the open groups' frames and names
 
 
 def draw_scene(ax: Axes, scene: Scene, chrome: Chrome) -> Artists:
@@ -366,6 +368,7 @@ def draw_scene(ax: Axes, scene: Scene, chrome: Chrome) -> Artists:
     (x0, x1), (y0, y1) = scene.limits
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
+    frames = [a for f in scene.frames for a in _frame_artists(ax, f, scene)]
     arrows = {e: paint.arrow(a) for e, a in scene.arrows.items()}
     marks = [m for a in scene.arrows.values() if a.marks for m in paint.marks(a)]
     return Artists(
@@ -378,7 +381,32 @@ def draw_scene(ax: Axes, scene: Scene, chrome: Chrome) -> Artists:
         legend=chrome.legend,
         chips={n: [paint.text(t, Z_TEXT) for t in tags] for n, tags in scene.chips.items()},
         marks=marks,
+        frames=frames,
     )
+
+
+def _frame_artists(ax: Axes, f: GroupFrame, scene: Scene) -> list:
+    """An open group's frame (or its pieces) and its name, behind the edges, as svg.py draws it."""
+    th = scene.theme
+    out: list = []
+    for x, y, w, h in f.parts or ((f.x, f.y, f.w, f.h),):
+        patch = ax.add_patch(
+            FancyBboxPatch(
+                (x, y),
+                w,
+                h,
+                boxstyle="round,pad=0,rounding_size=0.03",
+                facecolor=th.muted,
+                edgecolor=th.muted,
+                linewidth=0.8,
+                linestyle="--",
+                zorder=Z_FRAME,
+            )
+        )
+        patch.set_facecolor(to_rgba(th.muted, 0.04))
+        out.append(patch)
+    out.append(text_artist(ax, name_label(f, scene), Z_FRAME + 0.1, th))
+    return out
 
 
 def restyle_artists(ax: Axes, scene: Scene, artists: Artists, title: Text) -> None:

@@ -406,9 +406,9 @@ def to_svg(view: Any, *, fit: bool = False, frames: bool = False) -> str:
     ``stroke-dasharray``; then its filled head), ``label-<u>-<v>-<k>`` (the edge's
     label), ``marks`` (the backward chevrons), ``title``, ``caption``, ``legend``.
 
-    ``frames=True`` (the explorer's canvas) draws a frame around each open group's boxes
-    behind everything else, ``group-<group id>``, with the group's name on it (a click on
-    it closes the group).
+    Each open group's frame (the scene's ``frames``; ``frames=True`` draws them for a scene
+    made without) is drawn behind everything else, ``group-<group id>``, with the group's
+    name on it (in the explorer, a click on it closes the group).
     """
     sc = _scene_of(view)
     w = SvgPainter(sc)
@@ -425,7 +425,7 @@ def to_svg(view: Any, *, fit: bool = False, frames: bool = False) -> str:
         ),
         f'<rect width="100%" height="100%"{w.paint("fill", sc.theme.background)}/>\n',
     ]
-    if frames:
+    if frames or sc.frames:
         drawn = [w.frame(f) for f in (sc.frames or group_frames(sc))]
         if drawn:
             out += ['<g id="layer-groups">\n', *drawn, "</g>\n"]

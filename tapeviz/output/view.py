@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from ..gradients.flow import GradientFlow
+from ..picture.frames import WHOLE
 from ..picture.marks import Hidden
 from ..picture.opening import leaf_groups
 from ..picture.options import Options
@@ -110,7 +111,7 @@ class GraphView:
         routes: Mapping[tuple[Any, Any], list] | None = None,
         functions: Iterable[str] = (),
         page: float = PAGE_WIDTH,
-        frames: bool = False,
+        frames: bool | str = WHOLE,
         **option_keywords: Any,
     ):
         self.options = opts = Options.of(options, **option_keywords).in_file()
@@ -310,6 +311,7 @@ class GraphView:
         ours |= {id(t) for trio in a.labels.values() for t in trio}
         ours |= {id(t) for tags in a.chips.values() for t in tags}
         ours |= {id(m) for m in a.marks}
+        ours |= {id(f) for f in a.frames}
         if fig.legends or fig.images or fig.subfigs or fig.artists:
             return False
         if any(id(x) not in ours for kind in (fig.texts, fig.patches, fig.lines) for x in kind):

@@ -24,11 +24,14 @@ from .marks import Label
 from .style import CAPTION_H
 from .visibility import Shown
 
-__all__ = ["GroupFrame", "group_frames", "name_label"]
+__all__ = ["WHOLE", "GroupFrame", "group_frames", "name_label", "open_spans", "frame_of", "open_groups"]
 
 PAD_X, PAD_TOP, PAD_BOTTOM = 0.05, 0.11, CAPTION_H + 0.03  # data units around the innermost frame
 NEST_X, NEST_Y = 0.035, 0.04  # more margin per open group inside
 NAME_X, NAME_Y = 4.0, 2.0  # points between a frame's corner and its name
+#: A scene's ``frames`` value that draws only the frames that are one rectangle (a file's
+#: picture); True draws the others in pieces too (the explorer's, where a click closes them).
+WHOLE = "whole"
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,10 @@ def _open_path(display: Shown, node) -> tuple[str, ...]:
     if d.get("kind") == "layer" and d.get("layer") in tree:  # a closed group's box
         gid = d["layer"]
         return tuple(reversed(tree.ancestors(gid)))
+    if d.get("kind") == "layer" and d.get("alike"):  # a run of alike groups: where its first is
+        run = next((r for r in display.runs.values() if r.id == d["layer"]), None)
+        if run is not None:
+            return tuple(reversed(tree.ancestors(run.groups[0])))
     path = tree.paths.get(node, ())
     out = []
     for gid in path:
@@ -60,6 +67,28 @@ def _open_path(display: Shown, node) -> tuple[str, ...]:
             break
         out.append(gid)
     return tuple(out)
+
+
+def frame_of(display: Shown, node, unframed=frozenset()) -> str | None:
+    """The innermost open group holding a drawn box (the frame it is drawn in), or None;
+    groups ``unframed`` have no frame drawn."""
+    return next((gid for gid in reversed(_open_path(display, node)) if gid not in unframed), None)
+
+
+def open_groups(display: Shown) -> set[str]:
+    """The open groups holding a drawn box: each would be a frame."""
+    return {gid for n in display.nx for gid in _open_path(display, n)}
+
+
+def open_spans(display: Shown, pos, *, layer_gap: float = 1.0, unframed=frozenset()) -> list[tuple[int, int]]:
+    """(first, last) column of each open group's boxes in a layered layout ``pos``: where
+    rows may not cut (see :func:`tapeviz.picture.rows.row_starts`); groups ``unframed`` have no frame."""
+    cols: dict[str, list[int]] = {}
+    for n, (x, _) in pos.items():
+        if n in display.nx:
+            for gid in _open_path(display, n):
+                cols.setdefault(gid, []).append(int(round(x / layer_gap)))
+    return [(min(c), max(c)) for gid, c in cols.items() if gid not in unframed]
 
 
 def name_label(f: GroupFrame, scene) -> Label:
@@ -82,8 +111,10 @@ def name_label(f: GroupFrame, scene) -> Label:
 
 def group_frames(scene) -> list[GroupFrame]:
     """The frames of a scene's open groups, outermost first (so inner ones are drawn on top).
-    Above its boxes, a frame leaves room for its name (:func:`name_label`)."""
+    Above its boxes, a frame leaves room for its name (:func:`name_label`). A scene whose
+    ``show_frames`` is :data:`WHOLE` gets only the frames that are one rectangle."""
     display: Shown = scene.display
+    whole_only = getattr(scene, "show_frames", True) == WHOLE
     tree = getattr(display, "tree", None)
     if tree is None or not tree.groups:
         return []
@@ -121,6 +152,14 @@ def group_frames(scene) -> list[GroupFrame]:
             for n, b in scene.boxes.items()
             if n in paths
         )
+        if whole_only and not strangers:  # in a file, a box reaching into the frame (its name's band) is one too
+            strangers = any(
+                grp.id not in paths[n] and x0 < b.x + b.w and b.x < x1 and y0 < b.y + b.h and b.y < y1
+                for n, b in scene.boxes.items()
+                if n in paths
+            )
+        if strangers and whole_only:
+            continue  # pieces of frames, each like a frame of its own, would mislead in a file
         parts = _pieces(members[grp.id], k, pad_top) if strangers else ()
         out.append(GroupFrame(grp.id, grp.name, x0, y0, x1 - x0, y1 - y0, grp.level, k, parts))
     return out

@@ -70,6 +70,7 @@ class Group:
     children: tuple[str, ...]
     size: int
     note: str = ""
+    builtin: bool = False  # a layer of Keras's own (Dense, Conv2D, MultiHeadAttention): one box by default
 
 
 class GroupTree:
@@ -153,12 +154,13 @@ class GroupTree:
 class _Raw:
     """A group while the tree is built (mutable; becomes a Group at the end)."""
 
-    __slots__ = ("name", "kind", "items", "note")
+    __slots__ = ("name", "kind", "items", "note", "builtin")
 
-    def __init__(self, name: str, kind: str, note: str = ""):
+    def __init__(self, name: str, kind: str, note: str = "", builtin: bool = False):
         self.name = name
         self.kind = kind
         self.note = note
+        self.builtin = builtin
         self.items: list = []  # child _Raw groups and box nodes, in forward order
 
 
@@ -173,6 +175,7 @@ def build_tree(
     loose: Iterable[Node] = (),
     derivatives: Mapping[Node, tuple[tuple[int, str, str], ...]] | None = None,
     functions: Mapping[Node, tuple[tuple[int, str], ...]] | None = None,
+    layer_scopes: Iterable[str] = (),
 ) -> GroupTree:
     """The group tree of the boxes ``boxes`` of graph ``g`` (nodes carry ``kind`` and, for
     ops, ``scope``), visited in forward ``order``.
@@ -185,6 +188,9 @@ def build_tree(
     (record index, title, call): they group by call before any scope or API call;
     ``functions`` maps ops to the calls of the user's functions they ran in, outermost
     first, as (record index, title): every other group of the op is made inside them.
+    ``layer_scopes`` are the scopes Keras's own layers opened: their groups are ``builtin``,
+    and one holding a single op keeps its box when it holds the layer's variables too (a
+    Conv2D with no bias is its op and its kernel, not a loose kernel beside a Conv2D op).
     """
     boxes = set(boxes)
     loose = set(loose)
@@ -192,6 +198,7 @@ def build_tree(
     derivatives = derivatives or {}
     functions = functions or {}
     losses = set(loss_scopes)
+    layers = set(layer_scopes)
     root = _Raw("", "block")
     by_key: dict[tuple, _Raw] = {}
     by_scope: dict[int, dict[str, _Raw]] = {}  # per function call (or the root): its scope groups
@@ -215,7 +222,7 @@ def build_tree(
         if n in derivatives:
             parent = _derivative_group(home, by_key, derivatives[n])
         elif scope:
-            parent = _scope_group(scope, by_scope.setdefault(id(home), {}), home, losses)
+            parent = _scope_group(scope, by_scope.setdefault(id(home), {}), home, losses, layers)
         elif n in apis:
             name, call, kind = apis[n]
             key = ("\0api", name, call)
@@ -282,7 +289,9 @@ def _derivative_group(root: _Raw, by_key: dict, calls: tuple[tuple[int, str, str
     return parent
 
 
-def _scope_group(scope: str, by_scope: dict[str, _Raw], root: _Raw, losses: set) -> _Raw:
+def _scope_group(
+    scope: str, by_scope: dict[str, _Raw], root: _Raw, losses: set, layers: set | frozenset = frozenset()
+) -> _Raw:
     """The group of name scope ``scope``, made with any missing outer scopes (each scope
     string is split once: linear in the scopes' lengths, however deep they nest)."""
     raw = by_scope.get(scope)
@@ -297,7 +306,7 @@ def _scope_group(scope: str, by_scope: dict[str, _Raw], root: _Raw, losses: set)
             break
         missing.append(outer)
     for s in reversed(missing):
-        raw = by_scope[s] = _Raw(s.rsplit("/", 1)[-1], "loss" if s in losses else "layer")
+        raw = by_scope[s] = _Raw(s.rsplit("/", 1)[-1], "loss" if s in losses else "layer", builtin=s in layers)
         parent.items.append(raw)
         parent = raw
     return parent
@@ -391,7 +400,9 @@ def _dissolve_singletons(root: _Raw, joiners: set) -> None:
         items: list = []
         for it in raw.items:
             # a derivative keeps its box even for one op: its name says what the op computes
-            if isinstance(it, _Raw) and it.kind != "derivative" and sum(1 for x in it.items if x not in joiners) == 1:
+            own = sum(1 for x in it.items if x not in joiners) if isinstance(it, _Raw) else 0
+            holds_variables = isinstance(it, _Raw) and it.builtin and len(it.items) > own
+            if isinstance(it, _Raw) and it.kind != "derivative" and own == 1 and not holds_variables:
                 if it.kind == "loss":  # compile_loss holding only mse: mse is the loss
                     for x in it.items:
                         if isinstance(x, _Raw) and x.kind != "api":
@@ -427,7 +438,9 @@ def _freeze(root: _Raw) -> GroupTree:
                 ids[id(it)] = gid
                 levels[id(it)] = levels[id(raw)] + 1
                 prefix[id(it)] = prefix[id(raw)] + (gid,)
-                groups[gid] = Group(gid, it.name if k == 1 else f"{it.name} #{k}", it.kind, None, 0, (), 0, it.note)
+                groups[gid] = Group(
+                    gid, it.name if k == 1 else f"{it.name} #{k}", it.kind, None, 0, (), 0, it.note, it.builtin
+                )
                 made.append((it, gid, ids[id(raw)] or None))
                 stack.append(it)
             else:
@@ -435,5 +448,7 @@ def _freeze(root: _Raw) -> GroupTree:
     for it, gid, parent in made:
         children = tuple(ids[id(c)] for c in it.items if isinstance(c, _Raw))
         old = groups[gid]
-        groups[gid] = Group(gid, old.name, old.kind, parent, levels[id(it)], children, sizes[id(it)], old.note)
+        groups[gid] = Group(
+            gid, old.name, old.kind, parent, levels[id(it)], children, sizes[id(it)], old.note, old.builtin
+        )
     return GroupTree(groups, paths)

@@ -14,7 +14,7 @@ from collections.abc import Hashable, Mapping
 
 from . import fonts
 
-__all__ = ["short_names", "name_lines"]
+__all__ = ["short_names", "name_lines", "call_title", "OPERATORS"]
 
 SEP = "/"
 _BREAK_AFTER = "/_-. "  # a name breaks after these before it breaks inside a word
@@ -41,6 +41,45 @@ def short_names(paths: Mapping[Hashable, str]) -> dict[Hashable, str]:
             paths[k],
         )
     return out
+
+
+#: Op types a Python operator runs, and the operator: ``a + b`` is titled ``+``. TF's operators
+#: go through its public functions (``a * b`` is ``tf.multiply``) or none (``a + b``), so
+#: these are the titles of such ops whichever the user wrote.
+OPERATORS = {
+    "AddV2": "+",
+    "Add": "+",
+    "Sub": "-",
+    "Mul": "*",
+    "RealDiv": "/",
+    "Div": "/",
+    "FloorDiv": "//",
+    "FloorMod": "%",
+    "Pow": "**",
+    "Neg": "-x",
+    "StridedSlice": "[…]",
+}
+_OPERATOR_APIS = frozenset(
+    {"tf.add", "tf.subtract", "tf.multiply", "tf.truediv", "tf.divide", "tf.negative", "tf.pow"}
+    | {"tf.math.floordiv", "tf.math.floormod", "tf.math.add", "tf.math.multiply", "tf.math.subtract"}
+)
+_CALL_TAILS = ("_with_logits", "_v2")  # how TF spells a variant, not what the call computes
+
+
+def call_title(api: str | None, op_type: str) -> str:
+    """The title of an op the user's own call ran (outside every layer): the function as
+    written, short (``tf.nn.sparse_softmax_cross_entropy_with_logits`` is
+    ``sparse_softmax_cross_entropy``), an operator's symbol (``a + b`` is ``+``), or the op
+    type where it says the same (``tf.matmul`` is ``MatMul``, ``tf.square`` ``Square``)."""
+    if op_type in OPERATORS and (api is None or api in _OPERATOR_APIS):
+        return OPERATORS[op_type]
+    if not api:
+        return op_type
+    name = api.rsplit(".", 1)[-1]
+    for tail in _CALL_TAILS:
+        name = name.removesuffix(tail)
+    same = name.replace("_", "").lower() == op_type.lower()
+    return op_type if same or not name else name
 
 
 def name_lines(name: str, width: float, size: float, weight="normal", *, lines: int = 2) -> list[str]:

@@ -34,6 +34,7 @@ __all__ = [
     "choose_closed",
     "fitting_level",
     "layer_calls",
+    "keras_layers",
 ]
 
 Node = Hashable
@@ -210,8 +211,24 @@ def choose_closed(tree: GroupTree, options: Options, *, default: Callable[[], se
     return closed
 
 
+def keras_layers(tree: GroupTree) -> set[str]:
+    """The groups of Keras's own layers (Dense, Conv2D, MultiHeadAttention...) not inside
+    another: one box each by default, as a TF API call is (``expand=``, ``depth=`` or a
+    click opens them)."""
+    return {
+        gid
+        for gid, g in tree.groups.items()
+        if g.builtin and not any(tree.groups[a].builtin for a in tree.ancestors(gid))
+    }
+
+
 def fitting_level(
-    tree: GroupTree, boxes: Iterable[Node], fit: int, closed: set | frozenset = frozenset(), opened=frozenset()
+    tree: GroupTree,
+    boxes: Iterable[Node],
+    fit: int,
+    closed: set | frozenset = frozenset(),
+    opened=frozenset(),
+    always: set | frozenset = frozenset(),
 ) -> int:
     """The default depth: the hierarchy opened down to the deepest level whose picture
     still has at most ``fit`` boxes (API calls and losses closed at every level, and the
@@ -220,11 +237,12 @@ def fitting_level(
     A picture keeps one grain: with groups ``closed`` whatever its size (the critic an
     inner gradient differentiates through, ``gradient_penalty()``), it opens no deeper
     than the level just below the shallowest of them, so that the generator beside a
-    one-box critic is one box too, not its MatMul, BiasAdd and Tanh."""
+    one-box critic is one box too, not its MatMul, BiasAdd and Tanh. The groups ``always``
+    closed (Keras's own layers) are boxes at every level but set no grain."""
     boxes = list(boxes)
     deepest = min((tree.groups[gid].level + 1 for gid in closed if gid in tree), default=tree.depth + 1)
     for level in range(min(deepest, tree.depth + 1), 1, -1):
-        if tree.count_boxes(boxes, tree.closed_below(level) - opened | closed) <= fit:
+        if tree.count_boxes(boxes, tree.closed_below(level) - opened | closed | always) <= fit:
             return level
     return 1
 

@@ -138,6 +138,11 @@ def label_specs(
         heights = list(box_lines(fontsize, bool(sub), chips, theme))
         if len(title_lines) > 1:
             heights[0] = len(title_lines) * title_pitch
+        sub_size = theme.size("subtitle", fontsize)
+        # a long call under a one-line title ("sparse_softmax_cross_entropy") takes a second line
+        sub_lines = name_lines(sub, inner, sub_size, lines=1 if len(title_lines) > 1 else 2) if sub else []
+        if len(sub_lines) > 1:
+            heights[1] *= len(sub_lines)
         gap = 2.0
         total = sum(heights) + gap * (sum(1 for h in heights if h) - 1)
         top = y + total / 2 / ppu_y
@@ -147,14 +152,14 @@ def label_specs(
             if h:
                 top -= (h + gap) / ppu_y
         title = "\n".join(title_lines)
-        value_size, sub_size = theme.size("value", fontsize), theme.size("subtitle", fontsize)
+        value_size = theme.size("value", fontsize)
         value = fonts.fit(node_value_text(graph, n, display), inner, value_size)
         labels[n] = (
             Label(x, centres[0], title, fontsize, color=theme.text, weight="bold"),
             Label(
                 x,
                 centres[1] if sub else y,
-                fonts.fit(sub, inner, sub_size, style="italic"),
+                "\n".join(sub_lines) if len(sub_lines) > 1 else fonts.fit(sub, inner, sub_size, style="italic"),
                 sub_size,
                 color=theme.muted,
                 style="italic",

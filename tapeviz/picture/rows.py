@@ -23,6 +23,7 @@ __all__ = [
     "band_columns",
     "row_lengths",
     "row_starts",
+    "split_frames",
     "WRAP_COLUMNS",
     "PAGE_WIDTH",
     "MAX_RATIO",
@@ -77,39 +78,98 @@ def row_lengths(n_columns: int, *, least: int = 2) -> list[int]:
     return out or [least]
 
 
-def row_starts(g: nx.DiGraph, pos: Mapping[Node, Point], columns: int, *, layer_gap: float = 1.0) -> list[int]:
-    """Where each row begins (its first column) when a layout is folded into as many rows
-    as rows of ``columns`` columns need, each at most ``columns`` long, cut where the
-    fewest edges cross: every edge that crosses a cut is one more lane running back under
-    its row, and a tangle of lanes is what makes a folded picture hard to follow. Among
-    equally few crossings, the most even row lengths."""
+def row_starts(
+    g: nx.DiGraph,
+    pos: Mapping[Node, Point],
+    columns: int,
+    *,
+    layer_gap: float = 1.0,
+    spans: Sequence[tuple[int, int]] = (),
+) -> list[int]:
+    """Where each row begins (its first column) when a layout is folded into rows of at
+    most ``columns`` columns, cut where the fewest edges cross: every edge that crosses a
+    cut is one more lane running back under its row, and a tangle of lanes is what makes
+    a folded picture hard to follow. Among equally few crossings, the most even row lengths.
+
+    ``spans`` are the first and last columns of the open groups (their frames): a frame
+    never splits across rows, so a row is not cut inside a group that fits one row, and a
+    group longer than a row gets rows of its own (it begins and ends a row). Keeping them
+    whole comes first: it may take up to two more rows than the fewest."""
     col = {n: int(round(x / layer_gap)) for n, (x, _) in pos.items()}
     n = max(col.values(), default=-1) + 1
-    rows = max(1, math.ceil(n / columns))
+    fewest = max(1, math.ceil(n / columns))
     cross = [0] * (n + 1)  # cross[j]: edges from a column before j to column j or later
     for u, v in dict.fromkeys(g.edges()):
         a, b = sorted((col[u], col[v]))
         for j in range(a + 1, b + 1):
             cross[j] += 1
+    inside = [0] * (n + 1)  # inside[j]: groups that fit a row and a cut before column j splits
+    edges: set[int] = set()  # the columns a long group begins at, and the one after its end
+    for a, b in spans:
+        if b - a + 1 <= columns:
+            for j in range(a + 1, b + 1):
+                inside[j] += 1
+        else:
+            edges |= {a, b + 1}
+    edges = {e for e in edges if 0 < e < n}
+    missed = [0] * (n + 1)  # missed[j]: long-group edges before column j
+    for j in range(1, n + 1):
+        missed[j] = missed[j - 1] + ((j - 1) in edges)
+    best_rows, best_cost = None, None
+    for rows in range(fewest, min(n, fewest + len(edges) + (2 if spans else 0)) + 1):
+        got = _cut(n, rows, columns, cross, inside, missed)
+        if got is None:
+            continue
+        cost, out = got
+        cost = (cost[0], rows, *cost[1:])
+        if best_cost is None or cost < best_cost:
+            best_rows, best_cost = out, cost
+    return best_rows if best_rows is not None else [0]
+
+
+def split_frames(starts: Sequence[int], spans: Sequence[tuple[int, int]], columns: int) -> int:
+    """How many open groups' frames rows starting at ``starts`` split: a group that fits a
+    row but is cut, or a longer one that does not begin and end rows of its own."""
+    out = 0
+    for a, b in spans:
+        cut = any(a < j <= b for j in starts)
+        if b - a + 1 <= columns:
+            out += cut
+        elif cut:
+            ends = set(starts)
+            out += (a not in ends and a > 0) or (b + 1 not in ends and any(j > b for j in starts))
+    return out
+
+
+def _cut(n: int, rows: int, columns: int, cross, inside, missed):
+    """((splits, crossings, unevenness), row starts) of the best ``rows`` rows, or None."""
     even = n / rows
-    inf = (math.inf, math.inf)
-    # best[r][j]: (crossings, unevenness) of r rows holding columns 0..j-1, and the last row's start
+    inf = (math.inf, math.inf, math.inf)
+    # best[r][j]: (splits, crossings, unevenness) of r rows holding columns 0..j-1, and the last row's start
     best: list[list[tuple]] = [[(inf, 0)] * (n + 1) for _ in range(rows + 1)]
-    best[0][0] = ((0, 0.0), 0)
+    best[0][0] = ((0, 0, 0.0), 0)
     for r in range(1, rows + 1):
         for j in range(1, n + 1):
             for start in range(max(0, j - columns), j):
-                (c, u), _ = best[r - 1][start]
+                (sp, c, u), _ = best[r - 1][start]
                 if c == math.inf:
                     continue
-                cost = (c + (cross[start] if start else 0), u + (j - start - even) ** 2)
+                # a long group's edge strictly inside this row: it does not begin or end a row
+                miss = missed[j] - missed[start + 1] if j > start + 1 else 0
+                cost = (
+                    sp + (inside[start] if start else 0) + miss,
+                    c + (cross[start] if start else 0),
+                    u + (j - start - even) ** 2,
+                )
                 if cost < best[r][j][0]:
                     best[r][j] = (cost, start)
+    if best[rows][n][0][1] == math.inf:
+        return None
     out, j = [], n
     for r in range(rows, 0, -1):
         j = best[r][j][1]
         out.append(j)
-    return out[::-1]
+    return best[rows][n][0], out[::-1]
 
 
 def wrap_bands(
@@ -166,6 +226,10 @@ def wrap_bands(
         bu, bv = band(pos[u][0]), band(pos[v][0])
         if bu == bv:
             continue
+        if bv == bu + 1:
+            # to the next row: straight down from its source to the lane and on to its
+            # target, not along the rest of its row first
+            routed[(u, v)] = []
         bends = routed.setdefault((u, v), [])
         stops = [pos[u], *bends]
         for b in range(bu, bv):
@@ -182,12 +246,16 @@ def wrap_bands(
         shift[b] = cursor - top[b]
         first_lane = bottom[b] + shift[b] - _BAND_MARGIN
         # The edge leaving lowest takes the highest lane and the innermost vertical legs:
-        # on the right-hand side, where they turn down, their paths then never cross.
+        # on the right-hand side, where they turn down, their paths then never cross. The
+        # edges of one source leaving at one height share a lane: a bundle runs back as
+        # one line and splits where its targets are.
         returning = sorted(crossing.get(b, []), key=lambda t: t[0])
-        for i, (_, e) in enumerate(returning):
+        bundle: dict[tuple, int] = {}
+        for leave_y, e in returning:
+            i = bundle.setdefault((e[0], round(leave_y, 6)), len(bundle))
             lanes.setdefault(e, []).append((first_lane - i * _LANE_GAP, i))
         if returning:
-            cursor = first_lane - (len(returning) - 1) * _LANE_GAP - _BAND_MARGIN
+            cursor = first_lane - (len(bundle) - 1) * _LANE_GAP - _BAND_MARGIN
         else:
             cursor = bottom[b] + shift[b]
 

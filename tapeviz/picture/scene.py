@@ -49,7 +49,7 @@ from ..messages import say
 from ..record.graph import TapeGraph
 from ..record.values import GRAD_NORM, VALUE_NORM
 from . import fonts
-from .frames import group_frames, name_label
+from .frames import WHOLE, group_frames, name_label, open_groups, open_spans
 from .groups import GROUP_KINDS
 from .layout import layered_routes
 from .legend import legend_entries, legend_layout
@@ -75,6 +75,7 @@ from .rows import (
     band_columns,
     row_lengths,
     row_starts,
+    split_frames,
     wrap_bands,
 )
 from .style import (
@@ -105,6 +106,11 @@ def _checked_wrap(wrap):
     return wrap
 
 
+#: Rows that keep every frame whole are taken over the first that fit the page but split
+#: one, unless they make the picture more than this many times as tall.
+SPLIT_FREE_TALLER = 1.5
+
+
 class Scene(Restyling):
     """Every box, text, tag and arrow of one picture, placed, and styled for the current step.
 
@@ -119,8 +125,9 @@ class Scene(Restyling):
     ``functions`` opened); positions and edge routes from ``layered_routes`` unless ``pos``
     is given, in which case edges are drawn straight (the caller's positions carry no
     routes). ``variable_magnitudes``: each variable's ||g|| / ||w||, for boxes coloured by
-    it. ``frames``: the open groups' frames will be drawn (the explorer's canvas,
-    ``to_svg(frames=True)``): the canvas keeps room for them.
+    it. ``frames``: each open group is drawn as a frame with its name around its boxes:
+    "whole" (a file's picture) those that are one rectangle, True (the explorer's) the
+    others in pieces too, False none (the boxes alone, as a caller's own drawing wants them).
     """
 
     def __init__(
@@ -136,13 +143,14 @@ class Scene(Restyling):
         functions=(),
         variable_magnitudes=None,
         page: float = PAGE_WIDTH,
-        frames: bool = False,
+        frames: bool | str = WHOLE,
         **option_keywords,
     ):
         self.options = opts = Options.of(options, **option_keywords).in_file()
         self.wrap = _checked_wrap(opts.wrap)
         self.page = page  # pixels: the width the rows are chosen for (the explorer's is a notebook cell's)
-        self.show_frames = frames  # open groups' frames are drawn (the explorer's canvas): room is kept for them
+        self.show_frames = frames  # open groups' frames are drawn (see above): room is kept for them
+        self.unframed: frozenset = frozenset()  # open groups drawn with no frame (named so in the titles)
         self.graph = graph
         self.lang = opts.lang
         self.theme = th = get_theme(opts.theme)
@@ -157,6 +165,12 @@ class Scene(Restyling):
         self.caption = self._caption(caption)
         self._norms: dict = {}  # variable -> its gradient's text, norm and badness (see _variable_norm)
         self._place(pos, routes, box_names(graph, self.display, self.lang), variable_magnitudes)
+        if self.show_frames == WHOLE:
+            # a group whose frame could not be one rectangle has none: its boxes say whose they are
+            unframed = open_groups(self.display) - {f.gid for f in self.frames}
+            if unframed:
+                self.unframed = frozenset(unframed)
+                self._place(pos, routes, box_names(graph, self.display, self.lang, unframed), variable_magnitudes)
 
     def _build(self, pos, routes, lanes, names, variable_magnitudes) -> None:
         """Every record for these positions, routes and lanes, then the canvas around them."""
@@ -166,7 +180,7 @@ class Scene(Restyling):
         label_h = (label_height(self.theme.size("edge")) + 1.0) / self.unit[1]
         plans = edge_plans(self.graph, self.pos, self.routes, self.display, self.lanes, label_h=label_h)
         self._make_records(plans, names)
-        self.frames = group_frames(self) if self.show_frames else []
+        self.frames = [f for f in group_frames(self) if f.gid not in self.unframed] if self.show_frames else []
         self.box_magnitudes, self.magnitude_scale = self._box_magnitudes(variable_magnitudes)
         self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
         self._layer_vars: dict = {}  # group box -> its variables (see _layer_variables)
@@ -225,24 +239,41 @@ class Scene(Restyling):
             choices = [band_columns(n_columns, most=BAND_MOST)]
         column_px = INCH_X * self.theme.scale * self.theme.column * DPI
         best = None
+        first_fit = None  # (columns, height) of the first rows that fit, if they split a frame
         for i, columns in enumerate(choices):
             if i < len(choices) - 1 and min(columns, n_columns) * column_px > self.page:
                 continue  # its boxes alone are wider than the page
             self._build(*self._rows(pos, computed, columns), names, variable_magnitudes)
             width, height = self.canvas
-            miss = (width > self.page, min(self.page, NARROW_PAGE) < width > MAX_RATIO * height, width)
-            if not (miss[0] or miss[1]):
-                return
+            miss = (
+                width > self.page,
+                min(self.page, NARROW_PAGE) < width > MAX_RATIO * height,
+                self._splits,  # frames split across rows: fewer columns may keep them whole
+                width,
+            )
+            fits = not (miss[0] or miss[1])
+            if fits and not miss[2]:
+                # rows that keep every frame whole, unless they are a much taller, narrower picture
+                if first_fit is None or (columns >= 3 and height <= SPLIT_FREE_TALLER * first_fit[1]):
+                    return
+                break
+            if fits and first_fit is None:
+                first_fit = (columns, height)
             if best is None or miss < best[0]:
                 best = (miss, columns)
-        if best is not None and best[1] != columns:
-            self._build(*self._rows(pos, computed, best[1]), names, variable_magnitudes)
+        chosen = first_fit[0] if first_fit is not None else best[1] if best is not None else columns
+        if chosen != columns:
+            self._build(*self._rows(pos, computed, chosen), names, variable_magnitudes)
 
     def _rows(self, pos, routes, columns: int) -> tuple[dict, dict, dict]:
         """The layout folded into rows of at most ``columns``: wrap=k's rows are k long; the
         rows chosen here are cut where the fewest edges return to the next row."""
         dg = self.display.nx
-        starts = None if self.wrap is not None else row_starts(dg, pos, columns)
+        spans = open_spans(self.display, pos, unframed=self.unframed) if self.show_frames else ()
+        starts = None if self.wrap is not None else row_starts(dg, pos, columns, spans=spans)
+        n_columns = len({round(x) for x, _ in pos.values()})
+        firsts = starts if starts is not None else list(range(0, n_columns, columns))
+        self._splits = split_frames(firsts, spans, columns) if n_columns > columns else 0
         return wrap_bands(dg, pos, routes, columns=columns, starts=starts)
 
     def _list_what_is_shown(self) -> None:

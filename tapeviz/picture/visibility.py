@@ -54,6 +54,7 @@ from .opening import (
     fitting_level,
     function_paths,
     holding_everything,
+    keras_layers,
     layer_calls,
     leaf_groups,
     owners,
@@ -61,12 +62,25 @@ from .opening import (
 )
 from .options import Options
 
-__all__ = ["Shown", "Chip", "decide", "collapse", "alike_runs", "AlikeRun", "FIT_BOXES", "COLLAPSE_THRESHOLD"]
+__all__ = [
+    "Shown",
+    "Chip",
+    "decide",
+    "collapse",
+    "alike_runs",
+    "AlikeRun",
+    "fold_repeats",
+    "FIT_BOXES",
+    "COLLAPSE_THRESHOLD",
+]
 
 Node = Hashable
 
 #: More boxes than this (after hiding and folding, every group open): layers collapse.
 FIT_BOXES = 30
+#: A default picture with Keras's own layers closed that has fewer boxes than this opens
+#: them (a one-layer model, where the ops are the lesson).
+FEW_BOXES = 6
 #: With show_all=True, graphs with more ops than this open with their layers collapsed.
 COLLAPSE_THRESHOLD = 60
 
@@ -151,8 +165,10 @@ class Shown:
         folded=(),
         calls: Mapping[Node, int] | None = None,
         runs: Mapping[str, AlikeRun] | None = None,
+        repeats: Mapping[Node, tuple[str, int]] | None = None,
     ):
         self.source = g
+        self.repeats = dict(repeats or {})  # node -> (its repeat box's id, how many steps) (see fold_repeats)
         self.calls = calls
         self.runs = dict(runs or {})  # group id -> the run of alike sibling boxes drawn as one
         self.tree = tree
@@ -195,6 +211,26 @@ class Shown:
                 for c in chips.get(n, ()):  # a group box keeps what the reader must know: inputs, randomness
                     if c.kind != "value" and all(c.text != o.text for o in d.nodes[dn]["chips"]):
                         d.nodes[dn]["chips"].append(Chip(c.text, c.kind, -1, c.members))
+            elif n in self.repeats:  # one op of each step of a loop: one box for all of them
+                dn, steps = self.repeats[n]
+                if dn not in d:
+                    d.add_node(
+                        dn,
+                        kind="layer",
+                        layer=dn,
+                        name=data.get("op_type", ""),
+                        level=0,
+                        call=0,
+                        group_kind="repeat",
+                        note="",
+                        alike=0,
+                        repeat=steps,
+                        members=[],
+                        # a step's own constants (its action's index) differ from step to step
+                        chips=[c for c in chips.get(n, ()) if c.kind != "value"],
+                    )
+                    self.members[dn] = d.nodes[dn]["members"]
+                d.nodes[dn]["members"].append(n)
             else:
                 dn = n
                 d.add_node(n, **data)
@@ -344,6 +380,58 @@ def _run(tree: GroupTree, chain: list[str]) -> AlikeRun:
     assert prefix is not None and end is not None  # _continues matched both
     name = f"{first.name}–{end.group(2)}"
     return AlikeRun(f"{first.parent}/{name}" if first.parent else name, name, tuple(chain))
+
+
+#: An op repeated in at least this many steps of a loop (alike, from alike inputs) is one box.
+REPEAT_LEAST = 3
+
+
+def fold_repeats(display: Shown, keep=frozenset()) -> dict[Node, tuple[str, int]]:
+    """The ops a loop inside one tape repeats, step after step (an RL episode's log-softmax
+    of each step's logits, an unrolled RNN's cell): {op: (its repeat box's id, steps)}.
+
+    Ops are alike when they have the same type and their inputs are alike (or the same
+    box: the model called once per step): classes found in one forward pass over the
+    display. A class of at least REPEAT_LEAST ops is drawn as one box; what gathers the
+    steps (``tf.stack``, a sum) stays a box of its own, fed by it. Ops in ``keep`` (the
+    targets) and named ones stay themselves."""
+    d = display.nx
+    ids: dict[tuple, int] = {}
+    cls: dict[Node, object] = {}
+    for n in nx.topological_sort(d):
+        dd = d.nodes[n]
+        preds = frozenset(cls[p] for p in d.predecessors(n))
+        if dd.get("kind") == "op" and preds and n not in keep and not dd.get("name"):
+            cls[n] = ids.setdefault((dd["op_type"], preds), len(ids))
+        else:
+            cls[n] = ("box", n)
+    members: dict[object, list] = {}
+    for n, c in cls.items():
+        if isinstance(c, int):
+            members.setdefault(c, []).append(n)
+    out: dict[Node, tuple[str, int]] = {}
+    for nodes in members.values():
+        if len(nodes) >= REPEAT_LEAST:
+            for n in nodes:
+                out[n] = (f"repeat:{nodes[0]}", len(nodes))
+    return out
+
+
+def _count_steps(display: Shown) -> None:
+    """A group box that feeds repeat boxes ran once per step (the model called in the
+    loop): it says how many steps (``ac × 20``)."""
+    d = display.nx
+    for n, dd in d.nodes(data=True):
+        if dd.get("kind") == "layer" and dd.get("group_kind") != "repeat":
+            steps = {d.nodes[v].get("repeat", 0) for v in d.successors(n)} - {0}
+            if steps:
+                dd["steps"] = max(steps)
+
+
+def _count_with_runs(display: Shown) -> int:
+    """The boxes a display has once each run of alike blocks is one box."""
+    runs = {run.id: run for run in alike_runs(display).values()}
+    return display.nx.number_of_nodes() - sum(len(run.groups) - 1 for run in runs.values())
 
 
 def _acyclic(make: Callable[..., Shown], g: nx.MultiDiGraph, tree: GroupTree, chosen: set) -> Shown:
@@ -583,6 +671,7 @@ class _Decision:
             loose=targets,
             derivatives=derivatives,
             functions=function_paths(self.graph, self.boxes - targets),
+            layer_scopes=getattr(self.graph.capture, "layer_scopes", ()),
         )
 
     @functools.cached_property
@@ -608,7 +697,7 @@ class _Decision:
         tree = self.tree
         links = getattr(self.flow, "left_links", ()) if self.flow is not None else ()
 
-        def make(ch, calls=None, runs=None):
+        def make(ch, calls=None, runs=None, repeats=None):
             return Shown(
                 G,
                 tree,
@@ -621,24 +710,54 @@ class _Decision:
                 folded=self.folded,
                 calls=calls,
                 runs=runs,
+                repeats=repeats,
             )
 
         fitted: list[int] = []
         differentiated, everything = self.differentiated, self.everything
 
+        builtin = keras_layers(tree)
+        always = [builtin]  # closed at every level by default (none in a one-layer model)
+
         def default() -> set:
-            fitted.append(fitting_level(tree, self.boxes, fit, differentiated, everything))
-            return tree.closed_below(fitted[0]) - everything | differentiated
+            fitted.append(fitting_level(tree, self.boxes, fit, differentiated, everything, builtin))
+            closed = tree.closed_below(fitted[0]) - everything | differentiated | builtin
+            if builtin and tree.count_boxes(self.boxes, closed) < FEW_BOXES:
+                # a one-layer model: its ops are the lesson
+                always[0] = set()
+                fitted[0] = fitting_level(tree, self.boxes, fit, differentiated, everything)
+                closed = tree.closed_below(fitted[0]) - everything | differentiated
+            return closed
+
+        def closed_at(level: int) -> set:
+            return tree.closed_below(level) - everything | differentiated | always[0]
 
         chosen = choose_closed(tree, options, default=default)
         display = _acyclic(make, G, tree, chosen)
         level = fitted[0] if fitted and not options.expand else 0
-        while level > 1 and display.nx.number_of_nodes() > fit:
+        while level > 1 and _count_with_runs(display) > fit:
             level -= 1  # a group split per call added boxes the count did not see
-            display = _acyclic(make, G, tree, tree.closed_below(level) - everything | differentiated)
+            display = _acyclic(make, G, tree, closed_at(level))
+        if level:
+            # a run of alike blocks is one box: a deeper level may fit once its runs are
+            # counted so (48 alike decoder blocks are one box, not 48)
+            grain = min((tree.groups[gid].level + 1 for gid in differentiated if gid in tree), default=tree.depth + 1)
+            for deeper in range(level + 1, min(grain, tree.depth + 1) + 1):
+                trial = _acyclic(make, G, tree, closed_at(deeper))
+                if _count_with_runs(trial) > fit:
+                    break
+                display = trial
         runs = alike_runs(display)
         if runs:
             merged = make(display.collapsed, display.calls, runs)
             if nx.is_directed_acyclic_graph(merged.nx):
                 display = merged
+        if level and display.nx.number_of_nodes() > fit:
+            targets = set(self.flow.target_nodes) if self.flow is not None else set()
+            repeats = fold_repeats(display, targets)
+            if repeats:
+                folded = make(display.collapsed, display.calls, display.runs or None, repeats)
+                if nx.is_directed_acyclic_graph(folded.nx):
+                    _count_steps(folded)
+                    display = folded
         return display

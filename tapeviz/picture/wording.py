@@ -5,6 +5,7 @@ Every number comes from the records and the flow; every sentence from the messag
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,8 @@ import numpy as np
 from ..messages import DEFAULT, say
 from ..record.graph import TapeGraph
 from ..record.values import GRAD_NORM, format_value
-from .names import short_names
+from .frames import frame_of
+from .names import OPERATORS, call_title, short_names
 from .visibility import Shown
 
 
@@ -33,7 +35,10 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
     if display is not None and display.nx.nodes[node].get("kind") == "layer":
         dd = display.nx.nodes[node]
         if dd.get("group_kind") == "api":
-            return dd["name"].removeprefix("tf.")
+            return call_title(dd["name"], "")
+        if dd.get("group_kind") == "repeat":  # one op of every step of a loop
+            first = display.members[node][0]
+            return say("ui.group.repeat_title", lang, name=node_title(graph, first, None, lang), n=dd["repeat"])
         name = dd["name"]
         if dd.get("alike"):
             name = say("ui.group.alike", lang, name=name, n=dd["alike"])
@@ -44,8 +49,50 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
     if d.get("name"):
         return d["name"]
     if d["kind"] == "op":
-        return d.get("function") or d["op_type"]
+        return d.get("function") or _written(graph, d, node, display)
     return say("ui.kind.constant", lang) if d["kind"] == "constant" else d["label"]
+
+
+def _written(graph: TapeGraph, d, node=None, display: Shown | None = None) -> str:
+    """An op's title by the call that ran it: the user's own TF call or operator when it
+    ran outside every layer and is the one op of that call drawn (see :func:`call_title`),
+    else its op type (an opened call's ops, and a target beside its call's box, are parts
+    of the call)."""
+    if d.get("scope") or d.get("op_index") is None:
+        return d["op_type"]
+    op = graph.capture.ops[d["op_index"]]
+    if op.api and display is not None and _drawn_calls(graph, display).get((op.api, op.api_call), 0) > 1:
+        return d["op_type"]
+    return call_title(op.api, d["op_type"])
+
+
+_CALLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _drawn_calls(graph: TapeGraph, display: Shown) -> dict:
+    """(API name, call number) -> how many drawn ops (in boxes or in closed groups) it ran."""
+    got = _CALLS.get(display)
+    if got is None:
+        got = {}
+        ops = graph.capture.ops
+        for members in display.members.values():
+            for m in members:
+                d = graph.nx.nodes[m]
+                if d["kind"] == "op" and not d.get("scope"):
+                    op = ops[d["op_index"]]
+                    if op.api:
+                        got[(op.api, op.api_call)] = got.get((op.api, op.api_call), 0) + 1
+        _CALLS[display] = got
+    return got
+
+
+def _tip(graph: TapeGraph, node, display: Shown | None, title: str) -> str:
+    """An op's tooltip when its title is the call that ran it: the call and the op type."""
+    d = graph.nx.nodes[node]
+    if d.get("kind") != "op" or d.get("function") or _written(graph, d, node, display) == d["op_type"]:
+        return title
+    api = graph.capture.ops[d["op_index"]].api
+    return f"{api}: {d['op_type']}" if api else f"{title}: {d['op_type']}"
 
 
 def _path(graph: TapeGraph, node, display: Shown | None) -> str:
@@ -55,28 +102,35 @@ def _path(graph: TapeGraph, node, display: Shown | None) -> str:
         dd = display.nx.nodes[node]
         if dd.get("kind") == "layer":
             # an API call and a derivative ("du = ∂u/∂pts": its "/" is a fraction bar) are their name
-            return "" if dd.get("group_kind") in ("api", "derivative") else dd["layer"]
+            return "" if dd.get("group_kind") in ("api", "derivative", "repeat") else dd["layer"]
         if dd.get("kind") == "inner":
             return ""
     return graph.nx.nodes[node].get("name") or ""
 
 
-def box_names(graph: TapeGraph, display: Shown | None = None, lang: str = DEFAULT) -> dict[Any, tuple[str, str]]:
+def box_names(
+    graph: TapeGraph, display: Shown | None = None, lang: str = DEFAULT, unframed=frozenset()
+) -> dict[Any, tuple[str, str]]:
     """(title, full name) of every box. A named box's title is the shortest end of its path
     that no other box's path ends with (see :func:`tapeviz.picture.names.short_names`): the
-    model's prefix and the parts every box shares drop away, the full name stays as the tooltip."""
+    model's prefix and the parts every box shares drop away, the full name stays as the tooltip.
+    Inside a frame, a title is named below the frame's group (open groups ``unframed`` have
+    none drawn: their boxes are named as if they were outside)."""
     nodes = list((display.nx if display is not None else graph.nx).nodes)
     paths = {n: p for n in nodes if (p := _path(graph, n, display))}
-    short = short_names(paths)
+    short = _in_frames(paths, display, unframed)
     out = {}
     for n in nodes:
         if n not in paths:
             title = node_title(graph, n, display, lang)
-            out[n] = (title, title)
+            plain = display is None or display.nx.nodes[n].get("kind") not in ("layer", "inner")
+            out[n] = (title, _tip(graph, n, display, title) if plain else title)
             continue
         dd = display.nx.nodes[n] if display is not None else {}
         call, alike = dd.get("call"), dd.get("alike")
         more = f" (call {call + 1})" if call else ""
+        if dd.get("steps"):  # the model called once per step of a loop
+            more = say("ui.group.steps", lang, n=dd["steps"])
         if alike:  # a run of alike blocks: "conv3_block2–4 (3 alike)"
             out[n] = (
                 say("ui.group.alike", lang, name=short[n], n=alike),
@@ -84,6 +138,24 @@ def box_names(graph: TapeGraph, display: Shown | None = None, lang: str = DEFAUL
             )
             continue
         out[n] = (short[n] + more, paths[n] + more)
+    return out
+
+
+def _in_frames(paths: dict, display: Shown | None, unframed=frozenset()) -> dict:
+    """Each path's short name in the frame it is drawn in: the path below the frame's group
+    (``dense``, not ``block1/dense``, in block1's frame), shortened among the frame's boxes
+    (:func:`short_names`). Boxes in no frame are shortened among themselves."""
+    if display is None or display.tree is None:
+        return short_names(paths)
+    by_frame: dict = {}
+    for n, p in paths.items():
+        frame = frame_of(display, n, unframed)
+        if frame is not None and p.startswith(frame + "/"):
+            p = p[len(frame) + 1 :]
+        by_frame.setdefault(frame, {})[n] = p
+    out: dict = {}
+    for inside in by_frame.values():
+        out.update(short_names(inside))
     return out
 
 
@@ -106,7 +178,11 @@ def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: st
     if d["kind"] != "op":
         return ""
     if d.get("name"):
-        return _op_label(d)
+        written = "" if d.get("via") else _written(graph, d, node, display)
+        # a named op says the call the user wrote (not an operator's symbol), else its type
+        return written if written not in ("", d["op_type"], *OPERATORS.values()) else _op_label(d)
+    if not d.get("via") and _written(graph, d, node, display) != d["op_type"]:
+        return d["op_type"]  # titled by the call that ran it: the op type is said below
     return d.get("via") or ""
 
 

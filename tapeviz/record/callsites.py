@@ -325,6 +325,45 @@ def loss_scopes_at(scope: str, f, stop=None) -> list[str]:
     return ["/".join(parts[: i + 1]) for i, part in enumerate(parts) if part in names]
 
 
+def layer_scopes_at(scope: str, f, stop=None) -> list[str]:
+    """The parts of name scope ``scope`` that Keras's own layers running at frame ``f``
+    opened (``gen/dense``, not ``gen``: a Sequential or functional model is the user's
+    composition, and a layer class the user wrote is the user's): a call-site fact, read
+    once per scope, as :func:`loss_scopes_at`. Empty until Keras is imported."""
+    keras_dirs = _keras_dirs()
+    if not keras_dirs:
+        return []
+    model = getattr(sys.modules.get("keras.src.models.model"), "Model", None)
+    names = set()
+    for _ in range(4 * _API_DEPTH):
+        if f is None or f is stop:
+            break
+        code = f.f_code
+        if code.co_name == "__call__" and code.co_filename.startswith(keras_dirs):
+            layer = f.f_locals.get("self")
+            cls = type(layer)
+            name = getattr(layer, "name", None)
+            if (
+                isinstance(name, str)
+                and cls.__module__.startswith("keras.")
+                and not (isinstance(model, type) and isinstance(layer, model))
+            ):
+                names.add(name)
+        f = f.f_back
+    parts = scope.rstrip("/").split("/")
+    return ["/".join(parts[: i + 1]) for i, part in enumerate(parts) if part in names]
+
+
+def _keras_dirs() -> tuple[str, ...]:
+    """Where Keras's own code lives (empty while Keras is not imported)."""
+    keras = sys.modules.get("keras")
+    file = getattr(keras, "__file__", None)
+    if not file:
+        return ()
+    package = os.path.dirname(file)
+    return tuple({package + os.sep, os.path.realpath(package) + os.sep})
+
+
 def passed_by_user(value, frame) -> bool:
     """Whether the user handed `value` to the TF function running at `frame` (not a NumPy
     array TF made for itself, such as the axes of tf.reduce_sum)."""

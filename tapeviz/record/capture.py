@@ -60,6 +60,7 @@ class Capture:
         graph_mode: bool,
         unread: dict,
         loss_scopes: frozenset = frozenset(),
+        layer_scopes: frozenset = frozenset(),
         derivatives: list | None = None,
         functions: list | None = None,
     ):
@@ -90,6 +91,7 @@ class Capture:
         self._side_state = side_state  # op index -> state its gradient function consumes (py_function)
         self.graph_mode = graph_mode
         self.loss_scopes = loss_scopes  # name scopes a Keras loss object opened ("binary_crossentropy")
+        self.layer_scopes = layer_scopes  # name scopes Keras's own layers opened ("gen/dense")
         self._ops: list[OpRecord] | None = None
         self._backward: dict[int, Callable] = {}
         self._keras_paths: dict | None = None

@@ -23,7 +23,7 @@ from tensorflow.python.framework import ops as _ops
 from tensorflow.python.ops import script_ops as _script_ops
 
 from .blockvars import named_in_block
-from .callsites import ApiCalls, keras_paths_of, loss_scopes_at
+from .callsites import ApiCalls, keras_paths_of, layer_scopes_at, loss_scopes_at
 from .capture import Capture
 from .derivatives import DerivativeRecord
 from .hooks import Patches
@@ -136,6 +136,7 @@ class Recorder:
         self.user_calls = UserCalls(None)  # the user's own functions ops ran in (from start())
         self._scopes_seen: set[str] = set()
         self._loss_scopes: set[str] = set()  # name scopes a Keras loss object opened
+        self._layer_scopes: set[str] = set()  # name scopes Keras's own layers opened (Dense, Conv2D...)
         self._derivatives: list[DerivativeRecord] = []
         self._open: list[DerivativeRecord] = []  # derivative calls running now, outermost first
         self.capture: Capture | None = None
@@ -231,7 +232,7 @@ class Recorder:
         side_ops, side_state, api_call = _SIDE_STATE_OPS, self._side_state, self.api_calls.current
         user_call, api_calls, user_calls_ = self.user_calls.current, self.api_calls, self.user_calls
         user_below = self.user_calls.below  # user_call(the frame that called this callback, ...)
-        scopes_seen, loss_scopes = self._scopes_seen, self._loss_scopes
+        scopes_seen, loss_scopes, layer_scopes = self._scopes_seen, self._loss_scopes, self._layer_scopes
         thread, get_ident = self._thread_id, _get_ident
         block = self.user_calls.block  # the frame that entered the block: where a loss-scope walk ends
         last_site = self._last_site
@@ -257,6 +258,7 @@ class Recorder:
             if scope and scope not in scopes_seen:
                 scopes_seen.add(scope)
                 loss_scopes.update(loss_scopes_at(scope, sys._getframe(1), block))
+                layer_scopes.update(layer_scopes_at(scope, sys._getframe(1), block))
             if scope:
                 api = None
                 fn = user_below(len(rec.raw), (scope, op_type))
@@ -441,6 +443,7 @@ class Recorder:
             side_state={i: s for i, s in self._side_state.items() if s is not None},
             graph_mode=False,
             loss_scopes=frozenset(self._loss_scopes),
+            layer_scopes=frozenset(self._layer_scopes),
             # a call still open here (the block ended inside it: an exception) ran to the end
             derivatives=[d if d.end >= 0 else dataclasses.replace(d, end=len(self.raw)) for d in self._derivatives],
             functions=self._functions,

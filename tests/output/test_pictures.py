@@ -87,7 +87,7 @@ def test_clip_pictures_print_tf_values(name, expected):
 def test_clip_in_training_picture_shows_every_variable_gradient():
     run = examples.clip_in_training()
     model = run.extra["model"]
-    view = tv.view(run.tape, run.target)
+    view = tv.view(run.tape, run.target, expand=[layer.name for layer in model.layers])  # Dense: one box by default
     for v, g in zip(model.trainable_variables, run.extra["gradients"], strict=True):
         assert grad_label(view, v) == "∂ " + format_value(g.numpy(), norm="‖g‖")
 

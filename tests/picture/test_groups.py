@@ -67,7 +67,10 @@ def same_as_tape(step, fl) -> None:
         ),
         ("MobileNetV2", ["mobilenetv2_1.00_32/block_5"]),
         ("DenseNet121", ["densenet121/conv4", "densenet121/conv4/conv4_block12"]),
-        ("Transformer", ["encoder", "encoder/block1", "encoder/block1/attention", "encoder/block1/attention/query"]),
+        (
+            "Transformer (named layers)",
+            ["encoder", "encoder/block1", "encoder/block1/attention", "encoder/block1/attention/query"],
+        ),
     ],
 )
 def test_the_tree_follows_stages_blocks_and_layers_inside_layers(made, name, chain):
@@ -172,7 +175,7 @@ def test_expand_opens_a_block_and_the_groups_holding_it(made):
 
 
 def test_transformer_depth_and_expand(made):
-    step, fl = made("Transformer")
+    step, fl = made("Transformer (named layers)")
     default = tv.view(step.tape, step.loss)
     assert {"encoder/block1/attention", "encoder/block2/attention", "encoder/block3/attention"} <= groups_drawn(default)
     blocks = tv.view(step.tape, step.loss, depth=2)
@@ -189,7 +192,7 @@ def test_transformer_depth_and_expand(made):
 def test_ops_in_a_models_own_call_are_ops_not_a_box_named_after_the_model(made):
     """The residual x + attention(x) and the positional add run in the model's (or the
     block's) own scope: drawn as ops, never as a box titled 'encoder (call 2)'."""
-    step, fl = made("Transformer")
+    step, fl = made("Transformer (named layers)")
     for view in (tv.view(step.tape, step.loss), tv.view(step.tape, step.loss, depth=3)):
         titles = boxes(view)
         group_titles = [t for n, t in titles.items() if view.display.nx.nodes[n].get("kind") == "layer"]
@@ -232,14 +235,16 @@ def test_keras_loss_functions_and_compute_loss_are_one_box_each():
         )
     view = tv.view(tape, loss)
     kinds = {d["name"]: d["group_kind"] for _, d in view.display.nx.nodes(data=True) if d.get("kind") == "layer"}
-    assert kinds == {"mean_squared_error": "loss", "mean_absolute_error": "loss", "mse": "loss"}
+    losses = {name: kind for name, kind in kinds.items() if kind == "loss"}
+    assert losses == {"mean_squared_error": "loss", "mean_absolute_error": "loss", "mse": "loss"}
+    assert {kinds[n] for n in set(kinds) - set(losses)} == {"layer"} and len(kinds) == 5  # two Dense: a box each
     fl = tv.flow(tape, loss)
     for v in model.trainable_variables:
         assert np.array_equal(fl.grad(v), tape.gradient(loss, v).numpy())
 
 
 def test_a_group_of_one_is_no_group():
-    """A ReLU layer is its Relu op; tf.pow(x, 2) is its Pow op (x beside it)."""
+    """A ReLU layer is its Relu op; tf.pow(x, 2) is its Pow op (x beside it), titled as the operator."""
     x = tf.Variable([1.0, -2.0])
     model = keras.Sequential(
         [keras.Input((2,)), keras.layers.Dense(2), keras.layers.ReLU(name="act"), keras.layers.Dense(1)]
@@ -249,7 +254,7 @@ def test_a_group_of_one_is_no_group():
     view = tv.view(tape, loss, collapsed=False)
     tree = view.display.tree
     assert not any(g.name in ("act", "tf.pow") for g in tree.groups.values())
-    assert {"Relu", "Pow"} <= set(boxes(view).values())
+    assert {"Relu", "**"} <= set(boxes(view).values())
 
 
 # ----------------------------------------------------------------------------- name prefixes
@@ -314,13 +319,15 @@ def test_a_deep_tree_is_built_without_recursion():
 
 
 def test_depth_and_expand_reach_every_entry_point(made, tmp_path):
-    step, fl = made("Transformer")
+    step, fl = made("Transformer (named layers)")
     blocks = {"encoder/block1", "encoder/block2", "encoder/block3"}
     assert blocks <= groups_drawn(tv.view(step.tape, step.loss, depth=2))
     fig = tv.draw(step.tape, step.loss, depth=2)
     assert fig is not None
     svg = tv.save(step.tape, step.loss, tmp_path / "t.svg", depth=2, expand="block2").read_text()
-    assert ">block1<" in svg and ">block3<" in svg and ">block2<" not in svg
+    # block1 and block3 are boxes; block2 opened is a frame with its name, around its layers
+    assert ">block1<" in svg and ">block3<" in svg and 'id="group-encoder/block2"' in svg
+    assert 'id="node-layer:encoder/block2"' not in svg and 'id="node-layer:encoder/block2/attention"' in svg
     ex = tv.explore(step.tape, step.loss, depth=2, expand=["block2"])
     assert blocks - {"encoder/block2"} <= set(
         ex.graph_targets.collapsed(ex.state)
@@ -330,7 +337,7 @@ def test_depth_and_expand_reach_every_entry_point(made, tmp_path):
 
 
 def test_explorer_lists_the_tree_indented_and_ticking_opens_ancestors(made):
-    step, fl = made("Transformer")
+    step, fl = made("Transformer (named layers)")
     ex = tv.explore(step.tape, step.loss, depth=2)
     w = ex.controls["layers"]
     labels = dict((v, k) for k, v in w.options)
@@ -347,7 +354,7 @@ def test_explorer_lists_the_tree_indented_and_ticking_opens_ancestors(made):
 
 
 def test_bad_depth_and_unknown_or_ambiguous_groups_say_what_to_pass(made):
-    step, fl = made("Transformer")
+    step, fl = made("Transformer (named layers)")
     with pytest.raises(ValueError, match="whole number of levels"):
         tv.view(step.tape, step.loss, depth=0)
     with pytest.raises(ValueError, match="No group named 'nope'; groups are"):

@@ -22,7 +22,7 @@ import tensorflow as tf
 import tapeviz as tv
 from tapeviz.picture.scene import Scene
 
-__all__ = ["GALLERY", "Step", "recorder"]
+__all__ = ["GALLERY", "MORE", "Step", "recorder"]
 
 IMAGE = (32, 32, 3)
 CLASSES = 10
@@ -74,13 +74,19 @@ def _application(cls: Callable) -> Callable[[], Step]:
 class TransformerBlock(keras.layers.Layer):
     """Self-attention and a feed-forward net, each with a residual add and LayerNorm."""
 
-    def __init__(self, dim: int, heads: int, hidden: int, **kw):
+    def __init__(self, dim: int, heads: int, hidden: int, named: bool = False, **kw):
         super().__init__(**kw)
-        self.attention = keras.layers.MultiHeadAttention(heads, dim // heads, name="attention")
-        self.norm1 = keras.layers.LayerNormalization(name="norm1")
-        self.ffn_in = keras.layers.Dense(hidden, activation="relu", name="ffn_in")
-        self.ffn_out = keras.layers.Dense(dim, name="ffn_out")
-        self.norm2 = keras.layers.LayerNormalization(name="norm2")
+
+        # unless ``named``, the inner layers keep the names Keras gives them
+        # (multi_head_attention_1, dense_4, ...), as most people's code leaves them
+        def called(name: str) -> dict:
+            return {"name": name} if named else {}
+
+        self.attention = keras.layers.MultiHeadAttention(heads, dim // heads, **called("attention"))
+        self.norm1 = keras.layers.LayerNormalization(**called("norm1"))
+        self.ffn_in = keras.layers.Dense(hidden, activation="relu", **called("ffn_in"))
+        self.ffn_out = keras.layers.Dense(dim, **called("ffn_out"))
+        self.norm2 = keras.layers.LayerNormalization(**called("norm2"))
 
     def call(self, x, training=False):
         x = self.norm1(x + self.attention(x, x, training=training))
@@ -90,11 +96,12 @@ class TransformerBlock(keras.layers.Layer):
 class TransformerEncoder(keras.Model):
     """Token and position embeddings, three Transformer blocks, mean pooling, a classifier."""
 
-    def __init__(self, vocab: int = 50, length: int = 8, dim: int = 16, blocks: int = 3, **kw):
+    def __init__(self, vocab: int = 50, length: int = 8, dim: int = 16, blocks: int = 3, named: bool = False, **kw):
         super().__init__(**kw)
         self.tokens = keras.layers.Embedding(vocab, dim, name="tokens")
         self.positions = keras.layers.Embedding(length, dim, name="positions")
-        self.blocks = [TransformerBlock(dim, 2, 2 * dim, name=f"block{i + 1}") for i in range(blocks)]
+        first = 1 if named else 0
+        self.blocks = [TransformerBlock(dim, 2, 2 * dim, named, name=f"block{i + first}") for i in range(blocks)]
         self.head = keras.layers.Dense(CLASSES, name="head")
         self.length = length
 
@@ -105,9 +112,11 @@ class TransformerEncoder(keras.Model):
         return self.head(tf.reduce_mean(x, axis=1))
 
 
-def transformer() -> Step:
+def transformer(named: bool = False) -> Step:
+    """The encoder's step: blocks block0-2 with Keras-named layers inside, or (``named``)
+    blocks block1-3 whose layers are named by hand (attention, norm1, ffn_in, ...)."""
     _fresh()
-    model = TransformerEncoder(name="encoder")
+    model = TransformerEncoder(named=named, name="encoder")
     rng = np.random.default_rng(0)
     ids = tf.constant(rng.integers(0, 50, size=(BATCH, 8)))
     return _step(model, ids, tf.constant(rng.integers(0, CLASSES, size=BATCH)))
@@ -165,20 +174,17 @@ def gan() -> Step:
     """A generator's step: the discriminator's verdict on its fakes, scored as if real."""
     _fresh()
     L = keras.layers
-    # the same layer names in both models: their boxes say generator/hidden, discriminator/hidden
+    # two Sequential models whose layers Keras names (dense, dense_1, ...): only the
+    # models' names, gen and disc, say which layer is whose
     generator = keras.Sequential(
-        [keras.Input((8,)), L.Dense(32, activation="relu", name="hidden"), L.Dense(64, activation="tanh", name="out")],
-        name="generator",
+        [keras.Input((8,)), L.Dense(32, activation="relu"), L.Dense(64, activation="tanh")], name="gen"
     )
-    discriminator = keras.Sequential(
-        [keras.Input((64,)), L.Dense(32, name="hidden"), L.LeakyReLU(0.2, name="leaky"), L.Dense(1, name="out")],
-        name="discriminator",
-    )
-    noise = tf.constant(np.random.default_rng(0).normal(size=(BATCH, 8)).astype("float32"))
-    discriminator(generator(noise))
+    discriminator = keras.Sequential([keras.Input((64,)), L.Dense(32, activation="relu"), L.Dense(1)], name="disc")
+    z = tf.constant(np.random.default_rng(0).normal(size=(BATCH, 8)).astype("float32"))
+    discriminator(generator(z))
     bce = keras.losses.BinaryCrossentropy(from_logits=True)
     with tv.GradientTape(persistent=True) as tape:
-        verdict = discriminator(generator(noise, training=True), training=True)
+        verdict = discriminator(generator(z, training=True), training=True)
         loss = bce(tf.ones_like(verdict), verdict)
     return Step(tape, loss, list(generator.trainable_variables))
 
@@ -222,6 +228,109 @@ def vae() -> Step:
     return Step(tape, loss, list(model.trainable_variables))
 
 
+# ----------------------------------------------------------------------------- GPT
+
+
+class GPTBlock(keras.layers.Layer):
+    """A pre-norm decoder block: causal self-attention and an MLP, each with a residual add."""
+
+    def __init__(self, dim: int, **kw):
+        super().__init__(**kw)
+        self.ln_1 = keras.layers.LayerNormalization(name="ln_1")
+        self.attn = keras.layers.MultiHeadAttention(2, dim // 2, name="attn")
+        self.ln_2 = keras.layers.LayerNormalization(name="ln_2")
+        self.mlp_fc = keras.layers.Dense(2 * dim, activation="gelu", name="mlp_fc")
+        self.mlp_proj = keras.layers.Dense(dim, name="mlp_proj")
+
+    def call(self, x):
+        h = self.ln_1(x)
+        x = x + self.attn(h, h, use_causal_mask=True)
+        return x + self.mlp_proj(self.mlp_fc(self.ln_2(x)))
+
+
+class GPT(keras.Model):
+    """Token and position embeddings, ``layers`` alike decoder blocks h0, h1, ..., a final norm
+    and the tied-free language-model head."""
+
+    def __init__(self, layers: int = 48, vocab: int = 40, length: int = 6, dim: int = 8, **kw):
+        super().__init__(**kw)
+        self.wte = keras.layers.Embedding(vocab, dim, name="wte")
+        self.wpe = keras.layers.Embedding(length, dim, name="wpe")
+        self.h = [GPTBlock(dim, name=f"h{i}") for i in range(layers)]
+        self.ln_f = keras.layers.LayerNormalization(name="ln_f")
+        self.lm_head = keras.layers.Dense(vocab, name="lm_head")
+        self.length = length
+
+    def call(self, ids):
+        x = self.wte(ids) + self.wpe(tf.range(self.length))
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+def gpt(layers: int = 48) -> Step:
+    """One next-token step of a GPT-shaped decoder of ``layers`` blocks."""
+    _fresh()
+    model = GPT(layers, name="gpt")
+    rng = np.random.default_rng(0)
+    ids = tf.constant(rng.integers(0, 40, size=(BATCH, 7)))
+    return _step(model, ids[:, :-1], ids[:, 1:])
+
+
+# ----------------------------------------------------------------------------- actor-critic
+
+
+class ActorCritic(keras.Model):
+    """A shared torso, a policy head (logits over actions) and a value head."""
+
+    def __init__(self, actions: int = 3, **kw):
+        super().__init__(**kw)
+        self.torso = keras.layers.Dense(16, activation="relu", name="torso")
+        self.policy = keras.layers.Dense(actions, name="policy")
+        self.value = keras.layers.Dense(1, name="value")
+
+    def call(self, state):
+        h = self.torso(state)
+        return self.policy(h), self.value(h)
+
+
+def actor_critic(steps: int = 20) -> Step:
+    """One episode of ``steps`` environment steps in one tape, the usual policy-gradient loop:
+    the model is called once per step; log-probs and values are collected, and the loss
+    is the advantage-weighted log-probs plus the value error."""
+    _fresh()
+    model = ActorCritic(name="ac")
+    rng = np.random.default_rng(0)
+    states = rng.normal(size=(steps, 1, 4)).astype("float32")
+    rewards = rng.normal(size=steps).astype("float32")
+    model(tf.constant(states[0]))
+    log_probs, values = [], []
+    with tv.GradientTape(persistent=True) as tape:
+        for t in range(steps):
+            logits, value = model(tf.constant(states[t]))
+            action = int(rng.integers(0, 3))  # the environment's step, outside TensorFlow
+            log_probs.append(tf.nn.log_softmax(logits)[0, action])
+            values.append(value[0, 0])
+        returns = tf.constant(np.cumsum(rewards[::-1])[::-1].copy())
+        advantage = returns - tf.stack(values)
+        actor = -tf.reduce_sum(tf.stack(log_probs) * tf.stop_gradient(advantage))
+        critic = tf.reduce_sum(tf.square(advantage))
+        loss = actor + 0.5 * critic
+    return Step(tape, loss, list(model.trainable_variables))
+
+
+# ----------------------------------------------------------------------------- WGAN-GP
+
+
+def wgan_gp() -> Step:
+    """The critic loss of WGAN-GP written with helpers (tests/higher_order_models.py)."""
+    from higher_order_models import wgan_gp as program
+
+    _fresh()
+    made = program(helpers=True)
+    return Step(made.tape, made.loss, made.variables)
+
+
 GALLERY: dict[str, Callable[[], Step]] = {
     "ResNet50": _application(keras.applications.ResNet50),
     "MobileNetV2": _application(keras.applications.MobileNetV2),
@@ -232,6 +341,14 @@ GALLERY: dict[str, Callable[[], Step]] = {
     "seq2seq LSTM": seq2seq,
     "GAN": gan,
     "VAE": vae,
+    "WGAN-GP": wgan_gp,
+}
+
+#: Models the tests use beside the gallery's.
+MORE: dict[str, Callable[[], Step]] = {
+    "Transformer (named layers)": lambda: transformer(named=True),
+    "GPT-48": gpt,
+    "actor-critic": actor_critic,
 }
 
 
