@@ -21,7 +21,6 @@ from tapeviz.explorer.lesson_pages import lesson_title
 PICTURE_TYPES = ("image/svg+xml", "image/png", "image/jpeg")
 
 # Chromium flags as the browser harness uses them (no sandbox in containers, no GPU).
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
 
 
 def test_lesson_title_is_the_first_heading():
@@ -143,8 +142,7 @@ def lesson_sets(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_lesson_page_opens_offline_with_every_picture(lesson_sets, lang):
-    playwright = pytest.importorskip("playwright.sync_api")
+def test_every_lesson_page_opens_offline_with_every_picture(lesson_sets, lang, chromium_browser):
     folder: Path = lesson_sets / lang
     source = cli.find_notebooks(lang)
     names = sorted(p.stem for p in source.glob("*.ipynb"))
@@ -155,42 +153,40 @@ def test_every_lesson_page_opens_offline_with_every_picture(lesson_sets, lang):
         assert f"href='{name}.html'" in index and lesson_title(nb) in index
 
     elsewhere: list[str] = []
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
+    # the session's Chromium (tests/conftest.py): a second sync Playwright in one process fails
+    context = chromium_browser.new_context(viewport={"width": 1200, "height": 900})
+    try:
+        page = context.new_page()
 
-            def route(r):  # a classroom PC without network: only the page's own file and data URLs
-                if r.request.url.startswith(("file:", "data:")):
-                    return r.continue_()
-                elsewhere.append(r.request.url)
-                return r.abort()
+        def route(r):  # a classroom PC without network: only the page's own file and data URLs
+            if r.request.url.startswith(("file:", "data:")):
+                return r.continue_()
+            elsewhere.append(r.request.url)
+            return r.abort()
 
-            page.route("**/*", route)
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            for name in ["index", *names]:
-                page.goto((folder / f"{name}.html").as_uri())
-                if name == "index":
-                    assert page.locator("ol.tv-lessons li a").count() == len(names)
-                    continue
-                nb = nbformat.read(str(folder / f"{name}.ipynb"), as_version=4)
-                cells = page.locator(".code_cell")
-                assert cells.count() == sum(c.cell_type == "code" for c in nb.cells), name
-                wanted = cells_with_pictures(nb)
-                assert wanted, f"{name}: no cell made a picture"
-                for i in wanted:
-                    cell = cells.nth(i)
-                    cell.scroll_into_view_if_needed()
-                    assert visible_pictures(cell.element_handle()) >= 1, f"{name}: code cell {i} shows no picture"
-                stepping = page.locator("[data-tv-static='stepping']")
-                for k in range(stepping.count()):  # the stepping page, once html_page has it
-                    assert stepping.nth(k).element_handle().evaluate(STEP_JS) >= 2, (
-                        f"{name}: explorer {k} does not step"
-                    )
-                if name.startswith("01"):
-                    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
-            assert not errors, errors
-        finally:
-            browser.close()
+        page.route("**/*", route)
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        for name in ["index", *names]:
+            page.goto((folder / f"{name}.html").as_uri())
+            if name == "index":
+                assert page.locator("ol.tv-lessons li a").count() == len(names)
+                continue
+            nb = nbformat.read(str(folder / f"{name}.ipynb"), as_version=4)
+            cells = page.locator(".code_cell")
+            assert cells.count() == sum(c.cell_type == "code" for c in nb.cells), name
+            wanted = cells_with_pictures(nb)
+            assert wanted, f"{name}: no cell made a picture"
+            for i in wanted:
+                cell = cells.nth(i)
+                cell.scroll_into_view_if_needed()
+                assert visible_pictures(cell.element_handle()) >= 1, f"{name}: code cell {i} shows no picture"
+            stepping = page.locator("[data-tv-static='stepping']")
+            for k in range(stepping.count()):  # the stepping page, once html_page has it
+                assert stepping.nth(k).element_handle().evaluate(STEP_JS) >= 2, f"{name}: explorer {k} does not step"
+            if name.startswith("01"):
+                page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+        assert not errors, errors
+    finally:
+        context.close()
     assert not elsewhere, f"the pages asked the network for {elsewhere[:5]}"

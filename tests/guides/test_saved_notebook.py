@@ -26,7 +26,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # one lesson per kind of explorer: tv.explore(tape), tv.interact, tv.explore(hist)
 LESSONS = ["01_basics", "10_what_if", "11_watching_training"]
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
 
 
 def _execute(path: Path, work: Path):
@@ -48,8 +47,7 @@ def explorer_cells(nb) -> list[int]:
 
 
 @pytest.mark.parametrize("name", LESSONS)
-def test_nbconvert_shows_every_explorers_picture_without_javascript(tmp_path, name):
-    playwright = pytest.importorskip("playwright.sync_api")
+def test_nbconvert_shows_every_explorers_picture_without_javascript(tmp_path, name, chromium_browser):
     source = cli.find_notebooks("en")
     work = tmp_path / "en"
     shutil.copytree(source, work)
@@ -69,26 +67,25 @@ def test_nbconvert_shows_every_explorers_picture_without_javascript(tmp_path, na
     assert proc.returncode == 0, proc.stderr[-2000:]
     page_file = saved.with_suffix(".html")
 
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(java_script_enabled=False, viewport={"width": 1200, "height": 900})
-            page = context.new_page()
-            # nbconvert's template names CDN scripts (require.js, MathJax): offline, and unused here
-            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:")) else r.abort())
-            page.goto(page_file.as_uri())
-            html_cells = page.locator(".jp-CodeCell")
-            assert html_cells.count() == len(code)
-            for i in cells:
-                cell = html_cells.nth(i)
-                cell.scroll_into_view_if_needed()
-                shown = cell.evaluate(
-                    """(el) => [...el.querySelectorAll('.jp-OutputArea-output img, .jp-OutputArea-output svg')]
-                        .filter((p) => { const b = p.getBoundingClientRect(); return b.width > 100 && b.height > 50; })
-                        .length"""
-                )
-                assert shown >= 1, f"{name}: the explorer of code cell {i} shows no picture without JavaScript"
-                if i == cells[-1]:
-                    cell.screenshot(path=str(tmp_path / f"{name}_cell{i}.png"))
-        finally:
-            browser.close()
+    # the session's Chromium (tests/conftest.py): a second sync Playwright in one process fails
+    context = chromium_browser.new_context(java_script_enabled=False, viewport={"width": 1200, "height": 900})
+    try:
+        page = context.new_page()
+        # nbconvert's template names CDN scripts (require.js, MathJax): offline, and unused here
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:")) else r.abort())
+        page.goto(page_file.as_uri())
+        html_cells = page.locator(".jp-CodeCell")
+        assert html_cells.count() == len(code)
+        for i in cells:
+            cell = html_cells.nth(i)
+            cell.scroll_into_view_if_needed()
+            shown = cell.evaluate(
+                """(el) => [...el.querySelectorAll('.jp-OutputArea-output img, .jp-OutputArea-output svg')]
+                    .filter((p) => { const b = p.getBoundingClientRect(); return b.width > 100 && b.height > 50; })
+                    .length"""
+            )
+            assert shown >= 1, f"{name}: the explorer of code cell {i} shows no picture without JavaScript"
+            if i == cells[-1]:
+                cell.screenshot(path=str(tmp_path / f"{name}_cell{i}.png"))
+    finally:
+        context.close()
