@@ -353,13 +353,13 @@ MORE: dict[str, Callable[[], Step]] = {
 
 
 def recorder() -> Callable[[str], tuple[Step, Any, Any]]:
-    """``get(name) -> (Step, GradientFlow, default Scene)`` of a gallery model, each made the
+    """``get(name) -> (Step, GradientFlow, default Scene)`` of a gallery model (or one of MORE), each made the
     first time it is asked for and kept (the picture tests' ``recorded`` fixture)."""
     made: dict[str, tuple[Step, Any, Any]] = {}
 
     def get(name: str) -> tuple[Step, Any, Any]:
         if name not in made:
-            step = GALLERY[name]()
+            step = (GALLERY[name] if name in GALLERY else MORE[name])()
             fl = tv.flow(step.tape, step.loss)
             made[name] = (step, fl, Scene(step.tape.graph, fl))
         return made[name]
