@@ -42,6 +42,15 @@ NODE_STAMP := node_modules/.installed
 node-tools: $(NODE_STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing nodejs npm (apt-get)"; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm; \
+		else \
+			echo "npm is missing: the front end's lint and tests need Node.js and npm (as root: apt-get install nodejs npm)"; \
+			exit 1; \
+		fi; }
 	npm ci --no-audit --no-fund
 	@touch $@
 
