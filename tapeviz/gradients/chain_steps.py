@@ -32,6 +32,23 @@ def _unwritten(value: Any, lang: str) -> list[str]:
     raise RuntimeError("this step was made without a writer: make steps with tapeviz.chain_rule")
 
 
+class _Written:
+    """What ChainStep and GroupStep share: their lines come from the writer they were handed."""
+
+    writer: Writer
+
+    def lines(self, lang: str = DEFAULT) -> list[str]:
+        """This step's chain rule, one line per fact, in ``lang`` ("en", "zh")."""
+        return self.writer(self, check_lang(lang))
+
+    def text(self, lang: str = DEFAULT) -> str:
+        """:meth:`lines` as one text."""
+        return "\n".join(self.lines(lang))
+
+    def __str__(self) -> str:
+        return self.text()
+
+
 @dataclass(frozen=True)
 class Amount:
     """A gradient (or a value) as a step shows it: TF's numbers, their shape and norm, and
@@ -105,7 +122,7 @@ class Link:
 
 
 @dataclass(frozen=True)
-class ChainStep:
+class ChainStep(_Written):
     """Step ``index`` of the backward pass as the chain rule says it.
 
     ``node`` received ``arriving`` (the sum of ``terms`` when several consumers passed
@@ -129,20 +146,9 @@ class ChainStep:
 
     writer: Writer = field(default=_unwritten, repr=False, compare=False)
 
-    def lines(self, lang: str = DEFAULT) -> list[str]:
-        """The step's chain rule, one line per fact, in ``lang`` ("en", "zh")."""
-        return self.writer(self, check_lang(lang))
-
-    def text(self, lang: str = DEFAULT) -> str:
-        """:meth:`lines` as one text."""
-        return "\n".join(self.lines(lang))
-
-    def __str__(self) -> str:
-        return self.text()
-
 
 @dataclass(frozen=True)
-class GroupStep:
+class GroupStep(_Written):
     """A collapsed group of ops as one step: the gradient that comes in at its outputs
     (from the ops after it) and what it passes out to its inputs, each TF's, with norms."""
 
@@ -163,13 +169,3 @@ class GroupStep:
         return math.sqrt(sum(a.norm**2 for _, a in self.outputs))
 
     writer: Writer = field(default=_unwritten, repr=False, compare=False)
-
-    def lines(self, lang: str = DEFAULT) -> list[str]:
-        """The group's line (and what each input gets), in ``lang``."""
-        return self.writer(self, check_lang(lang))
-
-    def text(self, lang: str = DEFAULT) -> str:
-        return "\n".join(self.lines(lang))
-
-    def __str__(self) -> str:
-        return self.text()
