@@ -80,6 +80,11 @@ def _read_line(step: ChainStep, lang: str) -> str:
     return line
 
 
+def _shape(shape: tuple, lang: str) -> str:
+    """A shape as the line writes it: 2×3, or the catalogue's word for a scalar (标量 in zh)."""
+    return shape_text(shape) if len(shape) else say("chain.scalar", lang)
+
+
 def _scalar(a: Amount | None) -> bool:
     return a is not None and a.scalar
 
@@ -122,21 +127,21 @@ def _tensor_line(link: Link, p: str, lang: str) -> str:
     if partial is not None and partial.local is not None:
         assert link.formula is not None
         if link.formula == formulas.Num(1.0):
-            product, shapes = gp, f"({shape_text(arriving)})"
+            product, shapes = gp, f"({_shape(arriving, lang)})"
         else:
             product = f"{gp} ⊙ {_bracketed(link.formula, lang)}"
-            shapes = f"({shape_text(arriving)}) ⊙ ({shape_text(arriving)})"
+            shapes = f"({_shape(arriving, lang)}) ⊙ ({_shape(arriving, lang)})"
     elif partial is not None:
         names = {**link.names, "g": gp}
         fields = {**{arg: arg for arg in _fields(partial.vjp)}, **names}
         product = partial.vjp.format(**fields)
         shapes = partial.joiner.join(
-            f"({shape_text(_operand_shape(link, arg, t, arriving))})" for arg, t in partial.operands
+            f"({_shape(_operand_shape(link, arg, t, arriving), lang)})" for arg, t in partial.operands
         )
     else:
         key = "chain.custom_of" if link.via else "chain.registered_of"
         product = say(key, lang, op=link.op, g=gp, via=link.via)
-        shapes = f"({shape_text(arriving)})"
+        shapes = f"({_shape(arriving, lang)})"
     result = link.result
     line = say(
         "chain.vjp",
@@ -144,7 +149,7 @@ def _tensor_line(link: Link, p: str, lang: str) -> str:
         g=_g(x),
         product=product,
         shapes=shapes,
-        shape=shape_text(result.shape),
+        shape=_shape(result.shape, lang),
         norm=f"{result.norm:.3g}",
         values=f" = {result.text}" if result.value.size <= 6 else "",  # few numbers: them too
     )

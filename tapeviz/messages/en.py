@@ -432,6 +432,7 @@ MESSAGES = {
     "chain.as_arg": "as {arg}: {line}",
     "chain.custom": "(∂ by the backward function {via} was given for {op})",
     "chain.custom_of": "the backward function {via} was given for {op}, applied to {g}",
+    "chain.scalar": "scalar",  # a shape of no axes, in a vector–Jacobian line
     "chain.vjp": "{g} = {product}: {shapes} → {shape}, ‖{g}‖ {norm}{values}",
     "chain.where": "({then} if {test} else {otherwise})",
     "chain.and": "{a} and {b}",

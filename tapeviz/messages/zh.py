@@ -419,6 +419,7 @@ MESSAGES = {
     "chain.as_arg": "作为 {arg}：{line}",
     "chain.custom": "（∂ 由 {via} 为 {op} 提供的反向函数算出）",
     "chain.custom_of": "{via} 为 {op} 提供的反向函数作用于 {g}",
+    "chain.scalar": "标量",  # a shape of no axes, in a vector–Jacobian line
     "chain.vjp": "{g} = {product}：{shapes} → {shape}，‖{g}‖ {norm}{values}",
     "chain.where": "({test} 时为 {then}，否则为 {otherwise})",
     "chain.and": "{a} 且 {b}",

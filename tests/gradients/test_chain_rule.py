@@ -89,6 +89,9 @@ def test_sum_of_w_squared_is_2w():
     sum_step = rule[1]
     assert sum_step.op == "Sum" and sum_step.links[0].partial.vjp == "broadcast({g})"
     assert "g_Pow = broadcast(g_loss): (scalar) → 2×2" in sum_step.text()
+    # a lesson prints it in Chinese: the word for a shape of no axes is the catalogue's too
+    assert "g_Pow = broadcast(g_loss)：(标量) → 2×2" in sum_step.text("zh")
+    assert "scalar" not in rule.text("zh")
     assert _check_formulas_against_the_flow(rule) == 2
 
 
