@@ -20,6 +20,7 @@ import tokenize
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 from picture_text import english_words
 
@@ -439,6 +440,69 @@ def _strip_comments(source: str) -> str:
     return "\n".join(ln.split("  # ")[0] for ln in source.splitlines() if not ln.lstrip().startswith("#"))
 
 
+# The lessons that read the chain rule (issue 33): a cell prints tv.chain_rule and what
+# tape.gradient returned, and the text after it quotes the printed lines.
+CHAIN_LESSONS = EXPECTED[:5]
+_SPAN = re.compile(r"`([^`\n]+)`")
+# what the cell printed of tape.gradient: "tape.gradient(z, x): 4.0", several on a line 3 spaces apart
+_TAPE_GRADIENT = re.compile(r"tape\.gradient\((\w+), (\w+)\): (.+?)(?=\s{3}|$)", re.M)
+
+
+def chain_quotes(markdown: str) -> tuple[list[str], list[str]]:
+    """The chain-rule lines a lesson's text quotes (a `code span` that opens with ∂ or g_ and
+    says what it equals), and the ones it says are absent (such a span ending in "= …")."""
+    quoted, absent = [], []
+    for span in _SPAN.findall(markdown):
+        if span.startswith(("∂", "g_")) and " = " in span:
+            (absent if span.endswith("= …") else quoted).append(span)
+    return quoted, absent
+
+
+def _final_numbers(line: str) -> list[float]:
+    """The numbers after a chain line's last " = " (a scalar, or a small tensor's entries)."""
+    return [float(n) for n in NUMBER.findall(line.rsplit(" = ", 1)[1])]
+
+
+def check_chain_passage(nb, where: str) -> int:
+    """A lesson's chain-rule passage tells the truth: every chain line its text quotes is
+    printed by a tv.chain_rule cell above the text (in this language), every line it says is
+    absent is not, and each variable's total in the printed chain (its last ``∂t/∂s = ...``
+    or ``g_s = ...`` line) is what the cell's ``tape.gradient(t, s)`` printed: the same
+    numbers, or None and no total at all. Returns how many quoted lines it checked."""
+    printed = ""
+    checked = 0
+    for c in nb.cells:
+        if c.cell_type == "code" and "tv.chain_rule(" in c.source:
+            out = "".join(o.get("text", "") for o in c.outputs if o.output_type == "stream")
+            printed += out
+            grads = _TAPE_GRADIENT.findall(out)
+            assert grads, f"{where}: the chain-rule cell prints no tape.gradient(target, source) to compare with"
+            for target, source, value in grads:
+                totals = [
+                    ln
+                    for ln in out.splitlines()
+                    if re.match(rf"\[\d+\] (∂{target}/∂{source}|g_{source}) = [^=]*$", ln)
+                ]
+                if value == "None":
+                    assert not totals, f"{where}: tape.gradient({target}, {source}) is None but the chain says {totals}"
+                    assert "= None" in out, f"{where}: the chain does not say where {source}'s path stops"
+                    continue
+                assert totals, f"{where}: no total for {source} in the chain rule of {target}:\n{out}"
+                np.testing.assert_allclose(
+                    _final_numbers(totals[-1]), [float(n) for n in NUMBER.findall(value)], rtol=1e-6, err_msg=where
+                )
+        elif c.cell_type == "markdown" and printed:
+            quoted, absent = chain_quotes(c.source)
+            for line in quoted:
+                assert line in printed, f"{where}: the text quotes {line!r}, the cell printed:\n{printed}"
+                checked += 1
+            for line in absent:
+                assert line[: -len("…")].strip() not in printed, f"{where}: the text says {line!r} is not printed"
+    assert printed, f"{where}: no cell prints tv.chain_rule"
+    assert checked, f"{where}: the text after the chain-rule cell quotes none of its lines"
+    return checked
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", EXPECTED)
 def test_lesson_runs_in_both_languages_with_the_same_numbers(name, tmp_path):
@@ -460,6 +524,8 @@ def test_lesson_runs_in_both_languages_with_the_same_numbers(name, tmp_path):
         text = _stream_text(nb)
         for expected in PRINTED[lang][name]:
             assert expected in text, f"{lang}/{name}: {expected!r} not printed; stdout was:\n{text}"
+        if name in CHAIN_LESSONS:
+            check_chain_passage(nb, f"{lang}/{name}")
         runs[lang] = nb, text
         print(f"\n{lang}/{name}: executed in {elapsed:.1f} s")
 
