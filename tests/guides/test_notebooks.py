@@ -332,6 +332,39 @@ def test_last_cell_displays_the_explorer_once(name, lang):
     assert not any(ln.endswith(")") and ".add_class(" in ln for ln in lines), "add_class() would display a second copy"
 
 
+def _chain_notebook(printed: str, text: str):
+    """A lesson as the chain-rule check sees it: a chain_rule cell with ``printed`` as its
+    output, then a markdown cell ``text``."""
+    nb = nbformat.v4.new_notebook()
+    code = nbformat.v4.new_code_cell("print(tv.chain_rule(tape, y))")
+    code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed)]
+    nb.cells = [code, nbformat.v4.new_markdown_cell(text)]
+    return nb
+
+
+def test_the_chain_passage_check_catches_a_text_or_a_total_that_is_not_printed():
+    printed = (
+        "[0] start at y = 9.0: ∂y/∂y = 1.0\n"
+        "[1] ∂y/∂x = ∂y/∂y · ∂y/∂x = 1.0 × (2·x) = 1.0 × 6.0 = 6.0\n"
+        "[2] ∂y/∂x = 6.0\n\ntape.gradient(y, x): 6.0\n"
+    )
+    good = "Read `∂y/∂x = ∂y/∂y · ∂y/∂x = 1.0 × (2·x) = 1.0 × 6.0 = 6.0`; no `∂y/∂w = …`; `dy/dx = 2x = 6` is calculus."
+    assert chain_quotes(good) == (["∂y/∂x = ∂y/∂y · ∂y/∂x = 1.0 × (2·x) = 1.0 × 6.0 = 6.0"], ["∂y/∂w = …"])
+    assert check_chain_passage(_chain_notebook(printed, good), "ok") == 1
+    with pytest.raises(AssertionError, match="the text quotes"):  # a number the cell did not print
+        check_chain_passage(_chain_notebook(printed, "`∂y/∂x = 1.0 × 4.0 = 4.0`"), "wrong number")
+    with pytest.raises(AssertionError, match="is not printed"):  # a line said absent that is there
+        check_chain_passage(_chain_notebook(printed, "`∂y/∂x = 6.0` and no `∂y/∂x = …`"), "absent")
+    with pytest.raises(AssertionError, match="quotes none"):
+        check_chain_passage(_chain_notebook(printed, "no quote"), "silent")
+    with pytest.raises(AssertionError, match=r"Mismatched|Not equal"):  # the chain's total is not TF's
+        check_chain_passage(_chain_notebook(printed.replace("): 6.0", "): 4.0"), good), "total")
+    with pytest.raises(AssertionError, match="is None but"):
+        check_chain_passage(_chain_notebook(printed.replace("): 6.0", "): None"), good), "none")
+    with pytest.raises(AssertionError, match=r"no tape\.gradient"):
+        check_chain_passage(_chain_notebook(printed.split("tape.")[0], good), "no tf")
+
+
 def test_the_picture_check_catches_english():
     nb = _read("zh", "01_basics")
     allowed, lesson = allowed_words(nb), names_of_lesson(nb)
@@ -479,9 +512,7 @@ def check_chain_passage(nb, where: str) -> int:
             assert grads, f"{where}: the chain-rule cell prints no tape.gradient(target, source) to compare with"
             for target, source, value in grads:
                 totals = [
-                    ln
-                    for ln in out.splitlines()
-                    if re.match(rf"\[\d+\] (∂{target}/∂{source}|g_{source}) = [^=]*$", ln)
+                    ln for ln in out.splitlines() if re.match(rf"\[\d+\] (∂{target}/∂{source}|g_{source}) = [^=]*$", ln)
                 ]
                 if value == "None":
                     assert not totals, f"{where}: tape.gradient({target}, {source}) is None but the chain says {totals}"
