@@ -34,8 +34,8 @@ if TYPE_CHECKING:  # made on first use: a widget imports ipywidgets
     from .explorer.whatif import Interact
     from .explorer.widget import Explorer
     from .gradients.chain_rule import ChainRule
-    from .gradients.compare import Comparison
     from .gradients.diagnose import Diagnosis
+    from .output.compare_picture import ComparePicture
 
 # TensorFlow ships no type information: a target, a source or output_gradients (a tensor,
 # a variable, or a list / dict of them, as tape.gradient takes them) is Any to mypy.
@@ -575,7 +575,7 @@ def compare(
     clip: str = "none",
     clip_norm: float = 1.0,
     clip_value: tuple[float, float] = (-1.0, 1.0),
-) -> Comparison:
+) -> ComparePicture:
     """Compare two backward passes of the same program: per node and per edge of ``a``,
     the ratio ‖g_b‖ / ‖g_a‖, the gradients b lost (``.lost()``), the largest changes
     (``.rows(n)``, ``.table(n)``, a table in a notebook) and ``.node_ratio`` /
@@ -587,10 +587,20 @@ def compare(
     variable gradients as a training step would, so ``tv.compare(fl, fl,
     clip="by_global_norm")`` shows what clipping does. Two recordings that are not of the
     same program (other ops, other order; tf.stop_gradient and tf.identity may differ)
-    raise an error naming the first op that differs."""
-    from .gradients.compare import compare_flows
+    raise an error naming the first op that differs.
 
-    return compare_flows(_as_flow(a, "a"), _as_flow(b, "b"), clip_mode=clip, clip_norm=clip_norm, clip_value=clip_value)
+    The result draws itself: ``.save("cmp.png")`` (or .svg; the options as for
+    :func:`save`) writes a's graph with every edge and box coloured by the ratio (blue
+    shrunk, grey unchanged, orange grown, a legend of the ratios), labelled with it, the
+    edges whose gradient b lost dashed and labelled "lost", and the largest changes under
+    the title; a notebook shows that picture and the table. ``tv.explore(c)`` shows the
+    two passes side by side with one step slider."""
+    from .gradients.compare import compare_flows
+    from .output.compare_picture import ComparePicture
+
+    return ComparePicture.of(
+        compare_flows(_as_flow(a, "a"), _as_flow(b, "b"), clip_mode=clip, clip_norm=clip_norm, clip_value=clip_value)
+    )
 
 
 def _as_flow(x: Any, which: str) -> GradientFlow:
