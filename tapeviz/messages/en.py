@@ -286,6 +286,7 @@ MESSAGES = {
     "ui.group.inner": "in tf.function {function}",
     # A collapsed group's variables, too many to list under its box: their gradient's norm taken together.
     "ui.group.grad_total": "‖g‖ {norm} over {n} variables",
+    "ui.compare.side": "{name}: step {k} of {n}",
     "ui.compare.title": "How the gradient changed from a to b: ‖g_b‖ / ‖g_a‖ on every edge and box (b: {b}, a: {a})",
     "ui.compare.title_plain": "How the gradient changed from a to b: ‖g_b‖ / ‖g_a‖ on every edge and box",
     "ui.compare.clip": "b's variable gradients clipped {mode}, as the optimizer receives them",

@@ -206,6 +206,7 @@ MESSAGES = {
     "ui.group.steps": lambda n, **_: f" ×{n}（第 0–{n - 1} 步）",
     "ui.group.inner": "在 tf.function {function} 中",
     "ui.group.grad_total": "‖g‖ {norm}（{n} 个变量合计）",
+    "ui.compare.side": "{name}：第 {k} 步，共 {n} 步",
     "ui.compare.title": "梯度从 a 到 b 的变化：每条边和每个方框上的 ‖g_b‖ / ‖g_a‖（b：{b}，a：{a}）",
     "ui.compare.title_plain": "梯度从 a 到 b 的变化：每条边和每个方框上的 ‖g_b‖ / ‖g_a‖",
     "ui.compare.clip": "b 的变量梯度按 {mode} 裁剪，与优化器收到的一致",

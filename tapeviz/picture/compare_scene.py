@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..gradients.compare import Change, Comparison, Row
-from ..messages import say
+from ..messages import localize, say
 from . import fonts
 from .options import Options
 from .scene import Scene
@@ -173,13 +173,22 @@ class CompareScene(Scene):
                 say(
                     "ui.compare.row",
                     lang,
-                    name=r.name,
+                    name=self._row_name(r, lang),
                     a=_norm_text(r.norm_a),
                     b=_norm_text(r.norm_b),
                     ratio=self._change_word(r.change, r.ratio, lang),
                 )
             )
         return "\n".join(lines)
+
+    def _row_name(self, r: Row, lang: str) -> str:
+        """A row's name in ``lang`` (the graph's names of its node, or of its edge's two ends)."""
+        g = self.comparison.a.graph
+        if r.kind == "node" and r.key in g.nx:
+            return localize(g.display_name(r.key), lang)
+        if r.kind == "edge" and r.key[0] in g.nx and r.key[1] in g.nx:
+            return f"{localize(g.display_name(r.key[0]), lang)} → {localize(g.display_name(r.key[1]), lang)}"
+        return r.name
 
     @staticmethod
     def _change_word(change: Change, ratio: float | None, lang: str) -> str:
