@@ -80,5 +80,3 @@ class CompareExplorer(StaticFallback, W.VBox):
     def close(self) -> None:
         self.pair.forget()
         super().close()
-
-

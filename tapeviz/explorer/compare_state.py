@@ -13,11 +13,13 @@ with a ``tf.stop_gradient`` stops sooner) stays at its finished pass while the s
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..gcpause import gc_paused
 from ..gradients.compare import Comparison
+from ..gradients.flow import GradientFlow
 from ..output.svg import to_svg
 from ..picture.compare_scene import CompareScene
 from ..picture.options import Options
@@ -56,13 +58,13 @@ class ComparedPair:
 
     def __init__(self, comparison: Comparison, names: tuple[str, str] = SIDES):
         self.comparison = comparison
-        self.names = tuple(names)
+        self.names: tuple[str, str] = (names[0], names[1])
         flows = {"a": comparison.a, "b": comparison.b}
         self.sides = {
             side: st.GraphTargets(
                 fl.graph,
                 {fl.graph.display_name(fl.target_nodes[0]): fl.target_nodes[0]},
-                flow_factory=lambda _target, fl=fl: fl,  # the flows are made: the comparison holds them
+                flow_factory=_made(fl),
             )
             for side, fl in flows.items()
         }
@@ -81,6 +83,11 @@ class ComparedPair:
         for side in self.sides.values():
             side.forget()
         self._ratios.clear()
+
+
+def _made(fl: GradientFlow) -> Callable[[Any], GradientFlow]:
+    """A side's flow factory: the flow is made already (the comparison holds it)."""
+    return lambda _target: fl
 
 
 def side_step(pair: ComparedPair, state: CompareState, side: str) -> int:

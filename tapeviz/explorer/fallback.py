@@ -9,8 +9,8 @@ Notebook 7, Voilà) picks the richer widget view and shows only the widget.
 
 The pictures of an explorer are found in its widget tree, top to bottom: a canvas
 (``tv-canvas``: the explorer's :func:`~tapeviz.explorer.state.picture` in its current
-state), the plots (``tv-slope``, ``tv-run-panel``, the compare explorer's ``tv-compare``: their SVG) and the Jacobian's heatmap
-(``tv-heatmap``: its PNG). Parts hidden on screen are left out.
+state), the plots (``tv-slope``, ``tv-run-panel``, the compare explorer's ``tv-compare``:
+their SVG) and the Jacobian's heatmap (``tv-heatmap``: its PNG). Parts hidden on screen are left out.
 
 While a lesson is executed for a page (``tapeviz lessons --html``, the docs site), the
 environment variable :data:`PAGE_ENV` is ``"1"`` in the kernel: the bundle then has no

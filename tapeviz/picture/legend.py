@@ -72,9 +72,8 @@ def _ratio_entries(scene: Any, scale: Any) -> list[tuple[str, Any, str]]:
     """A comparison's legend: the ratio's colours at each decade, and the lost / gained edges shown."""
     th, lang = scene.theme, scene.lang
     ticks = scale.ticks()
-    out: list[tuple[str, Any, str]] = [
-        ("ratios", ([scale.colour(t, th) for t in ticks], [f"{TIMES}{t:g}" for t in ticks]), say("ui.legend.ratio", lang))
-    ]
+    colours, texts = [scale.colour(t, th) for t in ticks], [f"{TIMES}{t:g}" for t in ticks]
+    out: list[tuple[str, Any, str]] = [("ratios", (colours, texts), say("ui.legend.ratio", lang))]
     shown = scene.changes
     if shown["lost"]:
         kinds = {t for _, _, t in shown["lost"]}

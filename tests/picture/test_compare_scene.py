@@ -196,7 +196,8 @@ def test_ratio_scale_and_texts():
     assert s.position(0.01) == -1 and s.position(1.0) == 0 and s.position(1e6) == 1 and s.position(0.0) == -1
     th = THEMES["light"]
     assert s.colour(1.0, th) == th.unchanged and s.colour(None, th) == th.bad and s.colour(math.nan, th) == th.bad
-    assert [ratio_text(r) for r in (0.25, 1.0, 12.5, math.inf, math.nan, None)] == ["×0.25", "×1", "×12.5", "×∞", "NaN", "—"]
+    texts = [ratio_text(r) for r in (0.25, 1.0, 12.5, math.inf, math.nan, None)]
+    assert texts == ["×0.25", "×1", "×12.5", "×∞", "NaN", "—"]
 
 
 def test_combined_rows():
