@@ -69,15 +69,21 @@ class ComparePicture(Comparison):
         check_path(path, formats=STILL)  # fail before any drawing work
         return save_scene(self.scene(options, names=names, **option_keywords), path, dpi=dpi)
 
-    def _repr_svg_(self) -> str:
-        return self.svg()
+    def _shown(self) -> str:
+        """The default picture's SVG, made once for a notebook's outputs (HTML and PNG)."""
+        got = self.__dict__.get("_svg")
+        if got is None:
+            got = self.__dict__["_svg"] = self.svg()
+        return got
 
     def _repr_png_(self) -> bytes:
-        return self.png()
+        from .raster import png_bytes
+
+        return png_bytes(self._shown())
 
     def _repr_html_(self) -> str:
         # the picture as an <img> of its own SVG (no script, no request), the table under it
-        data = base64.b64encode(self.svg().encode("utf-8")).decode("ascii")
+        data = base64.b64encode(self._shown().encode("utf-8")).decode("ascii")
         picture = f'<img src="data:image/svg+xml;base64,{data}" alt="{_alt(self)}" style="max-width:100%"/>'
         return f"<div>{picture}{super()._repr_html_()}</div>"
 
