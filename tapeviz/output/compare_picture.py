@@ -30,7 +30,8 @@ STILL = (".png", ".svg")
 @dataclasses.dataclass(repr=False)
 class ComparePicture(Comparison):
     """A :class:`Comparison` with its picture: ``.scene()``, ``.save(path)``, ``.svg()``,
-    ``.png()``; in a notebook the picture and the table of the largest changes."""
+    ``.png()``; in a notebook the picture and the table of the largest changes
+    (``.shown(lang="zh")``: with other options)."""
 
     @classmethod
     def of(cls, comparison: Comparison) -> ComparePicture:
@@ -69,11 +70,21 @@ class ComparePicture(Comparison):
         check_path(path, formats=STILL)  # fail before any drawing work
         return save_scene(self.scene(options, names=names, **option_keywords), path, dpi=dpi)
 
+    def shown(
+        self, options: Options | None = None, *, names: tuple[str, str] | None = None, **option_keywords: Any
+    ) -> ComparePicture:
+        """The same comparison, shown in a notebook with these options and names (as a
+        cell's last line: ``c.shown(lang="zh", names=("raw", "clipped"))``)."""
+        out = ComparePicture.of(self)
+        out.__dict__["_show"] = (Options.of(options, **option_keywords), names)
+        return out
+
     def _shown(self) -> str:
-        """The default picture's SVG, made once for a notebook's outputs (HTML and PNG)."""
+        """The picture a notebook shows (its options, names), made once for its HTML and PNG."""
         got = self.__dict__.get("_svg")
         if got is None:
-            got = self.__dict__["_svg"] = self.svg()
+            options, names = self.__dict__.get("_show", (None, None))
+            got = self.__dict__["_svg"] = to_svg(self.scene(options, names=names))
         return got
 
     def _repr_png_(self) -> bytes:

@@ -55,3 +55,15 @@ def test_a_notebook_shows_the_picture_and_the_table_offline():
     assert "×0." in svg
     assert _png_size(c._repr_png_())[0] <= 1600
     assert c.svg() == svg and c.png()[:4] == b"\x89PNG"
+
+
+def test_shown_draws_the_notebook_output_with_other_options():
+    c = _comparison()
+    zh = c.shown(lang="zh", names=("原始", "裁剪后"))
+    assert isinstance(zh, ComparePicture) and zh.nodes == c.nodes
+    assert "裁剪后" in _picture(zh) and "梯度从 a 到 b 的变化" in _picture(zh)
+    assert "How the gradient changed" in _picture(c)
+
+
+def _picture(c: ComparePicture) -> str:
+    return base64.b64decode(re.search(r"base64,([^\"]+)", c._repr_html_()).group(1)).decode("utf-8")
