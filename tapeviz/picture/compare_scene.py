@@ -5,7 +5,8 @@ gradient functions passed back in each pass); this module only turns them into c
 texts and dashes on the records a :class:`~tapeviz.picture.scene.Scene` of a's finished
 pass placed. The colour map diverges around "unchanged" on the log of the ratio: grey at
 ×1, the theme's ``shrunk`` hue below it and its ``grown`` hue above, full at the scale's
-ends (whole decades that hold the ratios shown). Blue and orange stay apart for readers
+ends (×0.5 .. ×2, else whole decades that hold the ratios shown). Every box is drawn plain
+unless its gradient changed: colour says the ratio alone. Blue and orange stay apart for readers
 with red–green colour blindness (tests/picture/test_themes.py), and nothing is said by
 colour alone: every edge and box writes its ratio, and an edge whose gradient b lost is
 dashed and labelled "lost".
@@ -28,8 +29,8 @@ from .themes import Theme, mix
 
 __all__ = ["RatioScale", "CompareScene", "ratio_text", "combined"]
 
-#: The scale's ends are at most this many decades from ×1 (beyond, the end colour).
-MOST_DECADES = 3
+#: Where the colour scale may end (×1/span .. ×span); beyond the last, the end colour.
+SPANS = (2.0, 10.0, 100.0, 1000.0)
 #: How an edge that lost its gradient is dashed (points on, off).
 LOST_DASH = (0, (4, 2))
 #: How many of the largest changes the picture lists under its title.
@@ -38,16 +39,18 @@ TABLE_ROWS = 5
 
 @dataclass(frozen=True)
 class RatioScale:
-    """The diverging colour map of a comparison: log10 of the ratio over ±``decades``."""
+    """The diverging colour map of a comparison: the log of the ratio, from ×1/``span``
+    (shrunk most) to ×``span`` (grown most)."""
 
-    decades: int
+    span: float
 
     @classmethod
     def fit(cls, ratios: Iterable[float | None]) -> RatioScale:
-        """Whole decades that hold every finite, positive ratio (at least 1, at most :data:`MOST_DECADES`)."""
+        """The least of :data:`SPANS` that holds every finite, positive ratio (clipping's
+        ×0.7 is plainly blue on a ×0.5 .. ×2 scale, a tenfold change on ×0.1 .. ×10)."""
         logs = [abs(math.log10(r)) for r in ratios if r is not None and r > 0 and math.isfinite(r)]
         most = max(logs, default=0.0)
-        return cls(min(MOST_DECADES, max(1, math.ceil(most - 1e-9))))
+        return cls(next((s for s in SPANS if math.log10(s) >= most - 1e-9), SPANS[-1]))
 
     def position(self, ratio: float) -> float:
         """Where a ratio sits on the scale: -1 (shrunk most) .. 0 (×1) .. 1 (grown most)."""
@@ -55,7 +58,7 @@ class RatioScale:
             return -1.0
         if math.isinf(ratio):
             return 1.0
-        return max(-1.0, min(1.0, math.log10(ratio) / self.decades))
+        return max(-1.0, min(1.0, math.log10(ratio) / math.log10(self.span)))
 
     def colour(self, ratio: float | None, theme: Theme) -> str:
         """The colour of a ratio (None or NaN: the theme's NaN colour)."""
@@ -67,8 +70,11 @@ class RatioScale:
         return mix(theme.grown if t > 0 else theme.shrunk, theme.unchanged, abs(t) ** 0.7)
 
     def ticks(self) -> list[float]:
-        """The ratios the legend shows: every decade from the low end to the high end."""
-        return [10.0**d for d in range(-self.decades, self.decades + 1)]
+        """The ratios the legend shows: the ends, ×1, and every decade between."""
+        if self.span < 10:
+            return [1 / self.span, 1.0, self.span]
+        decades = round(math.log10(self.span))
+        return [10.0**d for d in range(-decades, decades + 1)]
 
 
 def ratio_text(ratio: float | None) -> str:
@@ -206,6 +212,10 @@ class CompareScene(Scene):
         super().set_step(None)
         self._style_ratios()
 
+    def _list_what_is_shown(self) -> None:
+        super()._list_what_is_shown()
+        self.kinds = []  # every box is drawn plain (see _style_ratios): the legend names no kind
+
     def _restyle_clamped(self) -> None:
         super()._restyle_clamped()  # (a's gradient texts, in the rooms the canvas left)
         self._style_ratios()
@@ -244,10 +254,13 @@ class CompareScene(Scene):
             word = say("ui.compare.gained", lang) if got.change is Change.GAINED else ratio_text(got.ratio)
             label.text = fonts.fit(word, room, label.size)
             label.color, label.style, label.weight = self._text_colour(colour, got), "normal", "normal"
+        plain_fill, plain_edge = th.kinds["op"]
         for n, box in self.boxes.items():
-            if n not in self.targets:  # no step is processed here: no box is the active one
-                kind = self.display.nx.nodes[n]["kind"]
-                box.ec, box.lw = th.kinds.get(kind, th.kinds["op"])[1], LW_BOX * th.line
+            # colour says the ratio alone: every box is drawn plain unless its gradient changed
+            # (no step is processed here either: no box is the active one)
+            box.fc = plain_fill
+            if n not in self.targets:
+                box.ec, box.lw = plain_edge, LW_BOX * th.line
             got = self.box_change(n)
             grad = self.grads[n]
             if got.change is Change.NONE:

@@ -35,7 +35,7 @@ def test_edge_colours_follow_the_ratios_sign():
     tb, lb, vb = _scaled(10.0, 0.1)
     scene = tv.compare((ta, la), (tb, lb)).scene()
     th = scene.theme
-    assert scene.ratio_scale == RatioScale(1)  # ×0.1 .. ×10: one decade each way
+    assert scene.ratio_scale == RatioScale(10.0)  # ×0.1 .. ×10: one decade each way
     shown = scene.changes
     grown = {scene.graph.display_name(e[0]): (c, t) for e, c, t in shown["grown"]}
     shrunk = {scene.graph.display_name(e[0]): (c, t) for e, c, t in shown["shrunk"]}
@@ -53,6 +53,10 @@ def test_edge_colours_follow_the_ratios_sign():
     assert shrunk["v"][0] == th.shrunk and shrunk["v"][1] == "×0.1"
     assert unchanged["u"] == (th.unchanged, "×1")
     assert not shown["lost"]
+    plain = th.kinds["op"][0]
+    fills = {scene.graph.display_name(n): b.fc for n, b in scene.boxes.items()}
+    assert fills["u"] == plain and fills["w"] != plain and fills["v"] != plain  # colour says the ratio alone
+    assert all(entry.label.text != "variable" for entry in scene.legend)
     check(scene, "ratios")
 
 
@@ -187,11 +191,14 @@ def test_structure_mismatch_names_the_first_op_before_any_picture(tmp_path):
 
 
 def test_ratio_scale_and_texts():
-    assert RatioScale.fit([0.5, 2.0]) == RatioScale(1)
-    assert RatioScale.fit([0.004, 1.0]) == RatioScale(3)  # ×0.004 is 2.4 decades down: 3 whole ones
-    assert RatioScale.fit([1e-9]) == RatioScale(3)  # at most 3
-    assert RatioScale.fit([None, math.inf, 0.0]) == RatioScale(1)
-    s = RatioScale(2)
+    assert RatioScale.fit([0.7, 1.2]) == RatioScale(2.0)  # clipping's ratios: ×0.5 .. ×2
+    assert RatioScale.fit([0.5, 2.0]) == RatioScale(2.0)
+    assert RatioScale.fit([0.3]) == RatioScale(10.0)
+    assert RatioScale.fit([0.004, 1.0]) == RatioScale(1000.0)  # ×0.004 is 2.4 decades down: 3 whole ones
+    assert RatioScale.fit([1e-9]) == RatioScale(1000.0)  # at most 3
+    assert RatioScale.fit([None, math.inf, 0.0]) == RatioScale(2.0)
+    assert RatioScale(2.0).ticks() == [0.5, 1.0, 2.0] and RatioScale(10.0).ticks() == [0.1, 1.0, 10.0]
+    s = RatioScale(100.0)
     assert s.ticks() == [0.01, 0.1, 1.0, 10.0, 100.0]
     assert s.position(0.01) == -1 and s.position(1.0) == 0 and s.position(1e6) == 1 and s.position(0.0) == -1
     th = THEMES["light"]
