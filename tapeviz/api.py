@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from .gcpause import gc_paused
 from .gradients.clipping import MODES, check_settings
+from .gradients.compare import Comparison
 from .gradients.flow import GradientFlow, flow_over
 from .messages import check_lang
 from .output.export import check_path, save_view
@@ -28,14 +29,15 @@ from .record.tape import GradientTape, Recording, graph_of, record
 from .training.history import Flag, History
 
 if TYPE_CHECKING:  # made on first use: a widget imports ipywidgets
+    from .explorer.compare_explorer import CompareExplorer
     from .explorer.jacobian_explorer import JacobianExplorer
     from .explorer.state import GraphTargets
     from .explorer.training_explorer import TrainingExplorer
     from .explorer.whatif import Interact
     from .explorer.widget import Explorer
     from .gradients.chain_rule import ChainRule
-    from .gradients.compare import Comparison
     from .gradients.diagnose import Diagnosis
+    from .output.compare_picture import ComparePicture
 
 # TensorFlow ships no type information: a target, a source or output_gradients (a tensor,
 # a variable, or a list / dict of them, as tape.gradient takes them) is Any to mypy.
@@ -56,6 +58,7 @@ __all__ = [
     "explore",
     "explore_history",
     "explore_jacobian",
+    "explore_compare",
     "interact",
     "InteractFactory",
     "export_html",
@@ -288,6 +291,8 @@ def explore(
     - a :class:`tv.History`: :func:`explore_history`, the training run's steps.
     - a :class:`tv.Jacobian` (tv.jacobian): :func:`explore_jacobian`, a heatmap above the
       backward pass of the row picked.
+    - a comparison (``tv.compare(a, b)``): :func:`explore_compare`, the two passes side by
+      side with one step slider, and the picture of their ratios.
 
     ``presenter``: only the picture and the step buttons, full width. ``quiz``: predict,
     then reveal: each step's numbers are shown as "?" until the student types a prediction
@@ -347,6 +352,25 @@ def explore_jacobian(
     opts = Options.of(options, **option_keywords)
     settings = _clip_settings(clip, clip_norm, clip_value)
     return JacobianExplorer(jacobian, presenter=presenter, quiz=quiz, **settings, **opts.in_explorer().keywords())
+
+
+@explore.register(Comparison)
+def explore_compare(
+    comparison: Comparison,
+    *,
+    names: tuple[str, str] = ("a", "b"),
+    options: Options | None = None,
+    **option_keywords: Any,
+) -> CompareExplorer:
+    """``tv.explore(tv.compare(a, b))``: the two backward passes side by side with one step
+    slider (``controls["step"]``: both sides show that step; a shorter pass stays at its
+    end), the picture of ‖g_b‖ / ‖g_a‖ and the table of the largest changes under them.
+    ``names``: what a and b are, e.g. ("raw", "clipped"). The options: as for
+    :func:`explore` (:class:`tv.Options`)."""
+    from .explorer.compare_explorer import CompareExplorer
+
+    opts = Options.of(options, **option_keywords)
+    return CompareExplorer(comparison, names=names, **opts.in_explorer().keywords())
 
 
 def _drop_unused(keywords: dict[str, Any], call: str, names: Sequence[str]) -> None:
@@ -575,7 +599,7 @@ def compare(
     clip: str = "none",
     clip_norm: float = 1.0,
     clip_value: tuple[float, float] = (-1.0, 1.0),
-) -> Comparison:
+) -> ComparePicture:
     """Compare two backward passes of the same program: per node and per edge of ``a``,
     the ratio ‖g_b‖ / ‖g_a‖, the gradients b lost (``.lost()``), the largest changes
     (``.rows(n)``, ``.table(n)``, a table in a notebook) and ``.node_ratio`` /
@@ -587,10 +611,20 @@ def compare(
     variable gradients as a training step would, so ``tv.compare(fl, fl,
     clip="by_global_norm")`` shows what clipping does. Two recordings that are not of the
     same program (other ops, other order; tf.stop_gradient and tf.identity may differ)
-    raise an error naming the first op that differs."""
-    from .gradients.compare import compare_flows
+    raise an error naming the first op that differs.
 
-    return compare_flows(_as_flow(a, "a"), _as_flow(b, "b"), clip_mode=clip, clip_norm=clip_norm, clip_value=clip_value)
+    The result draws itself: ``.save("cmp.png")`` (or .svg; the options as for
+    :func:`save`) writes a's graph with every edge and box coloured by the ratio (blue
+    shrunk, grey unchanged, orange grown, a legend of the ratios), labelled with it, the
+    edges whose gradient b lost dashed and labelled "lost", and the largest changes under
+    the title; a notebook shows that picture and the table. ``tv.explore(c)`` shows the
+    two passes side by side with one step slider."""
+    from .gradients.compare import compare_flows
+    from .output.compare_picture import ComparePicture
+
+    return ComparePicture.of(
+        compare_flows(_as_flow(a, "a"), _as_flow(b, "b"), clip_mode=clip, clip_norm=clip_norm, clip_value=clip_value)
+    )
 
 
 def _as_flow(x: Any, which: str) -> GradientFlow:

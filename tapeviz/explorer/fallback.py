@@ -9,8 +9,8 @@ Notebook 7, Voilà) picks the richer widget view and shows only the widget.
 
 The pictures of an explorer are found in its widget tree, top to bottom: a canvas
 (``tv-canvas``: the explorer's :func:`~tapeviz.explorer.state.picture` in its current
-state), the plots (``tv-slope``, ``tv-run-panel``: their SVG) and the Jacobian's heatmap
-(``tv-heatmap``: its PNG). Parts hidden on screen are left out.
+state), the plots (``tv-slope``, ``tv-run-panel``, the compare explorer's ``tv-compare``:
+their SVG) and the Jacobian's heatmap (``tv-heatmap``: its PNG). Parts hidden on screen are left out.
 
 While a lesson is executed for a page (``tapeviz lessons --html``, the docs site), the
 environment variable :data:`PAGE_ENV` is ``"1"`` in the kernel: the bundle then has no
@@ -42,7 +42,7 @@ __all__ = ["PAGE_ENV", "Part", "StaticFallback", "page_mode", "parts_of", "stati
 PAGE_ENV = "TAPEVIZ_STEPPING_PAGE"
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-CANVAS, PLOTS, HEATMAP = "tv-canvas", ("tv-slope", "tv-run-panel"), "tv-heatmap"
+CANVAS, PLOTS, HEATMAP = "tv-canvas", ("tv-slope", "tv-run-panel", "tv-compare"), "tv-heatmap"
 _GAP = 8  # px between two stacked pictures
 _PT = 4 / 3  # px per pt (CSS: 96 px per inch, 72 pt per inch)
 _ROOT = re.compile(r"<svg\b[^>]*>", re.S)

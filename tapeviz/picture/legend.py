@@ -40,7 +40,10 @@ def legend_entries(scene: LegendSource) -> list[tuple[str, Any, str]]:
             text = say(f"ui.kind.{k}", lang)
         out.append(("box", (fc, ec, LW_BOX * th.line, "-"), text))
     out.append(("line", (th.forward, LW_EDGE * th.line * 1.4, "-", False), say("ui.legend.forward", lang)))
-    if scene.flow is not None:
+    ratios = getattr(scene, "ratio_scale", None)
+    if ratios is not None:  # a comparison (compare_scene.py): its colours, not one pass's
+        out.extend(_ratio_entries(scene, ratios))
+    elif scene.flow is not None:
         out.append(("line", (th.flowing, LW_CARRIES * th.line, "-", False), say("ui.legend.flowing", lang)))
         out.append(("line", (th.active, LW_ACTIVE_EDGE * th.line, "-", True), say("ui.legend.active", lang)))
         if scene.has_bad:
@@ -65,6 +68,22 @@ def legend_entries(scene: LegendSource) -> list[tuple[str, Any, str]]:
     return out
 
 
+def _ratio_entries(scene: Any, scale: Any) -> list[tuple[str, Any, str]]:
+    """A comparison's legend: the ratio's colours at each decade, and the lost / gained edges shown."""
+    th, lang = scene.theme, scene.lang
+    ticks = scale.ticks()
+    colours, texts = [scale.colour(t, th) for t in ticks], [f"{TIMES}{t:g}" for t in ticks]
+    out: list[tuple[str, Any, str]] = [("ratios", (colours, texts), say("ui.legend.ratio", lang))]
+    shown = scene.changes
+    if shown["lost"]:
+        kinds = {t for _, _, t in shown["lost"]}
+        key = "ui.legend.lost" if say("ui.compare.lost", lang) in kinds else "ui.legend.zeroed"
+        out.append(("line", (th.shrunk, LW_STOPPED * 1.5 * th.line, (0, (4, 2)), False), say(key, lang)))
+    if any(t == say("ui.compare.gained", lang) for _, _, t in shown["grown"]):
+        out.append(("line", (th.grown, LW_CARRIES * 1.3 * th.line, "-", False), say("ui.legend.gained", lang)))
+    return out
+
+
 def legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple[list[Swatch], float]:
     """Legend entries flowed into centred rows no wider than ``inner`` points; positions
     in points from the lower-left of the legend area (the caller shifts them)."""
@@ -76,6 +95,9 @@ def legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple[
             w_sample = fonts.text_width("2.0", tag) + 2 * CHIP_PAD * tag
         elif kind == "note":  # a sample text in the gradients' colour
             w_sample = fonts.text_width(style, size)
+        elif kind == "ratios":  # a colour sample and its ratio for each tick, then the text
+            colours, ticks = style
+            w_sample = sum(0.6 * sample_w + 2.0 + fonts.text_width(t, size) + sep for t in ticks) - sep
         elif kind == "scale":  # the low end's label and ten colour steps; the high end's label leads the text
             colours, lo, hi = style
             w_sample = fonts.text_width(lo, size) + sep + 10 * 0.8 * sample_w
@@ -109,6 +131,15 @@ def legend_layout(entries: list, inner: float, th: Theme, font: float) -> tuple[
             elif kind == "line":
                 color, lw, ls, mark = style
                 sw = Swatch("line", x, y, w_sample, 0.0, None, color, lw, ls, label, mark=mark)
+            elif kind == "ratios":  # each tick: a box of its colour, its ratio beside it
+                colours, ticks = style
+                at = x
+                for colour, tick in zip(colours, ticks, strict=True):
+                    seg = 0.6 * sample_w
+                    tick_label = Label(at + seg + 2.0, y, tick, size, color=th.text, ha="left")
+                    out.append(Swatch("box", at, y - sample_h / 2, seg, sample_h, colour, colour, 0.0, "-", tick_label))
+                    at += seg + 2.0 + fonts.text_width(tick, size) + sep
+                sw = Swatch("line", x, y, 0.0, 0.0, None, th.background, 0.0, "-", label)
             elif kind == "scale":  # a colour bar: its steps as boxes, the ends' labels beside it
                 colours, lo, hi = style
                 seg = 0.8 * sample_w

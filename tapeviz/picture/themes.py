@@ -100,6 +100,10 @@ class Theme:
     scale: float = 1.0  # inches per layout unit are multiplied by this (bigger text needs bigger boxes)
     column: float = 1.0  # a column's width is multiplied by this too (the explorer's are narrower for their text)
     least: float = 0.0  # no text is smaller than this, in points (see :meth:`size`)
+    # a comparison's diverging colours (tv.compare): ‖g_b‖/‖g_a‖ below 1, at 1, above 1
+    shrunk: str = BLUE
+    unchanged: str = "#8c8c8c"
+    grown: str = VERMILLION
 
     def role(self, name: str) -> str:
         """The colour of one of :data:`ROLES`."""
@@ -174,6 +178,9 @@ DARK = Theme(
     grad_text="#f2b84b",
     stop_text="#a0a0a0",
     label_fill="#111111",
+    shrunk=SKY_BLUE,
+    unchanged="#858585",
+    grown=ORANGE,
     label_alpha=0.9,
     chips={
         "value": ("#2a2a2a", "#555555", "#cfcfcf"),

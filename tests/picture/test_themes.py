@@ -284,3 +284,18 @@ def test_explorer_theme_has_no_text_below_9_pt_and_narrower_columns_than_its_tex
         assert 3.16 * column_px + 2 * MARGIN * big.scale * DPI / 72 <= CELL_WIDTH < 4 * column_px
     assert explorer_theme("projector") is THEMES["projector"]  # its tags are 10.5 pt already
     assert THEMES["light"].font == 8.0 and THEMES["light"].least == 0.0  # files keep their look
+
+
+@pytest.mark.parametrize("name", sorted(THEMES))
+@pytest.mark.parametrize("vision", sorted(MACHADO))
+def test_a_comparisons_shrunk_and_grown_stay_apart_for_colour_blind_readers(name, vision):
+    """tv.compare's diverging colours: shrunk, unchanged and grown are three colours for
+    every reader, and each stands out from the paper (lost edges are dashed as well)."""
+    theme = THEMES[name]
+    m = MACHADO[vision]
+    seen = {role: lab(m @ linear_rgb(getattr(theme, role))) for role in ("shrunk", "unchanged", "grown")}
+    for (r1, c1), (r2, c2) in itertools.combinations(seen.items(), 2):
+        assert ciede2000(c1, c2) >= MIN_DELTA_E, (name, vision, r1, r2, ciede2000(c1, c2))
+    bg = lab(m @ linear_rgb(theme.background))
+    for role, c in seen.items():
+        assert ciede2000(c, bg) >= MIN_DELTA_E, (name, vision, role)

@@ -1,0 +1,82 @@
+"""The compare explorer: two backward passes side by side, one step slider, the ratio picture.
+
+``tv.explore(tv.compare(a, b))``. The widget only maps its controls to a
+:class:`~tapeviz.explorer.compare_state.CompareState` and shows what the state shows
+(:func:`~tapeviz.explorer.compare_state.pictures`, the ratio picture, the comparison's
+table); it computes nothing.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as W
+
+from ..gradients.compare import Comparison
+from ..messages import say
+from . import compare_state as cs
+from .fallback import StaticFallback
+
+__all__ = ["CompareExplorer"]
+
+
+class CompareExplorer(StaticFallback, W.VBox):
+    """a and b side by side at one step (``controls["step"]``), the ratio picture and the
+    table of the largest changes under them. ``names``: what a and b are (the headings)."""
+
+    def __init__(self, comparison: Comparison, *, names: tuple[str, str] = cs.SIDES, **options: Any):
+        super().__init__()
+        if options.get("theme") == "auto":  # (the side-by-side panes do not follow the page's theme)
+            options = {**options, "theme": "light"}
+        self.pair = cs.ComparedPair(comparison, names)
+        self.state: cs.CompareState = self.pair.initial(**options)
+        lang = self.state.options.lang
+        last = self.pair.last_step
+        c: dict[str, W.Widget] = {}
+        c["step"] = W.IntSlider(
+            value=last, min=0, max=last, description=say("ui.control.step", lang), layout=W.Layout(width="420px")
+        ).add_class("tv-step")
+        c["prev"] = W.Button(
+            description="◀", layout=W.Layout(width="40px"), tooltip=say("ui.control.prev", lang)
+        ).add_class("tv-prev")
+        c["next"] = W.Button(
+            description="▶", layout=W.Layout(width="40px"), tooltip=say("ui.control.next", lang)
+        ).add_class("tv-next")
+        self.controls = c
+        self.panes = {side: W.HTML().add_class("tv-compare") for side in cs.SIDES}
+        self.ratios = W.HTML().add_class("tv-compare")
+        self.table = W.HTML(Comparison._repr_html_(comparison))  # the table alone: the picture is above
+        c["step"].observe(lambda ch: self._set(step=ch["new"]), names="value")
+        c["prev"].on_click(lambda _: self._move(-1))
+        c["next"].on_click(lambda _: self._move(1))
+        self.children = [
+            W.HBox([c["prev"], c["step"], c["next"]]),
+            W.HBox([self.panes["a"], self.panes["b"]], layout=W.Layout(align_items="flex-start", overflow="auto")),
+            self.ratios,
+            self.table,
+        ]
+        self.add_class("tv-compare-explorer")
+        self._render()
+
+    def _move(self, by: int) -> None:
+        slider = self.controls["step"]
+        slider.value = min(slider.max, max(slider.min, slider.value + by))
+
+    def _set(self, **changes: Any) -> None:
+        self.state = self.state.replace(**changes)
+        self._render()
+
+    def _render(self) -> None:
+        state, pair, lang = self.state, self.pair, self.state.options.lang
+        a, b = cs.pictures(pair, state)
+        for side, svg in (("a", a), ("b", b)):
+            fl = pair.comparison.a if side == "a" else pair.comparison.b
+            k = cs.side_step(pair, state, side)
+            heading = say("ui.compare.side", lang, name=pair.names[cs.SIDES.index(side)], k=k, n=fl.last_step)
+            self.panes[side].value = f"<div><b>{html.escape(heading)}</b></div>{svg}"
+        self.ratios.value = cs.ratio_picture(pair, state)
+
+    def close(self) -> None:
+        self.pair.forget()
+        super().close()
