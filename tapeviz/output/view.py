@@ -27,6 +27,7 @@ from ..picture.marks import Hidden
 from ..picture.opening import leaf_groups
 from ..picture.options import Options
 from ..picture.rows import PAGE_WIDTH
+from ..gradients.origin import flow_origin
 from ..picture.scene import Scene
 from ..picture.style import DPI
 from ..picture.themes import Theme
@@ -121,6 +122,9 @@ class GraphView:
 
             variable_magnitudes = flow_magnitudes(flow)
         self.magnitude = opts.magnitude
+        origin = None
+        if flow is not None:  # where a NaN, Inf or zero gradient starts, read from the flow: the picture marks it
+            origin = flow_origin(flow)
         self.scene = Scene(
             graph,
             flow,
@@ -133,6 +137,7 @@ class GraphView:
             variable_magnitudes=variable_magnitudes,
             page=page,
             frames=frames,
+            origin=origin,
         )
         self._user_ax = ax
         self._drawing: _Drawing | None = None

@@ -8,7 +8,20 @@ from ..messages import DEFAULT, check_lang, say
 from ..record.values import GRAD_NORM, TIMES
 from . import fonts
 from .marks import Label, Swatch
-from .style import CHIP_PAD, DPI, LW_ACTIVE_EDGE, LW_BOX, LW_CARRIES, LW_EDGE, LW_STOPPED, MARGIN, REASON_STYLE
+from .style import (
+    CHIP_PAD,
+    DPI,
+    LW_ACTIVE_EDGE,
+    LW_BOX,
+    LW_CARRIES,
+    LW_EDGE,
+    LW_ORIGIN,
+    LW_ORIGIN_PATH,
+    LW_STOPPED,
+    MARGIN,
+    ORIGIN_DASH,
+    REASON_STYLE,
+)
 from .themes import Theme, get_theme, mix
 
 
@@ -45,6 +58,7 @@ def legend_entries(scene: LegendSource) -> list[tuple[str, Any, str]]:
         out.append(("line", (th.active, LW_ACTIVE_EDGE * th.line, "-", True), say("ui.legend.active", lang)))
         if scene.has_bad:
             out.append(("line", (th.bad, LW_CARRIES * th.line, "-", False), say("ui.legend.bad", lang)))
+        out += origin_entries(scene)
     for r in scene.reasons:
         out.append(
             (
@@ -62,6 +76,24 @@ def legend_entries(scene: LegendSource) -> list[tuple[str, Any, str]]:
         colours = [mix(scale.color(scale.lo * (scale.hi / scale.lo) ** (i / 9)), th.background, 0.6) for i in range(10)]
         ticks = scale.ticks()
         out.append(("scale", (colours, ticks[0][1], ticks[-1][1]), say("ui.legend.magnitude", lang)))
+    return out
+
+
+def origin_entries(scene: Any) -> list[tuple[str, Any, str]]:
+    """The legend's entries for a marked origin: its box (dashed, in the NaN colour) and
+    its path back to the source (a thick line in that colour); none without an origin."""
+    origin = getattr(scene, "origin", None)
+    if origin is None or getattr(scene, "origin_label", None) is None:
+        return []
+    th, lang = scene.theme, scene.lang
+    fc = th.kinds["op"][0]
+    key = "ui.legend.origin_zero" if origin.problem == "zero" else "ui.legend.origin"
+    out = [("box", (fc, th.bad, LW_ORIGIN * th.line, ORIGIN_DASH), say(key, lang, value=origin.value))]
+    if scene.origin_path:
+        source = scene.graph.display_name(origin.source)
+        out.append(
+            ("line", (th.bad, LW_ORIGIN_PATH * th.line, "-", False), say("ui.legend.origin_path", lang, source=source))
+        )
     return out
 
 
