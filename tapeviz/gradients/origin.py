@@ -3,7 +3,8 @@
 ``tv.explain`` answers for one source; a picture has no source asked about, so this module
 asks on its behalf: the first source (a variable or a watched tensor, in the order the
 tape saw them) whose gradient is NaN or Inf, else the first whose gradient is all zero
-although the target depends on it, and returns the diagnosis's op, the backward path
+although the target depends on it at an op of a known pattern (a dead ReLU, a
+saturated sigmoid ...), and returns the diagnosis's op, the backward path
 from that op to the source (the recorded edges that carried the gradient), the backward
 step where it starts and the diagnosis's sentences in every language. A flow whose
 sources all get finite gradients that are not all zero has no origin: its picture gets
@@ -21,7 +22,7 @@ import networkx as nx
 from ..messages import LANGUAGES
 from .diagnose import Diagnosis, explain_flow
 from .flow import GradientFlow
-from .numeric import Problem
+from .numeric import Pattern, Problem
 
 __all__ = ["Origin", "flow_origin", "path_edges"]
 
@@ -79,6 +80,11 @@ def _find(fl: GradientFlow) -> Origin | None:
     for n in non_finite + zero:
         d = explain_flow(fl, n)
         if d is None or d.finding is None or d.finding.node is None:
+            continue
+        if d.reason is Problem.ZERO and d.finding.pattern is Pattern.OTHER:
+            # a zero of no known pattern is mostly a sum that comes to exactly 0 (a BatchNorm
+            # beta on 1×1 maps, a bias under mean(fake) - mean(real)): tv.explain says so, but
+            # the op it names is not at fault, so the picture marks nothing
             continue
         f = d.finding
         langs = {lang: d.in_language(lang) for lang in LANGUAGES}
