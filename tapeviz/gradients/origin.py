@@ -68,7 +68,8 @@ def flow_origin(fl: GradientFlow) -> Origin | None:
 def _find(fl: GradientFlow) -> Origin | None:
     g = fl.graph
     sources = [n for n in g.forward_order if g.nx.nodes[n]["kind"] in _SOURCE_KINDS]
-    non_finite, zero = [], []
+    non_finite: list[Any] = []
+    zero: list[Any] = []
     for n in sources:
         grad = fl.computed(n)
         if grad is None or grad.dtype.kind not in "fc":

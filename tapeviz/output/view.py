@@ -22,12 +22,12 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from ..gradients.flow import GradientFlow
+from ..gradients.origin import flow_origin
 from ..picture.frames import WHOLE
 from ..picture.marks import Hidden
 from ..picture.opening import leaf_groups
 from ..picture.options import Options
 from ..picture.rows import PAGE_WIDTH
-from ..gradients.origin import flow_origin
 from ..picture.scene import Scene
 from ..picture.style import DPI
 from ..picture.themes import Theme

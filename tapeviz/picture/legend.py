@@ -88,7 +88,9 @@ def origin_entries(scene: Any) -> list[tuple[str, Any, str]]:
     th, lang = scene.theme, scene.lang
     fc = th.kinds["op"][0]
     key = "ui.legend.origin_zero" if origin.problem == "zero" else "ui.legend.origin"
-    out = [("box", (fc, th.bad, LW_ORIGIN * th.line, ORIGIN_DASH), say(key, lang, value=origin.value))]
+    out: list[tuple[str, Any, str]] = [
+        ("box", (fc, th.bad, LW_ORIGIN * th.line, ORIGIN_DASH), say(key, lang, value=origin.value))
+    ]
     if scene.origin_path:
         source = scene.graph.display_name(origin.source)
         out.append(

@@ -481,13 +481,13 @@ class Scene(Restyling):
             for x, y, w, h in f.parts or ((f.x, f.y, f.w, f.h),):
                 xs += [x, x + w]
                 ys += [y, y + h]
-        t = self.origin_label
-        if t is not None:  # its size in data units (the canvas is not laid out yet)
-            a, d, _ = fonts.line_box(t.size, t.weight)
-            pad = t.pad * t.size
-            half = (fonts.text_width(t.text, t.size, t.weight) / 2 + pad) / self.unit[0]
-            xs += [t.x - half, t.x + half]
-            ys.append(t.y + (a + d + 2 * pad) / self.unit[1])
+        mark = self.origin_label
+        if mark is not None:  # its size in data units (the canvas is not laid out yet)
+            a, d, _ = fonts.line_box(mark.size, mark.weight)
+            pad = mark.pad * mark.size
+            half = (fonts.text_width(mark.text, mark.size, mark.weight) / 2 + pad) / self.unit[0]
+            xs += [mark.x - half, mark.x + half]
+            ys.append(mark.y + (a + d + 2 * pad) / self.unit[1])
         if not xs:
             return (0.0, 1.0, 0.0, 1.0)
         pad_x, pad_y = 0.04, 0.04

@@ -74,3 +74,14 @@ def test_no_jump_and_no_diagnosis_for_a_healthy_gradient():
         assert 'id="origin-mark"' not in st.picture(ex.graph_targets, ex.state)
     finally:
         ex.close()
+
+
+def test_the_exported_page_says_why_too(tmp_path):
+    tape, y, _, _ = where_trap()
+    ex = tv.explore(tape, y)
+    try:
+        path = ex.export_html(tmp_path / "trap.html")
+        page = path.read_text(encoding="utf-8")
+        assert "tv-diagnosis" in page and "tf.where trap" in page and "origin-mark" in page
+    finally:
+        ex.close()

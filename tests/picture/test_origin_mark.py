@@ -174,7 +174,7 @@ def _healthy(a) -> bool:
 def test_the_matplotlib_figure_shows_the_mark_too():
     tape, target, _ = where_trap()
     v = tv.view(tape, target)
-    v.figure  # drawn
+    assert v.figure is not None  # drawn: the artists exist
     art = v.artists.origin
     assert art is not None and art.get_visible() and art.get_text() == v.scene.origin_label.text
     v.set_step(0)
