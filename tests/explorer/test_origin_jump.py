@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 import tapeviz as tv
+from tapeviz.explorer import panels
 from tapeviz.explorer import state as st
 
 
@@ -33,6 +34,7 @@ def test_jump_lands_on_the_first_step_whose_gradient_is_not_finite():
         assert state.step == fl.last_step  # it opens at the finished pass
         jumped = st.jump_to_origin(model, state)
         k = jumped.step
+        assert st.origin_step(model, state) == k
         assert fl.steps[k].node == fl.graph.node_of(lg) and jumped.node == fl.steps[k].node
         passed = [[fl.edge_grad(*e) for e in fl.steps[j].edges] for j in range(len(fl.steps))]
         finite = [all(p is None or np.all(np.isfinite(p)) for p in ps) for ps in passed]
@@ -57,6 +59,8 @@ def test_inspector_shows_the_diagnosis_before_any_node_is_chosen():
         assert ex.state.node is None
         html = st.inspector(ex.graph_targets, ex.state)
         assert "梯度为什么是 NaN" in html and "tf.where 陷阱" in html
+        origin = st.diagnosis(ex.graph_targets, ex.state)
+        assert html == panels.diagnosis(origin, "zh") and f"data-step='{origin.step}'" in html
     finally:
         ex.close()
 

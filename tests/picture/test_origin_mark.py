@@ -17,8 +17,9 @@ import tensorflow as tf
 from placement_check import check
 
 import tapeviz as tv
-from tapeviz.gradients.origin import flow_origin
+from tapeviz.gradients.origin import flow_origin, path_edges
 from tapeviz.output.svg import to_svg
+from tapeviz.picture.legend import origin_entries
 from tapeviz.picture.style import LW_ORIGIN, LW_ORIGIN_PATH
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -124,7 +125,7 @@ def test_the_picture_marks_the_op_tv_explain_names(name):
     assert sc.origin_box == sc.display.of[d.finding.node]
     # the path: the edges between source and origin that carried a gradient, drawn thick in the NaN colour
     path = expected_path(fl, o.source, o.node)
-    assert set(o.edges) == path
+    assert set(o.edges) == path == path_edges(fl, o.node, o.source)
     assert drawn_path(sc) == sc.display.display_edges_of(path)
     if name == "where_trap":  # the one edge x → Log, and not the edges through ZerosLike or where
         (edge,) = path
@@ -137,6 +138,8 @@ def test_the_picture_marks_the_op_tv_explain_names(name):
     assert d.summary() in sc.caption  # (the caption label holds it wrapped into lines)
     legend = [sw.label.text for sw in sc.legend]
     assert any("the op where" in t for t in legend)
+    entries = origin_entries(sc)  # the box's entry, and the path's where the path has an arrow
+    assert entries[0][0] == "box" and len(entries) == 1 + bool(drawn_path(sc))
     # the SVG: the tag over the box, the box's dashed outline
     svg = to_svg(v)
     root = ET.fromstring(svg[svg.find("<svg") :])
@@ -155,6 +158,7 @@ def test_the_mark_waits_for_the_step_it_starts_at(name):
     start = sc.origin.step
     assert start > 0
     v.set_step(start - 1)
+    assert not sc.origin_shown(start - 1) and sc.origin_shown(start)
     assert not sc.origin_label.visible and not drawn_path(sc)
     assert sc.boxes[sc.origin_box].linestyle == "-"
     assert 'id="origin-mark"' not in to_svg(v)
