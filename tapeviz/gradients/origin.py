@@ -22,7 +22,7 @@ import networkx as nx
 from ..messages import LANGUAGES
 from .diagnose import Diagnosis, explain_flow
 from .flow import GradientFlow
-from .numeric import Pattern, Problem
+from .numeric import Pattern, Problem, number
 
 __all__ = ["Origin", "flow_origin", "path_edges"]
 
@@ -39,8 +39,9 @@ class Origin:
     from ``node`` to ``source`` that carried a gradient; ``step`` the backward step at
     which it starts (0 when the forward pass made the target NaN or Inf: the seed is
     already bad); ``problem`` and ``pattern`` the diagnosis's codes; ``value`` what the
-    bad elements are ("NaN", "∞", "0" ...); ``summary`` and ``text`` the diagnosis's
-    sentences by language (``summary``: what and where; ``text``: all of it, with the fix)."""
+    bad elements are ("NaN", "∞", "0" ...; for a forward problem, what the op made: "-∞");
+    ``summary`` and ``text`` the diagnosis's sentences by language (``summary``: what and
+    where; ``text``: all of it, with the fix)."""
 
     node: Any
     source: Any
@@ -88,13 +89,16 @@ def _find(fl: GradientFlow) -> Origin | None:
             # the op it names is not at fault, so the picture marks nothing
             continue
         f = d.finding
+        value = f.value
+        if d.reason is Problem.FORWARD and f.result is not None and not math.isfinite(f.result):
+            value = number(f.result)  # what the op made (-∞ out of a log), not what the target became
         langs = {lang: d.in_language(lang) for lang in LANGUAGES}
         return Origin(
             node=f.node,
             source=n,
             problem=Problem(d.reason).value,
             pattern=f.pattern.value,
-            value=f.value,
+            value=value,
             step=f.step,
             edges=frozenset(path_edges(fl, f.node, n)),
             line=f.line,

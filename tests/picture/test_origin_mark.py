@@ -134,6 +134,8 @@ def test_the_picture_marks_the_op_tv_explain_names(name):
     box = sc.boxes[sc.origin_box]
     assert box.ec == sc.theme.bad and box.lw == LW_ORIGIN * sc.theme.line and box.linestyle != "-"
     tag = sc.origin_label
+    if problem == "forward":  # the tag says what the op made (log 0 = -∞), not what the loss became
+        assert o.value == {"Log": "-∞", "RealDiv": "NaN", "Exp": "∞"}[op] and o.value in tag.text
     assert tag.visible and ("starts here" in tag.text or "made here" in tag.text or "becomes 0" in tag.text)
     assert d.summary() in sc.caption  # (the caption label holds it wrapped into lines)
     legend = [sw.label.text for sw in sc.legend]
