@@ -345,7 +345,7 @@ class Scene(Restyling):
             box.y + box.h + ORIGIN_GAP,
             text,
             th.size("edge"),
-            color=th.background,
+            color="#ffffff",  # on the NaN red of every theme: 6.5:1 (light), 5:1 (dark)
             va="bottom",
             weight="bold",
             boxed=True,

@@ -89,3 +89,24 @@ def test_the_exported_page_says_why_too(tmp_path):
         assert "tv-diagnosis" in page and "tf.where trap" in page and "origin-mark" in page
     finally:
         ex.close()
+
+
+def test_the_canvas_patches_bring_the_mark_in_and_out():
+    """The live canvas steps by patches (patches.diff): the step where the NaN starts adds
+    the tag and restyles the box; stepping back removes them: the patched page equals the
+    picture drawn fresh, both ways."""
+    from tapeviz.explorer import patches
+
+    tape, y, _, _ = where_trap()
+    ex = tv.explore(tape, y)
+    try:
+        model, state = ex.graph_targets, ex.state
+        k = st.origin_step(model, state)
+        before, at = st.picture(model, state.replace(step=k - 1)), st.picture(model, state.replace(step=k))
+        forward = patches.diff(patches.parse(before), patches.parse(at))
+        back = patches.diff(patches.parse(at), patches.parse(before))
+        assert forward is not None and back is not None  # patches, not a whole new document
+        assert any("origin-mark" in str(p) for p in forward["put"]) and "origin-mark" in back["drop"]
+        assert patches.apply(before, forward) == at and patches.apply(at, back) == before
+    finally:
+        ex.close()
