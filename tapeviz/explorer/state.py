@@ -180,7 +180,9 @@ class GraphTargets:
 
     def _decide(self, state: ExplorerState, options: Options) -> Shown:
         bodies = {f: self.graph.function_body(f) for f in state.functions}
-        return decide(self.graph, self.flow(state.target), options, bodies=bodies)
+        fl = self.flow(state.target)
+        origin = flow_origin(fl)  # the default groups open down to the op where a NaN starts
+        return decide(self.graph, fl, options, bodies=bodies, origin=origin.node if origin is not None else None)
 
     def default_shown(self, state: ExplorerState) -> Shown:
         """The picture's own decision of what is shown for this target (no groups chosen)."""

@@ -220,7 +220,8 @@ class Scene(Restyling):
             raise ValueError(f"{sorted(unknown)} are not tf.function calls; those are: {graph.functions()}")
         bodies = {f: graph.function_body(f) for f in self.functions}
         if not placed:
-            return decide(graph, self.flow, self.options, bodies=bodies)
+            origin = self.origin.node if self.origin is not None else None  # its groups open: the mark is on the op
+            return decide(graph, self.flow, self.options, bodies=bodies, origin=origin)
         return collapse(graph.nx, collapsed=False, bodies=bodies)  # the caller's positions name every node
 
     def _place(self, pos, routes, names, variable_magnitudes) -> None:

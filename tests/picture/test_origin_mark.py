@@ -210,3 +210,39 @@ def test_seed_examples_get_a_mark_only_where_tf_gives_a_bad_gradient():
             marked.append((ex.name, g.nx.nodes[o.node]["op_type"], o.problem))
     # clip_by_value clips every value: TF's gradient is [0, 0, 0] (a true diagnosis, at Minimum)
     assert marked == [("clip_by_value", "Minimum", "zero")]
+
+
+def test_the_groups_holding_the_origin_open_so_the_op_itself_is_marked():
+    """tf.norm is one box by default; with a NaN starting at its Sqrt, the picture opens it
+    (its groups are the picture's to choose) and marks the Sqrt. Groups the caller chose
+    stay as chosen: the mark goes on the box that holds the op."""
+    tape, length, _ = norm_at_zero()
+    sc = tv.view(tape, length).scene
+    assert sc.origin_box == sc.origin.node and sc.graph.nx.nodes[sc.origin_box]["op_type"] == "Sqrt"
+    healthy = tf.Variable([3.0, 4.0])
+    with tv.GradientTape(persistent=True) as tape2:
+        other = tf.norm(healthy)
+    assert tv.view(tape2, other).scene.layers == ["tf.norm"]  # no NaN: tf.norm stays one box
+    closed = tv.view(tape, length, collapsed=True).scene
+    assert closed.display.nx.nodes[closed.origin_box]["kind"] == "layer"
+    assert closed.origin_box == closed.display.of[closed.origin.node] and closed.origin_label.visible
+
+
+def test_a_keras_loss_opens_down_to_the_op():
+    """Keras's cross-entropy on probabilities clips them: a zero gradient that starts at the
+    loss's Maximum (a known pattern); the loss's box opens and the Maximum is marked."""
+    import keras
+
+    w = tf.Variable([[50.0, -50.0]])
+    labels = tf.constant([[0.0, 1.0]])
+    cce = keras.losses.CategoricalCrossentropy()
+    with tv.GradientTape(persistent=True) as tape:
+        probs = tf.nn.softmax(w)
+        loss = cce(labels, probs)
+    assert not np.any(tape.gradient(loss, w).numpy() != 0)  # TF: all zero
+    d = tv.explain(tape, loss, w)
+    sc = tv.view(tape, loss).scene
+    assert sc.origin is not None and sc.origin.node == d.finding.node and d.finding.op == "Maximum"
+    assert sc.origin_box == d.finding.node  # the op itself, not the loss's box
+    assert sc.graph.nx.nodes[d.finding.node].get("scope")  # (it is inside the loss's group)
+    check(sc, "keras loss")
