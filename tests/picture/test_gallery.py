@@ -406,6 +406,8 @@ def test_default_picture_marks_no_nan_origin(recorded, name):
     from tapeviz.gradients.origin import flow_origin
 
     step, fl, _ = recorded(name)
-    grads = [tf.convert_to_tensor(g).numpy() for g in step.tape.gradient(step.loss, step.variables) if g is not None]
-    assert all(np.all(np.isfinite(g)) for g in grads)
+    # TF's gradients, as the flow replayed them (equal to tape.gradient bit for bit: see above;
+    # some gallery tapes are not persistent and were asked once already)
+    grads = [g for g in fl.gradients().values() if g is not None]
+    assert grads and all(np.all(np.isfinite(g)) for g in grads)
     assert flow_origin(fl) is None
