@@ -28,7 +28,7 @@ from ..messages import catalogue, say
 from ..output.export import check_path
 from ..record.values import format_value
 from . import panels, patches, quiz, static_files
-from .state import ExplorerState, GraphTargets, box_at, clipped_texts, panel, picture, tips
+from .state import ExplorerState, GraphTargets, box_at, clipped_texts, diagnosis, panel, picture, tips
 
 __all__ = ["page_fragment", "write_page", "check_removed_keywords", "REMOVED_KEYWORDS"]
 
@@ -141,6 +141,9 @@ def _track(ex: GraphTargets, state: ExplorerState, clips: list[ExplorerState] | 
         tables = [f"<details class='tv-quiz-table'><summary>{_esc(say('quiz.table', lang))}</summary>{table}</details>"]
     else:
         tables = [panel(ex, s) for s in clips] if clips else [panel(ex, state)]
+        origin = diagnosis(ex, state)
+        if origin is not None:  # why the gradient is NaN, Inf or zero, over the table (the picture marks where)
+            tables = [panels.diagnosis(origin, lang) + t for t in tables]
     questions = []
     if state.quiz:
         for k in range(n):

@@ -22,7 +22,7 @@ from ..record.graph import TapeGraph
 from ..record.values import VALUE_NORM, format_value, shape_text, sum_squares
 from . import static_files
 
-__all__ = ["CSS", "clipping_panel", "inspector", "PANEL_ROWS"]
+__all__ = ["CSS", "clipping_panel", "inspector", "diagnosis", "PANEL_ROWS"]
 
 #: The panels' and quiz's style sheet (static/panels.css), as a ``<style>`` element.
 CSS = "<style>\n" + static_files.text("panels.css") + "</style>\n"
@@ -142,6 +142,17 @@ def inspector(graph: TapeGraph, fl: GradientFlow, node, lang: str = DEFAULT) -> 
             f"<span class='tv-none'>{_esc(say('inspect.no_gradient', lang, reason=why.reason))} {_esc(why)}</span>"
         )
     return "<br>".join(parts)
+
+
+def diagnosis(origin: Any, lang: str = DEFAULT) -> str:
+    """Why the target's gradient is NaN, Inf or zero (a tapeviz.gradients.origin.Origin:
+    the diagnosis's sentences, written by the gradients stage), and the step it starts at."""
+    value = "0" if origin.problem == "zero" else origin.value
+    head = say("inspect.diagnosis", lang, value=value)
+    return (
+        f"<div class='tv-diagnosis' data-step='{origin.step}'><b class='tv-bad'>{_esc(head)}</b> "
+        f"{_esc(origin.text.get(lang, ''))}</div>"
+    )
 
 
 def mode_label(mode: str, lang: str) -> str:

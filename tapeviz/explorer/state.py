@@ -25,6 +25,7 @@ import numpy as np
 from ..gcpause import gc_paused
 from ..gradients import clipping
 from ..gradients.flow import GradientFlow
+from ..gradients.origin import Origin, flow_origin
 from ..messages import say
 from ..output.svg import to_svg
 from ..output.view import GraphView
@@ -48,6 +49,9 @@ __all__ = [
     "picture",
     "panel",
     "inspector",
+    "diagnosis",
+    "origin_step",
+    "jump_to_origin",
     "gradients",
     "clipped_texts",
     "quiz_hidden",
@@ -176,7 +180,9 @@ class GraphTargets:
 
     def _decide(self, state: ExplorerState, options: Options) -> Shown:
         bodies = {f: self.graph.function_body(f) for f in state.functions}
-        return decide(self.graph, self.flow(state.target), options, bodies=bodies)
+        fl = self.flow(state.target)
+        origin = flow_origin(fl)  # the default groups open down to the op where a NaN starts
+        return decide(self.graph, fl, options, bodies=bodies, origin=origin.node if origin is not None else None)
 
     def default_shown(self, state: ExplorerState) -> Shown:
         """The picture's own decision of what is shown for this target (no groups chosen)."""
@@ -351,11 +357,37 @@ def panel(ex: GraphTargets, state: ExplorerState) -> str:
 
 
 def inspector(ex: GraphTargets, state: ExplorerState) -> str:
-    """The inspector's HTML for the state's node ('' when none is chosen; in a quiz, until
-    the last step is answered)."""
-    if state.node is None or _quiz_pending(ex, state):
+    """The inspector's HTML: why the target's gradient is NaN, Inf or zero, when it is (the
+    picture marks where), then the state's node ('' when there is neither; in a quiz,
+    until the last step is answered)."""
+    if _quiz_pending(ex, state):
         return ""
-    return panels.inspector(ex.graph, ex.flow(state.target), state.node, state.lang)
+    origin = diagnosis(ex, state)
+    parts = [panels.diagnosis(origin, state.lang)] if origin is not None else []
+    if state.node is not None:
+        parts.append(panels.inspector(ex.graph, ex.flow(state.target), state.node, state.lang))
+    return "<br>".join(parts)
+
+
+def diagnosis(ex: GraphTargets, state: ExplorerState) -> Origin | None:
+    """Where the state's target's NaN, Inf or zero gradient starts (None: every source's
+    gradient is finite and not all zero): what the picture marks and the inspector says."""
+    return flow_origin(ex.flow(state.target))
+
+
+def origin_step(ex: GraphTargets, state: ExplorerState) -> int | None:
+    """The backward step where the bad gradient first appears (None: there is none)."""
+    origin = diagnosis(ex, state)
+    return None if origin is None else origin.step
+
+
+def jump_to_origin(ex: GraphTargets, state: ExplorerState) -> ExplorerState:
+    """The state at the step where the NaN, Inf or zero gradient first appears, its op in
+    the inspector; the same state when there is none."""
+    origin = diagnosis(ex, state)
+    if origin is None:
+        return state
+    return state.replace(step=origin.step, node=origin.node)
 
 
 def gradients(ex: GraphTargets, state: ExplorerState, clipped: bool = True) -> dict[str, np.ndarray | None]:

@@ -6,6 +6,8 @@ merge, see :mod:`tapeviz.training.bounded_series`). At each step it shows:
 - the run's loss with the step marked and the gradient norm of every layer at that step,
   flagged layers coloured (:mod:`tapeviz.explorer.run_panel`, SVG written directly: a move repaints
   in milliseconds);
+- it opens at the first step flagged NaN / Inf, if any (:func:`opening_step`); where that
+  step kept a picture, the picture marks the op where the NaN starts and the inspector says why;
 - the flags raised at that step, and those raised earlier whose condition still holds
   there ("since step n"), each with its one-sentence fix, in the explorer's language;
 - where the step kept a picture (recorded with a ``tv.GradientTape``, see
@@ -33,7 +35,7 @@ from .run_panel import RunData, run_data, step_svg
 from .state import ExplorerState, GraphTargets
 from .widget import Explorer
 
-__all__ = ["TrainingExplorer", "step_flags"]
+__all__ = ["TrainingExplorer", "step_flags", "opening_step"]
 
 TARGET = "loss"
 _KEEP = 64  # SVGs of the run panel kept
@@ -66,6 +68,22 @@ def step_flags(hist: History, step: int) -> list[tuple[Flag, bool]]:
     return out
 
 
+def opening_step(hist: History, options: list[int] | None = None) -> int:
+    """The training step ``tv.explore(hist)`` opens at: the first step flagged NaN / Inf
+    (the first stored step from it on, where steps merged), else the latest step that kept
+    a picture, else the last stored step."""
+    if options is None:
+        options = sorted({int(s) for s in hist.steps()} | set(hist.recorded_steps()))
+    nan = hist.flags(kind="nan")
+    if nan:
+        start = min(f.step for f in nan)
+        later = [s for s in options if s >= start]
+        if later:
+            return later[0]
+    pictured = hist.recorded_steps()
+    return pictured[-1] if pictured else options[-1]
+
+
 class TrainingExplorer(StaticFallback, W.VBox):
     """``tv.explore(hist)``: ``controls["train_step"]`` scrubs the stored steps; ``run``
     shows the loss and the layers' norms at the step, ``flags_view`` its flags, and
@@ -92,7 +110,8 @@ class TrainingExplorer(StaticFallback, W.VBox):
         options = sorted(set(steps) | set(pictured))
         self.data: RunData = run_data(hist)
         self._svgs: BoundedCache[int, str] = BoundedCache(_KEEP)
-        first = pictured[-1] if pictured else options[-1]  # the latest picture, else the last step
+        # a run that went NaN opens where it did; else at the latest picture, else the last step
+        first = opening_step(hist, options)
         slider = W.SelectionSlider(
             options=options,
             value=first,

@@ -118,6 +118,8 @@ class Explorer(StaticFallback, W.VBox):
         c["layers"] = W.SelectMultiple(options=[], description=say("ui.control.layers", lang), rows=4).add_class(
             "tv-layers"
         )
+        # where a NaN, Inf or zero gradient starts (the picture marks it): a button goes to its step
+        c["jump"] = W.Button(description="", layout=W.Layout(width="auto")).add_class("tv-jump")
         if self.state.quiz:
             c["answer"] = W.Text(placeholder=say("quiz.placeholder", lang), layout=W.Layout(width="260px")).add_class(
                 "tv-quiz-input"
@@ -157,6 +159,7 @@ class Explorer(StaticFallback, W.VBox):
         c["node"].observe(lambda ch: self._set(node=ch["new"]), names="value")
         c["show_all"].observe(lambda ch: self._on_structure(show_all=ch["new"]), names="value")
         c["layers"].observe(lambda ch: self._on_layers(ch["new"]), names="value")
+        c["jump"].on_click(lambda _: self.jump_to_origin())
         quiz: list[W.Widget] = []
         if self.state.quiz:
             c["check"].on_click(lambda _: self._on_answer(c["answer"].value))
@@ -171,7 +174,7 @@ class Explorer(StaticFallback, W.VBox):
             self.children = [W.HTML(panels.CSS), steps, self.canvas, *quiz, self.message]
         else:
             top = [c[k] for k in ("target",) if k in c] + [c["clip"], c["clip_norm"], c["clip_value"], c["lr"]]
-            side = W.VBox([c["node"], c["show_all"], c["layers"], self.inspector])
+            side = W.VBox([c["node"], c["show_all"], c["layers"], c["jump"], self.inspector])
             self.children = [
                 W.HTML(panels.CSS),
                 steps,
@@ -267,6 +270,17 @@ class Explorer(StaticFallback, W.VBox):
         """The page switched between light and dark: draw the picture in the matching theme."""
         if dark is not None:
             self._set(theme="dark" if dark else "light")
+
+    def jump_to_origin(self) -> None:
+        """Go to the step where the target's NaN, Inf or zero gradient first appears, its
+        op in the inspector (the jump button; nothing when there is none)."""
+        new = st.jump_to_origin(self.graph_targets, self.state)
+        if new is self.state:
+            return
+        with self._quiet():
+            self.controls["step"].value = new.step
+            self.controls["node"].value = new.node
+        self._move(new)
 
     def _nudge(self, d: int) -> None:
         s = self.controls["step"]
@@ -391,6 +405,10 @@ class Explorer(StaticFallback, W.VBox):
         if self.panel.value != panel:
             self.panel.value = panel
         self.inspector.value = st.inspector(self.graph_targets, self.state)
+        start = st.origin_step(self.graph_targets, self.state)
+        c["jump"].layout.display = "none" if start is None else None
+        if start is not None:
+            c["jump"].description = say("inspect.jump", self.state.lang, step=start)
         if self.state.quiz:
             self.quiz.value = st.quiz_panel(self.graph_targets, self.state)
             open_step = st.quiz_open(self.graph_targets, self.state)

@@ -67,6 +67,14 @@ class Diagnosis:
         d = self if lang is None else self.in_language(lang)
         return f"{d.message}{say('numeric.join', d.lang)}{d.fix}"
 
+    def summary(self, lang: str | None = None) -> str:
+        """What is wrong and where it starts, without the pattern and the fix (a picture's
+        caption); for a None gradient, the message."""
+        d = self if lang is None else self.in_language(lang)
+        if d.finding is None:
+            return d.message
+        return say("numeric.join", d.lang).join(_numeric_sentences(d.words, d.lang, short=True))
+
     def __str__(self) -> str:
         return self.text()
 
@@ -132,11 +140,14 @@ def _numeric_words(f: Finding) -> dict:
     return words
 
 
-def _numeric_sentences(words: dict, lang: str) -> tuple[str, str]:
+def _numeric_sentences(words: dict, lang: str, short: bool = False) -> tuple[str, ...]:
+    """(message, fix), or with ``short`` the message's first two sentences: what, and where it starts."""
     problem, pattern = words["problem"], words["pattern"]
     parts = [say(f"numeric.lead.{problem}", lang, **words)]
     origin = problem if words["found"] else ("seed" if words["seeded"] else "none")
     parts.append(say(f"numeric.origin.{origin}", lang, **words))
+    if short:
+        return tuple(parts)
     said = say(f"numeric.pattern.{pattern}", lang, **words) if words["found"] else ""
     if said:
         parts.append(said)

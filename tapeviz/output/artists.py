@@ -359,6 +359,7 @@ class Artists:
     chips: dict = field(default_factory=dict)
     marks: list = field(default_factory=list)
     frames: list = field(default_factory=list)  # the open groups' frames and names
+    origin: Any = None  # the tag over the op where a NaN, Inf or zero gradient starts
 
 
 def draw_scene(ax: Axes, scene: Scene, chrome: Chrome) -> Artists:
@@ -371,6 +372,10 @@ def draw_scene(ax: Axes, scene: Scene, chrome: Chrome) -> Artists:
     frames = [a for f in scene.frames for a in _frame_artists(ax, f, scene)]
     arrows = {e: paint.arrow(a) for e, a in scene.arrows.items()}
     marks = [m for a in scene.arrows.values() if a.marks for m in paint.marks(a)]
+    origin = None
+    if scene.origin_label is not None:
+        origin = paint.text(scene.origin_label, Z_EDGE_LABEL)
+        origin.set_visible(scene.origin_label.visible)
     return Artists(
         boxes={n: paint.box(b) for n, b in scene.boxes.items()},
         labels={n: tuple(paint.text(t) for t in trio) for n, trio in scene.labels.items()},
@@ -382,6 +387,7 @@ def draw_scene(ax: Axes, scene: Scene, chrome: Chrome) -> Artists:
         chips={n: [paint.text(t, Z_TEXT) for t in tags] for n, tags in scene.chips.items()},
         marks=marks,
         frames=frames,
+        origin=origin,
     )
 
 
@@ -425,12 +431,15 @@ def restyle_artists(ax: Axes, scene: Scene, artists: Artists, title: Text) -> No
         text.set_fontstyle(label.style)
     for m in a.marks:
         m.remove()
+    if a.origin is not None and scene.origin_label is not None:
+        a.origin.set_visible(scene.origin_label.visible)
     paint = MplPainter(scene, ax)
     a.marks = [m for ar in scene.arrows.values() if ar.marks for m in paint.marks(ar)]
     for n, box in a.boxes.items():
         spec, grad = scene.boxes[n], scene.grads[n]
         box.set_edgecolor(spec.ec)
         box.set_linewidth(spec.lw)
+        box.set_linestyle(spec.linestyle)
         a.grads[n].set_text(grad.text)
         a.grads[n].set_color(grad.color)
 

@@ -404,7 +404,8 @@ def to_svg(view: Any, *, fit: bool = False, frames: bool = False) -> str:
     under it), ``chips-<node>`` (its tags), ``edge-<u>-<v>-<k>`` (an arrow: its line path
     carries the stroke colour and, for edges the gradient does not cross,
     ``stroke-dasharray``; then its filled head), ``label-<u>-<v>-<k>`` (the edge's
-    label), ``marks`` (the backward chevrons), ``title``, ``caption``, ``legend``.
+    label), ``marks`` (the backward chevrons), ``origin-mark`` (the tag over the op where a NaN,
+    Inf or zero gradient starts), ``title``, ``caption``, ``legend``.
 
     Each open group's frame (the scene's ``frames``; ``frames=True`` draws them for a scene
     made without) is drawn behind everything else, ``group-<group id>``, with the group's
@@ -454,6 +455,9 @@ def to_svg(view: Any, *, fit: bool = False, frames: bool = False) -> str:
     for (u, v, k), t in sc.edge_labels.items():
         if t.text and t.visible:
             out.append(f'<g id="label-{_esc(u)}-{_esc(v)}-{_esc(k)}">{w.text(t)}</g>\n')
+    mark = getattr(sc, "origin_label", None)
+    if mark is not None and mark.visible:
+        out.append(f'<g id="origin-mark">{w.text(mark)}</g>\n')
     out.append("</g>\n")
 
     if sc.title_label.text:

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from ..gradients.flow import GradientFlow
+from ..gradients.origin import flow_origin
 from ..picture.frames import WHOLE
 from ..picture.marks import Hidden
 from ..picture.opening import leaf_groups
@@ -121,6 +122,9 @@ class GraphView:
 
             variable_magnitudes = flow_magnitudes(flow)
         self.magnitude = opts.magnitude
+        origin = None
+        if flow is not None:  # where a NaN, Inf or zero gradient starts, read from the flow: the picture marks it
+            origin = flow_origin(flow)
         self.scene = Scene(
             graph,
             flow,
@@ -133,6 +137,7 @@ class GraphView:
             variable_magnitudes=variable_magnitudes,
             page=page,
             frames=frames,
+            origin=origin,
         )
         self._user_ax = ax
         self._drawing: _Drawing | None = None

@@ -8,7 +8,20 @@ from ..messages import DEFAULT, check_lang, say
 from ..record.values import GRAD_NORM, TIMES
 from . import fonts
 from .marks import Label, Swatch
-from .style import CHIP_PAD, DPI, LW_ACTIVE_EDGE, LW_BOX, LW_CARRIES, LW_EDGE, LW_STOPPED, MARGIN, REASON_STYLE
+from .style import (
+    CHIP_PAD,
+    DPI,
+    LW_ACTIVE_EDGE,
+    LW_BOX,
+    LW_CARRIES,
+    LW_EDGE,
+    LW_ORIGIN,
+    LW_ORIGIN_PATH,
+    LW_STOPPED,
+    MARGIN,
+    ORIGIN_DASH,
+    REASON_STYLE,
+)
 from .themes import Theme, get_theme, mix
 
 
@@ -48,6 +61,7 @@ def legend_entries(scene: LegendSource) -> list[tuple[str, Any, str]]:
         out.append(("line", (th.active, LW_ACTIVE_EDGE * th.line, "-", True), say("ui.legend.active", lang)))
         if scene.has_bad:
             out.append(("line", (th.bad, LW_CARRIES * th.line, "-", False), say("ui.legend.bad", lang)))
+        out += origin_entries(scene)
     for r in scene.reasons:
         out.append(
             (
@@ -81,6 +95,26 @@ def _ratio_entries(scene: Any, scale: Any) -> list[tuple[str, Any, str]]:
         out.append(("line", (th.shrunk, LW_STOPPED * 1.5 * th.line, (0, (4, 2)), False), say(key, lang)))
     if any(t == say("ui.compare.gained", lang) for _, _, t in shown["grown"]):
         out.append(("line", (th.grown, LW_CARRIES * 1.3 * th.line, "-", False), say("ui.legend.gained", lang)))
+    return out
+
+
+def origin_entries(scene: Any) -> list[tuple[str, Any, str]]:
+    """The legend's entries for a marked origin: its box (dashed, in the NaN colour) and
+    its path back to the source (a thick line in that colour); none without an origin."""
+    origin = getattr(scene, "origin", None)
+    if origin is None or getattr(scene, "origin_label", None) is None:
+        return []
+    th, lang = scene.theme, scene.lang
+    fc = th.kinds["op"][0]
+    key = "ui.legend.origin_zero" if origin.problem == "zero" else "ui.legend.origin"
+    out: list[tuple[str, Any, str]] = [
+        ("box", (fc, th.bad, LW_ORIGIN * th.line, ORIGIN_DASH), say(key, lang, value=origin.value))
+    ]
+    if scene.origin_path:
+        source = scene.graph.display_name(origin.source)
+        out.append(
+            ("line", (th.bad, LW_ORIGIN_PATH * th.line, "-", False), say("ui.legend.origin_path", lang, source=source))
+        )
     return out
 
 

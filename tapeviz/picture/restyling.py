@@ -28,8 +28,11 @@ from .style import (
     LW_BOX,
     LW_CARRIES,
     LW_EDGE,
+    LW_ORIGIN,
+    LW_ORIGIN_PATH,
     LW_STOPPED,
     LW_TARGET,
+    ORIGIN_DASH,
     REASON_STYLE,
 )
 from .themes import Theme, mix
@@ -70,6 +73,15 @@ class Restyling:
     _title_inner: float
     _norms: dict  # variable -> its gradient's text, norm and badness (see _variable_norm)
     _layer_vars: dict  # group box -> its variables (see _layer_variables)
+    origin: Any  # tapeviz.gradients.origin.Origin, or None: where a bad gradient starts
+    origin_box: Any  # the box it is drawn in
+    origin_path: frozenset  # the display edges of its path back to the source
+    origin_label: Label | None  # the tag over that box
+
+    def origin_shown(self, step: int) -> bool:
+        """Whether the origin is marked at this step: from the step it starts at on (the
+        mark is never ahead of the pass)."""
+        return self.origin is not None and step >= self.origin.step
 
     def magnitude_fill(self, box) -> str:
         """The fill of a box coloured by its ||g||/||w||: the scale's colour, lightened
@@ -125,12 +137,17 @@ class Restyling:
             if n in self.box_magnitudes:  # coloured once its gradient is complete: never ahead of the pass
                 arrived = self._magnitude_arrived(fl, n, k)
                 box.fc = self.magnitude_fill(n) if arrived else th.kinds.get(kind, th.kinds["op"])[0]
-            if n == active_node:
+            box.linestyle = "-"
+            if n == self.origin_box and self.origin_shown(k):  # dashed: not told by colour alone
+                box.ec, box.lw, box.linestyle = th.bad, LW_ORIGIN * th.line, ORIGIN_DASH
+            elif n == active_node:
                 box.ec, box.lw = th.active, LW_ACTIVE * th.line
             elif n in self.targets:
                 box.ec, box.lw = th.target, LW_TARGET * th.line
             else:
                 box.ec, box.lw = th.kinds.get(kind, th.kinds["op"])[1], LW_BOX * th.line
+        if self.origin_label is not None:
+            self.origin_label.visible = self.origin_shown(k)
         self.title = self.custom_title or self._step_title(fl, k, finished)
         if self.hidden is not None:
             self._hide(self.hidden)
@@ -209,6 +226,9 @@ class Restyling:
         text.text, bad = cached
         arrow.color = th.bad if bad else (th.active if active else th.flowing)
         arrow.lw = (LW_ACTIVE_EDGE if active else LW_CARRIES) * th.line
+        if e in self.origin_path and self.origin_shown(k):  # the bad gradient's way to the source: thick
+            bad = True
+            arrow.color, arrow.lw = th.bad, max(arrow.lw, LW_ORIGIN_PATH * th.line)
         text.color = th.bad if bad else th.grad_text
         if active and arrow.mark_at is not None:
             arrow.marks = [arrow.mark_at]

@@ -81,6 +81,7 @@ from .rows import (
 from .style import (
     BAND_MOST,
     BOX_W,
+    CHIP_PAD,
     CONVERGE_ROOM,
     DPI,
     INCH_X,
@@ -88,6 +89,7 @@ from .style import (
     LABEL_PAD,
     MARGIN,
     MARK_SIZE,
+    ORIGIN_GAP,
     TAIL,
 )
 from .themes import get_theme
@@ -144,6 +146,7 @@ class Scene(Restyling):
         variable_magnitudes=None,
         page: float = PAGE_WIDTH,
         frames: bool | str = WHOLE,
+        origin=None,
         **option_keywords,
     ):
         self.options = opts = Options.of(options, **option_keywords).in_file()
@@ -156,6 +159,7 @@ class Scene(Restyling):
         self.theme = th = get_theme(opts.theme)
         self.show_all = opts.show_all
         self.flow = flow
+        self.origin = origin if flow is not None else None  # where a NaN, Inf or zero gradient starts
         self.display = self._decide_shown(functions, placed=pos is not None)
         self.font = th.font
         self.unit = (INCH_X * th.scale * th.column * 72.0, INCH_Y * th.scale * 72.0)  # points per data unit
@@ -180,6 +184,7 @@ class Scene(Restyling):
         label_h = (label_height(self.theme.size("edge")) + 1.0) / self.unit[1]
         plans = edge_plans(self.graph, self.pos, self.routes, self.display, self.lanes, label_h=label_h)
         self._make_records(plans, names)
+        self._origin_records()
         self.frames = [f for f in group_frames(self) if f.gid not in self.unframed] if self.show_frames else []
         self.box_magnitudes, self.magnitude_scale = self._box_magnitudes(variable_magnitudes)
         self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
@@ -215,7 +220,8 @@ class Scene(Restyling):
             raise ValueError(f"{sorted(unknown)} are not tf.function calls; those are: {graph.functions()}")
         bodies = {f: graph.function_body(f) for f in self.functions}
         if not placed:
-            return decide(graph, self.flow, self.options, bodies=bodies)
+            origin = self.origin.node if self.origin is not None else None  # its groups open: the mark is on the op
+            return decide(graph, self.flow, self.options, bodies=bodies, origin=origin)
         return collapse(graph.nx, collapsed=False, bodies=bodies)  # the caller's positions name every node
 
     def _place(self, pos, routes, names, variable_magnitudes) -> None:
@@ -285,6 +291,10 @@ class Scene(Restyling):
         drawn = {d.get("group_kind", "layer") for _, d in dg.nodes(data=True) if d["kind"] == "layer"}
         self.group_kinds = [k for k in GROUP_KINDS if k in drawn]
         self.reasons = sorted(drawn_stops(flow, dg)) if flow is not None else []
+        self.origin_box, self.origin_path = None, frozenset()
+        if self.origin is not None:  # the box the origin op is drawn in, and the arrows of its path
+            self.origin_box = self.display.of.get(self.origin.node)
+            self.origin_path = frozenset(self.display.display_edges_of(self.origin.edges))
         self.chip_kinds = [
             k
             for k in ("value", "input", "random")
@@ -320,6 +330,31 @@ class Scene(Restyling):
                 widest = fonts.text_width(label.text, label.size, style=label.style)
             width = (widest + 2 * LABEL_PAD * label.size + 2.0) / self.unit[0]
             arrow.path, _, arrow.mark_at = edge_route(plans[e], width)
+
+    def _origin_records(self) -> None:
+        """The mark over the box where a NaN, Inf or zero gradient starts: a tag just above
+        the box (the row gap above a box holds no text: gradient lines go under boxes, edge
+        labels in the gaps between columns); set_step shows it from the step it starts at."""
+        self.origin_label = None
+        box = self.boxes.get(self.origin_box) if self.origin is not None else None
+        if box is None:
+            return
+        o, th = self.origin, self.theme
+        text = say(f"ui.origin.{o.problem}", self.lang, value=o.value)
+        self.origin_label = Label(
+            box.x + box.w / 2,
+            box.y + box.h + ORIGIN_GAP,
+            text,
+            th.size("edge"),
+            color="#ffffff",  # on the NaN red of every theme: 6.5:1 (light), 5:1 (dark)
+            va="bottom",
+            weight="bold",
+            boxed=True,
+            gid="origin-mark",
+            fill=th.bad,
+            edge=th.bad,
+            pad=CHIP_PAD,
+        )
 
     def _restyle_clamped(self) -> None:
         """Restyle only what the canvas layout changed: the gradient lines cut to the canvas."""
@@ -447,6 +482,13 @@ class Scene(Restyling):
             for x, y, w, h in f.parts or ((f.x, f.y, f.w, f.h),):
                 xs += [x, x + w]
                 ys += [y, y + h]
+        mark = self.origin_label
+        if mark is not None:  # its size in data units (the canvas is not laid out yet)
+            a, d, _ = fonts.line_box(mark.size, mark.weight)
+            pad = mark.pad * mark.size
+            half = (fonts.text_width(mark.text, mark.size, mark.weight) / 2 + pad) / self.unit[0]
+            xs += [mark.x - half, mark.x + half]
+            ys.append(mark.y + (a + d + 2 * pad) / self.unit[1])
         if not xs:
             return (0.0, 1.0, 0.0, 1.0)
         pad_x, pad_y = 0.04, 0.04
@@ -551,6 +593,8 @@ class Scene(Restyling):
             if self.grads[n].text:
                 texts.append((f"gradient {n}", None, self.text_rect(self.grads[n])))
         texts += [(f"edge label {e}", None, self.text_rect(t)) for e, t in self.edge_labels.items() if t.text]
+        if self.origin_label is not None and self.origin_label.visible:
+            texts.append(("origin mark", None, self.text_rect(self.origin_label)))
         for what, t in (("title", self.title_label), ("caption", self.caption_label)):
             if t.text:
                 texts.append((what, None, self.text_rect(t, px=True)))
@@ -599,6 +643,8 @@ class Scene(Restyling):
             )
         for n in getattr(self.flow, "unregistered", ()):  # tape.gradient raises: say where, always
             notes.append(say("ui.note.unregistered", self.lang, op=self.graph.nx.nodes[n]["op_type"]))
+        if self.origin is not None:  # what the mark on the picture means, in a sentence
+            notes.append(self.origin.summary.get(self.lang, ""))
         budget = getattr(self.graph, "budget_note", None)
         if budget:
             notes.append(budget)

@@ -30,6 +30,11 @@ C_BAD, C_TARGET, C_GRADTEXT, C_STOPTEXT = LIGHT.bad, LIGHT.target, LIGHT.grad_te
 # Line widths in points, before the theme's ``line`` factor.
 LW_BOX, LW_TARGET, LW_ACTIVE = 1.1, 2.6, 3.4
 LW_EDGE, LW_STOPPED, LW_CARRIES, LW_ACTIVE_EDGE = 1.1, 1.2, 1.8, 3.0
+# Where a NaN, Inf or zero gradient starts: its op's outline (dashed, not by colour alone)
+# and its path back to the source (thicker than any other carrying edge).
+LW_ORIGIN, LW_ORIGIN_PATH = 3.0, 2.8
+ORIGIN_DASH = (0, (3, 1.5))
+ORIGIN_GAP = 0.04  # data units between the origin's box and its tag above it
 
 REASON_STYLE = {
     "stop_gradient": (0, (4, 2)),

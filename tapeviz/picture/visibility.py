@@ -30,6 +30,7 @@ recorded op, grouped by name scope only.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import weakref
@@ -479,16 +480,39 @@ def decide(
     *,
     bodies=None,
     fit: int = FIT_BOXES,
+    origin: Hashable | None = None,
     **option_keywords,
 ) -> Shown:
     """What a picture of ``graph`` (and ``flow``'s backward pass) shows (see the module
     docstring), under the picture's options (``options=`` or keywords): ``show_all``, and
     ``collapsed``, ``depth`` and ``expand``, which choose how far the hierarchy of groups
-    opens (see :func:`choose_closed`)."""
+    opens (see :func:`choose_closed`). ``origin``: the op where a NaN, Inf or zero gradient
+    starts (tapeviz.gradients.origin); when the groups are the picture's to choose
+    (``collapsed="auto"``, no ``depth``), the groups holding it open too, so that the mark
+    is on the op itself (a Sqrt, not the tf.norm box around it)."""
     opts = Options.of(options, **option_keywords)
     if opts.show_all:
         return collapse(graph.nx, opts, bodies=bodies)
-    return _decision(graph, flow).shown(opts, bodies, fit)
+    decision = _decision(graph, flow)
+    shown = decision.shown(opts, bodies, fit)
+    if origin is not None and opts.collapsed == "auto" and opts.depth is None:
+        shown = _opened_to(decision, shown, opts, bodies, fit, origin)
+    return shown
+
+
+def _opened_to(decision: _Decision, shown: Shown, opts: Options, bodies, fit: int, node: Hashable) -> Shown:
+    """``shown`` with the groups holding ``node`` opened (``expand``), outermost first,
+    until it is a box of its own."""
+    for _ in range(16):  # groups nest a few levels deep (a model, a block, a layer)
+        box = shown.of.get(node)
+        if box is None or box == node:
+            return shown
+        name = shown.nx.nodes[box].get("layer")
+        if not name or name in opts.expand:
+            return shown
+        opts = dataclasses.replace(opts, expand=(*opts.expand, name))
+        shown = decision.shown(opts, bodies, fit)
+    return shown
 
 
 #: flow -> its _Decision: what is a box, a chip or hidden, and the groups' tree, do not

@@ -5,6 +5,7 @@ an SVG's texts, less the names a picture may show. Shared by the lessons' test
 from __future__ import annotations
 
 import re
+from html import unescape
 
 
 def picture_words(svg: str) -> set[str]:
@@ -13,7 +14,9 @@ def picture_words(svg: str) -> set[str]:
     texts = re.findall(r"<text[^>]*>(.*?)</text>", svg, flags=re.S)
     words = set()
     for t in texts:
-        plain = re.sub(r"\d+(?:x\d+)+|\b\d+(?:\.\d*)?e[+-]?\d+\b", " ", re.sub(r"<[^>]+>", "", t))
+        # the text as shown: tags out, entities read (the code line of a caption's `x > 0` is no "gt")
+        shown = unescape(re.sub(r"<[^>]+>", "", t))
+        plain = re.sub(r"\d+(?:x\d+)+|\b\d+(?:\.\d*)?e[+-]?\d+\b", " ", shown)
         words |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", plain))
     return {w for w in words if len(w.strip("_")) >= 2}
 
