@@ -18,6 +18,7 @@ from .gcpause import gc_paused
 from .gradients.clipping import MODES, check_settings
 from .gradients.flow import GradientFlow, flow_over
 from .messages import check_lang
+from .output.chain_caption import chain_lines, is_chain
 from .output.export import check_path, save_view
 from .output.jacobian_heatmap import Jacobian
 from .output.view import GraphView
@@ -177,20 +178,35 @@ def save(
     path=...)`` draws the recorded graph with no backward pass. A save that takes more than
     ~2 s shows a progress bar (``progress=False``: never); Ctrl+C leaves no partly written
     file. The options: as for :func:`view` (:class:`tv.Options`; ``wrap=k``: rows of at most
-    k boxes). Returns the path."""
+    k boxes). ``caption="chain"``: each GIF frame (or the still picture) carries its step's
+    chain rule under it (:func:`chain_rule`'s lines, in the picture's language). Returns the path."""
     target, path = _target_and_path("save", target, path, option_keywords)
-    check_path(path)  # fail before any work on a bad path
+    p = check_path(path)  # fail before any work on a bad path
+    chain = is_chain(caption)
+    if chain and target is None:
+        raise ValueError('caption="chain" writes each step\'s chain rule: give tv.save a target.')
     v = view(
         tape,
         target,
         step=step,
-        caption=caption,
+        caption=None if chain else caption,
         output_gradients=output_gradients,
         options=options,
         **option_keywords,
     )
+    if chain and p.suffix.lower() != ".gif":  # a still picture: its step's chain rule as its caption
+        lines = chain_lines(v, v.step)
+        v = view(
+            tape,
+            target,
+            step=step,
+            caption="\n".join(lines),
+            output_gradients=output_gradients,
+            options=options,
+            **option_keywords,
+        )
     with gc_paused():
-        return save_view(v, path, dpi=dpi, fps=fps, every_step=every_step, progress=progress)
+        return save_view(v, path, dpi=dpi, fps=fps, every_step=every_step, progress=progress, chain=chain)
 
 
 def _is_path(value: Any) -> bool:

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..gcpause import gc_paused
 from ..gradients import clipping
+from ..gradients.chain_rule import ChainRule
 from ..gradients.flow import GradientFlow
 from ..messages import say
 from ..output.svg import to_svg
@@ -37,6 +38,8 @@ from ..picture.visibility import Shown, decide
 from ..record.bounded_cache import BoundedCache
 from ..record.graph import TapeGraph
 from ..record.values import GRAD_NORM, format_value
+from ..picture.wording import node_title
+from . import chain_line as chain_line_module
 from . import panels, quiz
 from .quiz import TOLERANCE
 
@@ -48,6 +51,7 @@ __all__ = [
     "picture",
     "panel",
     "inspector",
+    "node_inspector",
     "gradients",
     "clipped_texts",
     "quiz_hidden",
@@ -56,6 +60,9 @@ __all__ = [
     "answer",
     "reveal",
     "reset_score",
+    "chain_rule",
+    "chain_line",
+    "chain_html",
 ]
 
 _PICTURES = 128  # SVG documents kept per explorer (a slider going back and forth reuses them)
@@ -150,6 +157,7 @@ class GraphTargets:
         self._texts: BoundedCache[tuple, dict] = BoundedCache(64)
         self._tips: BoundedCache[tuple, dict] = BoundedCache(32)
         self._variables: dict[str, Any] | None = None
+        self._rules: dict[tuple[str, str], ChainRule] = {}
 
     # -- what is computed once -------------------------------------------------------
     def flow(self, target: str) -> GradientFlow:
@@ -238,6 +246,13 @@ class GraphTargets:
             self._reports.put(key, rep)
         return rep
 
+    def chain_rule(self, target: str, lang: str) -> ChainRule:
+        """The chain rule of ``target``'s backward pass (its steps are made on first use)."""
+        key = (target, lang)
+        if key not in self._rules:
+            self._rules[key] = ChainRule(self.flow(target), lang)
+        return self._rules[key]
+
     def variables(self) -> dict[str, Any]:
         """{variable name: node} for every variable the tape saw (read once: every clip move asks)."""
         if self._variables is None:
@@ -265,6 +280,7 @@ class GraphTargets:
         self._pictures.clear()
         self._texts.clear()
         self._tips.clear()
+        self._rules.clear()
 
 
 # --------------------------------------------------------------------------- what a state shows
@@ -355,7 +371,17 @@ def inspector(ex: GraphTargets, state: ExplorerState) -> str:
     the last step is answered)."""
     if state.node is None or _quiz_pending(ex, state):
         return ""
-    return panels.inspector(ex.graph, ex.flow(state.target), state.node, state.lang)
+    return node_inspector(ex, state, state.node)
+
+
+def node_inspector(ex: GraphTargets, state: ExplorerState, node: Any) -> str:
+    """The inspector's HTML for ``node``: what panels.inspector shows, and the chain rule at
+    the steps that process it (its local derivative, its inputs' names, TF's numbers)."""
+    fl = ex.flow(state.target)
+    rule = chain_rule(ex, state)
+    steps = [k for k in range(1, len(fl.steps)) if fl.steps[k].node == node]
+    chain = [(k, lines) for k in steps if (lines := rule[k].lines(state.lang))]
+    return panels.inspector(ex.graph, fl, node, state.lang, chain)
 
 
 def gradients(ex: GraphTargets, state: ExplorerState, clipped: bool = True) -> dict[str, np.ndarray | None]:
@@ -421,6 +447,46 @@ def tips(ex: GraphTargets, state: ExplorerState) -> dict[str, str]:
     for f in group_frames(scene):
         out[f"group-{f.gid}"] = f"{f.gid}\n{say('ui.canvas.close', lang)}"
     return ex._tips.put(key, out)
+
+
+# --------------------------------------------------------------------------- the chain rule
+
+
+def chain_rule(ex: GraphTargets, state: ExplorerState) -> ChainRule:
+    """The chain rule of the state's target, in its language."""
+    return ex.chain_rule(state.target, state.lang)
+
+
+def chain_line(ex: GraphTargets, state: ExplorerState) -> chain_line_module.ChainLine | None:
+    """The chain rule of the state's step as the explorer shows it under the picture: the
+    step's lines (what arrived, times each input's local derivative, what it passes; a
+    stopped input's reason), or, when the step's op is inside a collapsed group, the group's
+    line (the gradient in at its outputs and out to its inputs, as of this step). None in a
+    quiz while the step waits for an answer (the line would give it away)."""
+    if quiz_open(ex, state):
+        return None
+    fl = ex.flow(state.target)
+    k = step_of(ex, state)
+    display = ex.view(state).scene.display
+    refs = chain_line_module.Refs(fl, display)
+    box = display.of.get(fl.steps[k].node)
+    if k > 0 and box is not None and display.nx.nodes[box].get("kind") == "layer":
+        name = node_title(ex.graph, box, display, state.lang)
+        members = [m for m in display.members.get(box, ()) if m in ex.graph.nx]
+        group = chain_rule(ex, state).group(members, step=k, name=name)
+        return chain_line_module.group_line(group, box, refs, state.lang)
+    return chain_line_module.step_line(chain_rule(ex, state)[k], refs, state.lang)
+
+
+def step_sentence(ex: GraphTargets, state: ExplorerState) -> str:
+    """The step's sentence, as the picture's title says it ("Step 2/3: x has received ...")."""
+    return str(ex.view(state).scene.title)
+
+
+def chain_html(ex: GraphTargets, state: ExplorerState) -> str:
+    """The live region under the picture: the step's sentence and its chain rule, each term
+    naming its boxes and arrows (chain_line.line_html)."""
+    return chain_line_module.line_html(step_sentence(ex, state), chain_line(ex, state), state.lang)
 
 
 # --------------------------------------------------------------------------- the quiz

@@ -140,6 +140,11 @@ class Explorer(StaticFallback, W.VBox):
                 W.jslink((c["step"], "value"), (self.canvas, "step")),
                 W.jslink((c["clip_norm"], "value"), (self.canvas, "clip")),
             ]
+        # the step's sentence and chain rule: drawn by the canvas under its picture (its terms
+        # highlight their boxes there); a widget of its own beside today's HTML picture
+        self.chain = W.HTML().add_class("tv-chain-box")
+        if isinstance(self.canvas, Canvas):
+            self.chain.layout.display = "none"
         self.panel = W.HTML().add_class("tv-panel")
         self.inspector = W.HTML().add_class("tv-inspect")
         self.message = W.HTML().add_class("tv-message")
@@ -168,7 +173,7 @@ class Explorer(StaticFallback, W.VBox):
         if presenter:
             self.add_class("tv-presenter")
             self.canvas.layout.width = "100%"
-            self.children = [W.HTML(panels.CSS), steps, self.canvas, *quiz, self.message]
+            self.children = [W.HTML(panels.CSS), steps, self.canvas, self.chain, *quiz, self.message]
         else:
             top = [c[k] for k in ("target",) if k in c] + [c["clip"], c["clip_norm"], c["clip_value"], c["lr"]]
             side = W.VBox([c["node"], c["show_all"], c["layers"], self.inspector])
@@ -176,6 +181,7 @@ class Explorer(StaticFallback, W.VBox):
                 W.HTML(panels.CSS),
                 steps,
                 self.canvas,
+                self.chain,
                 *quiz,
                 W.HBox(top[:3]),
                 W.HBox(top[3:]),
@@ -391,6 +397,12 @@ class Explorer(StaticFallback, W.VBox):
         if self.panel.value != panel:
             self.panel.value = panel
         self.inspector.value = st.inspector(self.graph_targets, self.state)
+        chain = st.chain_html(self.graph_targets, self.state)
+        if isinstance(self.canvas, Canvas):
+            if self.canvas.chain != chain:
+                self.canvas.chain = chain
+        elif self.chain.value != chain:
+            self.chain.value = chain
         if self.state.quiz:
             self.quiz.value = st.quiz_panel(self.graph_targets, self.state)
             open_step = st.quiz_open(self.graph_targets, self.state)
@@ -487,6 +499,7 @@ class Explorer(StaticFallback, W.VBox):
             self.canvas,
             self.panel,
             self.inspector,
+            self.chain,
             self.message,
             self.quiz,
             *self._boxes(),

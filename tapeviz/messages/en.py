@@ -240,6 +240,7 @@ MESSAGES = {
     "inspect.value": "value ({dtype}, shape {shape}):",
     "inspect.grad": "d{target}/d·:",
     "inspect.no_gradient": "no gradient ({reason}):",
+    "inspect.chain": "the chain rule at its step {k}:",
     "fallback.text": "tapeviz explorer (a live widget): run this cell to use it.",
     "lessons.index": "tapeviz lessons",
     "lessons.previous": "previous",

@@ -289,6 +289,7 @@ MESSAGES = {
     "inspect.value": "值（{dtype}，形状 {shape}）：",
     "inspect.grad": "d{target}/d·：",
     "inspect.no_gradient": "没有梯度（{reason}）：",
+    "inspect.chain": "它在第 {k} 步的链式法则：",
     "fallback.text": "tapeviz 探索器（交互控件）：重新运行这个单元格即可使用。",
     "lessons.index": "tapeviz 课程",
     "lessons.previous": "上一课",
