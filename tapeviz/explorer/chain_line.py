@@ -70,8 +70,8 @@ class Refs:
             by_symbol.setdefault(s, []).append(n)
         self.node_of_symbol = {s: ns[0] for s, ns in by_symbol.items() if len(ns) == 1}
 
-    def box(self, node: Any) -> str | None:
-        """The box ``node`` is drawn as (itself, or the collapsed group holding it)."""
+    def box(self, node: Any) -> Any:
+        """The box ``node`` is drawn as (itself, or the collapsed group holding it; None: not drawn)."""
         if self.display is None:
             return node
         return self.display.of.get(node)
@@ -176,7 +176,7 @@ def step_line(step: ChainStep, refs: Refs, lang: str) -> ChainLine:
     return ChainLine(tuple(mark.split(line) for line in step_lines(marked, lang)))
 
 
-def group_line(group: GroupStep, box: str | None, refs: Refs, lang: str) -> ChainLine:
+def group_line(group: GroupStep, box: Any, refs: Refs, lang: str) -> ChainLine:
     """A collapsed group's line ("the block takes in ‖g‖ … and passes out ‖g‖ …"): its
     name names its box, each input its box."""
     mark = _Marks()

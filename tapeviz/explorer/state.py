@@ -35,10 +35,10 @@ from ..picture.options import AUTO, Collapsed, Options, option_names
 from ..picture.rows import CELL_WIDTH
 from ..picture.themes import explorer_theme
 from ..picture.visibility import Shown, decide
+from ..picture.wording import node_title
 from ..record.bounded_cache import BoundedCache
 from ..record.graph import TapeGraph
 from ..record.values import GRAD_NORM, format_value
-from ..picture.wording import node_title
 from . import chain_line as chain_line_module
 from . import panels, quiz
 from .quiz import TOLERANCE
@@ -472,7 +472,7 @@ def chain_line(ex: GraphTargets, state: ExplorerState) -> chain_line_module.Chai
     box = display.of.get(fl.steps[k].node)
     if k > 0 and box is not None and display.nx.nodes[box].get("kind") == "layer":
         name = node_title(ex.graph, box, display, state.lang)
-        members = [m for m in display.members.get(box, ()) if m in ex.graph.nx]
+        members = [str(m) for m in display.members.get(box, ()) if m in ex.graph.nx]
         group = chain_rule(ex, state).group(members, step=k, name=name)
         return chain_line_module.group_line(group, box, refs, state.lang)
     return chain_line_module.step_line(chain_rule(ex, state)[k], refs, state.lang)

@@ -35,7 +35,7 @@ def chain_lines(view: GraphView, step: int, rule: ChainRule | None = None) -> li
     display = view.display
     box = display.of.get(fl.steps[k].node)
     if k > 0 and box is not None and display.nx.nodes[box].get("kind") == "layer":
-        members = [m for m in display.members.get(box, ()) if m in fl.graph.nx]
+        members = [str(m) for m in display.members.get(box, ()) if m in fl.graph.nx]
         name = node_title(fl.graph, box, display, view.lang)
         return rule.group(members, step=k, name=name).lines(view.lang)
     return rule[k].lines(view.lang)

@@ -187,7 +187,8 @@ def caption_strip(
         esc = line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
         y = _CAPTION_MARGIN / 2 + (i + 0.78) * pitch
         texts.append(
-            f'<text x="{_CAPTION_MARGIN}" y="{y:.2f}" font-size="{size}" fill="{color}" xml:space="preserve">{esc}</text>'
+            f'<text x="{_CAPTION_MARGIN}" y="{y:.2f}" font-size="{size}" fill="{color}" '
+            f'xml:space="preserve">{esc}</text>'
         )
     doc = (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {vw!r} {vh!r}" '
