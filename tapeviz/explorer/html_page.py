@@ -147,7 +147,7 @@ def _track(ex: GraphTargets, state: ExplorerState, clips: list[ExplorerState] | 
     questions = []
     if state.quiz:
         for k in range(n):
-            q = quiz.question(fl, k)
+            q = quiz.question(fl, k, state.ask, ex.chain_rule(state.target, lang))
             questions.append(
                 {"q": quiz.question_text(fl, q, lang), "e": [float(x) for x in q.expected], "v": format_value(q.value)}
             )

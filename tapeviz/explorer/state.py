@@ -96,6 +96,7 @@ class ExplorerState:
     functions: frozenset = frozenset()  # tf.function calls opened into their bodies
     node: Any = None  # the node shown in the inspector
     quiz: bool = False  # predict, then reveal: a step's numbers are hidden until answered
+    ask: str = "gradient"  # what the quiz asks (quiz.ASKS): the gradient, the local derivative, the product
     answers: tuple = ()  # quiz.Answer per answered step (of every target)
     tolerance: float = TOLERANCE  # how close a right prediction is (relative, at least absolute)
 
@@ -515,7 +516,9 @@ def quiz_panel(ex: GraphTargets, state: ExplorerState) -> str:
     """The quiz's HTML in this state: question, verdict, score ('' outside quiz mode)."""
     if not state.quiz:
         return ""
-    return quiz.quiz_panel(ex.flow(state.target), step_of(ex, state), state.my_answers, state.lang)
+    return quiz.quiz_panel(
+        ex.flow(state.target), step_of(ex, state), state.my_answers, state.lang, state.ask, chain_rule(ex, state)
+    )
 
 
 def answer(ex: GraphTargets, state: ExplorerState, typed: str) -> tuple[ExplorerState, str | None]:
@@ -523,7 +526,7 @@ def answer(ex: GraphTargets, state: ExplorerState, typed: str) -> tuple[Explorer
     TensorFlow's number, and revealed. A text with no number (or the wrong count) changes
     nothing and comes back with the sentence that says what to type."""
     fl = ex.flow(state.target)
-    q = quiz.question(fl, step_of(ex, state))
+    q = quiz.question(fl, step_of(ex, state), state.ask, chain_rule(ex, state))
     outcome = quiz.judge(q, typed, state.tolerance)
     if outcome is None:
         return state, say("quiz.unreadable", state.lang)
