@@ -76,6 +76,6 @@ def test_a_still_picture_takes_its_steps_line_as_caption(square, tmp_path):
 
 def test_chain_needs_a_target(square, tmp_path):
     tape, _, _ = square
-    with pytest.raises(ValueError, match="give tv.save a target"):
+    with pytest.raises(ValueError, match=r"give tv\.save a target"):
         tv.save(tape, None, tmp_path / "a.gif", caption="chain")
     assert is_chain("chain") and not is_chain("Chain rule, by hand") and not is_chain(None)
