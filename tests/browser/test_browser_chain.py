@@ -1,0 +1,72 @@
+"""The chain rule under the picture of an exported page, in Chromium from disk: each step
+shows its sentence and chain-rule line in an aria-live region; hovering or focusing a term
+gives the box (or arrow) it names the highlight class, and leaving it takes it off."""
+
+from __future__ import annotations
+
+import pytest
+import tensorflow as tf
+from browser import screenshot
+
+import tapeviz as tv
+
+pytestmark = pytest.mark.browser
+
+
+def _page(page, tmp_path, lang: str = "en"):
+    x = tf.Variable(2.0)
+    y = tf.Variable(3.0)
+    with tv.GradientTape() as tape:
+        z = x**2 + tf.stop_gradient(y)
+    path = tv.export_html(tape, z, tmp_path / f"chain_{lang}.html", lang=lang)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_selector(".tv-page[data-tv-ready='1'] .tv-page-picture svg")
+    return page, errors
+
+
+def _linked(page) -> list[str]:
+    return page.evaluate("() => Array.from(document.querySelectorAll('svg .tv-linked'), (e) => e.id).sort()")
+
+
+def test_hovering_a_term_highlights_its_box_in_the_exported_page(page, tmp_path):
+    page, errors = _page(page, tmp_path)
+    region = page.locator(".tv-chain-box .tv-chain")
+    assert region.get_attribute("aria-live") == "polite"
+    # the finished pass: "∂z/∂x = 4.0"
+    assert "∂z/∂x = 4.0" in region.inner_text()
+    page.locator(".tv-step").fill("2")
+    assert "Step 2/3" in page.locator(".tv-chain-sentence").inner_text()
+    assert "∂z/∂x = ∂z/∂Pow · ∂Pow/∂x = 1.0 × (2·x) = 1.0 × 4.0 = 4.0" in region.inner_text()
+    x_term = page.locator(".tv-chain-line .tv-term", has_text="x").first
+    refs = x_term.get_attribute("data-tv-refs").split()
+    assert refs and all(page.locator(f"svg [id='{r}']").count() == 1 for r in refs)
+    x_term.hover()
+    assert _linked(page) == sorted(refs)
+    box = page.locator(f"svg [id='{refs[0]}']")
+    assert "tv-linked" in box.get_attribute("class")
+    screenshot(page, "chain-line-hover")
+    page.mouse.move(5, 5)
+    assert _linked(page) == []
+    # keyboard: a term takes focus and highlights what it names; leaving it clears it
+    edge_term = page.locator(".tv-chain-line .tv-term", has_text="4.0").last
+    edge_refs = edge_term.get_attribute("data-tv-refs").split()
+    assert edge_refs[0].startswith("edge-")
+    edge_term.focus()
+    assert _linked(page) == sorted(edge_refs)
+    page.locator(".tv-step").focus()
+    assert _linked(page) == []
+    assert errors == []
+
+
+def test_the_stop_reason_and_the_chinese_line_in_the_page(page, tmp_path, cjk_font):
+    page, errors = _page(page, tmp_path, "zh")
+    page.locator(".tv-step").fill("1")
+    text = page.locator(".tv-chain").inner_text()
+    assert "第 1/3 步" in text and "= None：" in text and "tf.stop_gradient(y)" in text
+    stopped = page.locator(".tv-chain-line .tv-term", has_text="StopGradient").first
+    stopped.hover()
+    assert any(i.startswith("edge-") for i in _linked(page))
+    screenshot(page, "chain-line-zh")
+    assert errors == []
