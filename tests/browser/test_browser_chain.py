@@ -4,6 +4,8 @@ gives the box (or arrow) it names the highlight class, and leaving it takes it o
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import tensorflow as tf
 from browser import screenshot
@@ -70,3 +72,43 @@ def test_the_stop_reason_and_the_chinese_line_in_the_page(page, tmp_path, cjk_fo
     assert any(i.startswith("edge-") for i in _linked(page))
     screenshot(page, "chain-line-zh")
     assert errors == []
+
+
+CHAIN_NOTEBOOK = "chain_line.ipynb"
+CHAIN_CELLS = [
+    "import tensorflow as tf\nimport tapeviz as tv",
+    (
+        "x = tf.Variable(2.0)\ny = tf.Variable(3.0)\nwith tv.GradientTape() as tape:\n"
+        "    z = x**2 + tf.stop_gradient(y)\nex = tv.explore(tape, z)\nex"
+    ),
+]
+
+
+def test_the_live_explorer_shows_each_steps_line_and_links_its_terms(server_factory, page):
+    """In JupyterLab: the canvas's live region follows the step (a key press), and a term's
+    hover highlights its box in the live picture."""
+    from browser import run_notebook, unexpected_page_errors, watch_page_errors, write_notebook
+    from page_explorer import ExplorerOnPage
+    from playwright.sync_api import expect
+
+    server = server_factory("lab")
+    write_notebook(server.root / CHAIN_NOTEBOOK, CHAIN_CELLS)
+    errors = watch_page_errors(page)
+    run_notebook(page, server, CHAIN_NOTEBOOK)
+    ex = ExplorerOnPage(page, server)
+    ex.wait_shown()
+    region = page.locator(f"{ex.canvas} .tv-chain-box .tv-chain")
+    expect(region).to_have_attribute("aria-live", "polite")
+    expect(region).to_contain_text("∂z/∂x = 4.0")
+    page.locator(f"{ex.canvas} svg").click()  # focus in the explorer: ← steps back
+    page.keyboard.press("ArrowLeft")
+    expect(region).to_contain_text("∂z/∂x = ∂z/∂Pow · ∂Pow/∂x = 1.0 × (2·x) = 1.0 × 4.0 = 4.0")
+    term = page.locator(f"{ex.canvas} .tv-chain-line .tv-term", has_text="x").first
+    refs = term.get_attribute("data-tv-refs").split()
+    term.hover()
+    for r in refs:
+        expect(page.locator(f"{ex.canvas} svg [id='{r}']")).to_have_class(re.compile(r"\btv-linked\b"))
+    screenshot(page, "chain-line-lab")
+    page.mouse.move(2, 2)
+    expect(page.locator(f"{ex.canvas} svg .tv-linked")).to_have_count(0)
+    assert not unexpected_page_errors(errors, server), errors
