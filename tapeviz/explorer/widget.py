@@ -24,6 +24,7 @@ from ..picture.names import short_names
 from . import panels
 from . import state as st
 from .canvas import Canvas, make_canvas
+from .chain_line import ChainLine
 from .fallback import StaticFallback
 from .keyboard import attach_keys
 from .notebook_theme import PageTheme
@@ -222,6 +223,13 @@ class Explorer(StaticFallback, W.VBox):
     def view(self) -> GraphView:
         """The view on screen now (its scene, and its artists if a PNG was made)."""
         return self.graph_targets.view(self.state)
+
+    @property
+    def chain_line(self) -> ChainLine | None:
+        """The chain rule of the step on screen, as shown under the picture (its pieces name
+        the boxes and arrows they come from; ``.text()`` the plain lines); None in a quiz
+        while the step waits for an answer."""
+        return st.chain_line(self.graph_targets, self.state)
 
     def gradients(self, clipped: bool = True) -> dict[str, np.ndarray | None]:
         """{variable name: gradient} under the current controls (TF's clip functions)."""

@@ -172,8 +172,10 @@ def test_the_widget_shows_each_steps_line_and_the_inspector_the_formula():
     shown = re.sub("<[^>]+>", "", ex.canvas.chain)
     assert "1.0 × 4.0 = 4.0" in shown and "aria-live='polite'" in ex.canvas.chain
     assert "Step 1/2" in shown
+    assert ex.chain_line.text() == "∂z/∂x = ∂z/∂z · ∂z/∂x = 1.0 × (2·x) = 1.0 × 4.0 = 4.0"
     ex.controls["step"].value = 0
     assert "start at z = 4.0" in re.sub("<[^>]+>", "", ex.canvas.chain)
+    assert ex.chain_line.text() == "start at z = 4.0: ∂z/∂z = 1.0"
     pow_node = next(n for n, d in ex.graph.nx.nodes(data=True) if d.get("op_type") == "Pow")
     ex.controls["node"].value = pow_node
     assert "∂z/∂x = ∂z/∂z · ∂z/∂x = 1.0 × (2·x) = 1.0 × 4.0 = 4.0" in ex.inspector.value
