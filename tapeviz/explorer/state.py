@@ -159,6 +159,7 @@ class GraphTargets:
         self._tips: BoundedCache[tuple, dict] = BoundedCache(32)
         self._variables: dict[str, Any] | None = None
         self._rules: dict[tuple[str, str], ChainRule] = {}
+        self._refs: BoundedCache[tuple, chain_line_module.Refs] = BoundedCache(32)
 
     # -- what is computed once -------------------------------------------------------
     def flow(self, target: str) -> GradientFlow:
@@ -282,6 +283,7 @@ class GraphTargets:
         self._texts.clear()
         self._tips.clear()
         self._rules.clear()
+        self._refs.clear()
 
 
 # --------------------------------------------------------------------------- what a state shows
@@ -464,12 +466,17 @@ def chain_line(ex: GraphTargets, state: ExplorerState) -> chain_line_module.Chai
     stopped input's reason), or, when the step's op is inside a collapsed group, the group's
     line (the gradient in at its outputs and out to its inputs, as of this step). None in a
     quiz while the step waits for an answer (the line would give it away)."""
+    return _chain_line(ex, state, ex.view(state))
+
+
+def _chain_line(ex: GraphTargets, state: ExplorerState, view: GraphView) -> chain_line_module.ChainLine | None:
     if quiz_open(ex, state):
         return None
     fl = ex.flow(state.target)
     k = step_of(ex, state)
-    display = ex.view(state).scene.display
-    refs = chain_line_module.Refs(fl, display)
+    display = view.scene.display
+    # the symbols and boxes of one picture structure: the same for all its steps
+    refs = ex._refs.fetch(_structure_key(ex, state), lambda: chain_line_module.Refs(fl, display))
     box = display.of.get(fl.steps[k].node)
     if k > 0 and box is not None and display.nx.nodes[box].get("kind") == "layer":
         name = node_title(ex.graph, box, display, state.lang)
@@ -487,7 +494,8 @@ def step_sentence(ex: GraphTargets, state: ExplorerState) -> str:
 def chain_html(ex: GraphTargets, state: ExplorerState) -> str:
     """The live region under the picture: the step's sentence and its chain rule, each term
     naming its boxes and arrows (chain_line.line_html)."""
-    return chain_line_module.line_html(step_sentence(ex, state), chain_line(ex, state), state.lang)
+    view = ex.view(state)  # set to this step once (the sentence and the line both read it)
+    return chain_line_module.line_html(str(view.scene.title), _chain_line(ex, state, view), state.lang)
 
 
 # --------------------------------------------------------------------------- the quiz
