@@ -208,3 +208,21 @@ def test_pieces_join_to_the_writers_lines_for_a_keras_layer_opened(lang):
     for s in states:
         line = st.chain_line(gt, s)
         assert line.texts() == st.chain_rule(gt, s)[s.step].lines(lang)
+
+
+def test_without_the_canvas_the_line_is_a_widget_of_its_own(monkeypatch):
+    import warnings
+
+    monkeypatch.setenv("TAPEVIZ_CANVAS", "html")
+    x = tf.Variable(2.0)
+    with tv.GradientTape() as tape:
+        z = x**2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fallback says once that the canvas is missing
+        ex = tv.explore(tape, z)
+    assert not hasattr(ex.canvas, "chain")  # an ipywidgets.HTML picture: the line is ex.chain
+    assert ex.chain.layout.display != "none" and ex.chain in ex.children
+    ex.controls["step"].value = 1
+    assert "1.0 × (2·x) = 1.0 × 4.0 = 4.0" in re.sub("<[^>]+>", "", ex.chain.value)
+    assert "aria-live='polite'" in ex.chain.value
+    ex.close()
