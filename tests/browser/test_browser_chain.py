@@ -112,3 +112,24 @@ def test_the_live_explorer_shows_each_steps_line_and_links_its_terms(server_fact
     page.mouse.move(2, 2)
     expect(page.locator(f"{ex.canvas} svg .tv-linked")).to_have_count(0)
     assert not unexpected_page_errors(errors, server), errors
+
+
+def test_a_chain_quiz_page_asks_the_factor_and_shows_the_line_once_answered(page, tmp_path):
+    x = tf.Variable(2.0)
+    with tv.GradientTape() as tape:
+        z = x**2
+    path = tv.export_html(tape, z, tmp_path / "quiz.html", quiz="product")
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_selector(".tv-page[data-tv-ready='1'] .tv-page-picture svg")
+    page.locator(".tv-next").click()  # step 1: z = x**2, the factor ∂z/∂x at x = 2
+    question = page.locator(".tv-quiz-question").inner_text()
+    assert "∂z/∂x = ∂z/∂z · ∂z/∂x = 1.0 × ? = 4.0" in question
+    assert page.locator(".tv-chain-line").count() == 0  # the line would give the answer away
+    page.locator(".tv-quiz-input").fill("4")
+    page.locator(".tv-quiz-check").click()
+    assert "tv-quiz-right" in page.locator(".tv-quiz-verdict").get_attribute("class")
+    assert "1.0 × (2·x) = 1.0 × 4.0 = 4.0" in page.locator(".tv-chain-line").first.inner_text()
+    screenshot(page, "chain-quiz-page")
+    assert errors == []
