@@ -19,6 +19,7 @@ from .gradients.clipping import MODES, check_settings
 from .gradients.compare import Comparison
 from .gradients.flow import GradientFlow, flow_over
 from .messages import check_lang
+from .output.chain_caption import chain_lines, is_chain
 from .output.export import check_path, save_view
 from .output.jacobian_heatmap import Jacobian
 from .output.view import GraphView
@@ -180,20 +181,35 @@ def save(
     path=...)`` draws the recorded graph with no backward pass. A save that takes more than
     ~2 s shows a progress bar (``progress=False``: never); Ctrl+C leaves no partly written
     file. The options: as for :func:`view` (:class:`tv.Options`; ``wrap=k``: rows of at most
-    k boxes). Returns the path."""
+    k boxes). ``caption="chain"``: each GIF frame (or the still picture) carries its step's
+    chain rule under it (:func:`chain_rule`'s lines, in the picture's language). Returns the path."""
     target, path = _target_and_path("save", target, path, option_keywords)
-    check_path(path)  # fail before any work on a bad path
+    p = check_path(path)  # fail before any work on a bad path
+    chain = is_chain(caption)
+    if chain and target is None:
+        raise ValueError('caption="chain" writes each step\'s chain rule: give tv.save a target.')
     v = view(
         tape,
         target,
         step=step,
-        caption=caption,
+        caption=None if chain else caption,
         output_gradients=output_gradients,
         options=options,
         **option_keywords,
     )
+    if chain and p.suffix.lower() != ".gif":  # a still picture: its step's chain rule as its caption
+        lines = chain_lines(v, v.step)
+        v = view(
+            tape,
+            target,
+            step=step,
+            caption="\n".join(lines),
+            output_gradients=output_gradients,
+            options=options,
+            **option_keywords,
+        )
     with gc_paused():
-        return save_view(v, path, dpi=dpi, fps=fps, every_step=every_step, progress=progress)
+        return save_view(v, path, dpi=dpi, fps=fps, every_step=every_step, progress=progress, chain=chain)
 
 
 def _is_path(value: Any) -> bool:
@@ -274,7 +290,7 @@ def explore(
     *,
     output_gradients: Any = None,
     presenter: bool = False,
-    quiz: bool = False,
+    quiz: bool | str = False,
     clip: str = "none",
     clip_norm: float = 1.0,
     clip_value: tuple[float, float] = (-1.0, 1.0),
@@ -297,7 +313,10 @@ def explore(
     ``presenter``: only the picture and the step buttons, full width. ``quiz``: predict,
     then reveal: each step's numbers are shown as "?" until the student types a prediction
     (judged against TensorFlow's number within 1 %) or presses reveal, and a per-step score is
-    kept (``controls["reset"]`` clears it). ``clip`` / ``clip_norm`` / ``clip_value``: the
+    kept (``controls["reset"]`` clears it). ``quiz="local"`` asks instead for an op's local
+    derivative at its inputs' values, ``quiz="product"`` for the missing factor of the chain
+    rule ("1.0 × ? = 4.0"), ``quiz="chain"`` for each by turns (TF's numbers are the answers).
+    ``clip`` / ``clip_norm`` / ``clip_value``: the
     clipping the explorer opens with ("none", "by_norm", "by_value" or "by_global_norm"; the
     norm limit; by_value's (min, max)), as :func:`export_html` takes them. The options: as
     for :func:`view` (:class:`tv.Options`); here ``theme="auto"`` follows the page's theme
@@ -314,7 +333,19 @@ def explore(
     if target is None:
         raise TypeError("explore() needs the target: tv.explore(tape, loss) or tv.explore(tape, {'f1': f1, 'f2': f2}).")
     explored = _explored(tape, target, output_gradients)
-    return Explorer(explored, presenter=presenter, quiz=quiz, **settings, **opts.in_explorer().keywords())
+    return Explorer(explored, presenter=presenter, **_quiz_settings(quiz), **settings, **opts.in_explorer().keywords())
+
+
+def _quiz_settings(quiz: bool | str) -> dict[str, Any]:
+    """``quiz``: False, True (the gradient each step computes) or what to ask (one of
+    quiz.ASKS: "gradient", "local", "product", "chain"), as the explorer's state holds it."""
+    from .explorer.quiz import check_ask
+
+    if isinstance(quiz, bool):
+        return {"quiz": quiz}
+    if not isinstance(quiz, str):
+        raise TypeError(f"quiz={quiz!r}: give True, False or what to ask ('gradient', 'local', 'product', 'chain').")
+    return {"quiz": True, "ask": check_ask(quiz)}
 
 
 @explore.register(History)
@@ -507,7 +538,7 @@ def export_html(
     clip_norm: float = 1.0,
     clip_value: tuple[float, float] = (-1.0, 1.0),
     clip_norms: Sequence[float] | None = None,
-    quiz: bool = False,
+    quiz: bool | str = False,
     options: Options | None = None,
     **option_keywords: Any,
 ) -> Path:
@@ -523,7 +554,8 @@ def export_html(
     :func:`tapeviz.explorer.html_page.page_fragment`). ``quiz=True``: predict, then reveal, in
     the page itself: each step's numbers are hidden until the reader types a prediction
     (checked by the page's own script against TensorFlow's numbers, within 1 %) or presses
-    reveal; a per-step score with a reset button. The options: as for :func:`view`
+    reveal; a per-step score with a reset button (``quiz="local"``, ``"product"``,
+    ``"chain"``: the chain rule's questions, as :func:`explore` asks them). The options: as for :func:`view`
     (:class:`tv.Options`; ``theme="auto"`` is light: a page of its own has no theme to
     follow). Returns the path.
     """
@@ -534,7 +566,7 @@ def export_html(
     settings = _clip_settings(clip, clip_norm, clip_value)
     opts = Options.of(options, **option_keywords).in_file()
     explored = _explored(tape, target, output_gradients)
-    state = explored.initial(**opts.keywords(), **settings, quiz=quiz)
+    state = explored.initial(**opts.keywords(), **settings, **_quiz_settings(quiz))
     try:
         return write_page(
             explored,

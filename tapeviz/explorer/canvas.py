@@ -65,6 +65,10 @@ class Canvas(anywidget.AnyWidget):
     tips = T.Dict(help="hover text per element id").tag(sync=True)
     selected = T.Unicode("", help="the id of the box the inspector shows: drawn highlighted").tag(sync=True)
     reset_label = T.Unicode("reset zoom and pan").tag(sync=True)
+    chain = T.Unicode(
+        "",
+        help="the step's sentence and chain rule under the picture (HTML: an aria-live region whose terms name boxes)",
+    ).tag(sync=True)
 
     #: Pictures computed ahead per move: as many as fit this budget (seconds), at least 1 each way.
     AHEAD_BUDGET = 0.03

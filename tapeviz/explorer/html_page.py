@@ -28,7 +28,18 @@ from ..messages import catalogue, say
 from ..output.export import check_path
 from ..record.values import format_value
 from . import panels, patches, quiz, static_files
-from .state import ExplorerState, GraphTargets, box_at, clipped_texts, diagnosis, panel, picture, tips
+from .state import (
+    ExplorerState,
+    GraphTargets,
+    box_at,
+    chain_html,
+    clipped_texts,
+    diagnosis,
+    node_inspector,
+    panel,
+    picture,
+    tips,
+)
 
 __all__ = ["page_fragment", "write_page", "check_removed_keywords", "REMOVED_KEYWORDS"]
 
@@ -135,7 +146,7 @@ def _track(ex: GraphTargets, state: ExplorerState, clips: list[ExplorerState] | 
     for element_id in hover:
         hit = box_at(ex, state, element_id) if element_id.startswith("node-") else None
         if hit is not None and hit[0] == "select":
-            inspect[element_id] = panels.inspector(ex.graph, fl, hit[1], lang)
+            inspect[element_id] = node_inspector(ex, state, hit[1])
     if state.quiz:
         table = panel(ex, state.replace(quiz=False))
         tables = [f"<details class='tv-quiz-table'><summary>{_esc(say('quiz.table', lang))}</summary>{table}</details>"]
@@ -144,10 +155,13 @@ def _track(ex: GraphTargets, state: ExplorerState, clips: list[ExplorerState] | 
         origin = diagnosis(ex, state)
         if origin is not None:  # why the gradient is NaN, Inf or zero, over the table (the picture marks where)
             tables = [panels.diagnosis(origin, lang) + t for t in tables]
+    # the step's sentence and chain rule under the picture; in a quiz, the line once the step is answered
+    chain = [chain_html(ex, shown.replace(step=k)) for k in range(n)]
+    chain_answered = [chain_html(ex, shown.replace(step=k, quiz=False)) for k in range(n)] if state.quiz else []
     questions = []
     if state.quiz:
         for k in range(n):
-            q = quiz.question(fl, k)
+            q = quiz.question(fl, k, state.ask, ex.chain_rule(state.target, lang))
             questions.append(
                 {"q": quiz.question_text(fl, q, lang), "e": [float(x) for x in q.expected], "v": format_value(q.value)}
             )
@@ -163,6 +177,8 @@ def _track(ex: GraphTargets, state: ExplorerState, clips: list[ExplorerState] | 
         "inspect": inspect,
         "panels": tables,
         "quiz": questions,
+        "chain": chain,
+        "chainAnswered": chain_answered,
     }
 
 
@@ -197,7 +213,7 @@ def _controls(names: list[str], state: ExplorerState, clip_values: list[float] |
         + f"<span class='tv-keys-hint'><span class='tv-keys-off'>⌨ {w('ui.keys.off')}</span>"
         + f"<span class='tv-keys-on'>⌨ {w('ui.keys.on')}</span></span></div>"
     )
-    out.append("<div class='tv-canvas'></div>")
+    out.append("<div class='tv-canvas'></div><div class='tv-chain-box'></div>")
     if state.quiz:
         out.append(
             "<div class='tv-quiz'><div class='tv-quiz-question'></div>"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -116,8 +116,12 @@ def clipping_panel(
     return f"<div class='tv-panel'><table>{head}{''.join(rows)}</table>{foot}</div>"
 
 
-def inspector(graph: TapeGraph, fl: GradientFlow, node, lang: str = DEFAULT) -> str:
-    """One node: what it is, its value, its gradient, and why it has none."""
+def inspector(
+    graph: TapeGraph, fl: GradientFlow, node, lang: str = DEFAULT, chain: Sequence[tuple[int, list[str]]] = ()
+) -> str:
+    """One node: what it is, its value, its gradient, and why it has none. ``chain``: the
+    chain rule at the steps that process it, (step, lines): its local derivative with its
+    inputs' names and TF's numbers (chain_words writes them)."""
     g = graph
     d = g.nx.nodes[node]
     info = g.output_info(node)
@@ -141,6 +145,9 @@ def inspector(graph: TapeGraph, fl: GradientFlow, node, lang: str = DEFAULT) -> 
         parts.append(
             f"<span class='tv-none'>{_esc(say('inspect.no_gradient', lang, reason=why.reason))} {_esc(why)}</span>"
         )
+    for k, lines in chain:
+        text = "\n".join(lines)
+        parts.append(f"{_esc(say('inspect.chain', lang, k=k))}<pre class='tv-inspect-chain'>{_esc(text)}</pre>")
     return "<br>".join(parts)
 
 

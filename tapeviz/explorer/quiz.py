@@ -13,11 +13,14 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..gradients import formulas
+from ..gradients.chain_rule import ChainRule, symbols
+from ..gradients.chain_steps import Link
 from ..gradients.flow import GradientFlow
 from ..messages import DEFAULT, localize, say
 from ..picture.marks import Hidden
@@ -25,6 +28,7 @@ from ..record.values import format_value
 from . import static_files
 
 __all__ = [
+    "ASKS",
     "TOLERANCE",
     "SPELLED_OUT",
     "Question",
@@ -48,6 +52,12 @@ TOLERANCE = 0.01
 SPELLED_OUT = 6
 
 OUTCOMES = ("right", "wrong", "revealed")
+#: What a quiz asks at an op's step: the gradient it passes (today's question), the local
+#: derivative of one input (∂p/∂x at the input's value), the missing factor of the chain
+#: rule's product ("1.0 × ? = 4.0"), or by turns all three ("chain"). A step with no scalar
+#: link whose local derivative TF computed (a tensor step, the seed, a variable's total)
+#: asks for the gradient.
+ASKS = ("gradient", "local", "product", "chain")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
@@ -62,6 +72,8 @@ class Question:
     edge: tuple | None = None
     value: Any = None  # TensorFlow's number (numpy), as the picture shows it once revealed
     received: Any = None  # what the op received at this step (shown in the question)
+    kind: str = "gradient"  # one of ASKS but "chain": what is asked
+    link: Link | None = field(default=None, repr=False, compare=False)  # "local" / "product": the chain rule's link
 
     @property
     def by_norm(self) -> bool:
@@ -85,9 +97,37 @@ class Answer:
     target: str = ""  # the explorer's target the step belongs to (a persistent tape has several)
 
 
-def question(fl: GradientFlow, step: int) -> Question:
-    """The question of ``step`` (0 seeds the target: "what is dy/dy?")."""
+def check_ask(ask: str) -> str:
+    """``ask`` if it is one of :data:`ASKS`, else a ValueError naming them."""
+    if ask not in ASKS:
+        raise ValueError(f"quiz={ask!r}: a quiz asks one of {', '.join(map(repr, ASKS))} (or quiz=True: the gradient).")
+    return ask
+
+
+def question(fl: GradientFlow, step: int, ask: str = "gradient", rule: ChainRule | None = None) -> Question:
+    """The question of ``step`` (0 seeds the target: "what is dy/dy?"). ``ask``: one of
+    :data:`ASKS`; ``rule``: the flow's chain rule (made here when not given). The answer of
+    a chain-rule question is TF's local derivative (the op's registered gradient function
+    called with ones: the ChainStep's ``local``), never the table's formula evaluated."""
     k = fl.check_step(step)
+    kind = check_ask(ask)
+    if kind == "chain":
+        kind = ("local", "product", "gradient")[(k - 1) % 3]
+    if kind != "gradient" and k > 0:
+        rule = rule if rule is not None else ChainRule(fl)
+        links = [lk for lk in rule[k].links if lk.scalar and lk.local is not None]
+        if links:
+            lk = links[0]
+            st = fl.steps[k]
+            received = st.grad[0] if isinstance(st.grad, list) else st.grad
+            return Question(
+                k, st.node, to=lk.edge[0], edge=tuple(lk.edge), value=lk.local.value,  # type: ignore[union-attr]
+                received=received, kind=kind, link=lk,
+            )  # fmt: skip
+    return _gradient_question(fl, k)
+
+
+def _gradient_question(fl: GradientFlow, k: int) -> Question:
     st = fl.steps[k]
     received = st.grad[0] if isinstance(st.grad, list) else st.grad
     carried = sorted(
@@ -166,7 +206,9 @@ def question_text(fl: GradientFlow, q: Question, lang: str = DEFAULT) -> str:
     """The question in words, with what to type."""
     target = _name(fl, fl.target_nodes[0], lang)
     node = _name(fl, q.node, lang)
-    if q.step == 0:
+    if q.link is not None:
+        text = _chain_text(fl, q, lang)
+    elif q.step == 0:
         text = say("quiz.q.seed", lang, target=target)
     elif q.to is not None:
         text = say("quiz.q.edge", lang, node=node, value=format_value(q.received), to=_name(fl, q.to, lang))
@@ -184,16 +226,50 @@ def question_text(fl: GradientFlow, q: Question, lang: str = DEFAULT) -> str:
     return f"{text} {hint}"
 
 
+def _chain_text(fl: GradientFlow, q: Question, lang: str) -> str:
+    """A chain-rule question: the local derivative at the inputs' values, or the missing
+    factor of the product; every number in it is TF's (the ChainStep's)."""
+    lk = q.link
+    assert lk is not None and lk.arriving is not None and lk.result is not None
+    names = symbols(fl)  # as the chain rule's lines call them
+    p, x = names[q.node], lk.input
+    d = f"∂{p}/∂{x}"
+    if q.kind == "local":
+        formula = (
+            formulas.render(lk.formula, lang) if lk.formula is not None else say("quiz.q.registered", lang, op=lk.op)
+        )
+        # the inputs the formula names (not a constant put in, as Pow's exponent)
+        at = ", ".join(f"{lk.names[arg]} = {a.text}" for arg, a in lk.values.items() if a.scalar and arg in lk.names)
+        return say("quiz.q.local", lang, d=d, formula=formula, at=at or "—")
+    target = names[fl.target_nodes[0]]
+    return say(
+        "quiz.q.product",
+        lang,
+        d=d,
+        left=f"∂{target}/∂{x}",
+        dp=f"∂{target}/∂{p}",
+        g=lk.arriving.text,
+        result=lk.result.text,
+    )
+
+
 def verdict_text(q: Question, a: Answer, lang: str = DEFAULT) -> str:
     """What the quiz says once a step is answered."""
     shown = format_value(q.value)
     return say(f"quiz.{a.outcome}", lang, typed=a.typed, value=shown)
 
 
-def quiz_panel(fl: GradientFlow, step: int, answers: tuple[Answer, ...], lang: str = DEFAULT) -> str:
+def quiz_panel(
+    fl: GradientFlow,
+    step: int,
+    answers: tuple[Answer, ...],
+    lang: str = DEFAULT,
+    ask: str = "gradient",
+    rule: ChainRule | None = None,
+) -> str:
     """The quiz's HTML: the question of ``step``, the verdict once answered, the score per
-    step. ``answers``: this target's."""
-    q = question(fl, step)
+    step. ``answers``: this target's; ``ask``, ``rule``: as :func:`question` takes them."""
+    q = question(fl, step, ask, rule)
     a = next((a for a in answers if a.step == q.step), None)
     parts = [f"<div class='tv-quiz-question'>{html.escape(question_text(fl, q, lang))}</div>"]
     if a is not None:

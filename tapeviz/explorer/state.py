@@ -24,6 +24,7 @@ import numpy as np
 
 from ..gcpause import gc_paused
 from ..gradients import clipping
+from ..gradients.chain_rule import ChainRule
 from ..gradients.flow import GradientFlow
 from ..gradients.origin import Origin, flow_origin
 from ..messages import say
@@ -35,9 +36,11 @@ from ..picture.options import AUTO, Collapsed, Options, option_names
 from ..picture.rows import CELL_WIDTH
 from ..picture.themes import explorer_theme
 from ..picture.visibility import Shown, decide
+from ..picture.wording import node_title
 from ..record.bounded_cache import BoundedCache
 from ..record.graph import TapeGraph
 from ..record.values import GRAD_NORM, format_value
+from . import chain_line as chain_line_module
 from . import panels, quiz
 from .quiz import TOLERANCE
 
@@ -52,6 +55,7 @@ __all__ = [
     "diagnosis",
     "origin_step",
     "jump_to_origin",
+    "node_inspector",
     "gradients",
     "clipped_texts",
     "quiz_hidden",
@@ -60,6 +64,9 @@ __all__ = [
     "answer",
     "reveal",
     "reset_score",
+    "chain_rule",
+    "chain_line",
+    "chain_html",
 ]
 
 _PICTURES = 128  # SVG documents kept per explorer (a slider going back and forth reuses them)
@@ -93,6 +100,7 @@ class ExplorerState:
     functions: frozenset = frozenset()  # tf.function calls opened into their bodies
     node: Any = None  # the node shown in the inspector
     quiz: bool = False  # predict, then reveal: a step's numbers are hidden until answered
+    ask: str = "gradient"  # what the quiz asks (quiz.ASKS): the gradient, the local derivative, the product
     answers: tuple = ()  # quiz.Answer per answered step (of every target)
     tolerance: float = TOLERANCE  # how close a right prediction is (relative, at least absolute)
 
@@ -154,6 +162,8 @@ class GraphTargets:
         self._texts: BoundedCache[tuple, dict] = BoundedCache(64)
         self._tips: BoundedCache[tuple, dict] = BoundedCache(32)
         self._variables: dict[str, Any] | None = None
+        self._rules: dict[tuple[str, str], ChainRule] = {}
+        self._refs: BoundedCache[tuple, chain_line_module.Refs] = BoundedCache(32)
 
     # -- what is computed once -------------------------------------------------------
     def flow(self, target: str) -> GradientFlow:
@@ -244,6 +254,13 @@ class GraphTargets:
             self._reports.put(key, rep)
         return rep
 
+    def chain_rule(self, target: str, lang: str) -> ChainRule:
+        """The chain rule of ``target``'s backward pass (its steps are made on first use)."""
+        key = (target, lang)
+        if key not in self._rules:
+            self._rules[key] = ChainRule(self.flow(target), lang)
+        return self._rules[key]
+
     def variables(self) -> dict[str, Any]:
         """{variable name: node} for every variable the tape saw (read once: every clip move asks)."""
         if self._variables is None:
@@ -271,6 +288,8 @@ class GraphTargets:
         self._pictures.clear()
         self._texts.clear()
         self._tips.clear()
+        self._rules.clear()
+        self._refs.clear()
 
 
 # --------------------------------------------------------------------------- what a state shows
@@ -365,7 +384,7 @@ def inspector(ex: GraphTargets, state: ExplorerState) -> str:
     origin = diagnosis(ex, state)
     parts = [panels.diagnosis(origin, state.lang)] if origin is not None else []
     if state.node is not None:
-        parts.append(panels.inspector(ex.graph, ex.flow(state.target), state.node, state.lang))
+        parts.append(node_inspector(ex, state, state.node))
     return "<br>".join(parts)
 
 
@@ -388,6 +407,16 @@ def jump_to_origin(ex: GraphTargets, state: ExplorerState) -> ExplorerState:
     if origin is None:
         return state
     return state.replace(step=origin.step, node=origin.node)
+
+
+def node_inspector(ex: GraphTargets, state: ExplorerState, node: Any) -> str:
+    """The inspector's HTML for ``node``: what panels.inspector shows, and the chain rule at
+    the steps that process it (its local derivative, its inputs' names, TF's numbers)."""
+    fl = ex.flow(state.target)
+    rule = chain_rule(ex, state)
+    steps = [k for k in range(1, len(fl.steps)) if fl.steps[k].node == node]
+    chain = [(k, lines) for k in steps if (lines := rule[k].lines(state.lang))]
+    return panels.inspector(ex.graph, fl, node, state.lang, chain)
 
 
 def gradients(ex: GraphTargets, state: ExplorerState, clipped: bool = True) -> dict[str, np.ndarray | None]:
@@ -455,6 +484,52 @@ def tips(ex: GraphTargets, state: ExplorerState) -> dict[str, str]:
     return ex._tips.put(key, out)
 
 
+# --------------------------------------------------------------------------- the chain rule
+
+
+def chain_rule(ex: GraphTargets, state: ExplorerState) -> ChainRule:
+    """The chain rule of the state's target, in its language."""
+    return ex.chain_rule(state.target, state.lang)
+
+
+def chain_line(ex: GraphTargets, state: ExplorerState) -> chain_line_module.ChainLine | None:
+    """The chain rule of the state's step as the explorer shows it under the picture: the
+    step's lines (what arrived, times each input's local derivative, what it passes; a
+    stopped input's reason), or, when the step's op is inside a collapsed group, the group's
+    line (the gradient in at its outputs and out to its inputs, as of this step). None in a
+    quiz while the step waits for an answer (the line would give it away)."""
+    return _chain_line(ex, state, ex.view(state))
+
+
+def _chain_line(ex: GraphTargets, state: ExplorerState, view: GraphView) -> chain_line_module.ChainLine | None:
+    if quiz_open(ex, state):
+        return None
+    fl = ex.flow(state.target)
+    k = step_of(ex, state)
+    display = view.scene.display
+    # the symbols and boxes of one picture structure: the same for all its steps
+    refs = ex._refs.fetch(_structure_key(ex, state), lambda: chain_line_module.Refs(fl, display))
+    box = display.of.get(fl.steps[k].node)
+    if k > 0 and box is not None and display.nx.nodes[box].get("kind") == "layer":
+        name = node_title(ex.graph, box, display, state.lang)
+        members = [str(m) for m in display.members.get(box, ()) if m in ex.graph.nx]
+        group = chain_rule(ex, state).group(members, step=k, name=name)
+        return chain_line_module.group_line(group, box, refs, state.lang)
+    return chain_line_module.step_line(chain_rule(ex, state)[k], refs, state.lang)
+
+
+def step_sentence(ex: GraphTargets, state: ExplorerState) -> str:
+    """The step's sentence, as the picture's title says it ("Step 2/3: x has received ...")."""
+    return str(ex.view(state).scene.title)
+
+
+def chain_html(ex: GraphTargets, state: ExplorerState) -> str:
+    """The live region under the picture: the step's sentence and its chain rule, each term
+    naming its boxes and arrows (chain_line.line_html)."""
+    view = ex.view(state)  # set to this step once (the sentence and the line both read it)
+    return chain_line_module.line_html(str(view.scene.title), _chain_line(ex, state, view), state.lang)
+
+
 # --------------------------------------------------------------------------- the quiz
 
 
@@ -481,7 +556,9 @@ def quiz_panel(ex: GraphTargets, state: ExplorerState) -> str:
     """The quiz's HTML in this state: question, verdict, score ('' outside quiz mode)."""
     if not state.quiz:
         return ""
-    return quiz.quiz_panel(ex.flow(state.target), step_of(ex, state), state.my_answers, state.lang)
+    return quiz.quiz_panel(
+        ex.flow(state.target), step_of(ex, state), state.my_answers, state.lang, state.ask, chain_rule(ex, state)
+    )
 
 
 def answer(ex: GraphTargets, state: ExplorerState, typed: str) -> tuple[ExplorerState, str | None]:
@@ -489,7 +566,7 @@ def answer(ex: GraphTargets, state: ExplorerState, typed: str) -> tuple[Explorer
     TensorFlow's number, and revealed. A text with no number (or the wrong count) changes
     nothing and comes back with the sentence that says what to type."""
     fl = ex.flow(state.target)
-    q = quiz.question(fl, step_of(ex, state))
+    q = quiz.question(fl, step_of(ex, state), state.ask, chain_rule(ex, state))
     outcome = quiz.judge(q, typed, state.tolerance)
     if outcome is None:
         return state, say("quiz.unreadable", state.lang)

@@ -24,6 +24,7 @@ from ..picture.names import short_names
 from . import panels
 from . import state as st
 from .canvas import Canvas, make_canvas
+from .chain_line import ChainLine
 from .fallback import StaticFallback
 from .keyboard import attach_keys
 from .notebook_theme import PageTheme
@@ -142,6 +143,11 @@ class Explorer(StaticFallback, W.VBox):
                 W.jslink((c["step"], "value"), (self.canvas, "step")),
                 W.jslink((c["clip_norm"], "value"), (self.canvas, "clip")),
             ]
+        # the step's sentence and chain rule: drawn by the canvas under its picture (its terms
+        # highlight their boxes there); a widget of its own beside today's HTML picture
+        self.chain = W.HTML().add_class("tv-chain-box")
+        if isinstance(self.canvas, Canvas):
+            self.chain.layout.display = "none"
         self.panel = W.HTML().add_class("tv-panel")
         self.inspector = W.HTML().add_class("tv-inspect")
         self.message = W.HTML().add_class("tv-message")
@@ -171,7 +177,7 @@ class Explorer(StaticFallback, W.VBox):
         if presenter:
             self.add_class("tv-presenter")
             self.canvas.layout.width = "100%"
-            self.children = [W.HTML(panels.CSS), steps, self.canvas, *quiz, self.message]
+            self.children = [W.HTML(panels.CSS), steps, self.canvas, self.chain, *quiz, self.message]
         else:
             top = [c[k] for k in ("target",) if k in c] + [c["clip"], c["clip_norm"], c["clip_value"], c["lr"]]
             side = W.VBox([c["node"], c["show_all"], c["layers"], c["jump"], self.inspector])
@@ -179,6 +185,7 @@ class Explorer(StaticFallback, W.VBox):
                 W.HTML(panels.CSS),
                 steps,
                 self.canvas,
+                self.chain,
                 *quiz,
                 W.HBox(top[:3]),
                 W.HBox(top[3:]),
@@ -219,6 +226,13 @@ class Explorer(StaticFallback, W.VBox):
     def view(self) -> GraphView:
         """The view on screen now (its scene, and its artists if a PNG was made)."""
         return self.graph_targets.view(self.state)
+
+    @property
+    def chain_line(self) -> ChainLine | None:
+        """The chain rule of the step on screen, as shown under the picture (its pieces name
+        the boxes and arrows they come from; ``.text()`` the plain lines); None in a quiz
+        while the step waits for an answer."""
+        return st.chain_line(self.graph_targets, self.state)
 
     def gradients(self, clipped: bool = True) -> dict[str, np.ndarray | None]:
         """{variable name: gradient} under the current controls (TF's clip functions)."""
@@ -409,6 +423,12 @@ class Explorer(StaticFallback, W.VBox):
         c["jump"].layout.display = "none" if start is None else None
         if start is not None:
             c["jump"].description = say("inspect.jump", self.state.lang, step=start)
+        chain = st.chain_html(self.graph_targets, self.state)
+        if isinstance(self.canvas, Canvas):
+            if self.canvas.chain != chain:
+                self.canvas.chain = chain
+        elif self.chain.value != chain:
+            self.chain.value = chain
         if self.state.quiz:
             self.quiz.value = st.quiz_panel(self.graph_targets, self.state)
             open_step = st.quiz_open(self.graph_targets, self.state)
@@ -505,6 +525,7 @@ class Explorer(StaticFallback, W.VBox):
             self.canvas,
             self.panel,
             self.inspector,
+            self.chain,
             self.message,
             self.quiz,
             *self._boxes(),

@@ -39,6 +39,7 @@ class ChainRule:
         self.flow = flow
         self.lang = check_lang(lang)
         self._steps: dict[int, ChainStep] = {}
+        self._borders: dict[frozenset, list] = {}  # a group's members -> the edges crossing its border
         self._symbols = symbols(flow)
         self.target = self._sym(flow.target_nodes[0])
         # step -> the nodes TF runs no backward function for (a watched tensor, a variable
@@ -247,8 +248,12 @@ class ChainRule:
             )
         by_tensor_in: dict[int, list[Edge]] = {}
         by_tensor_out: dict[int, list[Edge]] = {}
-        for u, v, key, data in g.data_edges():
-            if (u in chosen) == (v in chosen) or not fl.arrived((u, v, key), k):
+        border = self._borders.get(chosen)
+        if border is None:  # the edges that cross the group's border: the same at every step
+            border = [(u, v, key, data) for u, v, key, data in g.data_edges() if (u in chosen) != (v in chosen)]
+            self._borders[chosen] = border
+        for u, v, key, data in border:
+            if not fl.arrived((u, v, key), k):
                 continue
             (by_tensor_in if u in chosen else by_tensor_out).setdefault(data["tensor"], []).append((u, v, key))
         inputs = tuple(

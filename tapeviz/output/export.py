@@ -157,6 +157,7 @@ def save_view(
     every_step: bool = False,
     max_frames: int | None = FRAME_BUDGET,
     progress: bool = True,
+    chain: bool = False,
 ) -> Path:
     """Write the view: a still picture (.png/.svg) or the backward pass animated (.gif).
 
@@ -172,7 +173,9 @@ def save_view(
     A GIF shows the steps as the picture does (a collapsed layer's ops are one
     frame), at most ``max_frames`` frames (None: no limit) unless ``every_step``,
     at ``fps`` frames a second, holding the finished pass longer.  ``progress``:
-    show a bar when the save takes more than a couple of seconds.
+    show a bar when the save takes more than a couple of seconds.  ``chain``: each GIF
+    frame carries its step's chain rule in a strip under the picture
+    (:mod:`tapeviz.output.chain_caption`; ``tv.save(..., caption="chain")``).
     """
     if engine not in ENGINES:
         raise ValueError(f"Unknown engine {engine!r}: use one of {', '.join(ENGINES)}.")
@@ -186,7 +189,8 @@ def save_view(
         if suffix == ".gif":
             frames = plan_frames(view, max_frames=None if every_step else max_frames, every_step=every_step)
             writer = _gif_tapeviz if ours else _gif_matplotlib
-            writer(view, tmp, frames, dpi=dpi, fps=fps, progress=progress, label=f"writing {p.name}")
+            captions = _chain_captions(view, frames) if chain else None
+            writer(view, tmp, frames, dpi=dpi, fps=fps, progress=progress, label=f"writing {p.name}", captions=captions)
         else:
             with progress_bar(1, f"writing {p.name}", progress, unit="part") as bar:
                 if suffix == ".svg":
@@ -225,14 +229,35 @@ def _hold(fps: float) -> float:
     return max(2.0, LAST_FRAME_HOLD / fps)
 
 
+def _chain_captions(view: GraphView, frames: list[Frame]) -> list[list[str]]:
+    """Each frame's caption: the chain rule of the step it shows (TF's numbers)."""
+    from ..gradients.chain_rule import ChainRule
+    from .chain_caption import chain_lines
+
+    if view.flow is None:
+        raise ValueError(
+            'caption="chain" needs a target: the chain rule is the backward pass\'s; give tv.save a target.'
+        )
+    rule = ChainRule(view.flow, view.lang)
+    return [chain_lines(view, f.step, rule) for f in frames]
+
+
 def _gif_tapeviz(
-    view: GraphView, tmp: Path, frames: list[Frame], *, dpi: float, fps: float, progress: bool, label: str
+    view: GraphView,
+    tmp: Path,
+    frames: list[Frame],
+    *,
+    dpi: float,
+    fps: float,
+    progress: bool,
+    label: str,
+    captions: list[list[str]] | None = None,
 ) -> None:
     """Frames rasterised from the view's SVG, redrawn only where they change (see
     :class:`tapeviz.output.raster.FrameRenderer`), quantised to one palette and streamed
     into the file (see :mod:`tapeviz.output.gif`)."""
     from .gif import GifStream, Palette
-    from .raster import FrameRenderer, text_strip
+    from .raster import FrameRenderer, caption_height, caption_lines, caption_strip, text_strip
 
     before = view.step
     renderer = FrameRenderer(dpi=dpi)
@@ -253,8 +278,11 @@ def _gif_tapeviz(
             bar.update(1)
             w, h = renderer.size
             band = _note_height(renderer.scale) if any(f.note for f in frames) else 0
-            stream = GifStream(fp, (w, h + band), palette)
-            indices = np.zeros((h + band, w), np.uint8)
+            # the captions' strip under the picture: as tall as the longest caption, wrapped to its width
+            wrapped = [caption_lines(c, w, renderer.scale) for c in captions] if captions else []
+            below = caption_height(max(map(len, wrapped)), renderer.scale) if wrapped else 0
+            stream = GifStream(fp, (w, h + band + below), palette)
+            indices = np.zeros((h + band + below, w), np.uint8)
             strips: dict[str, np.ndarray] = {}
             shown = None
             for i, f in enumerate(frames):
@@ -270,6 +298,10 @@ def _gif_tapeviz(
                     indices[:band] = strips[text]
                     rects.append((0, 0, w, band))
                     shown = f.note
+                if wrapped and (i == 0 or wrapped[i] != wrapped[i - 1]):  # the frame's chain rule
+                    strip = caption_strip(wrapped[i], w, renderer.scale, height=below, background=ends[0][0, 0])
+                    indices[h + band :] = palette.indices(_on_white(strip))
+                    rects.append((0, h + band, w, h + band + below))
                 changed = (
                     (
                         min(r[0] for r in rects),
@@ -303,7 +335,15 @@ def _on_white(rgba: np.ndarray) -> np.ndarray:
 
 
 def _gif_matplotlib(
-    view: GraphView, tmp: Path, frames: list[Frame], *, dpi: float, fps: float, progress: bool, label: str
+    view: GraphView,
+    tmp: Path,
+    frames: list[Frame],
+    *,
+    dpi: float,
+    fps: float,
+    progress: bool,
+    label: str,
+    captions: list[list[str]] | None = None,
 ) -> None:
     """The same frames drawn by matplotlib (for views whose artists someone may have
     restyled); a merged frame's note goes under the title."""
@@ -319,6 +359,8 @@ def _gif_matplotlib(
         view.set_step(f.step)
         if f.note:
             title.set_text(f"{title.get_text()}\n({f.note})")
+        if captions:
+            title.set_text(title.get_text() + "\n" + "\n".join(captions[min(i, len(frames) - 1)]))
         return []
 
     # the last frame is repeated so the finished pass is held longer (PillowWriter has one fps)

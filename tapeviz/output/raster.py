@@ -149,6 +149,61 @@ def text_strip(
     return _rgba(_resvg(doc, fonts_for((), bool(CJK.search(text)))))
 
 
+#: The caption strip's text size (user units) and line pitch (in sizes).
+CAPTION_SIZE = 12.0
+CAPTION_PITCH = 1.45
+
+
+def caption_lines(lines: list[str], width: int, scale: float, size: float = CAPTION_SIZE) -> list[str]:
+    """``lines`` wrapped to a strip ``width`` pixels wide (a margin each side): what
+    :func:`caption_strip` draws, so a caller can size its strip for the longest caption."""
+    from ..picture.fonts import wrap
+
+    room = width / scale - 2 * _CAPTION_MARGIN
+    return [part for line in lines for part in wrap(line, room, size)]
+
+
+_CAPTION_MARGIN = 8.0
+
+
+def caption_strip(
+    lines: list[str],
+    width: int,
+    scale: float,
+    *,
+    height: int,
+    size: float = CAPTION_SIZE,
+    background: tuple[int, int, int] = (255, 255, 255),
+    color: str = "#1f2937",
+) -> np.ndarray:
+    """RGBA pixels (``height`` x ``width``) of ``lines`` (already wrapped: caption_lines),
+    left-aligned on ``background``, ``size`` user units tall at ``scale`` pixels per unit:
+    a GIF frame's caption (its step's chain rule)."""
+    vw, vh = width / scale, height / scale
+    r, g, b = (int(c) for c in background[:3])
+    pitch = size * CAPTION_PITCH
+    texts = []
+    for i, line in enumerate(lines):
+        esc = line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        y = _CAPTION_MARGIN / 2 + (i + 0.78) * pitch
+        texts.append(
+            f'<text x="{_CAPTION_MARGIN}" y="{y:.2f}" font-size="{size}" fill="{color}" '
+            f'xml:space="preserve">{esc}</text>'
+        )
+    doc = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {vw!r} {vh!r}" '
+        f'preserveAspectRatio="none"><rect width="100%" height="100%" fill="#{r:02x}{g:02x}{b:02x}"/>'
+        + "".join(texts)
+        + "</svg>"
+    )
+    return _rgba(_resvg(doc, fonts_for((), any(CJK.search(t) for t in lines))))
+
+
+def caption_height(n_lines: int, scale: float, size: float = CAPTION_SIZE) -> int:
+    """Pixels of a caption strip holding ``n_lines`` lines."""
+    return max(1, math.ceil((n_lines * size * CAPTION_PITCH + _CAPTION_MARGIN) * scale))
+
+
 def _merge(rects, slack: int) -> list[Rect]:
     """Merge rectangles (x0, y0, x1, y1) while some pair's union costs little more than
     the two apart (its area is at most theirs plus ``slack``), the best pair first."""

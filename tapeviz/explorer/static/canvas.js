@@ -184,6 +184,32 @@ export function tvTips(viewport, tip, svgOf, tips) {
   });
 }
 
+// The chain rule under the picture (chain_line.py): a term's data-tv-refs lists the ids of
+// the boxes and arrows it names. tvLinked marks exactly those with tv-linked (none: [] ).
+export function tvLinked(svg, refs) {
+  if (!svg) return;
+  const want = new Set(refs);
+  for (const e of svg.querySelectorAll(".tv-linked")) if (!want.has(e.id)) e.classList.remove("tv-linked");
+  if (!want.size) return;
+  for (const e of svg.querySelectorAll("[id]")) if (want.has(e.id)) e.classList.add("tv-linked");
+}
+
+// The ids a term names: the data-tv-refs of the term the event's target is in ([] outside one).
+export function tvTermRefs(target) {
+  const term = target instanceof Element ? target.closest("[data-tv-refs]") : null;
+  return term ? term.dataset.tvRefs.split(" ").filter(Boolean) : [];
+}
+
+// Hovering or focusing a term of `box` highlights what it names in the picture svgOf() shows.
+export function tvTerms(box, svgOf) {
+  const on = (e) => tvLinked(svgOf(), tvTermRefs(e.target));
+  const off = () => tvLinked(svgOf(), []);
+  box.addEventListener("pointerover", on);
+  box.addEventListener("pointerleave", off);
+  box.addEventListener("focusin", on);
+  box.addEventListener("focusout", off);
+}
+
 export function tvFrame(el, resetLabel) {
   el.classList.add("tv-canvas-view");
   const viewport = document.createElement("div");
@@ -231,6 +257,14 @@ function render({ model, el }) {
   const tableOf = () => table;
   if (!LIVE.has(model)) LIVE.set(model, new Set());
   LIVE.get(model).add(me);
+  // the step's sentence and chain rule, under the picture (an aria-live region: chain_line.py)
+  const chain = document.createElement("div");
+  chain.className = "tv-chain-box";
+  el.appendChild(chain);
+  const onChain = () => {
+    chain.innerHTML = model.get("chain") || "";
+  };
+  tvTerms(chain, () => me.svg);
 
   const full = (markup, seq) => {
     content.innerHTML = markup;
@@ -376,6 +410,8 @@ function render({ model, el }) {
   model.on("change:clips", onClips);
   model.on("change:clip", clipTo);
   model.on("change:selected", highlight);
+  model.on("change:chain", onChain);
+  onChain();
   onFrame();
   merge(table, model.get("ahead"));
   onClips();
@@ -403,6 +439,7 @@ function render({ model, el }) {
     model.off("change:clips", onClips);
     model.off("change:clip", clipTo);
     model.off("change:selected", highlight);
+    model.off("change:chain", onChain);
     clearTimeout(me.timer);
     clearTimeout(me.clipTimer);
     LIVE.get(model).delete(me);

@@ -2,7 +2,7 @@
 // pictures are its first SVG plus a patch per step each way (patches.py's format), applied
 // by the canvas's own tvApply; hover tips, zoom, pan, the selected box and the keys are the
 // canvas's and the keyboard's code too. html_page.py inlines this file and what it imports.
-import { tvApply, tvFrame, tvHighlight, tvIds, tvItem, tvNavigate, tvStrip, tvTips } from "./canvas.js";
+import { tvApply, tvFrame, tvHighlight, tvIds, tvItem, tvNavigate, tvStrip, tvTerms, tvTips } from "./canvas.js";
 import { tvKeyAction, tvTakesFocus } from "./keyboard.js";
 import { TV_QUIZ_MARKS, tvQuizJudge, tvQuizSay } from "./quiz.js";
 
@@ -134,6 +134,8 @@ export function tvPage(root, data) {
     $(".tv-step-value").textContent = `${k} / ${tr.t.steps - 1}`;
     if (data.quiz) quizShow();
     put($(".tv-clip-panel"), tr.t.panels[ui.clip] || tr.t.panels[0]);
+    const chain = data.quiz && answers.has(`${ui.t}:${k}`) ? tr.t.chainAnswered : tr.t.chain;
+    put($(".tv-chain-box"), chain[k] || "");
     const pending = data.quiz && !answers.has(`${ui.t}:${tr.t.steps - 1}`);
     put($(".tv-inspect"), pending ? "" : tr.t.inspect[ui.selected] || "");
     root.dataset.tvStep = String(k);
@@ -189,6 +191,7 @@ export function tvPage(root, data) {
     show();
   });
   reset.addEventListener("click", () => nav.reset());
+  tvTerms($(".tv-chain-box"), () => track().svg);
   tvTips(
     viewport,
     tip,
