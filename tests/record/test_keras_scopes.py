@@ -56,13 +56,13 @@ def test_the_walk_ends_at_the_block_frame():
 
 
 def test_a_recorded_step_keeps_the_scopes_of_its_layers_and_loss():
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, name="d1"), keras.layers.Dense(1, name="d2")])
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, name="d1"), keras.layers.Dense(1, name="d2")], name="seq")
     loss_fn = keras.losses.MeanSquaredError(name="mse")
     x, y = tf.ones((2, 3)), tf.zeros((2, 1))
     with tv.GradientTape() as tape:
         loss = loss_fn(y, model(x))
     cap = tape.graph.capture
-    assert {"sequential/d1", "sequential/d2"} <= set(cap.layer_scopes)
-    assert "sequential" not in cap.layer_scopes  # a Sequential is the user's composition
+    assert {"seq/d1", "seq/d2"} <= set(cap.layer_scopes)
+    assert "seq" not in cap.layer_scopes  # a Sequential is the user's composition
     assert "mse" in cap.loss_scopes
     assert tape.gradient(loss, model.trainable_variables)[0] is not None
