@@ -27,8 +27,8 @@ from .callsites import ApiCalls, keras_paths_of
 from .capture import Capture
 from .derivatives import DerivativeRecord
 from .hooks import Patches
-from .keras_scopes import keras_scopes_at
 from .hookstate import active as _active
+from .keras_scopes import keras_scopes_at
 from .numpy_exports import Export, Reentry
 from .records import R_ATTRS, R_BACKWARD, R_FN, R_IN, R_OUT, R_SCOPE, R_SITE, R_TYPE
 from .user_calls import UserCalls

@@ -56,7 +56,9 @@ def test_the_walk_ends_at_the_block_frame():
 
 
 def test_a_recorded_step_keeps_the_scopes_of_its_layers_and_loss():
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, name="d1"), keras.layers.Dense(1, name="d2")], name="seq")
+    model = keras.Sequential(
+        [keras.Input((3,)), keras.layers.Dense(4, name="d1"), keras.layers.Dense(1, name="d2")], name="seq"
+    )
     loss_fn = keras.losses.MeanSquaredError(name="mse")
     x, y = tf.ones((2, 3)), tf.zeros((2, 1))
     with tv.GradientTape() as tape:
