@@ -23,11 +23,12 @@ from tensorflow.python.framework import ops as _ops
 from tensorflow.python.ops import script_ops as _script_ops
 
 from .blockvars import named_in_block
-from .callsites import ApiCalls, keras_paths_of, layer_scopes_at, loss_scopes_at
+from .callsites import ApiCalls, keras_paths_of
 from .capture import Capture
 from .derivatives import DerivativeRecord
 from .hooks import Patches
 from .hookstate import active as _active
+from .keras_scopes import keras_scopes_at
 from .numpy_exports import Export, Reentry
 from .records import R_ATTRS, R_BACKWARD, R_FN, R_IN, R_OUT, R_SCOPE, R_SITE, R_TYPE
 from .user_calls import UserCalls
@@ -257,8 +258,9 @@ class Recorder:
             scope = tld.scope_name
             if scope and scope not in scopes_seen:
                 scopes_seen.add(scope)
-                loss_scopes.update(loss_scopes_at(scope, sys._getframe(1), block))
-                layer_scopes.update(layer_scopes_at(scope, sys._getframe(1), block))
+                losses, layers = keras_scopes_at(scope, sys._getframe(1), block)
+                loss_scopes.update(losses)
+                layer_scopes.update(layers)
             if scope:
                 api = None
                 fn = user_below(len(rec.raw), (scope, op_type))

@@ -44,6 +44,7 @@ _OTHER, _THROUGH, _USER = range(3)
 _TAPEVIZ = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # tapeviz's own examples are the seed tutorial's programs: the user's code, as in the seed
 _EXAMPLES = os.path.join(_TAPEVIZ, "examples.py")
+_EXAMPLES_REAL = os.path.realpath(_EXAMPLES)  # read once: realpath asks the file system
 _EAGER = _ops.EagerTensor
 _getframe = sys._getframe
 _DEPTHS_KEPT = 4096  # kinds of op whose anchor depth `below` remembers (then it starts over)
@@ -89,7 +90,7 @@ def _code_kind(code) -> int:
     if _memo.library_dirs is None:
         _memo.library_dirs = _library_dirs()
     file = code.co_filename
-    if file == _EXAMPLES or file == os.path.realpath(_EXAMPLES):
+    if file == _EXAMPLES or file == _EXAMPLES_REAL:
         kind = _USER
     elif file in OWN_FILES or file.startswith(_memo.library_dirs) or file.startswith("<frozen"):
         kind = _OTHER
