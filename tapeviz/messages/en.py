@@ -219,6 +219,14 @@ MESSAGES = {
     "ui.canvas.shape": "{dtype} {shape}",
     "ui.keys.off": "click the picture, then ← / → step, space plays",
     "ui.keys.on": "keys on: ← / → step, space plays / pauses",
+    # ---- what a screen reader says of a box (picture/access.py) -------------------------
+    "a11y.box": lambda name, kind, value, grad, **_: (
+        f"{name}{', ' + kind if kind and kind not in name else ''}"
+        f"{', value ' + value if value else ''}, gradient {grad}"),
+    "a11y.group": lambda name, kind, grad, **_: (
+        f"{name}, closed group{', ' + kind if kind else ''}, gradient {grad}"),
+    "a11y.frame": "{name}, open group",
+    "a11y.no_grad": "not arrived yet",
     "ui.history.flags": "Flags at step {step}:",
     "ui.history.no_flags": "No flag at step {step}.",
     "ui.history.since": "(raised at step {first}; its condition still holds here)",

@@ -268,6 +268,13 @@ MESSAGES = {
     "ui.canvas.shape": "{dtype} {shape}",
     "ui.keys.off": "点击图片，然后用 ← / → 单步，空格键播放",
     "ui.keys.on": "按键已启用：← / → 单步，空格键播放 / 暂停",
+    "a11y.box": lambda name, kind, value, grad, **_: (
+        f"{name}{'，' + kind if kind and kind not in name else ''}"
+        f"{'，值 ' + value if value else ''}，梯度 {grad}"),
+    "a11y.group": lambda name, kind, grad, **_: (
+        f"{name}，已收起的组{'，' + kind if kind else ''}，梯度 {grad}"),
+    "a11y.frame": "{name}，已展开的组",
+    "a11y.no_grad": "尚未到达",
     "ui.history.flags": "第 {step} 步的标记：",
     "ui.history.no_flags": "第 {step} 步没有标记。",
     "ui.history.since": "（第 {first} 步发出，这一步条件仍然成立）",

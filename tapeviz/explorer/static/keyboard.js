@@ -3,12 +3,14 @@ export const OWN_ALL_KEYS = "input, textarea, select, [contenteditable=''], [con
 
 // What a key press inside `box` does: "next", "prev", "play" (start or pause), or null (not
 // ours: outside the box, a modifier held, typing, the arrows of a focused slider, which moves
-// itself, or space on a focused button, which clicks itself).
+// itself, space on a focused button, which clicks itself, or the arrows of a focused box of
+// the picture, which move between boxes).
 export function tvKeyAction(e, box) {
   if (!box || !box.isConnected || !(e.target instanceof Element) || !box.contains(e.target)) return null;
   if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.isComposing) return null;
   const t = e.target;
   if (t.closest(OWN_ALL_KEYS)) return null;
+  if (e.key !== " " && t.closest("[data-tv-order]")) return null; // a focused box walks the boxes (box_keys.js)
   const onSlider = t.closest("[role='slider']") !== null;
   const onButton = t.closest("button") !== null;
   if (e.key === "ArrowRight" && !onSlider) return "next";
