@@ -194,6 +194,9 @@ MESSAGES = {
     # ---- the explorer ------------------------------------------------------------------
     "ui.control.step": "step",
     "ui.control.play": "play",
+    "ui.control.pause": "pause",
+    "ui.control.stop": "stop",
+    "ui.control.repeat": "repeat",
     "ui.control.prev": "previous step",
     "ui.control.next": "next step",
     "ui.control.target": "target",
@@ -223,8 +226,8 @@ MESSAGES = {
     "a11y.box": lambda name, kind, value, grad, **_: (
         f"{name}{', ' + kind if kind and kind not in name else ''}"
         f"{', value ' + value if value else ''}, gradient {grad}"),
-    "a11y.group": lambda name, kind, grad, **_: (
-        f"{name}, closed group{', ' + kind if kind else ''}, gradient {grad}"),
+    # a group's box is a button: its name starts with its drawn words, as a screen reader's user sees them
+    "a11y.group": lambda text, name, **_: f"{text}, closed group{' ' + name if name else ''}",
     "a11y.frame": "{name}, open group",
     "a11y.no_grad": "not arrived yet",
     "ui.history.flags": "Flags at step {step}:",
@@ -297,7 +300,7 @@ MESSAGES = {
     "ui.legend.forward": "→ forward computation",
     "ui.legend.flowing": "gradient that has flowed back",
     "ui.legend.active": "‹ this step: the gradient moves backward",
-    "ui.legend.bad": "NaN / Inf gradient",
+    "ui.legend.bad": "⚠ NaN / Inf gradient",
     "ui.legend.magnitude": "‖g‖/‖w‖ (log scale)",
     "ui.legend.stopped": "no gradient: {reason}",
     # The notation of big tensors, shown once: a sample ("4×3 ‖g‖ 0.884"), then this.

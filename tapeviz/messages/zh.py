@@ -209,7 +209,7 @@ MESSAGES = {
     "ui.legend.forward": "→ 前向计算",
     "ui.legend.flowing": "已经传回的梯度",
     "ui.legend.active": "‹ 当前步：梯度向后传",
-    "ui.legend.bad": "NaN / Inf 梯度",
+    "ui.legend.bad": "⚠ NaN / Inf 梯度",
     "ui.legend.magnitude": "‖g‖/‖w‖（对数刻度）",
     "ui.legend.stopped": "没有梯度：{reason}",
     "ui.legend.notation": "= 形状 4×3、范数 0.884 的梯度（‖·‖：前向值的范数）",
@@ -244,6 +244,9 @@ MESSAGES = {
     # ---- 探索器 ----------------------------------------------------------------------------
     "ui.control.step": "步骤",
     "ui.control.play": "播放",
+    "ui.control.pause": "暂停",
+    "ui.control.stop": "停止",
+    "ui.control.repeat": "循环",
     "ui.control.prev": "上一步",
     "ui.control.next": "下一步",
     "ui.control.target": "目标",
@@ -271,8 +274,7 @@ MESSAGES = {
     "a11y.box": lambda name, kind, value, grad, **_: (
         f"{name}{'，' + kind if kind and kind not in name else ''}"
         f"{'，值 ' + value if value else ''}，梯度 {grad}"),
-    "a11y.group": lambda name, kind, grad, **_: (
-        f"{name}，已收起的组{'，' + kind if kind else ''}，梯度 {grad}"),
+    "a11y.group": lambda text, name, **_: f"{text}，已收起的组{' ' + name if name else ''}",
     "a11y.frame": "{name}，已展开的组",
     "a11y.no_grad": "尚未到达",
     "ui.history.flags": "第 {step} 步的标记：",

@@ -8,7 +8,9 @@ its first box (Enter on a frame closes the group), then the boxes no step reache
 
 A box's name is a sentence from the message catalogue, written from the scene's own texts
 (its full name, its op type, its value, and the gradient its line shows at this step, so a
-quiz's hidden gradient stays "?" here too); nothing is read back from drawn text.
+quiz's hidden gradient stays "?" here too); nothing is read back from drawn text. A group's
+box is a button, and a button's name starts with the words drawn on it (WCAG 2.5.3, "label
+in name": a voice-control user says what they see).
 """
 
 from __future__ import annotations
@@ -100,7 +102,9 @@ def accessible(scene, frames: list[GroupFrame]) -> dict[str, Access]:
         d = display.nx.nodes[n] if n in display.nx else {}
         grad = _grad_words(scene.grads[n].text, lang)
         if d.get("kind") == "layer":
-            label = say("a11y.group", lang, name=name, kind=sub, grad=grad)
+            # a button is named by its drawn words first (what a voice-control user says to press it)
+            drawn = " ".join(t for t in (title.replace("\n", " "), sub, value, scene.grads[n].text) if t)
+            label = say("a11y.group", lang, text=drawn, name="" if name == title.replace("\n", " ") else name)
             out[b.gid] = Access("button", label, order[b.gid], expanded=False, group=_group_of(display, d))
         else:
             label = say("a11y.box", lang, name=name, kind=sub, value=value, grad=grad)

@@ -26,6 +26,26 @@ export function tvTakesFocus(e, box) {
   return !(e.target instanceof Element && e.target.closest(OWN_ALL_KEYS + ", button, [role='slider']"));
 }
 
+// ipywidgets draws a slider's handle (role="slider") with no name and the Play widget's
+// buttons as icons alone: name them for screen readers, from the slider's own label and
+// `words` ({play, pause, stop, repeat}). Elements named already are left alone.
+export function tvNameControls(box, words) {
+  if (!box) return;
+  for (const handle of box.querySelectorAll("[role='slider']:not([aria-label]):not([aria-labelledby])")) {
+    const widget = handle.closest(".widget-slider, .jupyter-widgets");
+    const label = widget ? widget.querySelector(".widget-label") : null;
+    const text = label ? label.textContent.trim() : "";
+    if (text) handle.setAttribute("aria-label", text);
+  }
+  const roles = ["play", "pause", "stop", "repeat"]; // the Play widget's buttons, in its order
+  for (const play of box.querySelectorAll(".widget-play")) {
+    play.querySelectorAll(":scope > button").forEach((b, i) => {
+      if (!b.hasAttribute("aria-label") && !b.textContent.trim() && words[roles[i]])
+        b.setAttribute("aria-label", words[roles[i]]);
+    });
+  }
+}
+
 function render({ model, el }) {
   el.classList.add("tv-keys-hint");
   for (const [cls, trait] of [
@@ -39,6 +59,7 @@ function render({ model, el }) {
   }
 
   let box = null;
+  let names = null; // the observer naming the controls
   let timer = null;
   let tries = 0;
 
@@ -83,6 +104,18 @@ function render({ model, el }) {
       return;
     }
     if (!box.hasAttribute("tabindex")) box.tabIndex = 0;
+    // the controls are drawn by their own views, before or after this one: name them as they come
+    tvNameControls(box, model.get("names"));
+    let queued = false; // once per frame at most: picture patches change the box's subtree too
+    names = new MutationObserver(() => {
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(() => {
+        queued = false;
+        tvNameControls(box, model.get("names"));
+      });
+    });
+    names.observe(box, { childList: true, subtree: true });
     box.setAttribute("aria-keyshortcuts", "ArrowLeft ArrowRight Space");
     box.addEventListener("click", onClick);
     box.setAttribute("data-tv-keys", "on");
@@ -92,6 +125,7 @@ function render({ model, el }) {
 
   return () => {
     if (timer !== null) clearTimeout(timer);
+    if (names) names.disconnect();
     window.removeEventListener("keydown", onKeydown, true);
     if (box) {
       box.removeEventListener("click", onClick);
