@@ -74,8 +74,8 @@ def _group_of(display, d: dict) -> str:
     runs = {r.id: r for r in display.runs.values()}
     layer = d.get("layer")
     if layer in runs:
-        return runs[layer].groups[0]
-    return layer if layer in display.tree else ""
+        return str(runs[layer].groups[0])
+    return str(layer) if layer is not None and layer in display.tree else ""
 
 
 def _grad_words(text: str, lang: str) -> str:
