@@ -31,7 +31,17 @@ function tvAdopt(ids, k, e) {
   for (const d of e.querySelectorAll("[id]")) ids.set(d.id, d);
 }
 
-// One patch (patches.py): drop, set (in place), text (a text's content), put (new / changed / moved, right to left).
+// An attribute's value as the markup writes it ("a &amp; b") as the DOM holds it ("a & b").
+let tvDecoder = null;
+export function tvUnescape(v) {
+  if (!v.includes("&")) return v;
+  if (tvDecoder === null) tvDecoder = document.createElement("textarea");
+  tvDecoder.innerHTML = v;
+  return tvDecoder.value;
+}
+
+// One patch (patches.py): drop, set (in place), text (a text's content), attr (an element's
+// own attribute values), put (new / changed / moved, right to left).
 // `ids`: the picture's table (tvIds), kept up to date here, so a walk over many patches reads the picture once.
 export function tvApply(svg, p, ids = tvIds(svg)) {
   for (const k of p.drop) {
@@ -51,6 +61,10 @@ export function tvApply(svg, p, ids = tvIds(svg)) {
   for (const [k, t] of Object.entries(p.text || {})) {
     const e = ids.get(k);
     if (e) e.innerHTML = t;
+  }
+  for (const [k, changes] of Object.entries(p.attr || {})) {
+    const e = ids.get(k);
+    if (e) for (const [name, v] of Object.entries(changes)) e.setAttribute(name, tvUnescape(v));
   }
   const fresh = tvFragments(
     p.put
