@@ -17,10 +17,11 @@ the element it goes before, None for the end), which changed where they are
 (``set``), and which id'd texts changed their words only (``text``: the new content,
 a third of the element's markup: a clip move on the 1,000-op graph rewrites 333 gradient
 texts), and which elements changed the values of their own attributes only (``attr``: id
--> {attribute: value as written}; a box's spoken name says its new gradient). ``put`` entries are listed right to left in each container, so each one's
-``before`` is already in its final place when it is applied; elements that keep their
-order are the longest run that needs no move (edges are sorted by line width, so a
-step that thickens an edge moves it and only it).
+-> {attribute: value as written}; a box's spoken name says its new gradient). ``put``
+entries are listed right to left in each container, so each one's ``before`` is already
+in its final place when it is applied; elements that keep their order are the longest
+run that needs no move (edges are sorted by line width, so a step that thickens an edge
+moves it and only it).
 
 Anything this reading does not recognise (another start tag or background, a line
 without an id, two elements with one id) gives None: the caller sends the whole
@@ -147,9 +148,9 @@ def _changed(
     the whole element (``set_``). A line whose own start tag changed only the values of
     its attributes (a box's spoken name says the gradient that arrived) sends those
     values (``attr``, as written in the markup) and its texts, not the whole element."""
-    tags = _start_tag(old), _start_tag(new)
-    if tags[0] is not None and tags[1] is not None and tags[0][0] != tags[1][0]:
-        (_, rest_a, attrs_a), (_, rest_b, attrs_b) = tags
+    ta, tb = _start_tag(old), _start_tag(new)
+    if ta is not None and tb is not None and ta[0] != tb[0]:
+        (_, rest_a, attrs_a), (_, rest_b, attrs_b) = ta, tb
         if attrs_a.keys() == attrs_b.keys() and attrs_a.get("id") == attrs_b.get("id"):
             if rest_a == rest_b or _texts_only(rest_a, rest_b):
                 attr[unescape(key)] = {k: v for k, v in attrs_b.items() if attrs_a[k] != v}
@@ -259,7 +260,8 @@ def apply(doc_markup: str, patch: dict) -> str:
         key = esc[k]
         tag, rest, _ = _start_tag(lines[key]) or ("", lines[key], {})
         for name, value in changes.items():
-            tag = re.sub(f' {re.escape(name)}="[^"]*"', lambda _m: f' {name}="{value}"', tag, count=1)
+            at = tag.index(f' {name}="') + len(name) + 3
+            tag = tag[:at] + value + tag[tag.index('"', at) :]
         lines[key] = tag + rest
     for box, k, line, nxt in patch["put"]:
         m = _ID.match(line) if line is not None else None
