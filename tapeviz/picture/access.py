@@ -69,6 +69,17 @@ def box_order(scene, frames: list[GroupFrame]) -> list[str]:
     return out
 
 
+def _cached_order(scene, frames: list[GroupFrame]) -> dict[str, int]:
+    """:func:`box_order` as {id: place}, kept on the scene: its boxes and steps do not change
+    with the step shown (a page of ResNet50's 1,348 steps asked 1,348 times)."""
+    key = tuple(f.gid for f in frames)
+    kept = scene.__dict__.setdefault("_key_order", {})
+    got = kept.get(key)
+    if got is None:
+        got = kept[key] = {k: i for i, k in enumerate(box_order(scene, frames))}
+    return got
+
+
 def _group_of(display, d: dict) -> str:
     """The group a closed group's box opens (for a box of alike blocks, the first of them)."""
     runs = {r.id: r for r in display.runs.values()}
@@ -92,7 +103,7 @@ def accessible(scene, frames: list[GroupFrame]) -> dict[str, Access]:
     open group's frame a button that closes it; any other box an image with its name."""
     lang = scene.lang
     display = scene.display
-    order = {k: i for i, k in enumerate(box_order(scene, frames))}
+    order = _cached_order(scene, frames)
     out: dict[str, Access] = {}
     for n, b in scene.boxes.items():
         if b.gid not in order:
