@@ -101,3 +101,21 @@ test("focus goes to the same box, or to what opened or closed its group", () => 
   assert.equal(tvFocusTarget(svg, { id: "node-gone", group: "" }), null);
   assert.equal(tvFocusTarget(svg, null), null);
 });
+
+test("the page's groups say they stay as drawn; an attribute's written value is read as the DOM holds it", async () => {
+  const { tvStaticGroups } = await import("../../tapeviz/explorer/static/page.js");
+  const { tvUnescape } = await import("../../tapeviz/explorer/static/canvas.js");
+  const svg = window.document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.innerHTML =
+    "<g id='node-layer:g' aria-expanded='false'></g><g id='group-h' aria-expanded='true'></g><g id='node-x'></g>";
+  tvStaticGroups(svg);
+  assert.deepEqual(
+    Array.from(svg.querySelectorAll("[aria-disabled='true']")).map((e) => e.id),
+    ["node-layer:g", "group-h"],
+  );
+  assert.equal(svg.querySelector("#node-x").hasAttribute("aria-disabled"), false);
+  tvStaticGroups(null); // no picture yet
+  globalThis.document = window.document;
+  assert.equal(tvUnescape("x, gradient 4.0 &amp; it&#x27;s &lt;b&gt;"), "x, gradient 4.0 & it's <b>");
+  assert.equal(tvUnescape("plain"), "plain");
+});
