@@ -53,7 +53,7 @@ class Canvas(anywidget.AnyWidget):
     do it alone and sends nothing, and sends the patches for the steps beyond.
     """
 
-    _esm = static_files.path("canvas.js")
+    _esm = static_files.module("canvas.js")  # with box_keys.js, which it imports
     _css = static_files.path("canvas.css")
 
     value = T.Unicode("", help="the current picture's complete SVG markup (Python side only)")

@@ -45,6 +45,7 @@ class KeyStepper(anywidget.AnyWidget):
     scope = T.Unicode(SCOPE_CLASS, help="CSS class of the box whose focus turns the keys on").tag(sync=True)
     hint_off = T.Unicode(say("ui.keys.off"), help="the hint while the keys are off").tag(sync=True)
     hint_on = T.Unicode(say("ui.keys.on"), help="the hint while focus is inside the box").tag(sync=True)
+    names = T.Dict(help="screen-reader names of the Play widget's icon buttons").tag(sync=True)
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -59,6 +60,12 @@ class KeyStepper(anywidget.AnyWidget):
             link.close()
         self.links, self._mirrors = [], []
         super().close()
+
+
+def control_names(lang: str = DEFAULT) -> dict[str, str]:
+    """Names of the Play widget's buttons, which ipywidgets draws as icons alone (the front
+    end gives them to screen readers, with each slider's own label as its name)."""
+    return {k: say(f"ui.control.{k}", check_lang(lang)) for k in ("play", "pause", "stop", "repeat")}
 
 
 def attach_keys(explorer_box: W.Box, step_slider: W.IntSlider, play: W.Play, *, lang: str = DEFAULT) -> KeyStepper:
@@ -89,6 +96,7 @@ def attach_keys(explorer_box: W.Box, step_slider: W.IntSlider, play: W.Play, *, 
         playing=play.playing,  # where the page starts
         hint_off=say("ui.keys.off", check_lang(lang)),
         hint_on=say("ui.keys.on", lang),
+        names=control_names(lang),
     )
     keys.links = [
         W.jslink((step_slider, "value"), (keys, "step")),  # slider first: on load it sets the stepper

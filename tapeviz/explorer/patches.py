@@ -16,10 +16,12 @@ which are new, changed or moved (``put``: id, markup or None for "keep it", the 
 the element it goes before, None for the end), which changed where they are
 (``set``), and which id'd texts changed their words only (``text``: the new content,
 a third of the element's markup: a clip move on the 1,000-op graph rewrites 333 gradient
-texts). ``put`` entries are listed right to left in each container, so each one's
-``before`` is already in its final place when it is applied; elements that keep their
-order are the longest run that needs no move (edges are sorted by line width, so a
-step that thickens an edge moves it and only it).
+texts), and which elements changed the values of their own attributes only (``attr``: id
+-> {attribute: value as written}; a box's spoken name says its new gradient). ``put``
+entries are listed right to left in each container, so each one's ``before`` is already
+in its final place when it is applied; elements that keep their order are the longest
+run that needs no move (edges are sorted by line width, so a step that thickens an edge
+moves it and only it).
 
 Anything this reading does not recognise (another start tag or background, a line
 without an id, two elements with one id) gives None: the caller sends the whole
@@ -37,6 +39,7 @@ _ID = re.compile(r'<[A-Za-z]+ id="([^"]*)"')
 _OPEN = re.compile(r'^<g id="([^"]*)">$')
 # an element's own id'd text (a box's gradient text, the title): id, the rest of its start tag, its content
 _INNER = re.compile(r'<text id="([^"]*)"([^>]*)>(.*?)</text>')
+_ATTR = re.compile(r'([\w:-]+)="([^"]*)"')  # a start tag's attributes, as written
 ROOT = ""  # the container id of the <svg> element itself
 
 
@@ -129,22 +132,52 @@ def _search(tails: list[int], old_pos: list[int], p: int) -> int:
     return lo
 
 
-def _changed(key: str, old: str, new: str, set_: dict[str, str], text: dict[str, str]) -> None:
+def _start_tag(line: str) -> tuple[str, str, dict[str, str]] | None:
+    """A line's start tag, the rest of the line, and the tag's attributes (as written)."""
+    end = line.find(">")
+    if end < 0:
+        return None
+    return line[: end + 1], line[end + 1 :], dict(_ATTR.findall(line[:end]))
+
+
+def _changed(
+    key: str, old: str, new: str, set_: dict[str, str], text: dict[str, str], attr: dict[str, dict[str, str]]
+) -> None:
     """A changed line: its id'd texts alone when only they changed (a clipped gradient, a
     step's title), as their content (``text``) when their start tags are the same, else
-    the whole element (``set_``)."""
-    a, b = list(_INNER.finditer(old)), list(_INNER.finditer(new))
-    if a and len(a) == len(b) and [m.group(1) for m in a] == [m.group(1) for m in b]:
-        if _INNER.sub("", old) == _INNER.sub("", new):
-            for x, y in zip(a, b, strict=True):
-                if x.group(0) == y.group(0):
-                    continue
-                if x.group(2) == y.group(2):
-                    text[unescape(y.group(1))] = y.group(3)
-                else:
-                    set_[unescape(y.group(1))] = y.group(0)
-            return
+    the whole element (``set_``). A line whose own start tag changed only the values of
+    its attributes (a box's spoken name says the gradient that arrived) sends those
+    values (``attr``, as written in the markup) and its texts, not the whole element."""
+    ta, tb = _start_tag(old), _start_tag(new)
+    if ta is not None and tb is not None and ta[0] != tb[0]:
+        (_, rest_a, attrs_a), (_, rest_b, attrs_b) = ta, tb
+        if attrs_a.keys() == attrs_b.keys() and attrs_a.get("id") == attrs_b.get("id"):
+            if rest_a == rest_b or _texts_only(rest_a, rest_b):
+                attr[unescape(key)] = {k: v for k, v in attrs_b.items() if attrs_a[k] != v}
+                _text_changes(rest_a, rest_b, set_, text)
+                return
+    if _texts_only(old, new):
+        _text_changes(old, new, set_, text)
+        return
     set_[unescape(key)] = new
+
+
+def _text_changes(old: str, new: str, set_: dict[str, str], text: dict[str, str]) -> None:
+    """The id'd texts that differ between two markups that differ in them alone."""
+    for x, y in zip(_INNER.finditer(old), _INNER.finditer(new), strict=True):
+        if x.group(0) == y.group(0):
+            continue
+        if x.group(2) == y.group(2):
+            text[unescape(y.group(1))] = y.group(3)
+        else:
+            set_[unescape(y.group(1))] = y.group(0)
+
+
+def _texts_only(a: str, b: str) -> bool:
+    """Whether two markups differ in their id'd texts alone (the same ids, in order)."""
+    x, y = list(_INNER.finditer(a)), list(_INNER.finditer(b))
+    same_ids = bool(x) and [m.group(1) for m in x] == [m.group(1) for m in y]
+    return same_ids and _INNER.sub("", a) == _INNER.sub("", b)
 
 
 def diff(old: Document, new: Document) -> dict | None:
@@ -156,6 +189,7 @@ def diff(old: Document, new: Document) -> dict | None:
     put: list[list] = []
     set_: dict[str, str] = {}
     text: dict[str, str] = {}
+    attr: dict[str, dict[str, str]] = {}
     for box, ids in new.order.items():
         if old.parent.get(box, ROOT) != new.parent.get(box, ROOT) or (box != ROOT and old.lines[box] != new.lines[box]):
             return None
@@ -163,7 +197,7 @@ def diff(old: Document, new: Document) -> dict | None:
         if before == ids:
             for k in ids:
                 if k not in new.order and old.lines[k] != new.lines[k]:
-                    _changed(k, old.lines[k], new.lines[k], set_, text)
+                    _changed(k, old.lines[k], new.lines[k], set_, text, attr)
             continue
         now = set(ids)
         drop += [unescape(k) for k in before if k not in now]
@@ -179,12 +213,15 @@ def diff(old: Document, new: Document) -> dict | None:
             changed = k not in where or old.lines[k] != new.lines[k]
             if k in stay:
                 if changed:
-                    _changed(k, old.lines[k], new.lines[k], set_, text)
+                    _changed(k, old.lines[k], new.lines[k], set_, text, attr)
                 continue
             nxt = unescape(ids[j + 1]) if j + 1 < len(ids) else None
             moves.append([unescape(box), unescape(k), new.lines[k] if changed else None, nxt])
         put += reversed(moves)
-    return {"drop": drop, "put": put, "set": set_, "text": text}
+    out: dict = {"drop": drop, "put": put, "set": set_, "text": text}
+    if attr:
+        out["attr"] = attr
+    return out
 
 
 def _replace_inner(line: str, k: str, markup: str | None = None, content: str | None = None) -> str:
@@ -219,6 +256,13 @@ def apply(doc_markup: str, patch: dict) -> str:
     for k, content in patch.get("text", {}).items():
         key = inner[k]
         lines[key] = _replace_inner(lines[key], k, content=content)
+    for k, changes in patch.get("attr", {}).items():
+        key = esc[k]
+        tag, rest, _ = _start_tag(lines[key]) or ("", lines[key], {})
+        for name, value in changes.items():
+            at = tag.index(f' {name}="') + len(name) + 3
+            tag = tag[:at] + value + tag[tag.index('"', at) :]
+        lines[key] = tag + rest
     for box, k, line, nxt in patch["put"]:
         m = _ID.match(line) if line is not None else None
         key = esc.get(k) or (m.group(1) if m else k)

@@ -11,7 +11,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-__all__ = ["STATIC", "path", "text", "bundle"]
+__all__ = ["STATIC", "path", "text", "bundle", "module"]
 
 #: The folder holding the front end's files.
 STATIC = Path(__file__).with_name("static")
@@ -36,14 +36,8 @@ _EXPORT_DEFAULT = re.compile(r"^export default .*;\n", re.M)
 _IMPORT = re.compile(r'^import \{([^}]*)\} from "\./([\w.-]+\.js)";\n', re.M)
 
 
-@cache
-def bundle(name: str) -> str:
-    """``static/<name>`` and the files it imports as one classic script (no module loader:
-    the page may be a ``file://`` document, or a fragment inside another page). Each file
-    becomes a function scope returning what it exports; an ``import {a, b} from "./x.js"``
-    reads those names from x.js's scope; ``export default`` (anywidget's entry) is dropped.
-    The result defines one name per file (``tv_<file>``) inside the caller's scope: wrap it
-    in a function of its own."""
+def _order(name: str) -> list[str]:
+    """``name`` and the files it imports, each after the files it imports."""
     order: list[str] = []
 
     def visit(file: str, seen: tuple[str, ...]) -> None:
@@ -56,15 +50,38 @@ def bundle(name: str) -> str:
         order.append(file)
 
     visit(name, ())
-    out = []
-    for file in order:
-        code = text(file)
-        names = _EXPORT.findall(code)
-        code = _IMPORT.sub(lambda m: f"const {{{m.group(1)}}} = {_scope(m.group(2))};\n", code)
-        code = _EXPORT_DEFAULT.sub("", code)
-        code = re.sub(r"^export ", "", code, flags=re.M)
-        out.append(f"const {_scope(file)} = (() => {{\n{code}\nreturn {{ {', '.join(names)} }};\n}})();\n")
-    return "".join(out)
+    return order
+
+
+def _scoped(file: str) -> str:
+    """One file as a function scope returning its exports, bound to ``tv_<file>``."""
+    code = text(file)
+    names = _EXPORT.findall(code)
+    code = _IMPORT.sub(lambda m: f"const {{{m.group(1)}}} = {_scope(m.group(2))};\n", code)
+    code = _EXPORT_DEFAULT.sub("", code)
+    code = re.sub(r"^export ", "", code, flags=re.M)
+    return f"const {_scope(file)} = (() => {{\n{code}\nreturn {{ {', '.join(names)} }};\n}})();\n"
+
+
+@cache
+def bundle(name: str) -> str:
+    """``static/<name>`` and the files it imports as one classic script (no module loader:
+    the page may be a ``file://`` document, or a fragment inside another page). Each file
+    becomes a function scope returning what it exports; an ``import {a, b} from "./x.js"``
+    reads those names from x.js's scope; ``export default`` (anywidget's entry) is dropped.
+    The result defines one name per file (``tv_<file>``) inside the caller's scope: wrap it
+    in a function of its own."""
+    return "".join(_scoped(f) for f in _order(name))
+
+
+@cache
+def module(name: str) -> str:
+    """``static/<name>`` as one ES module with the files it imports inlined before it (each
+    as :func:`bundle` writes it), its own exports kept: what anywidget runs as a widget's
+    ``_esm``, which loads one module from a string and cannot resolve ``./x.js``."""
+    code = text(name)
+    inlined = "".join(_scoped(f) for f in _order(name)[:-1])
+    return inlined + _IMPORT.sub(lambda m: f"const {{{m.group(1)}}} = {_scope(m.group(2))};\n", code)
 
 
 def _scope(file: str) -> str:

@@ -194,6 +194,9 @@ MESSAGES = {
     # ---- the explorer ------------------------------------------------------------------
     "ui.control.step": "step",
     "ui.control.play": "play",
+    "ui.control.pause": "pause",
+    "ui.control.stop": "stop",
+    "ui.control.repeat": "repeat",
     "ui.control.prev": "previous step",
     "ui.control.next": "next step",
     "ui.control.target": "target",
@@ -219,6 +222,14 @@ MESSAGES = {
     "ui.canvas.shape": "{dtype} {shape}",
     "ui.keys.off": "click the picture, then ← / → step, space plays",
     "ui.keys.on": "keys on: ← / → step, space plays / pauses",
+    # ---- what a screen reader says of a box (picture/access.py) -------------------------
+    "a11y.box": lambda name, kind, value, grad, **_: (
+        f"{name}{', ' + kind if kind and kind not in name else ''}"
+        f"{', value ' + value if value else ''}, gradient {grad}"),
+    # a group's box is a button: its name starts with its drawn words, as a screen reader's user sees them
+    "a11y.group": lambda text, name, **_: f"{text}, closed group{' ' + name if name else ''}",
+    "a11y.frame": "{name}, open group",
+    "a11y.no_grad": "not arrived yet",
     "ui.history.flags": "Flags at step {step}:",
     "ui.history.no_flags": "No flag at step {step}.",
     "ui.history.since": "(raised at step {first}; its condition still holds here)",
@@ -304,7 +315,6 @@ MESSAGES = {
     "ui.legend.forward": "→ forward computation",
     "ui.legend.flowing": "gradient that has flowed back",
     "ui.legend.active": "‹ this step: the gradient moves backward",
-    "ui.legend.bad": "NaN / Inf gradient",
     "ui.legend.origin": "⚠ the op where the {value} starts",
     "ui.legend.origin_zero": "⚠ the op where the gradient becomes 0",
     "ui.legend.origin_path": "its way back to {source}",
@@ -313,6 +323,7 @@ MESSAGES = {
     "ui.origin.forward": "⚠ {value} made here",
     "inspect.diagnosis": "Why the gradient is {value}:",
     "inspect.jump": "Go to step {step}, where it starts",
+    "ui.legend.bad": "⚠ NaN / Inf gradient",
     "ui.legend.magnitude": "‖g‖/‖w‖ (log scale)",
     "ui.legend.stopped": "no gradient: {reason}",
     # The notation of big tensors, shown once: a sample ("4×3 ‖g‖ 0.884"), then this.

@@ -223,7 +223,6 @@ MESSAGES = {
     "ui.legend.forward": "→ 前向计算",
     "ui.legend.flowing": "已经传回的梯度",
     "ui.legend.active": "‹ 当前步：梯度向后传",
-    "ui.legend.bad": "NaN / Inf 梯度",
     "ui.legend.origin": "⚠ {value} 开始出现的运算",
     "ui.legend.origin_zero": "⚠ 梯度变成 0 的运算",
     "ui.legend.origin_path": "它传回 {source} 的路径",
@@ -232,6 +231,7 @@ MESSAGES = {
     "ui.origin.forward": "⚠ {value} 在这里产生",
     "inspect.diagnosis": "梯度为什么是 {value}：",
     "inspect.jump": "跳到第 {step} 步，问题从这里开始",
+    "ui.legend.bad": "⚠ NaN / Inf 梯度",
     "ui.legend.magnitude": "‖g‖/‖w‖（对数刻度）",
     "ui.legend.stopped": "没有梯度：{reason}",
     "ui.legend.notation": "= 形状 4×3、范数 0.884 的梯度（‖·‖：前向值的范数）",
@@ -266,6 +266,9 @@ MESSAGES = {
     # ---- 探索器 ----------------------------------------------------------------------------
     "ui.control.step": "步骤",
     "ui.control.play": "播放",
+    "ui.control.pause": "暂停",
+    "ui.control.stop": "停止",
+    "ui.control.repeat": "循环",
     "ui.control.prev": "上一步",
     "ui.control.next": "下一步",
     "ui.control.target": "目标",
@@ -290,6 +293,12 @@ MESSAGES = {
     "ui.canvas.shape": "{dtype} {shape}",
     "ui.keys.off": "点击图片，然后用 ← / → 单步，空格键播放",
     "ui.keys.on": "按键已启用：← / → 单步，空格键播放 / 暂停",
+    "a11y.box": lambda name, kind, value, grad, **_: (
+        f"{name}{'，' + kind if kind and kind not in name else ''}"
+        f"{'，值 ' + value if value else ''}，梯度 {grad}"),
+    "a11y.group": lambda text, name, **_: f"{text}，已收起的组{' ' + name if name else ''}",
+    "a11y.frame": "{name}，已展开的组",
+    "a11y.no_grad": "尚未到达",
     "ui.history.flags": "第 {step} 步的标记：",
     "ui.history.no_flags": "第 {step} 步没有标记。",
     "ui.history.since": "（第 {first} 步发出，这一步条件仍然成立）",

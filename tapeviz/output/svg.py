@@ -32,6 +32,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..picture import fonts
+from ..picture.access import Access, accessible
 from ..picture.frames import GroupFrame, group_frames, name_label
 from ..picture.marks import Arrow, Box, Label, Swatch
 from ..picture.scene import Scene
@@ -277,7 +278,20 @@ class SvgPainter(Painter):
             out.append(f'<path d="{d}" style="{style}"/>')
         return "".join(out)
 
-    def frame(self, f: GroupFrame) -> str:
+    @staticmethod
+    def access(a: Access | None) -> str:
+        """A focusable element's attributes for keyboards and screen readers: the first in the
+        keys' order is the picture's one Tab stop, the front end walks the rest by ``data-tv-order``."""
+        if a is None:
+            return ""
+        out = f' role="{a.role}" aria-label="{_esc(a.label)}"'
+        if a.expanded is not None:
+            out += f' aria-expanded="{str(a.expanded).lower()}"'
+        if a.group:
+            out += f' data-tv-group="{_esc(a.group)}"'
+        return out + f' tabindex="{0 if a.order == 0 else -1}" data-tv-order="{a.order}"'
+
+    def frame(self, f: GroupFrame, access: Access | None = None) -> str:
         """An open group's frame (or its pieces) and its name (top left, inside), as one ``<g>`` line."""
         th = self.scene.theme
         style = self.stroke(th.muted, 0.8, "--", fill=th.muted) + ";fill-opacity:0.04"
@@ -292,7 +306,7 @@ class SvgPainter(Painter):
             for x0, y0, x1, y1 in rects
         ]
         out.append(self.text(name_label(f, self.scene)))
-        return f'<g id="group-{_esc(f.gid)}" class="tv-group">{"".join(out)}</g>\n'
+        return f'<g id="group-{_esc(f.gid)}" class="tv-group"{self.access(access)}>{"".join(out)}</g>\n'
 
     def swatch(self, sw: Swatch) -> str:
         H = self.height
@@ -410,6 +424,10 @@ def to_svg(view: Any, *, fit: bool = False, frames: bool = False) -> str:
     Each open group's frame (the scene's ``frames``; ``frames=True`` draws them for a scene
     made without) is drawn behind everything else, ``group-<group id>``, with the group's
     name on it (in the explorer, a click on it closes the group).
+
+    Boxes and frames carry ``role``, ``aria-label`` (name, value, gradient, in the
+    scene's language), ``aria-expanded`` for groups, ``tabindex`` and ``data-tv-order``
+    (the keys' order, the backward pass's: :mod:`tapeviz.picture.access`).
     """
     sc = _scene_of(view)
     w = SvgPainter(sc)
@@ -426,8 +444,10 @@ def to_svg(view: Any, *, fit: bool = False, frames: bool = False) -> str:
         ),
         f'<rect width="100%" height="100%"{w.paint("fill", sc.theme.background)}/>\n',
     ]
-    if frames or sc.frames:
-        drawn = [w.frame(f) for f in (sc.frames or group_frames(sc))]
+    framed = (sc.frames or group_frames(sc)) if frames or sc.frames else []
+    acc = accessible(sc, framed)
+    if framed:
+        drawn = [w.frame(f, acc.get(f"group-{f.gid}")) for f in framed]
         if drawn:
             out += ['<g id="layer-groups">\n', *drawn, "</g>\n"]
     out.append('<g id="layer-edges">\n')
@@ -445,7 +465,7 @@ def to_svg(view: Any, *, fit: bool = False, frames: bool = False) -> str:
         parts = [f"<title>{_esc(b.tip)}</title>" if b.tip else "", w.box(b), *(w.text(t) for t in sc.labels[n])]
         g = sc.grads[n]
         parts.append(w.text(g, gid=g.gid or f"grad-{n}", keep_empty=True))
-        out.append(f'<g id="{_esc(b.gid)}">{"".join(parts)}</g>\n')
+        out.append(f'<g id="{_esc(b.gid)}"{w.access(acc.get(b.gid))}>{"".join(parts)}</g>\n')
         chips = sc.chips.get(n)
         if chips:
             out.append(f'<g id="chips-{_esc(n)}">{"".join(w.text(t) for t in chips)}</g>\n')

@@ -69,6 +69,11 @@ def _open_path(display: Shown, node) -> tuple[str, ...]:
     return tuple(out)
 
 
+def open_path(display: Shown, node) -> tuple[str, ...]:
+    """The open groups holding a drawn box, outermost first (their frames are drawn around it)."""
+    return _open_path(display, node)
+
+
 def frame_of(display: Shown, node, unframed=frozenset()) -> str | None:
     """The innermost open group holding a drawn box (the frame it is drawn in), or None;
     groups ``unframed`` have no frame drawn."""

@@ -42,6 +42,11 @@ from .wording import compact, edge_code, grad_text, is_bad, node_title
 __all__ = ["Restyling", "drawn_stops"]
 
 
+#: Written before a NaN / Inf gradient's text (an edge's label, a box's gradient line): the
+#: colour that says "bad" is not the only sign of it (colour-blind readers, grey print).
+BAD_MARK = "⚠ "
+
+
 class Restyling:
     """Per-step styling of a Scene's records (the Scene builds and places them: the
     attributes below are its, read and restyled here)."""
@@ -202,12 +207,16 @@ class Restyling:
         if cached is None:
             if len(members) == 1:
                 value = fl.edge_grad(*carried[0])
-                cached = (self._fit_value(value, room, text.size), is_bad(value))
+                bad = is_bad(value)
+                cached = (self._fit_value(value, room, text.size, BAD_MARK if bad else ""), bad)
             elif len({self.graph.nx.edges[m]["tensor"] for m in members}) > 1:  # several tensors: no one sum
                 values = [fl.edge_grad(*m) for m in carried]
+                bad = any(is_bad(v) for v in values)
                 cached = (
-                    fonts.fit(say("ui.edge.parts", self.lang, n=len(carried)), room, text.size),
-                    any(is_bad(v) for v in values),
+                    fonts.fit(
+                        (BAD_MARK if bad else "") + say("ui.edge.parts", self.lang, n=len(carried)), room, text.size
+                    ),
+                    bad,
                 )
             elif len(carried) == len(members) or k == fl.last_step:
                 # every use of the tensor has sent its part, or the pass is over and the uses that
@@ -215,13 +224,13 @@ class Restyling:
                 value = fl.total_along(members)
                 values = [fl.edge_grad(*m) for m in carried]
                 bad = is_bad(value) or any(is_bad(v) for v in values)
-                cached = (self._fit_value(value, room, text.size, say("ui.edge.sum", self.lang)), bad)
+                sigma = (BAD_MARK if bad else "") + say("ui.edge.sum", self.lang)
+                cached = (self._fit_value(value, room, text.size, sigma), bad)
             else:
                 values = [fl.edge_grad(*m) for m in carried]
-                cached = (
-                    fonts.fit(say("ui.edge.arriving", self.lang, got=len(carried), n=len(members)), room, text.size),
-                    any(is_bad(v) for v in values),
-                )
+                bad = any(is_bad(v) for v in values)
+                arriving = say("ui.edge.arriving", self.lang, got=len(carried), n=len(members))
+                cached = (fonts.fit((BAD_MARK if bad else "") + arriving, room, text.size), bad)
             self._texts[key] = cached
         text.text, bad = cached
         arrow.color = th.bad if bad else (th.active if active else th.flowing)
@@ -254,10 +263,12 @@ class Restyling:
                 bad = bad or var_bad
                 parts.append(f"{name} {text}")
                 squares += norm * norm
-            text = (GRAD_NORM + " " + " · ".join(parts)) if parts else ""
+            text = ((BAD_MARK if bad else "") + GRAD_NORM + " " + " · ".join(parts)) if parts else ""
             if len(parts) > 1 and not clipped and fonts.text_width(text, size) > room:
                 # too many to list: their norm taken together (a group's variables as one vector)
-                text = say("ui.group.grad_total", self.lang, norm=f"{math.sqrt(squares):.3g}", n=len(parts))
+                text = (BAD_MARK if bad else "") + say(
+                    "ui.group.grad_total", self.lang, norm=f"{math.sqrt(squares):.3g}", n=len(parts)
+                )
             return fonts.fit(text, room, size), (th.bad if bad else th.grad_text)
         if n in self.overrides:
             return fonts.fit(self.overrides[n], room, size), th.grad_text
@@ -276,7 +287,7 @@ class Restyling:
                 if value is None:
                     text = grad_text(None)
                 else:
-                    text = self._fit_value(np.asarray(value), room, size, "∂ ")
+                    text = self._fit_value(np.asarray(value), room, size, (BAD_MARK if is_bad(value) else "") + "∂ ")
                 cached = self._texts[key] = (text, th.bad if is_bad(value) else th.grad_text)
             return cached
         if n in fl.node_reason and finished and kind in ("variable", "watched", "input"):

@@ -209,6 +209,26 @@ def test_a_text_whose_words_change_is_sent_as_its_words():
         assert patches.apply(a, patch) == b + "\n"
 
 
+def test_a_box_whose_spoken_name_changes_sends_its_attribute_and_words():
+    def doc(label: str, grad: str, role: str = "img", rect: str = "<rect/>") -> str:
+        box = f'<g id="node-a" role="{role}" aria-label="{label}">{rect}<text id="grad-a" x="1">{grad}</text></g>'
+        return "\n".join(['<svg w="1">', '<g id="layer-nodes">', box, "</g>", "</svg>"])
+
+    a = doc("x, gradient not arrived yet", "")
+    b = doc("x, gradient 4.0 &amp; it&#x27;s", "∂ 4.0")
+    patch = patches.diff(patches.parse(a), patches.parse(b))
+    assert patch["set"] == {} and patch["text"] == {"grad-a": "∂ 4.0"}
+    assert patch["attr"] == {"node-a": {"aria-label": "x, gradient 4.0 &amp; it&#x27;s"}}  # as written
+    assert patches.apply(a, patch) == b + "\n"
+    # another attribute set, or more than the words changed inside: the whole element
+    other = doc("x", "∂ 4.0", rect="<rect x='2'/>")
+    whole = patches.diff(patches.parse(a), patches.parse(other))
+    assert "attr" not in whole and list(whole["set"]) == ["node-a"]
+    assert patches.apply(a, whole) == other + "\n"
+    same = patches.diff(patches.parse(a), patches.parse(a))
+    assert "attr" not in same and same["set"] == {} and same["text"] == {}
+
+
 def test_moves_reorder_with_few_puts():
     rows = [f'<g id="e{i}">{i}</g>' for i in range(50)]
 

@@ -130,12 +130,18 @@ def test_static_files_are_found_and_a_missing_one_says_so():
 
 def test_the_front_end_fetches_nothing():
     """No file of the front end loads anything: no URL, no dynamic import, no web font; the
-    only imports are page.js's of its sibling files, which the page bundles inline."""
+    only imports are of sibling files, which the page bundles inline and the canvas's widget
+    module holds inline (static_files.module)."""
     for p in static_files.STATIC.iterdir():
         code = p.read_text(encoding="utf-8")
         urls = set(re.findall(r"https?://[^\s\"'`)]+", code)) - {"http://www.w3.org/2000/svg"}
         assert not urls, (p.name, urls)
         assert not re.search(r"\bimport\s*\(|\bfetch\s*\(|XMLHttpRequest|@import|@font-face|url\(", code), p.name
-        assert all(m in ("./canvas.js", "./keyboard.js", "./quiz.js") for m in re.findall(r'from "([^"]+)"', code))
+        assert all(
+            m in ("./canvas.js", "./keyboard.js", "./quiz.js", "./box_keys.js")
+            for m in re.findall(r'from "([^"]+)"', code)
+        )
     bundle = static_files.bundle("page.js")
     assert "import " not in bundle and "export " not in bundle
+    widget = static_files.module("canvas.js")  # what anywidget runs: one module, its imports inside
+    assert not re.search(r"^import ", widget, re.M) and "export default" in widget and "const tv_box_keys" in widget

@@ -98,3 +98,16 @@ def test_the_hint_speaks_the_explorers_language():
     run = examples.stop_gradient()
     zh = tv.explore(run.tape, run.target, lang="zh")
     assert zh.key_stepper.hint_off == say("ui.keys.off", "zh")
+
+
+def test_the_play_buttons_get_names_in_the_explorers_language():
+    from tapeviz.explorer.keyboard import control_names
+    from tapeviz.messages import say
+
+    keys = attach_keys(*_controls(), lang="zh")
+    assert keys.names == control_names("zh") == {k: say(f"ui.control.{k}", "zh") for k in keys.names}
+    assert list(keys.names) == ["play", "pause", "stop", "repeat"]  # the Play widget's buttons, in order
+    assert control_names("en")["pause"] == "pause" and control_names("zh")["pause"] == "暂停"
+    assert "tvNameControls" in keys.get_state()["_esm"]
+    with pytest.raises(ValueError, match="language 'fr'"):
+        control_names("fr")

@@ -54,6 +54,7 @@ SAME_AS_FRESH_JS = r"""
     e.classList.remove("tv-selected");
     if (!e.classList.length) e.removeAttribute("class");
   }
+  for (const e of svg.querySelectorAll("[aria-disabled]")) e.removeAttribute("aria-disabled"); // page.js: fixed groups
   const div = document.createElement("div");
   div.innerHTML = markup;
   const fresh = div.querySelector("svg");

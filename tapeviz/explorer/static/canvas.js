@@ -1,3 +1,5 @@
+import { tvBoxKeys } from "./box_keys.js";
+
 export const TV_SVGNS = "http://www.w3.org/2000/svg";
 
 // Whitespace between elements is not drawn: drop it, so a patched picture and a fresh one
@@ -29,7 +31,17 @@ function tvAdopt(ids, k, e) {
   for (const d of e.querySelectorAll("[id]")) ids.set(d.id, d);
 }
 
-// One patch (patches.py): drop, set (in place), text (a text's content), put (new / changed / moved, right to left).
+// An attribute's value as the markup writes it ("a &amp; b") as the DOM holds it ("a & b").
+let tvDecoder = null;
+export function tvUnescape(v) {
+  if (!v.includes("&")) return v;
+  if (tvDecoder === null) tvDecoder = document.createElement("textarea");
+  tvDecoder.innerHTML = v;
+  return tvDecoder.value;
+}
+
+// One patch (patches.py): drop, set (in place), text (a text's content), attr (an element's
+// own attribute values), put (new / changed / moved, right to left).
 // `ids`: the picture's table (tvIds), kept up to date here, so a walk over many patches reads the picture once.
 export function tvApply(svg, p, ids = tvIds(svg)) {
   for (const k of p.drop) {
@@ -49,6 +61,10 @@ export function tvApply(svg, p, ids = tvIds(svg)) {
   for (const [k, t] of Object.entries(p.text || {})) {
     const e = ids.get(k);
     if (e) e.innerHTML = t;
+  }
+  for (const [k, changes] of Object.entries(p.attr || {})) {
+    const e = ids.get(k);
+    if (e) for (const [name, v] of Object.entries(changes)) e.setAttribute(name, tvUnescape(v));
   }
   const fresh = tvFragments(
     p.put
@@ -252,6 +268,7 @@ const near = (a, b) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.a
 function render({ model, el }) {
   const { viewport, content, tip, reset } = tvFrame(el, model.get("reset_label"));
   // pending: a clip move the page made by itself ({base seq, step, clip_norm}), until the kernel's frame confirms it
+  let keys = null; // the boxes' keys (below), once wired
   const me = { svg: null, seq: -1, step: null, asked: "", timer: 0, pending: null, clipTimer: 0 };
   const table = { seq: -1, f: new Map(), b: new Map() };
   const tableOf = () => table;
@@ -301,6 +318,7 @@ function render({ model, el }) {
   };
   const mark = () => {
     highlight();
+    if (keys) keys.refocus(); // a patched or new picture: focus back on the box that had it
     el.dataset.tvSeq = String(me.seq);
     el.dataset.tvStep = String(me.step);
     const t = tableOf();
@@ -416,14 +434,25 @@ function render({ model, el }) {
   merge(table, model.get("ahead"));
   onClips();
 
-  const nav = tvNavigate(viewport, content, (e) => {
-    const item = tvItem(e.target, me.svg);
-    if (!item) return;
+  // A click on a box or frame, or Enter on a focused one: the kernel opens, closes or inspects.
+  const activate = (item) => {
     if (item.id.startsWith("node-") && !item.id.startsWith("node-layer:")) {
       model.set("selected", item.id); // a box to inspect: highlighted at once, the kernel agrees
       model.save_changes();
     }
     model.send({ event: "click", id: item.id });
+  };
+  const nav = tvNavigate(viewport, content, (e) => {
+    const item = tvItem(e.target, me.svg);
+    if (item) activate(item);
+  });
+  // Tab / arrows walk the boxes, Enter activates, Escape goes to the step slider (box_keys.js).
+  keys = tvBoxKeys({
+    root: el,
+    svgOf: () => me.svg,
+    activate,
+    capture: true, // before the notebook's own shortcuts (Enter, Escape, arrows move between cells)
+    sliderRoot: () => el.closest(".tv-explorer") || el,
   });
   reset.addEventListener("click", () => nav.reset());
   tvTips(
@@ -443,6 +472,7 @@ function render({ model, el }) {
     clearTimeout(me.timer);
     clearTimeout(me.clipTimer);
     LIVE.get(model).delete(me);
+    keys.dispose();
   };
 }
 

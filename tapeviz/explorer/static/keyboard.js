@@ -3,12 +3,14 @@ export const OWN_ALL_KEYS = "input, textarea, select, [contenteditable=''], [con
 
 // What a key press inside `box` does: "next", "prev", "play" (start or pause), or null (not
 // ours: outside the box, a modifier held, typing, the arrows of a focused slider, which moves
-// itself, or space on a focused button, which clicks itself).
+// itself, space on a focused button, which clicks itself, or the arrows of a focused box of
+// the picture, which move between boxes).
 export function tvKeyAction(e, box) {
   if (!box || !box.isConnected || !(e.target instanceof Element) || !box.contains(e.target)) return null;
   if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.isComposing) return null;
   const t = e.target;
   if (t.closest(OWN_ALL_KEYS)) return null;
+  if (e.key !== " " && t.closest("[data-tv-order]")) return null; // a focused box walks the boxes (box_keys.js)
   const onSlider = t.closest("[role='slider']") !== null;
   const onButton = t.closest("button") !== null;
   if (e.key === "ArrowRight" && !onSlider) return "next";
@@ -24,6 +26,26 @@ export function tvTakesFocus(e, box) {
   return !(e.target instanceof Element && e.target.closest(OWN_ALL_KEYS + ", button, [role='slider']"));
 }
 
+// ipywidgets draws a slider's handle (role="slider") with no name and the Play widget's
+// buttons as icons alone: name them for screen readers, from the slider's own label and
+// `words` ({play, pause, stop, repeat}). Elements named already are left alone.
+export function tvNameControls(box, words) {
+  if (!box) return;
+  for (const handle of box.querySelectorAll("[role='slider']:not([aria-label]):not([aria-labelledby])")) {
+    const widget = handle.closest(".widget-slider, .jupyter-widgets");
+    const label = widget ? widget.querySelector(".widget-label") : null;
+    const text = label ? label.textContent.trim() : "";
+    if (text) handle.setAttribute("aria-label", text);
+  }
+  const roles = ["play", "pause", "stop", "repeat"]; // the Play widget's buttons, in its order
+  for (const play of box.querySelectorAll(".widget-play")) {
+    play.querySelectorAll(":scope > button").forEach((b, i) => {
+      if (!b.hasAttribute("aria-label") && !b.textContent.trim() && words[roles[i]])
+        b.setAttribute("aria-label", words[roles[i]]);
+    });
+  }
+}
+
 function render({ model, el }) {
   el.classList.add("tv-keys-hint");
   for (const [cls, trait] of [
@@ -37,6 +59,7 @@ function render({ model, el }) {
   }
 
   let box = null;
+  let names = null; // the observer naming the controls
   let timer = null;
   let tries = 0;
 
@@ -81,6 +104,18 @@ function render({ model, el }) {
       return;
     }
     if (!box.hasAttribute("tabindex")) box.tabIndex = 0;
+    // the controls are drawn by their own views, before or after this one: name them as they come
+    tvNameControls(box, model.get("names"));
+    let queued = false; // once per frame at most: picture patches change the box's subtree too
+    names = new MutationObserver(() => {
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(() => {
+        queued = false;
+        tvNameControls(box, model.get("names"));
+      });
+    });
+    names.observe(box, { childList: true, subtree: true });
     box.setAttribute("aria-keyshortcuts", "ArrowLeft ArrowRight Space");
     box.addEventListener("click", onClick);
     box.setAttribute("data-tv-keys", "on");
@@ -90,6 +125,7 @@ function render({ model, el }) {
 
   return () => {
     if (timer !== null) clearTimeout(timer);
+    if (names) names.disconnect();
     window.removeEventListener("keydown", onKeydown, true);
     if (box) {
       box.removeEventListener("click", onClick);

@@ -4,6 +4,7 @@
 // canvas's and the keyboard's code too. html_page.py inlines this file and what it imports.
 import { tvApply, tvFrame, tvHighlight, tvIds, tvItem, tvNavigate, tvStrip, tvTerms, tvTips } from "./canvas.js";
 import { tvKeyAction, tvTakesFocus } from "./keyboard.js";
+import { tvBoxKeys } from "./box_keys.js";
 import { TV_QUIZ_MARKS, tvQuizJudge, tvQuizSay } from "./quiz.js";
 
 // A target's picture on the page: where it is in its steps, and which overlay (the revealed
@@ -42,6 +43,13 @@ export function tvGo(tr, k, overlay, content) {
   }
 }
 
+// The page's pictures are fixed: a group there cannot open or close, so its box and frame
+// say so (aria-disabled) on top of the picture, like the selected box's class.
+export function tvStaticGroups(svg) {
+  if (!svg) return;
+  for (const e of svg.querySelectorAll("[aria-expanded]:not([aria-disabled])")) e.setAttribute("aria-disabled", "true");
+}
+
 export function tvPage(root, data) {
   const $ = (sel) => root.querySelector(sel);
   const words = data.words;
@@ -49,6 +57,7 @@ export function tvPage(root, data) {
   const tracks = data.targets.map(tvTrack);
   const ui = { t: 0, clip: data.clip ? data.clip.start : 0, selected: "", timer: 0 };
   const answers = new Map(); // "target:step" -> { outcome, typed }
+  let keys = null; // the boxes' keys (below)
   const slider = $(".tv-step");
   const play = $(".tv-play");
   const track = () => tracks[ui.t];
@@ -141,6 +150,8 @@ export function tvPage(root, data) {
     root.dataset.tvStep = String(k);
     root.dataset.tvTarget = String(ui.t);
     root.dataset.tvOverlay = tr.overlay;
+    tvStaticGroups(tr.svg);
+    if (keys) keys.refocus(); // a patched box is a new element: focus goes back to it
   };
 
   const setStep = (k) => {
@@ -184,12 +195,14 @@ export function tvPage(root, data) {
     if (tvTakesFocus(e, root)) root.focus({ preventScroll: true });
   });
 
-  const nav = tvNavigate(viewport, content, (e) => {
-    const item = tvItem(e.target, track().svg);
+  // A click on a box, or Enter on a focused one: the inspector shows it (groups stay as drawn).
+  const activate = (item) => {
     if (!item || !item.id.startsWith("node-") || item.id.startsWith("node-layer:")) return;
     ui.selected = item.id;
     show();
-  });
+  };
+  const nav = tvNavigate(viewport, content, (e) => activate(tvItem(e.target, track().svg)));
+  keys = tvBoxKeys({ root, svgOf: () => track().svg, activate });
   reset.addEventListener("click", () => nav.reset());
   tvTerms($(".tv-chain-box"), () => track().svg);
   tvTips(
