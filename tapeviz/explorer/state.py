@@ -31,6 +31,7 @@ from ..output.view import GraphView
 from ..picture.frames import group_frames
 from ..picture.marks import Hidden
 from ..picture.options import AUTO, Collapsed, Options, option_names
+from ..picture.restyling import GradOverride
 from ..picture.rows import CELL_WIDTH
 from ..picture.themes import explorer_theme
 from ..picture.visibility import Shown, decide
@@ -313,7 +314,10 @@ def _clipped_texts(ex: GraphTargets, target: str, rep: clipping.ClipReport) -> d
         if GRAD_NORM in before and after.startswith(shape + GRAD_NORM + " "):
             after = after[len(shape + GRAD_NORM) + 1 :]  # the norm alone: "∂ 4×4 ‖g‖ 0.235 → 0.19"
         text = f"∂ {before} → {after}"
-        out[node] = text
+        nb, na = rep.norm_before.get(name), rep.norm_after.get(name)
+        # a closed layer's line lists its variables by name: the norms alone (as the table)
+        short = f"{nb:.3g} → {na:.3g}" if nb is not None and na is not None else text.removeprefix("∂ ")
+        out[node] = GradOverride(text, short)
     return out
 
 

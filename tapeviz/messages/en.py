@@ -286,6 +286,8 @@ MESSAGES = {
     "ui.group.inner": "in tf.function {function}",
     # A collapsed group's variables, too many to list under its box: their gradient's norm taken together.
     "ui.group.grad_total": "‖g‖ {norm} over {n} variables",
+    "ui.group.more": "+{n} more",
+    "ui.group.clipped_n": "‖g‖ of {n} clipped: table",
     "ui.legend.forward": "→ forward computation",
     "ui.legend.flowing": "gradient that has flowed back",
     "ui.legend.active": "‹ this step: the gradient moves backward",

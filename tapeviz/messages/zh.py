@@ -206,6 +206,8 @@ MESSAGES = {
     "ui.group.steps": lambda n, **_: f" ×{n}（第 0–{n - 1} 步）",
     "ui.group.inner": "在 tf.function {function} 中",
     "ui.group.grad_total": "‖g‖ {norm}（{n} 个变量合计）",
+    "ui.group.more": "另 {n} 个",
+    "ui.group.clipped_n": "‖g‖ {n} 个已裁剪：见表",
     "ui.legend.forward": "→ 前向计算",
     "ui.legend.flowing": "已经传回的梯度",
     "ui.legend.active": "‹ 当前步：梯度向后传",
