@@ -285,6 +285,8 @@ MESSAGES = {
     "ui.group.steps": lambda n, **_: f" ×{n} (steps 0–{n - 1})",
     "ui.group.inner": "in tf.function {function}",
     # A collapsed group's variables, too many to list under its box: their gradient's norm taken together.
+    "ui.gathered.stack": "stack of {n} {name}",
+    "ui.gathered.sum": "Σ {n} {name}",
     "ui.group.grad_total": "‖g‖ {norm} over {n} variables",
     "ui.group.more": "+{n} more",
     "ui.group.clipped_n": "‖g‖ of {n} clipped: table",

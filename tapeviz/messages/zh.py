@@ -205,6 +205,8 @@ MESSAGES = {
     "ui.group.repeat": "每步一个 · {n} 个运算",
     "ui.group.steps": lambda n, **_: f" ×{n}（第 0–{n - 1} 步）",
     "ui.group.inner": "在 tf.function {function} 中",
+    "ui.gathered.stack": "{n} 个 {name} 的堆叠",
+    "ui.gathered.sum": "Σ {n} 个 {name}",
     "ui.group.grad_total": "‖g‖ {norm}（{n} 个变量合计）",
     "ui.group.more": "另 {n} 个",
     "ui.group.clipped_n": "‖g‖ {n} 个已裁剪：见表",

@@ -49,8 +49,37 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
     if d.get("name"):
         return d["name"]
     if d["kind"] == "op":
-        return d.get("function") or _written(graph, d, node, display)
+        return d.get("function") or gathered_title(graph, node, display, lang) or _written(graph, d, node, display)
     return say("ui.kind.constant", lang) if d["kind"] == "constant" else d["label"]
+
+
+#: Ops that gather a loop's values into one tensor, and how their title says it.
+GATHERS = {"Pack": "ui.gathered.stack", "ConcatV2": "ui.gathered.stack", "AddN": "ui.gathered.sum"}
+
+
+def gathered_title(graph: TapeGraph, node, display: Shown | None = None, lang: str = DEFAULT) -> str | None:
+    """The title of an op that gathers the values a loop collected (``tf.stack(log_probs)``,
+    ``tf.add_n(losses)``): how many and what, ``stack of 20 log_probs``. What is named by the
+    list that held the values in the user's frame, else by the op a folded repeat box draws
+    for them (``Σ 20 LogSoftmax``); None when the op gathers no loop's values."""
+    d = graph.nx.nodes[node]
+    key = GATHERS.get(d.get("op_type", ""))
+    if key is None:
+        return None
+    g = graph.nx
+    sources = [u for u, _ in g.in_edges(node)]
+    if len(sources) < 2:
+        return None
+    listed = {g.nodes[u].get("listed") for u in sources}
+    if len(listed) == 1 and None not in listed:
+        return say(key, lang, n=len(sources), name=listed.pop())
+    if display is None:
+        return None
+    boxes = {display.of.get(u) for u in sources}
+    box = boxes.pop() if len(boxes) == 1 else None
+    if box is None or display.nx.nodes[box].get("group_kind") != "repeat":
+        return None
+    return say(key, lang, n=len(sources), name=node_title(graph, display.members[box][0], None, lang))
 
 
 def _written(graph: TapeGraph, d, node=None, display: Shown | None = None) -> str:
@@ -89,6 +118,8 @@ def _drawn_calls(graph: TapeGraph, display: Shown) -> dict:
 def _tip(graph: TapeGraph, node, display: Shown | None, title: str) -> str:
     """An op's tooltip when its title is the call that ran it: the call and the op type."""
     d = graph.nx.nodes[node]
+    if d.get("kind") == "op" and not d.get("name") and gathered_title(graph, node, display) is not None:
+        return f"{title}: {d['op_type']}"
     if d.get("kind") != "op" or d.get("function") or _written(graph, d, node, display) == d["op_type"]:
         return title
     api = graph.capture.ops[d["op_index"]].api

@@ -166,6 +166,33 @@ def test_an_episode_of_20_steps_is_one_repeat(recorded):
         np.testing.assert_array_equal(fl.grad(v), tf.convert_to_tensor(g).numpy())
 
 
+def test_what_gathers_a_folded_loop_says_how_many_and_what(recorded):
+    """The values a loop collected stay visible where they are gathered: tf.stack of the
+    episode's 20 log-probs is titled by the list the user collected them in, and by the
+    count the tape recorded (its op type in the tooltip)."""
+    step, _, scene = recorded("actor-critic")
+    titles = {t.text.replace("\n", " "): n for n, (t, _, _) in scene.labels.items()}
+    assert {"stack of 20 log_probs", "stack of 20 values"} <= set(titles), sorted(titles)
+    g = step.tape.graph.nx
+    n = titles["stack of 20 log_probs"]
+    assert g.nodes[n]["op_type"] == "Pack" and g.in_degree(n) == 20
+    assert {g.nodes[u]["listed"] for u in g.predecessors(n)} == {"log_probs"}
+    assert scene.boxes[n].tip == "stack of 20 log_probs: Pack"
+
+
+def test_a_loop_gathered_with_no_list_is_named_by_its_repeat():
+    """tf.add_n over a generator (no list in the frame names the values): the gatherer is
+    named by the op its repeat box draws, and its sum is TensorFlow's."""
+    w = tf.Variable([1.0, 2.0, 3.0])
+    with tv.GradientTape() as tape:
+        loss = 0.5 * tf.add_n([tf.reduce_sum(tf.square(w * float(t))) for t in range(12)])
+    fl = tv.flow(tape, loss)
+    scene = Scene(tape.graph, fl)
+    titles = [t.text.replace("\n", " ") for t, _, _ in scene.labels.values()]
+    assert any(t.startswith("Σ 12 ") for t in titles), titles
+    np.testing.assert_allclose(fl.grad(w), tape.gradient(loss, w).numpy())
+
+
 def test_a_one_layer_model_still_shows_its_ops():
     """Fewer than about 6 boxes with the layer closed: the ops are the lesson."""
     import keras
