@@ -212,6 +212,7 @@ MESSAGES = {
                            "so the explorer shows its picture as plain HTML (no clicks, hover tips, zoom or patches). "
                            "Install anywidget into the Jupyter server's environment to get the canvas."),
     "ui.canvas.open": "click: open",
+    "ui.canvas.open_step": "click: open step {k}",
     "ui.canvas.close": "click the frame: close",
     "ui.canvas.select": "click: inspect",
     "ui.canvas.value": "value {summary}",
@@ -287,6 +288,9 @@ MESSAGES = {
     # A collapsed group's variables, too many to list under its box: their gradient's norm taken together.
     "ui.gathered.stack": "stack of {n} {name}",
     "ui.gathered.sum": "Σ {n} {name}",
+    "ui.group.step_range": " ×{n} (steps {first}–{last})",
+    "ui.group.one_step": " (step {k})",
+    "ui.group.step_frame": "{name} · step {k}",
     "ui.group.grad_total": "‖g‖ {norm} over {n} variables",
     "ui.group.more": "+{n} more",
     "ui.group.clipped_n": "‖g‖ of {n} clipped: table",

@@ -207,6 +207,9 @@ MESSAGES = {
     "ui.group.inner": "在 tf.function {function} 中",
     "ui.gathered.stack": "{n} 个 {name} 的堆叠",
     "ui.gathered.sum": "Σ {n} 个 {name}",
+    "ui.group.step_range": " ×{n}（第 {first}–{last} 步）",
+    "ui.group.one_step": "（第 {k} 步）",
+    "ui.group.step_frame": "{name} · 第 {k} 步",
     "ui.group.grad_total": "‖g‖ {norm}（{n} 个变量合计）",
     "ui.group.more": "另 {n} 个",
     "ui.group.clipped_n": "‖g‖ {n} 个已裁剪：见表",
@@ -265,6 +268,7 @@ MESSAGES = {
     "ui.canvas.fallback": ("tapeviz：Jupyter 的扩展目录里没有 anywidget 的前端，探索器以普通 HTML 显示图片"
                            "（不能点击、悬停提示、缩放，也不能局部更新）。请在 Jupyter 服务器的环境中安装 anywidget。"),
     "ui.canvas.open": "点击：展开",
+    "ui.canvas.open_step": "点击：展开第 {k} 步",
     "ui.canvas.close": "点击边框：收起",
     "ui.canvas.select": "点击：查看",
     "ui.canvas.value": "值 {summary}",

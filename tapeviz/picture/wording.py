@@ -40,6 +40,8 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
             first = display.members[node][0]
             return say("ui.group.repeat_title", lang, name=node_title(graph, first, None, lang), n=dd["repeat"])
         name = dd["name"]
+        if dd.get("step_range"):
+            return name + step_range(dd["step_range"], lang)
         if dd.get("alike"):
             name = say("ui.group.alike", lang, name=name, n=dd["alike"])
         return f"{name} (call {dd['call'] + 1})" if dd.get("call") else name
@@ -80,6 +82,15 @@ def gathered_title(graph: TapeGraph, node, display: Shown | None = None, lang: s
     if box is None or display.nx.nodes[box].get("group_kind") != "repeat":
         return None
     return say(key, lang, n=len(sources), name=node_title(graph, display.members[box][0], None, lang))
+
+
+def step_range(steps: tuple[int, int], lang: str = DEFAULT) -> str:
+    """What follows a loop's group name on the box of some of its steps: `` ×19 (steps 1–19)``,
+    `` (step 0)``."""
+    first, last = steps
+    if first == last:
+        return say("ui.group.one_step", lang, k=first)
+    return say("ui.group.step_range", lang, n=last - first + 1, first=first, last=last)
 
 
 def _written(graph: TapeGraph, d, node=None, display: Shown | None = None) -> str:
@@ -162,6 +173,8 @@ def box_names(
         more = f" (call {call + 1})" if call else ""
         if dd.get("steps"):  # the model called once per step of a loop
             more = say("ui.group.steps", lang, n=dd["steps"])
+        if dd.get("step_range"):  # the steps of an opened loop before or after the one drawn opened
+            more = step_range(dd["step_range"], lang)
         if alike:  # a run of alike blocks: "conv3_block2–4 (3 alike)"
             out[n] = (
                 say("ui.group.alike", lang, name=short[n], n=alike),
