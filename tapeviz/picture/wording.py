@@ -98,12 +98,23 @@ def _written(graph: TapeGraph, d, node=None, display: Shown | None = None) -> st
     ran outside every layer and is the one op of that call drawn (see :func:`call_title`),
     else its op type (an opened call's ops, and a target beside its call's box, are parts
     of the call)."""
-    if d.get("scope") or d.get("op_index") is None:
+    if d.get("op_index") is None:
         return d["op_type"]
+    if d.get("scope") and (display is None or _in_builtin(display, node)):
+        return d["op_type"]  # a part of a Keras layer's or loss's work, not a call the user wrote
     op = graph.capture.ops[d["op_index"]]
     if op.api and display is not None and _drawn_calls(graph, display).get((op.api, op.api_call), 0) > 1:
         return d["op_type"]
     return call_title(op.api, d["op_type"])
+
+
+def _in_builtin(display: Shown, node) -> bool:
+    """Whether an op ran inside a Keras layer of Keras's own or a loss (its ops are Keras's
+    code), rather than in the call of a model or layer the user wrote."""
+    tree = display.tree
+    if tree is None:
+        return True
+    return any(tree.groups[gid].builtin or tree.groups[gid].kind == "loss" for gid in tree.paths.get(node, ()))
 
 
 _CALLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -118,7 +129,7 @@ def _drawn_calls(graph: TapeGraph, display: Shown) -> dict:
         for members in display.members.values():
             for m in members:
                 d = graph.nx.nodes[m]
-                if d["kind"] == "op" and not d.get("scope"):
+                if d["kind"] == "op" and d.get("op_index") is not None:
                     op = ops[d["op_index"]]
                     if op.api:
                         got[(op.api, op.api_call)] = got.get((op.api, op.api_call), 0) + 1

@@ -373,6 +373,39 @@ def test_a_picture_titles_a_users_tf_call_and_keeps_the_op_type_below():
     assert not [t for t in shown if ELLIPSIS in t]
 
 
+def test_ops_in_a_subclassed_models_call_are_titled_by_the_call_too():
+    """``a + b`` inside a model's own ``call`` is ``+`` as at top level (the op type in the
+    tooltip); the ops of Keras's own layers keep their op types."""
+    import keras
+
+    class Twin(keras.Model):
+        def __init__(self):
+            super().__init__(name="twin")
+            self.d1 = keras.layers.Dense(3, name="d1")
+            self.d2 = keras.layers.Dense(3, name="d2")
+
+        def call(self, x):
+            a, b = self.d1(x), self.d2(x)
+            return tf.reduce_sum(a + b * 2.0)
+
+    keras.utils.set_random_seed(0)
+    model = Twin()
+    x = tf.ones((2, 4))
+    model(x)
+    with tv.GradientTape() as tape:
+        loss = model(x) + 1.0
+    fl = tv.flow(tape, loss)
+    scene = Scene(tape.graph, fl, options=tv.Options(expand=("twin", "d1")))
+    shown = {t.text.replace("\n", ""): (s.text, scene.boxes[n].tip) for n, (t, s, _) in scene.labels.items()}
+    assert shown["+"] == ("AddV2", "+: AddV2") and shown["*"][1] == "tf.multiply: Mul"
+    assert shown["reduce_sum"][1] == "tf.reduce_sum: Sum"
+    assert {"MatMul", "BiasAdd"} <= set(shown), sorted(shown)  # inside Dense d1: op types
+    assert "AddV2" not in shown
+    grads = tape.gradient(loss, model.trainable_variables)
+    for v, g in zip(model.trainable_variables, grads, strict=True):
+        np.testing.assert_array_equal(fl.grad(v), g.numpy())
+
+
 def test_row_lengths_are_balanced_and_each_tried_once():
     assert row_lengths(26) == [26, 13, 9, 7, 6, 5, 4, 3, 2]
     assert row_lengths(9) == [9, 5, 3, 2]  # 3 rows of 3, not 4 + 4 + 1
