@@ -301,7 +301,7 @@ def _clipped_texts(ex: GraphTargets, target: str, rep: clipping.ClipReport) -> d
             for name in ex.variables()
         },
     )
-    out = {}
+    out: dict[Any, GradOverride | str] = {}
     for name, node in ex.variables().items():
         g = rep.clipped.get(name)
         if g is None:

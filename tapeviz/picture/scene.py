@@ -65,7 +65,7 @@ from .placement import (
     label_height,
     label_specs,
 )
-from .restyling import Restyling, drawn_stops
+from .restyling import GradOverride, Restyling, drawn_stops
 from .routing import edge_plans, edge_route
 from .rows import (
     MAX_RATIO,

@@ -75,7 +75,9 @@ def loop_entries(g: nx.MultiDiGraph, tree: GroupTree) -> dict[str, int]:
     """Group id -> how many times the recording entered it: ops in recording order, a group
     entered again when an op outside it ran since its last op (a model called once per
     step of a loop: 20 for an episode of 20 steps). One pass over the ops."""
-    ops = sorted((d["op_index"], n) for n, d in g.nodes(data=True) if d.get("kind") == "op" and d.get("op_index") is not None)
+    ops = sorted(
+        (d["op_index"], n) for n, d in g.nodes(data=True) if d.get("kind") == "op" and d.get("op_index") is not None
+    )
     entries: dict[str, int] = {}
     inside: frozenset = frozenset()
     for _, n in ops:

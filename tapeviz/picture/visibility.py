@@ -189,7 +189,7 @@ class Shown:
                 continue
             layer = owner.get(n)
             side = stepped.side(n) if stepped is not None else None
-            if side is not None:  # a step of an opened loop other than the one drawn opened
+            if stepped is not None and side is not None:  # a step of an opened loop other than the one drawn opened
                 grp = tree.groups[stepped.gid]
                 dn = f"layer:{stepped.gid}@{side[0]}-{side[1]}"
                 if dn not in d:

@@ -111,7 +111,9 @@ def _user_scope(scope: str, layer_scopes, loss_scopes) -> bool:
     """Whether a name scope and every scope holding it were opened by neither a Keras layer
     of Keras's own nor a Keras loss (``m`` of a subclassed model ``m``, not ``m/dense``)."""
     parts = scope.split("/")
-    return not any("/".join(parts[:i]) in layer_scopes or "/".join(parts[:i]) in loss_scopes for i in range(1, len(parts) + 1))
+    return not any(
+        "/".join(parts[:i]) in layer_scopes or "/".join(parts[:i]) in loss_scopes for i in range(1, len(parts) + 1)
+    )
 
 
 class Recorder:

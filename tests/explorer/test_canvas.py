@@ -307,7 +307,9 @@ def test_a_click_opens_a_loop_one_step_at_a_time():
     assert "click: open step 1" in tips[rest]
     ex._on_canvas_click(rest)
     assert ex.state.repeat_step == 1
-    assert "ac · step 1" in ex.canvas.value and "ac (step 0)" in ex.canvas.value and "ac ×4 (steps 2–5)" in ex.canvas.value
+    assert (
+        "ac · step 1" in ex.canvas.value and "ac (step 0)" in ex.canvas.value and "ac ×4 (steps 2–5)" in ex.canvas.value
+    )
     view = ex.graph_targets.view(ex.state)
     for v, g in zip(step.variables, step.tape.gradient(step.loss, step.variables), strict=True):
         np.testing.assert_array_equal(view.flow.grad(v), tf.convert_to_tensor(g).numpy())
