@@ -89,8 +89,8 @@ class Options:
     )
     repeat_step: int = _option(
         0,
-        "the step drawn opened when expand= opens a model called once per step of a loop (an RL "
-        "episode): the steps before and after it stay one box each",
+        "the step drawn opened when a model called once per step of a loop (an RL episode) is "
+        "opened (expand=, depth=, a click): the steps before and after it stay one box each",
         int,
     )
     magnitude: bool | str = _option(
