@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..messages import DEFAULT, say
+from ..record.callsites import user_scope
 from ..record.graph import TapeGraph
 from ..record.values import GRAD_NORM, format_value
 from .frames import frame_of
@@ -100,7 +101,7 @@ def _written(graph: TapeGraph, d, node=None, display: Shown | None = None) -> st
     of the call)."""
     if d.get("op_index") is None:
         return d["op_type"]
-    if d.get("scope") and (display is None or _in_builtin(display, node)):
+    if d.get("scope") and (display is None or _in_builtin(graph, display, node)):
         return d["op_type"]  # a part of a Keras layer's or loss's work, not a call the user wrote
     op = graph.capture.ops[d["op_index"]]
     if op.api and display is not None and _drawn_calls(graph, display).get((op.api, op.api_call), 0) > 1:
@@ -108,9 +109,14 @@ def _written(graph: TapeGraph, d, node=None, display: Shown | None = None) -> st
     return call_title(op.api, d["op_type"])
 
 
-def _in_builtin(display: Shown, node) -> bool:
+def _in_builtin(graph: TapeGraph, display: Shown, node) -> bool:
     """Whether an op ran inside a Keras layer of Keras's own or a loss (its ops are Keras's
-    code), rather than in the call of a model or layer the user wrote."""
+    code: ResNet50's residual Add layer is AddV2), rather than in the call of a model or
+    layer the user wrote."""
+    cap = graph.capture
+    scope = graph.nx.nodes[node].get("scope") or ""
+    if not user_scope(scope, getattr(cap, "layer_scopes", ()), getattr(cap, "loss_scopes", ())):
+        return True
     tree = display.tree
     if tree is None:
         return True

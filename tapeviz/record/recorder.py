@@ -23,7 +23,7 @@ from tensorflow.python.framework import ops as _ops
 from tensorflow.python.ops import script_ops as _script_ops
 
 from .blockvars import named_in_block
-from .callsites import ApiCalls, keras_paths_of, layer_scopes_at, loss_scopes_at
+from .callsites import ApiCalls, keras_paths_of, layer_scopes_at, loss_scopes_at, user_scope
 from .capture import Capture
 from .derivatives import DerivativeRecord
 from .hooks import Patches
@@ -105,15 +105,6 @@ def _keep_pyfunc_state(attrs) -> tuple | None:
     if entry is None:
         return None
     return (key, entry if getattr(entry[0], "_persistent", False) else None)
-
-
-def _user_scope(scope: str, layer_scopes, loss_scopes) -> bool:
-    """Whether a name scope and every scope holding it were opened by neither a Keras layer
-    of Keras's own nor a Keras loss (``m`` of a subclassed model ``m``, not ``m/dense``)."""
-    parts = scope.split("/")
-    return not any(
-        "/".join(parts[:i]) in layer_scopes or "/".join(parts[:i]) in loss_scopes for i in range(1, len(parts) + 1)
-    )
 
 
 class Recorder:
@@ -242,7 +233,7 @@ class Recorder:
         user_call, api_calls, user_calls_ = self.user_calls.current, self.api_calls, self.user_calls
         user_below = self.user_calls.below  # user_call(the frame that called this callback, ...)
         scopes_seen, loss_scopes, layer_scopes = self._scopes_seen, self._loss_scopes, self._layer_scopes
-        user_scopes: dict[str, bool] = {}  # scope -> opened by no Keras layer or loss (see _user_scope)
+        user_scopes: dict[str, bool] = {}  # scope -> opened by no Keras layer or loss (see callsites.user_scope)
         thread, get_ident = self._thread_id, _get_ident
         block = self.user_calls.block  # the frame that entered the block: where a loss-scope walk ends
         last_site = self._last_site
@@ -269,7 +260,7 @@ class Recorder:
                 scopes_seen.add(scope)
                 loss_scopes.update(loss_scopes_at(scope, sys._getframe(1), block))
                 layer_scopes.update(layer_scopes_at(scope, sys._getframe(1), block))
-                user_scopes[scope] = _user_scope(scope, layer_scopes, loss_scopes)
+                user_scopes[scope] = user_scope(scope, layer_scopes, loss_scopes)
             if scope:
                 # a model's own call (a subclassed model's ``a + b``) is the user's code: its
                 # TF calls are named as at top level; a Keras layer's or loss's ops are not
