@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from ..messages import DEFAULT, say
-from ..record.callsites import user_scope
 from ..record.graph import TapeGraph
+from ..record.records import user_scope
 from ..record.values import GRAD_NORM, format_value
 from .frames import frame_of
 from .names import OPERATORS, call_title, short_names

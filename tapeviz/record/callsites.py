@@ -304,18 +304,6 @@ def _keras_loss_codes() -> frozenset:
     return _loss_codes
 
 
-def user_scope(scope: str, layer_scopes, loss_scopes) -> bool:
-    """Whether a name scope and every scope holding it were opened by neither a Keras layer
-    of Keras's own nor a Keras loss: ``m`` of a subclassed model ``m`` (its ``call`` is the
-    user's code), not ``m/dense`` nor ``binary_crossentropy``."""
-    parts = scope.split("/")
-    for i in range(1, len(parts) + 1):
-        prefix = "/".join(parts[:i])
-        if prefix in layer_scopes or prefix in loss_scopes:
-            return False
-    return True
-
-
 def loss_scopes_at(scope: str, f, stop=None) -> list[str]:
     """The parts of name scope ``scope`` that Keras loss objects running at frame ``f``
     opened (``compile_loss``, ``compile_loss/mse``): a call-site fact, read once per scope.

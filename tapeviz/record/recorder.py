@@ -23,13 +23,13 @@ from tensorflow.python.framework import ops as _ops
 from tensorflow.python.ops import script_ops as _script_ops
 
 from .blockvars import named_in_block
-from .callsites import ApiCalls, keras_paths_of, layer_scopes_at, loss_scopes_at, user_scope
+from .callsites import ApiCalls, keras_paths_of, layer_scopes_at, loss_scopes_at
 from .capture import Capture
 from .derivatives import DerivativeRecord
 from .hooks import Patches
 from .hookstate import active as _active
 from .numpy_exports import Export, Reentry
-from .records import R_ATTRS, R_BACKWARD, R_FN, R_IN, R_OUT, R_SCOPE, R_SITE, R_TYPE
+from .records import R_ATTRS, R_BACKWARD, R_FN, R_IN, R_OUT, R_SCOPE, R_SITE, R_TYPE, user_scope
 from .user_calls import UserCalls
 from .user_frame import scan_frame
 
@@ -233,7 +233,7 @@ class Recorder:
         user_call, api_calls, user_calls_ = self.user_calls.current, self.api_calls, self.user_calls
         user_below = self.user_calls.below  # user_call(the frame that called this callback, ...)
         scopes_seen, loss_scopes, layer_scopes = self._scopes_seen, self._loss_scopes, self._layer_scopes
-        user_scopes: dict[str, bool] = {}  # scope -> opened by no Keras layer or loss (see callsites.user_scope)
+        user_scopes: dict[str, bool] = {}  # scope -> opened by no Keras layer or loss (see records.user_scope)
         thread, get_ident = self._thread_id, _get_ident
         block = self.user_calls.block  # the frame that entered the block: where a loss-scope walk ends
         last_site = self._last_site

@@ -83,3 +83,22 @@ def test_collapsed_false_still_draws_every_step(episode):
     scene = Scene(step.tape.graph, fl, options=tv.Options(collapsed=False))
     assert scene.display.stepped is None
     assert not any("steps" in t for t in _titles(scene))
+
+
+def test_a_box_of_steps_says_which():
+    from tapeviz.picture.wording import step_range
+
+    assert step_range((1, 19)) == " ×19 (steps 1–19)"
+    assert step_range((0, 0)) == " (step 0)"
+    assert step_range((4, 19), "zh") == " ×16（第 4–19 步）"
+
+
+def test_a_scope_is_the_users_unless_keras_opened_it():
+    """A subclassed model's own scope is the user's code; a Keras layer's or loss's (or one
+    inside them) is not (record.records.user_scope: which ops get their TF call's name)."""
+    from tapeviz.record.records import user_scope
+
+    layers, losses = {"m/d1", "gen/dense"}, {"binary_crossentropy"}
+    assert user_scope("m", layers, losses) and user_scope("m/block", layers, losses)
+    assert not user_scope("m/d1", layers, losses) and not user_scope("m/d1/inner", layers, losses)
+    assert not user_scope("binary_crossentropy", layers, losses)
