@@ -496,7 +496,9 @@ def open_one_step(
         for shared in (False, True):
             stepped = Stepped(gid, k, steps, loop_steps(display.source, tree, gid, shared=True) if shared else of)
             trial = make(display.collapsed, display.calls, display.runs or None, None, stepped)
-            repeats = fold_repeats(trial, keep)
+            # the opened step's own ops stay themselves (an LSTM cell's three sigmoid gates
+            # are alike, but not steps of the loop)
+            repeats = fold_repeats(trial, set(keep) | {n for n, s in of.items() if s == k})
             if repeats:
                 trial = make(display.collapsed, display.calls, display.runs or None, repeats, stepped)
             if nx.is_directed_acyclic_graph(trial.nx):
