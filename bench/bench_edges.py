@@ -39,7 +39,15 @@ MODELS = [
     "WGAN-GP",
     "GPT-48",
     "actor-critic",
+    "actor-critic, expand=ac",
+    "actor-critic, expand=ac, repeat_step=3",
 ]
+
+#: Pictures drawn with options: name -> (model, options).
+OPENED = {
+    "actor-critic, expand=ac": ("actor-critic", {"expand": ("ac",)}),
+    "actor-critic, expand=ac, repeat_step=3": ("actor-critic", {"expand": ("ac",), "repeat_step": 3}),
+}
 
 
 def polylines(scene) -> list[tuple[tuple, np.ndarray]]:
@@ -89,8 +97,13 @@ def measure(name: str) -> dict:
     import tapeviz as tv
     from tapeviz.picture.scene import Scene
 
-    step = {**GALLERY, **MORE}[name]()
-    scene = Scene(step.tape.graph, tv.flow(step.tape, step.loss))
+    model, options = OPENED.get(name, (name, {}))
+    step = {**GALLERY, **MORE}[model]()
+    try:
+        scene = Scene(step.tape.graph, tv.flow(step.tape, step.loss), options=tv.Options(**options))
+    except TypeError:  # a checkout from before the option: the picture it draws without it
+        options = {k: v for k, v in options.items() if k != "repeat_step"}
+        scene = Scene(step.tape.graph, tv.flow(step.tape, step.loss), options=tv.Options(**options))
     lines = polylines(scene)
     lengths = [float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum()) for _, pts in lines]
     return {

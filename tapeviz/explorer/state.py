@@ -33,6 +33,7 @@ from ..output.view import GraphView
 from ..picture.frames import group_frames
 from ..picture.marks import Hidden
 from ..picture.options import AUTO, Collapsed, Options, option_names
+from ..picture.restyling import GradOverride
 from ..picture.rows import CELL_WIDTH
 from ..picture.themes import explorer_theme
 from ..picture.visibility import Shown, decide
@@ -325,7 +326,7 @@ def _clipped_texts(ex: GraphTargets, target: str, rep: clipping.ClipReport) -> d
             for name in ex.variables()
         },
     )
-    out = {}
+    out: dict[Any, GradOverride | str] = {}
     for name, node in ex.variables().items():
         g = rep.clipped.get(name)
         if g is None:
@@ -338,7 +339,10 @@ def _clipped_texts(ex: GraphTargets, target: str, rep: clipping.ClipReport) -> d
         if GRAD_NORM in before and after.startswith(shape + GRAD_NORM + " "):
             after = after[len(shape + GRAD_NORM) + 1 :]  # the norm alone: "∂ 4×4 ‖g‖ 0.235 → 0.19"
         text = f"∂ {before} → {after}"
-        out[node] = text
+        nb, na = rep.norm_before.get(name), rep.norm_after.get(name)
+        # a closed layer's line lists its variables by name: the norms alone (as the table)
+        short = f"{nb:.3g} → {na:.3g}" if nb is not None and na is not None else text.removeprefix("∂ ")
+        out[node] = GradOverride(text, short)
     return out
 
 
@@ -435,8 +439,9 @@ def _structure_key(ex: GraphTargets, state: ExplorerState) -> tuple:
 def box_at(ex: GraphTargets, state: ExplorerState, element_id: str) -> tuple[str, Any] | None:
     """What a canvas element of this state's picture is: ("open", group id) for a closed
     group's box (for a box of alike blocks, "conv3_block2–4": the first of them), ("close",
-    group id) for an open group's frame, ("select", node) for any other box of the graph;
-    None for anything else."""
+    group id) for an open group's frame, ("step", k) for the box of an opened loop's steps
+    (its first step k opens in place of the one shown), ("select", node) for any other box
+    of the graph; None for anything else."""
     display = ex.view(state).scene.display
     if element_id.startswith("group-"):
         gid = element_id[len("group-") :]
@@ -444,6 +449,8 @@ def box_at(ex: GraphTargets, state: ExplorerState, element_id: str) -> tuple[str
     runs = {r.id: r for r in display.runs.values()}
     for n, d in display.nx.nodes(data=True):
         if f"node-{n}" == element_id:
+            if d.get("kind") == "layer" and d.get("step_range"):
+                return "step", d["step_range"][0]  # the steps of an opened loop: the first opens
             if d.get("kind") == "layer" and d.get("layer") in runs:
                 return "open", runs[d["layer"]].groups[0]  # a box of alike blocks: the first opens
             if d.get("kind") == "layer" and d.get("layer") in display.tree:
@@ -465,7 +472,9 @@ def tips(ex: GraphTargets, state: ExplorerState) -> dict[str, str]:
     for n, b in scene.boxes.items():
         d = scene.display.nx.nodes[n] if n in scene.display.nx else {}
         lines = [b.tip or str(d.get("name") or d.get("label") or n)]
-        if d.get("kind") == "layer":
+        if d.get("kind") == "layer" and d.get("step_range"):
+            lines.append(say("ui.canvas.open_step", lang, k=d["step_range"][0]))
+        elif d.get("kind") == "layer":
             lines.append(say("ui.canvas.open", lang))
         elif n in graph.nx:
             info = graph.output_info(n)

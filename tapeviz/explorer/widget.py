@@ -341,13 +341,17 @@ class Explorer(StaticFallback, W.VBox):
 
     def _on_canvas_click(self, element_id: str) -> None:
         """A click on the picture: a closed group's box opens it (its groups inside stay
-        closed), an open group's frame closes it, any other box goes to the inspector."""
+        closed), an open group's frame closes it, a box of an opened loop's steps opens its
+        first step, any other box goes to the inspector."""
         hit = st.box_at(self.graph_targets, self.state, element_id)
         if hit is None:
             return
         what, x = hit
         if what == "select":
             self.controls["node"].value = x  # the node menu sets state.node, as a pick there does
+            return
+        if what == "step":  # another step of an opened loop: the same groups, that step opened
+            self._set(collapsed=frozenset(self.graph_targets.collapsed(self.state)), repeat_step=x)
             return
         tree = self.graph_targets.default_shown(self.state).tree
         collapsed = set(self.graph_targets.collapsed(self.state))

@@ -215,6 +215,7 @@ MESSAGES = {
                            "so the explorer shows its picture as plain HTML (no clicks, hover tips, zoom or patches). "
                            "Install anywidget into the Jupyter server's environment to get the canvas."),
     "ui.canvas.open": "click: open",
+    "ui.canvas.open_step": "click: open step {k}",
     "ui.canvas.close": "click the frame: close",
     "ui.canvas.select": "click: inspect",
     "ui.canvas.value": "value {summary}",
@@ -297,6 +298,11 @@ MESSAGES = {
     "ui.group.steps": lambda n, **_: f" ×{n} (steps 0–{n - 1})",
     "ui.group.inner": "in tf.function {function}",
     # A collapsed group's variables, too many to list under its box: their gradient's norm taken together.
+    "ui.gathered.stack": "stack of {n} {name}",
+    "ui.gathered.sum": "Σ {n} {name}",
+    "ui.group.step_range": " ×{n} (steps {first}–{last})",
+    "ui.group.one_step": " (step {k})",
+    "ui.group.step_frame": "{name} · step {k}",
     "ui.group.grad_total": "‖g‖ {norm} over {n} variables",
     "ui.compare.side": "{name}: step {k} of {n}",
     "ui.compare.title": "How the gradient changed from a to b: ‖g_b‖ / ‖g_a‖ on every edge and box (b: {b}, a: {a})",
@@ -312,6 +318,8 @@ MESSAGES = {
     "ui.legend.lost": "lost: a has a gradient here, b none",
     "ui.legend.zeroed": "zeroed: a's gradient here is not zero, b's is",
     "ui.legend.gained": "gained: b has a gradient here, a none",
+    "ui.group.more": "+{n} more",
+    "ui.group.clipped_n": "‖g‖ of {n} clipped: table",
     "ui.legend.forward": "→ forward computation",
     "ui.legend.flowing": "gradient that has flowed back",
     "ui.legend.active": "‹ this step: the gradient moves backward",

@@ -27,6 +27,7 @@ from ..picture.frames import WHOLE
 from ..picture.marks import Hidden
 from ..picture.opening import leaf_groups
 from ..picture.options import Options
+from ..picture.restyling import GradOverride
 from ..picture.rows import PAGE_WIDTH
 from ..picture.scene import Scene
 from ..picture.style import DPI
@@ -204,12 +205,12 @@ class GraphView:
         return self.scene.n_steps
 
     @property
-    def overrides(self) -> dict[Any, str]:
+    def overrides(self) -> dict[Any, GradOverride | str]:
         """Node -> the gradient text shown instead of TF's (e.g. a clipped value)."""
         return self.scene.overrides
 
     @overrides.setter
-    def overrides(self, texts: Mapping[Any, str]) -> None:
+    def overrides(self, texts: Mapping[Any, GradOverride | str]) -> None:
         self.scene.overrides = dict(texts)  # shown at the next set_step, as set_grad_overrides shows at once
 
     # -- the matplotlib side, made on first use --------------------------------------
@@ -347,7 +348,7 @@ class GraphView:
         self.scene.set_step(step)
         self._push()
 
-    def set_grad_overrides(self, texts: Mapping[Any, str]) -> None:
+    def set_grad_overrides(self, texts: Mapping[Any, GradOverride | str]) -> None:
         """Show these texts as the gradient of some nodes (e.g. after clipping)."""
         self.scene.set_grad_overrides(texts)
         self._push()

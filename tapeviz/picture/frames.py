@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..messages import DEFAULT, say
 from . import fonts
 from .marks import Label
 from .style import CAPTION_H
@@ -166,7 +167,11 @@ def group_frames(scene) -> list[GroupFrame]:
         if strangers and whole_only:
             continue  # pieces of frames, each like a frame of its own, would mislead in a file
         parts = _pieces(members[grp.id], k, pad_top) if strangers else ()
-        out.append(GroupFrame(grp.id, grp.name, x0, y0, x1 - x0, y1 - y0, grp.level, k, parts))
+        name = grp.name
+        stepped = getattr(display, "stepped", None)
+        if stepped is not None and stepped.gid == grp.id:  # a loop's model opened at one step: which
+            name = say("ui.group.step_frame", getattr(scene, "lang", DEFAULT), name=name, k=stepped.step)
+        out.append(GroupFrame(grp.id, name, x0, y0, x1 - x0, y1 - y0, grp.level, k, parts))
     return out
 
 

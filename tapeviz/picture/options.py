@@ -87,6 +87,12 @@ class Options:
         "path or a unique end of it: conv3_block2)",
         parse=_names,
     )
+    repeat_step: int = _option(
+        0,
+        "the step drawn opened when a model called once per step of a loop (an RL episode) is "
+        "opened (expand=, depth=, a click): the steps before and after it stay one box each",
+        int,
+    )
     magnitude: bool | str = _option(
         AUTO,
         "boxes coloured by ||g|| / ||w||: yes, no, or auto (on in a training run's explorer, off elsewhere)",
@@ -107,6 +113,8 @@ class Options:
             object.__setattr__(self, "expand", (self.expand,))
         elif not isinstance(self.expand, tuple):
             object.__setattr__(self, "expand", tuple(self.expand))
+        if isinstance(self.repeat_step, bool) or not isinstance(self.repeat_step, int) or self.repeat_step < 0:
+            raise ValueError(f"repeat_step={self.repeat_step!r}: pass a step number >= 0 (0 is the loop's first step)")
         if self.magnitude not in (True, False, AUTO):
             raise ValueError(f"magnitude={self.magnitude!r}: use True, False or 'auto'.")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -39,7 +39,24 @@ from .themes import Theme, mix
 from .visibility import Shown
 from .wording import compact, edge_code, grad_text, is_bad, node_title
 
-__all__ = ["Restyling", "drawn_stops"]
+__all__ = ["GradOverride", "Restyling", "drawn_stops"]
+
+
+class GradOverride(NamedTuple):
+    """A gradient text shown instead of the flow's (e.g. after clipping), with its short
+    form for the one line of a closed layer's box, after the variable's name: the box's
+    line holds all of a layer's variables, where "∂ 3×4 ‖g‖ 1.41 → 1" each is too long."""
+
+    text: str  # under the variable's own box: "∂ 3×4 ‖g‖ 1.41 → 1"
+    short: str  # in its layer's line: "1.41 → 1" (the line says ‖g‖ once)
+
+
+def _override_text(o: GradOverride | str) -> str:
+    return o.text if isinstance(o, GradOverride) else o
+
+
+def _override_short(o: GradOverride | str) -> str:
+    return o.short if isinstance(o, GradOverride) else o.removeprefix("∂ ")
 
 
 #: Written before a NaN / Inf gradient's text (an edge's label, a box's gradient line): the
@@ -69,7 +86,7 @@ class Restyling:
     title_lines: int
     title_size: float
     hidden: Hidden | None
-    overrides: dict[Any, str]
+    overrides: dict[Any, GradOverride | str]
     step: int
     _laid_out: bool
     _texts: dict  # fitted texts that no longer change once their gradient arrived
@@ -102,8 +119,9 @@ class Restyling:
         members = [m for m in self.display.members.get(box, [box]) if self.graph.nx.nodes[m]["kind"] == "variable"]
         return all((s := fl.step_of(m)) is not None and s <= k for m in members)
 
-    def set_grad_overrides(self, texts: Mapping[Any, str]) -> None:
-        """Show these texts as the gradient of some nodes (e.g. after clipping)."""
+    def set_grad_overrides(self, texts: Mapping[Any, GradOverride | str]) -> None:
+        """Show these texts as the gradient of some nodes (e.g. after clipping); a
+        :class:`GradOverride` also gives the short form a closed layer's line lists."""
         self.overrides = dict(texts)
         self.set_step(self.step)
 
@@ -253,7 +271,7 @@ class Restyling:
             parts, bad, squares, clipped = [], False, 0.0, False
             for m, name in self._layer_variables(n):
                 if m in self.overrides:
-                    parts.append(f"{name} {self.overrides[m].removeprefix('∂ ')}")
+                    parts.append(f"{name} {_override_short(self.overrides[m])}")
                     clipped = True
                     continue
                 s = fl.step_of(m)
@@ -263,15 +281,17 @@ class Restyling:
                 bad = bad or var_bad
                 parts.append(f"{name} {text}")
                 squares += norm * norm
+            if clipped:
+                return self._whole_parts(parts, room, size), th.grad_text
             text = ((BAD_MARK if bad else "") + GRAD_NORM + " " + " · ".join(parts)) if parts else ""
-            if len(parts) > 1 and not clipped and fonts.text_width(text, size) > room:
+            if len(parts) > 1 and fonts.text_width(text, size) > room:
                 # too many to list: their norm taken together (a group's variables as one vector)
                 text = (BAD_MARK if bad else "") + say(
                     "ui.group.grad_total", self.lang, norm=f"{math.sqrt(squares):.3g}", n=len(parts)
                 )
             return fonts.fit(text, room, size), (th.bad if bad else th.grad_text)
         if n in self.overrides:
-            return fonts.fit(self.overrides[n], room, size), th.grad_text
+            return fonts.fit(_override_text(self.overrides[n]), room, size), th.grad_text
         s = fl.step_of(n)
         if s is not None and s <= k:
             key = ("node", n, room)
@@ -296,6 +316,19 @@ class Restyling:
                 return fonts.fit(say("ui.node.none_because", self.lang, code=code), room, size), th.stop_text
             return grad_text(None), th.stop_text
         return "", th.grad_text
+
+    def _whole_parts(self, parts: list[str], room: float, size: float) -> str:
+        """A closed layer's clipped variables in one line, each part whole or not at all (a
+        cut "1.41 → 0.…" reads as a wrong number): as many as fit, then how many more the
+        clipping table lists; if not even one fits, only how many there are."""
+        for k in range(len(parts), 0, -1):
+            rest = len(parts) - k
+            text = GRAD_NORM + " " + " · ".join(parts[:k])
+            if rest:
+                text += " · " + say("ui.group.more", self.lang, n=rest)
+            if fonts.text_width(text, size) <= room:
+                return text
+        return fonts.fit(say("ui.group.clipped_n", self.lang, n=len(parts)), room, size)
 
     def _layer_variables(self, n) -> list[tuple[Any, str]]:
         """A group's variables (node, short name) in member order, read once per scene: a

@@ -65,7 +65,7 @@ from .placement import (
     label_height,
     label_specs,
 )
-from .restyling import Restyling, drawn_stops
+from .restyling import GradOverride, Restyling, drawn_stops
 from .routing import edge_plans, edge_route
 from .rows import (
     MAX_RATIO,
@@ -190,7 +190,7 @@ class Scene(Restyling):
         self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
         self._layer_vars: dict = {}  # group box -> its variables (see _layer_variables)
         self._grad_rooms = self._grad_allowance(plans, label_h)
-        self.overrides: dict[Any, str] = {}
+        self.overrides: dict[Any, GradOverride | str] = {}
         self.hidden: Hidden | None = None  # numbers shown as "?" (set_step applies it)
         self._route_edges(plans)
         self.step: int = 0

@@ -62,6 +62,7 @@ from .opening import (
     scope_tree,
 )
 from .options import Options
+from .steps import Stepped, alike_steps, loop_entries, loop_steps
 
 __all__ = [
     "Shown",
@@ -167,8 +168,10 @@ class Shown:
         calls: Mapping[Node, int] | None = None,
         runs: Mapping[str, AlikeRun] | None = None,
         repeats: Mapping[Node, tuple[str, int]] | None = None,
+        stepped: Stepped | None = None,
     ):
         self.source = g
+        self.stepped = stepped  # a loop's group opened one step at a time (see open_one_step)
         self.repeats = dict(repeats or {})  # node -> (its repeat box's id, how many steps) (see fold_repeats)
         self.calls = calls
         self.runs = dict(runs or {})  # group id -> the run of alike sibling boxes drawn as one
@@ -186,7 +189,31 @@ class Shown:
             if boxes is not None and n not in boxes:
                 continue
             layer = owner.get(n)
-            if layer is not None:
+            side = stepped.side(n) if stepped is not None else None
+            if stepped is not None and side is not None:  # a step of an opened loop other than the one drawn opened
+                grp = tree.groups[stepped.gid]
+                dn = f"layer:{stepped.gid}@{side[0]}-{side[1]}"
+                if dn not in d:
+                    d.add_node(
+                        dn,
+                        kind="layer",
+                        layer=stepped.gid,
+                        name=grp.name,
+                        level=grp.level,
+                        call=0,
+                        group_kind=grp.kind,
+                        note=grp.note,
+                        alike=0,
+                        step_range=side,
+                        members=[],
+                        chips=[],
+                    )
+                    self.members[dn] = d.nodes[dn]["members"]
+                d.nodes[dn]["members"].append(n)
+                for c in chips.get(n, ()):
+                    if c.kind not in ("value", "input") and all(c.text != o.text for o in d.nodes[dn]["chips"]):
+                        d.nodes[dn]["chips"].append(Chip(c.text, c.kind, -1, c.members))
+            elif layer is not None:
                 call = calls.get(n, 0) if calls else 0
                 run = self.runs.get(layer)
                 if run is not None:
@@ -423,10 +450,61 @@ def _count_steps(display: Shown) -> None:
     loop): it says how many steps (``ac × 20``)."""
     d = display.nx
     for n, dd in d.nodes(data=True):
-        if dd.get("kind") == "layer" and dd.get("group_kind") != "repeat":
+        if dd.get("kind") == "layer" and dd.get("group_kind") != "repeat" and not dd.get("step_range"):
             steps = {d.nodes[v].get("repeat", 0) for v in d.successors(n)} - {0}
             if steps:
                 dd["steps"] = max(steps)
+
+
+#: The kinds of groups a loop may call once per step (see open_one_step).
+_STEPPED_KINDS = frozenset({"layer", "block", "function"})
+
+
+def open_one_step(
+    display: Shown, make: Callable[..., Shown], options: Options, entries: Mapping[str, int], keep=frozenset()
+) -> Shown:
+    """An open group that a loop entered once per step (``entries``: a model called once per
+    step of an episode) shows one step at a time: step ``options.repeat_step`` opened, the
+    steps before and after it one box each, and the loop's own ops of the other steps
+    folded as repeats (``LogSoftmax ×19``). The outermost such group whose steps ran alike
+    ops is stepped; a display
+    with none (or ``collapsed=False``: every op its own box), or whose folding would close
+    a cycle, is returned as it is."""
+    tree = display.tree
+    if options.collapsed is False:
+        return display
+    loops = sorted(
+        (tree.groups[gid].level, gid)
+        for gid, n in entries.items()
+        if n >= REPEAT_LEAST
+        and gid in tree.groups
+        and gid not in display.collapsed
+        # a model, layer or function of the user's: an inner gradient's or a TF call's ops
+        # interleave with others by themselves, no loop runs them
+        and all(tree.groups[a].kind in _STEPPED_KINDS for a in (gid, *tree.ancestors(gid)))
+        and not any(a in display.collapsed for a in tree.ancestors(gid))
+    )
+    for _, gid in loops:
+        of = loop_steps(display.source, tree, gid)
+        steps = max(of.values(), default=-1) + 1
+        if steps < REPEAT_LEAST or not alike_steps(display.source, of):
+            continue
+        k = options.repeat_step
+        if not 0 <= k < steps:
+            raise ValueError(f"repeat_step={k}: {tree.groups[gid].name} ran {steps} steps; pass one of 0–{steps - 1}.")
+        # the variables every step reads in the opened step's boxes; where a step's state
+        # feeds the next (an RNN) that closes a cycle, so they go with the first step
+        for shared in (False, True):
+            stepped = Stepped(gid, k, steps, loop_steps(display.source, tree, gid, shared=True) if shared else of)
+            trial = make(display.collapsed, display.calls, display.runs or None, None, stepped)
+            # the opened step's own ops stay themselves (an LSTM cell's three sigmoid gates
+            # are alike, but not steps of the loop)
+            repeats = fold_repeats(trial, set(keep) | {n for n, s in of.items() if s == k})
+            if repeats:
+                trial = make(display.collapsed, display.calls, display.runs or None, repeats, stepped)
+            if nx.is_directed_acyclic_graph(trial.nx):
+                return trial
+    return display
 
 
 def _count_with_runs(display: Shown) -> int:
@@ -721,7 +799,7 @@ class _Decision:
         tree = self.tree
         links = getattr(self.flow, "left_links", ()) if self.flow is not None else ()
 
-        def make(ch, calls=None, runs=None, repeats=None):
+        def make(ch, calls=None, runs=None, repeats=None, stepped=None):
             return Shown(
                 G,
                 tree,
@@ -735,6 +813,7 @@ class _Decision:
                 calls=calls,
                 runs=runs,
                 repeats=repeats,
+                stepped=stepped,
             )
 
         fitted: list[int] = []
@@ -784,4 +863,10 @@ class _Decision:
                 if nx.is_directed_acyclic_graph(folded.nx):
                     _count_steps(folded)
                     display = folded
-        return display
+        targets = set(self.flow.target_nodes) if self.flow is not None else set()
+        return open_one_step(display, make, options, self.entries, targets)
+
+    @functools.cached_property
+    def entries(self) -> dict[str, int]:
+        """Group id -> how many times the recording entered it (a loop's model: once per step)."""
+        return loop_entries(self.G, self.tree)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..messages import DEFAULT, say
 from ..record.graph import TapeGraph
+from ..record.records import user_scope
 from ..record.values import GRAD_NORM, format_value
 from .frames import frame_of
 from .names import OPERATORS, call_title, short_names
@@ -40,6 +41,8 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
             first = display.members[node][0]
             return say("ui.group.repeat_title", lang, name=node_title(graph, first, None, lang), n=dd["repeat"])
         name = dd["name"]
+        if dd.get("step_range"):
+            return name + step_range(dd["step_range"], lang)
         if dd.get("alike"):
             name = say("ui.group.alike", lang, name=name, n=dd["alike"])
         return f"{name} (call {dd['call'] + 1})" if dd.get("call") else name
@@ -49,8 +52,46 @@ def node_title(graph: TapeGraph, node, display: Shown | None = None, lang: str =
     if d.get("name"):
         return d["name"]
     if d["kind"] == "op":
-        return d.get("function") or _written(graph, d, node, display)
+        return d.get("function") or gathered_title(graph, node, display, lang) or _written(graph, d, node, display)
     return say("ui.kind.constant", lang) if d["kind"] == "constant" else d["label"]
+
+
+#: Ops that gather a loop's values into one tensor, and how their title says it.
+GATHERS = {"Pack": "ui.gathered.stack", "ConcatV2": "ui.gathered.stack", "AddN": "ui.gathered.sum"}
+
+
+def gathered_title(graph: TapeGraph, node, display: Shown | None = None, lang: str = DEFAULT) -> str | None:
+    """The title of an op that gathers the values a loop collected (``tf.stack(log_probs)``,
+    ``tf.add_n(losses)``): how many and what, ``stack of 20 log_probs``. What is named by the
+    list that held the values in the user's frame, else by the op a folded repeat box draws
+    for them (``Σ 20 LogSoftmax``); None when the op gathers no loop's values."""
+    d = graph.nx.nodes[node]
+    key = GATHERS.get(d.get("op_type", ""))
+    if key is None:
+        return None
+    g = graph.nx
+    sources = [u for u, _ in g.in_edges(node)]
+    if len(sources) < 2:
+        return None
+    listed = {g.nodes[u].get("listed") for u in sources}
+    if len(listed) == 1 and None not in listed:
+        return say(key, lang, n=len(sources), name=listed.pop())
+    if display is None:
+        return None
+    boxes = {display.of.get(u) for u in sources}
+    box = boxes.pop() if len(boxes) == 1 else None
+    if box is None or display.nx.nodes[box].get("group_kind") != "repeat":
+        return None
+    return say(key, lang, n=len(sources), name=node_title(graph, display.members[box][0], None, lang))
+
+
+def step_range(steps: tuple[int, int], lang: str = DEFAULT) -> str:
+    """What follows a loop's group name on the box of some of its steps: `` ×19 (steps 1–19)``,
+    `` (step 0)``."""
+    first, last = steps
+    if first == last:
+        return say("ui.group.one_step", lang, k=first)
+    return say("ui.group.step_range", lang, n=last - first + 1, first=first, last=last)
 
 
 def _written(graph: TapeGraph, d, node=None, display: Shown | None = None) -> str:
@@ -58,12 +99,28 @@ def _written(graph: TapeGraph, d, node=None, display: Shown | None = None) -> st
     ran outside every layer and is the one op of that call drawn (see :func:`call_title`),
     else its op type (an opened call's ops, and a target beside its call's box, are parts
     of the call)."""
-    if d.get("scope") or d.get("op_index") is None:
+    if d.get("op_index") is None:
         return d["op_type"]
+    if d.get("scope") and (display is None or _in_builtin(graph, display, node)):
+        return d["op_type"]  # a part of a Keras layer's or loss's work, not a call the user wrote
     op = graph.capture.ops[d["op_index"]]
     if op.api and display is not None and _drawn_calls(graph, display).get((op.api, op.api_call), 0) > 1:
         return d["op_type"]
     return call_title(op.api, d["op_type"])
+
+
+def _in_builtin(graph: TapeGraph, display: Shown, node) -> bool:
+    """Whether an op ran inside a Keras layer of Keras's own or a loss (its ops are Keras's
+    code: ResNet50's residual Add layer is AddV2), rather than in the call of a model or
+    layer the user wrote."""
+    cap = graph.capture
+    scope = graph.nx.nodes[node].get("scope") or ""
+    if not user_scope(scope, getattr(cap, "layer_scopes", ()), getattr(cap, "loss_scopes", ())):
+        return True
+    tree = display.tree
+    if tree is None:
+        return True
+    return any(tree.groups[gid].builtin or tree.groups[gid].kind == "loss" for gid in tree.paths.get(node, ()))
 
 
 _CALLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -78,7 +135,7 @@ def _drawn_calls(graph: TapeGraph, display: Shown) -> dict:
         for members in display.members.values():
             for m in members:
                 d = graph.nx.nodes[m]
-                if d["kind"] == "op" and not d.get("scope"):
+                if d["kind"] == "op" and d.get("op_index") is not None:
                     op = ops[d["op_index"]]
                     if op.api:
                         got[(op.api, op.api_call)] = got.get((op.api, op.api_call), 0) + 1
@@ -89,6 +146,8 @@ def _drawn_calls(graph: TapeGraph, display: Shown) -> dict:
 def _tip(graph: TapeGraph, node, display: Shown | None, title: str) -> str:
     """An op's tooltip when its title is the call that ran it: the call and the op type."""
     d = graph.nx.nodes[node]
+    if d.get("kind") == "op" and not d.get("name") and gathered_title(graph, node, display) is not None:
+        return f"{title}: {d['op_type']}"
     if d.get("kind") != "op" or d.get("function") or _written(graph, d, node, display) == d["op_type"]:
         return title
     api = graph.capture.ops[d["op_index"]].api
@@ -131,6 +190,8 @@ def box_names(
         more = f" (call {call + 1})" if call else ""
         if dd.get("steps"):  # the model called once per step of a loop
             more = say("ui.group.steps", lang, n=dd["steps"])
+        if dd.get("step_range"):  # the steps of an opened loop before or after the one drawn opened
+            more = step_range(dd["step_range"], lang)
         if alike:  # a run of alike blocks: "conv3_block2–4 (3 alike)"
             out[n] = (
                 say("ui.group.alike", lang, name=short[n], n=alike),

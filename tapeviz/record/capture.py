@@ -203,6 +203,14 @@ class Capture:
         t = self._seen.get(tid)
         return None if t is None else self._names.get(id(t))
 
+    def list_name(self, tid: int) -> str | None:
+        """The name of a list in the block's frame that holds tensor `tid` (a loop's
+        collected values, ``log_probs``), if any."""
+        t = self._seen.get(tid)
+        if t is None or self._frame is None:
+            return None
+        return self._frame.lists.get(id(t))
+
     def created_in_block(self, tid: int) -> bool:
         """True for tensors made while the tape recorded (constants inside the block)."""
         return tid > self.start_uid

@@ -277,6 +277,9 @@ class TapeGraph:
         )
         if name and self.nx.nodes[node].get("name") is None:
             self.nx.nodes[node]["name"] = name
+        listed = cap.list_name(t)
+        if listed:  # not its name: one of a list's values (a loop's), which what gathers them is named by
+            self.nx.nodes[node]["listed"] = listed
 
     def _link_outside_values(self) -> None:
         """A constant made in the block that equals a value exported by .numpy() came back

@@ -30,7 +30,7 @@ from .hooks import Patches
 from .hookstate import active as _active
 from .keras_scopes import keras_scopes_at
 from .numpy_exports import Export, Reentry
-from .records import R_ATTRS, R_BACKWARD, R_FN, R_IN, R_OUT, R_SCOPE, R_SITE, R_TYPE
+from .records import R_ATTRS, R_BACKWARD, R_FN, R_IN, R_OUT, R_SCOPE, R_SITE, R_TYPE, user_scope
 from .user_calls import UserCalls
 from .user_frame import scan_frame
 
@@ -234,6 +234,7 @@ class Recorder:
         user_call, api_calls, user_calls_ = self.user_calls.current, self.api_calls, self.user_calls
         user_below = self.user_calls.below  # user_call(the frame that called this callback, ...)
         scopes_seen, loss_scopes, layer_scopes = self._scopes_seen, self._loss_scopes, self._layer_scopes
+        user_scopes: dict[str, bool] = {}  # scope -> opened by no Keras layer or loss (see records.user_scope)
         thread, get_ident = self._thread_id, _get_ident
         block = self.user_calls.block  # the frame that entered the block: where a loss-scope walk ends
         last_site = self._last_site
@@ -261,8 +262,11 @@ class Recorder:
                 losses, layers = keras_scopes_at(scope, sys._getframe(1), block)
                 loss_scopes.update(losses)
                 layer_scopes.update(layers)
+                user_scopes[scope] = user_scope(scope, layer_scopes, loss_scopes)
             if scope:
-                api = None
+                # a model's own call (a subclassed model's ``a + b``) is the user's code: its
+                # TF calls are named as at top level; a Keras layer's or loss's ops are not
+                api = api_call() if user_scopes[scope] else None
                 fn = user_below(len(rec.raw), (scope, op_type))
             else:
                 api = api_call()

@@ -112,3 +112,15 @@ def is_trainable(dtype) -> bool:
         d = tf.as_dtype(dtype)
         known = _TRAINABLE[dtype] = bool(d.is_floating or d.is_complex or d in (tf.resource, tf.variant))
     return known
+
+
+def user_scope(scope: str, layer_scopes, loss_scopes) -> bool:
+    """Whether a name scope and every scope holding it were opened by neither a Keras layer
+    of Keras's own nor a Keras loss: ``m`` of a subclassed model ``m`` (its ``call`` is the
+    user's code), not ``m/dense`` nor ``binary_crossentropy``."""
+    parts = scope.split("/")
+    for i in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:i])
+        if prefix in layer_scopes or prefix in loss_scopes:
+            return False
+    return True

@@ -4,11 +4,15 @@ variables and models, read once when the block ends."""
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from tensorflow.python.framework import ops as _ops
 from tensorflow.python.ops import resource_variable_ops as _rvo
+
+_EAGER = _ops.EagerTensor
+#: Lists of tensors longer than this are not read for names (a loop's collected values are fewer).
+_LIST_MOST = 10_000
 
 
 @dataclass
@@ -18,6 +22,7 @@ class FrameInfo:
     names: dict  # id(python object) -> the name it is bound to
     variable_names: dict  # resource handle id -> name bound to a Keras variable wrapping it
     holders: list  # weak (or strong) refs to objects with .variables, e.g. Keras models
+    lists: dict = field(default_factory=dict)  # id(tensor) -> the name of a list holding it (``log_probs``)
 
     def keras_paths(self) -> dict[int, str]:
         """resource handle id -> Keras variable path (``sequential/dense/kernel``).
@@ -91,6 +96,7 @@ def scan_frame(frame) -> FrameInfo:
     """
     names: dict[int, str] = {}
     variable_names: dict[int, str] = {}
+    lists: dict[int, str] = {}
     holders: list = []
     local = frame.f_locals
     items = list(local.items())
@@ -108,6 +114,13 @@ def scan_frame(frame) -> FrameInfo:
             names[id(v)] = k
         else:
             names.setdefault(id(v), k)
+        if type(v) is list and i < n_local and v and type(v[0]) is _EAGER and len(v) <= _LIST_MOST:
+            # a loop's collected tensors (``log_probs.append(...)``): the picture names
+            # what gathers them by the list (``Σ 20 log_probs``)
+            for t in v:
+                if type(t) is _EAGER:
+                    lists.setdefault(id(t), k)
+            continue
         kind = kinds.get(type(v))
         if kind is None:
             kind = _frame_kind(type(v))
@@ -121,4 +134,4 @@ def scan_frame(frame) -> FrameInfo:
         elif kind == 2:
             for inner in _wrapped_variables(v):
                 variable_names.setdefault(inner.handle._id, k)
-    return FrameInfo(names, variable_names, holders)
+    return FrameInfo(names, variable_names, holders, lists)

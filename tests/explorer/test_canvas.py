@@ -307,6 +307,35 @@ def test_a_click_on_a_box_of_alike_blocks_opens_the_first(nested):
     ex.close()
 
 
+def test_a_click_opens_a_loop_one_step_at_a_time():
+    """The model called once per step of an episode: a click on its box opens step 0
+    in a frame (the other steps one box), a click on that box opens its first step; the
+    numbers stay TensorFlow's."""
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "support"))
+    from gallery_models import actor_critic
+
+    step = actor_critic(steps=6)
+    ex = tv.explore(step.tape, step.loss)
+    tips = st.tips(ex.graph_targets, ex.state)
+    folded = next(k for k, t in tips.items() if t.split("\n")[0] == "ac")  # 6 steps fit: no fold
+    ex._on_canvas_click(folded)
+    assert "ac · step 0" in ex.canvas.value and "ac ×5 (steps 1–5)" in ex.canvas.value
+    tips = st.tips(ex.graph_targets, ex.state)
+    rest = next(k for k, t in tips.items() if t.startswith("ac ×5"))
+    assert "click: open step 1" in tips[rest]
+    ex._on_canvas_click(rest)
+    assert ex.state.repeat_step == 1
+    assert (
+        "ac · step 1" in ex.canvas.value and "ac (step 0)" in ex.canvas.value and "ac ×4 (steps 2–5)" in ex.canvas.value
+    )
+    view = ex.graph_targets.view(ex.state)
+    for v, g in zip(step.variables, step.tape.gradient(step.loss, step.variables), strict=True):
+        np.testing.assert_array_equal(view.flow.grad(v), tf.convert_to_tensor(g).numpy())
+    ex.close()
+
+
 def test_tips_show_tensorflow_s_gradient(nested):
     ex, tape, loss, model = nested
     s = ex.state.replace(collapsed=frozenset())

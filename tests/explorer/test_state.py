@@ -13,6 +13,7 @@ import tapeviz as tv
 from tapeviz.api import _explored
 from tapeviz.explorer import state as st
 from tapeviz.output.svg import to_svg
+from tapeviz.picture import fonts
 
 
 @pytest.fixture
@@ -88,9 +89,39 @@ def test_clipped_texts_keep_the_clipped_side_in_a_box_width():
     grads = tape.gradient(loss, [a, b, c])
     clipped = [tf.clip_by_norm(g, 1.0).numpy() for g in grads]
     np.testing.assert_allclose(clipped[0], [0.6, 0.8], rtol=1e-6)
-    assert texts["a"] == "∂ [6.0, 8.0] → [0.6, 0.8]"
-    assert texts["b"] == f"∂ 4×4 ‖g‖ {float(tf.norm(grads[1])):.3g} → {float(tf.norm(clipped[1])):.3g}"
-    assert texts["c"] == f"∂ 5 ‖g‖ {float(tf.norm(grads[2])):.3g} → {float(tf.norm(clipped[2])):.3g}"
+    assert texts["a"].text == "∂ [6.0, 8.0] → [0.6, 0.8]"
+    assert texts["b"].text == f"∂ 4×4 ‖g‖ {float(tf.norm(grads[1])):.3g} → {float(tf.norm(clipped[1])):.3g}"
+    assert texts["c"].text == f"∂ 5 ‖g‖ {float(tf.norm(grads[2])):.3g} → {float(tf.norm(clipped[2])):.3g}"
+    assert texts["a"].short == f"{float(tf.norm(grads[0])):.3g} → {float(tf.norm(clipped[0])):.3g}"
+
+
+def test_a_closed_keras_layer_lists_its_clipped_variables_whole():
+    """A Dense layer's one box lists its variables' clipped norms by name, each whole or
+    not at all: no number cut with "…" (issue 32: "‖g‖ kernel 3×4 ‖g‖ 1.41 → 0.…")."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input(shape=(3,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
+    rng = np.random.default_rng(0)
+    xb = tf.constant(rng.normal(size=(8, 3)).astype("float32"))
+    yb = tf.constant((rng.normal(size=(8, 1)) * 3.0).astype("float32"))
+    with tv.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(xb) - yb))
+    ex = _explored(tape, {"loss": loss}, None)
+    s = ex.initial().replace(clip_mode="by_norm", clip_norm=1.0)
+    view = ex.view(s)
+    layers = {n: g.text for n, g in view.scene.grads.items() if view.display.nx.nodes[n]["kind"] == "layer"}
+    assert len(layers) == 2, layers
+    grads = tape.gradient(loss, model.trainable_variables)
+    kernel = grads[0]
+    want = f"kernel {float(tf.norm(kernel)):.3g} → {float(tf.norm(tf.clip_by_norm(kernel, 1.0))):.3g}"
+    first = layers["layer:sequential/dense"]
+    assert first.startswith("‖g‖ " + want), first
+    assert all("…" not in t for t in layers.values()), layers
+    room = view.scene._grad_rooms["layer:sequential/dense"]
+    # what does not fit is counted, never cut: the long list is wider than the room
+    assert " · +1 more" in first or "bias" in first
+    assert fonts.text_width(first, view.scene.grads["layer:sequential/dense"].size) <= room
 
 
 def test_panel_and_inspector_from_a_state(persistent):

@@ -166,6 +166,33 @@ def test_an_episode_of_20_steps_is_one_repeat(recorded):
         np.testing.assert_array_equal(fl.grad(v), tf.convert_to_tensor(g).numpy())
 
 
+def test_what_gathers_a_folded_loop_says_how_many_and_what(recorded):
+    """The values a loop collected stay visible where they are gathered: tf.stack of the
+    episode's 20 log-probs is titled by the list the user collected them in, and by the
+    count the tape recorded (its op type in the tooltip)."""
+    step, _, scene = recorded("actor-critic")
+    titles = {t.text.replace("\n", " "): n for n, (t, _, _) in scene.labels.items()}
+    assert {"stack of 20 log_probs", "stack of 20 values"} <= set(titles), sorted(titles)
+    g = step.tape.graph.nx
+    n = titles["stack of 20 log_probs"]
+    assert g.nodes[n]["op_type"] == "Pack" and g.in_degree(n) == 20
+    assert {g.nodes[u]["listed"] for u in g.predecessors(n)} == {"log_probs"}
+    assert scene.boxes[n].tip == "stack of 20 log_probs: Pack"
+
+
+def test_a_loop_gathered_with_no_list_is_named_by_its_repeat():
+    """tf.add_n over a generator (no list in the frame names the values): the gatherer is
+    named by the op its repeat box draws, and its sum is TensorFlow's."""
+    w = tf.Variable([1.0, 2.0, 3.0])
+    with tv.GradientTape() as tape:
+        loss = 0.5 * tf.add_n([tf.reduce_sum(tf.square(w * float(t))) for t in range(12)])
+    fl = tv.flow(tape, loss)
+    scene = Scene(tape.graph, fl)
+    titles = [t.text.replace("\n", " ") for t, _, _ in scene.labels.values()]
+    assert any(t.startswith("Σ 12 ") for t in titles), titles
+    np.testing.assert_allclose(fl.grad(w), tape.gradient(loss, w).numpy())
+
+
 def test_a_one_layer_model_still_shows_its_ops():
     """Fewer than about 6 boxes with the layer closed: the ops are the lesson."""
     import keras
@@ -344,6 +371,39 @@ def test_a_picture_titles_a_users_tf_call_and_keeps_the_op_type_below():
     assert shown["*"][0] == "Mul" and shown["loss"][0] == "reduce_mean"  # a named op: the call under its name
     assert shown["logits"][0] == "AddV2"  # a name the user gave wins; the op type below it
     assert not [t for t in shown if ELLIPSIS in t]
+
+
+def test_ops_in_a_subclassed_models_call_are_titled_by_the_call_too():
+    """``a + b`` inside a model's own ``call`` is ``+`` as at top level (the op type in the
+    tooltip); the ops of Keras's own layers keep their op types."""
+    import keras
+
+    class Twin(keras.Model):
+        def __init__(self):
+            super().__init__(name="twin")
+            self.d1 = keras.layers.Dense(3, name="d1")
+            self.d2 = keras.layers.Dense(3, name="d2")
+
+        def call(self, x):
+            a, b = self.d1(x), self.d2(x)
+            return tf.reduce_sum(a + b * 2.0)
+
+    keras.utils.set_random_seed(0)
+    model = Twin()
+    x = tf.ones((2, 4))
+    model(x)
+    with tv.GradientTape() as tape:
+        loss = model(x) + 1.0
+    fl = tv.flow(tape, loss)
+    scene = Scene(tape.graph, fl, options=tv.Options(expand=("twin", "d1")))
+    shown = {t.text.replace("\n", ""): (s.text, scene.boxes[n].tip) for n, (t, s, _) in scene.labels.items()}
+    assert shown["+"] == ("AddV2", "+: AddV2") and shown["*"][1] == "tf.multiply: Mul"
+    assert shown["reduce_sum"][1] == "tf.reduce_sum: Sum"
+    assert {"MatMul", "BiasAdd"} <= set(shown), sorted(shown)  # inside Dense d1: op types
+    assert "AddV2" not in shown
+    grads = tape.gradient(loss, model.trainable_variables)
+    for v, g in zip(model.trainable_variables, grads, strict=True):
+        np.testing.assert_array_equal(fl.grad(v), g.numpy())
 
 
 def test_row_lengths_are_balanced_and_each_tried_once():

@@ -36,9 +36,27 @@ def _every_default() -> dict:
 
 
 def test_the_options_and_their_one_default():
-    assert option_names() == ("theme", "lang", "show_all", "collapsed", "depth", "expand", "magnitude", "wrap")
+    assert option_names() == (
+        "theme",
+        "lang",
+        "show_all",
+        "collapsed",
+        "depth",
+        "expand",
+        "repeat_step",
+        "magnitude",
+        "wrap",
+    )
     assert Options() == Options(
-        theme=AUTO, lang="en", show_all=False, collapsed=AUTO, depth=None, expand=(), magnitude=AUTO, wrap=None
+        theme=AUTO,
+        lang="en",
+        show_all=False,
+        collapsed=AUTO,
+        depth=None,
+        expand=(),
+        repeat_step=0,
+        magnitude=AUTO,
+        wrap=None,
     )
     assert Options(expand="conv3_block2").expand == Options(expand=["conv3_block2"]).expand == ("conv3_block2",)
     assert all(o["help"] for o in option_help().values()), "every option says what it does (CLI --help)"
