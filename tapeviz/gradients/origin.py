@@ -8,7 +8,8 @@ saturated sigmoid ...), and returns the diagnosis's op, the backward path
 from that op to the source (the recorded edges that carried the gradient), the backward
 step where it starts and the diagnosis's sentences in every language. A flow whose
 sources all get finite gradients that are not all zero has no origin: its picture gets
-no mark. Nothing here computes a gradient; it reads the flow.
+no mark, unless the target's own forward value is NaN or Inf: then the forward op that made
+it is the origin, as tv.explain names it. Nothing here computes a gradient; it reads the flow.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from ..messages import LANGUAGES
 from .diagnose import Diagnosis, explain_flow
@@ -79,6 +81,10 @@ def _find(fl: GradientFlow) -> Origin | None:
         if math.isfinite(squares) and squares > 0:
             continue
         (zero if math.isfinite(squares) else non_finite).append(n)
+    if not non_finite and not zero and not _target_finite(fl):
+        # the loss itself is NaN or Inf although every gradient is finite (log of a negative
+        # number whose derivative 1/x is fine): the forward op that made it is named
+        non_finite = sources
     for n in non_finite + zero:
         d = explain_flow(fl, n)
         if d is None or d.finding is None or d.finding.node is None:
@@ -88,25 +94,40 @@ def _find(fl: GradientFlow) -> Origin | None:
             # beta on 1×1 maps, a bias under mean(fake) - mean(real)): tv.explain says so, but
             # the op it names is not at fault, so the picture marks nothing
             continue
-        f = d.finding
-        value = f.value
-        if d.reason is Problem.FORWARD and f.result is not None and not math.isfinite(f.result):
-            value = number(f.result)  # what the op made (-∞ out of a log), not what the target became
-        langs = {lang: d.in_language(lang) for lang in LANGUAGES}
-        return Origin(
-            node=f.node,
-            source=n,
-            problem=Problem(d.reason).value,
-            pattern=f.pattern.value,
-            value=value,
-            step=f.step,
-            edges=frozenset(path_edges(fl, f.node, n)),
-            line=f.line,
-            summary={lang: x.summary() for lang, x in langs.items()},
-            text={lang: x.text() for lang, x in langs.items()},
-            diagnosis=d,
-        )
+        return _origin(fl, n, d)
     return None
+
+
+def _target_finite(fl: GradientFlow) -> bool:
+    """Whether the forward value of every target is finite (a target with no value kept:
+    nothing to say, taken as finite)."""
+    for t in fl.target_nodes:
+        v = fl.graph.value_of(t)
+        if v is not None and np.asarray(v).dtype.kind in "fc" and not np.all(np.isfinite(v)):
+            return False
+    return True
+
+
+def _origin(fl: GradientFlow, source: Any, d: Diagnosis) -> Origin:
+    f = d.finding
+    assert f is not None
+    value = f.value
+    if d.reason is Problem.FORWARD and f.result is not None and not math.isfinite(f.result):
+        value = number(f.result)  # what the op made (-∞ out of a log), not what the target became
+    langs = {lang: d.in_language(lang) for lang in LANGUAGES}
+    return Origin(
+        node=f.node,
+        source=source,
+        problem=Problem(d.reason).value,
+        pattern=f.pattern.value,
+        value=value,
+        step=f.step,
+        edges=frozenset(path_edges(fl, f.node, source)),
+        line=f.line,
+        summary={lang: x.summary() for lang, x in langs.items()},
+        text={lang: x.text() for lang, x in langs.items()},
+        diagnosis=d,
+    )
 
 
 def path_edges(fl: GradientFlow, origin: Any, source: Any) -> set:

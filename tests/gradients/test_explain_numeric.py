@@ -37,7 +37,7 @@ def same_bits(a, b) -> None:
     assert a.tobytes() == b.tobytes(), (a, b)
 
 
-def check(tape, target, source, *, op, pattern, problem, indices=None, snippet=None, facts=(), index=None):
+def check(tape, target, source, *, op, pattern, problem, indices=None, snippet=None, facts=(), index=None, marked=True):
     """The common checks; returns the diagnosis (its sentences printed once, to be read)."""
     want = tape.gradient(target, source)
     if want is not None:
@@ -57,7 +57,19 @@ def check(tape, target, source, *, op, pattern, problem, indices=None, snippet=N
     for fact in (op, *facts):
         assert fact in d.message + d.fix and fact in zh.message + zh.fix, fact
     print(f"\n[{pattern.value}]\n  en: {d.text()}\n  zh: {zh.text()}")
+    if marked:
+        marks_origin(tape, target, source, d)
     return d
+
+
+def marks_origin(tape, target, source, d) -> None:
+    """The default picture marks the op the diagnosis names, with its way back to ``source``
+    (tests/picture/test_origin_mark.py checks the mark itself in detail)."""
+    sc = tv.view(tape, target).scene
+    o = sc.origin
+    assert o is not None, "the picture marks no origin"
+    assert o.node == d.finding.node and o.source == sc.flow.graph.node_of(source), (o.node, d.finding.node)
+    assert sc.origin_box == sc.display.of[d.finding.node] and sc.origin_label.visible
 
 
 # -- NaN / Inf on the backward pass ------------------------------------------------------
@@ -498,7 +510,12 @@ def test_embedding_row_not_looked_up():
         indices=((3, 0), (3, 1)),
         snippet="vectors = emb(ids)",
         facts=("[0, 2]",),
+        # a row not read in one batch is normal, and explain without an index says nothing:
+        # the picture (which asks for no element) marks nothing either
+        marked=False,
     )
+    sc = tv.view(tape, loss).scene
+    assert sc.origin is None and sc.origin_label is None
     assert d.finding.extra["ids"] == [0, 2]
     assert tv.explain(tape, loss, table, index=2) is None  # row 2 was read: its gradient is not zero
     with pytest.raises(IndexError, match="not an element or row"):
