@@ -2,7 +2,7 @@
 Keras's own opened (``compile_loss/mse``, ``gen/dense``), read from the stack once per new
 name scope of a tape.
 
-One walk answers both questions (it used to be two walks of the same frames). What a
+One walk of the frames answers both questions. What a
 frame's code is to the walk (a loss object's ``__call__``, a ``__call__`` in Keras's own
 folder, or neither) depends on the code only, so it is learned once per code object;
 only the few frames that are such calls have their locals read (``self``: which loss or
