@@ -7,6 +7,7 @@ the run then converges on the middle of the box's left side, where the arrow hea
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from typing import NamedTuple
 
 from ..record.graph import TapeGraph
@@ -42,7 +43,7 @@ TOP_IN = 0.09
 TOP_LABEL_GAP = 0.015
 
 
-def top_entries(g, pos, routes, lanes, side=()) -> dict:
+def top_entries(g, pos, routes, lanes, side: Collection = ()) -> dict:
     """{(u, v): x} for the edges that enter their consumer from above, at x: edges crossing
     exactly one gap between rows (``lanes``), with no bend point, into a box that is the
     highest thing of its column in its row (no box or bend point between it and the lane),
@@ -121,7 +122,7 @@ def edge_plans(
     lanes=None,
     *,
     label_h: float = 0.125,
-    side=(),
+    side: Collection = (),
 ) -> dict:
     """Per edge key: its :class:`_Plan`.
 
