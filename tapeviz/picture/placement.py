@@ -13,12 +13,11 @@ from ..record.graph import TapeGraph
 from . import fonts
 from .marks import Arrow, Box, Label
 from .names import name_lines
-from .routing import edge_plans, edge_route
+from .routing import edge_plans, edge_route, label_anchor
 from .style import (
     BOX_H,
     BOX_W,
     CHIP_PAD,
-    CONVERGE_ROOM,
     FONT,
     INCH_X,
     INCH_Y,
@@ -27,7 +26,6 @@ from .style import (
     LW_EDGE,
     LW_TARGET,
     MAX_INCHES,
-    TAIL,
 )
 from .themes import BELOW, LIGHT, Theme
 from .visibility import Shown
@@ -284,7 +282,7 @@ def arrow_specs(
         path, mark = edge_route(plan)[::2] if route else (None, None)
         arrows[(u, v, k)] = Arrow(
             plan.start,
-            (plan.gap_right, plan.end_y),
+            (plan.gap_right, plan.end_y) if plan.top is None else (plan.top, plan.top_y),
             0.0,
             path,
             theme.forward,
@@ -312,14 +310,14 @@ def edge_label_specs(
     plans = plans if plans is not None else edge_plans(graph, pos, routes, display)
     out = {}
     for e, p in plans.items():
-        x = p.gap_right - (CONVERGE_ROOM if abs(p.port - p.end_y) > 1e-9 else TAIL) - p.col * p.room
+        x, y, ha = label_anchor(p)
         out[e] = Label(
             x,
-            p.port,
+            y,
             "",
             theme.size("edge", fontsize),
             color=theme.grad_text,
-            ha="right",
+            ha=ha,
             boxed=True,
             fill=theme.label_fill,
             fill_alpha=theme.label_alpha,

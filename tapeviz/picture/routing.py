@@ -7,11 +7,13 @@ the run then converges on the middle of the box's left side, where the arrow hea
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from typing import NamedTuple
 
 from ..record.graph import TapeGraph
 from .marks import Route
 from .style import (
+    BOX_H,
     BOX_W,
     CONVERGE_ROOM,
     CURVE4,
@@ -34,7 +36,36 @@ def _cubic(p0, p3) -> list:
     return [(x0 + c, y0), (x1 - c, y1), (x1, y1)]
 
 
-def _ports(g, pos, routes, label_h: float):
+#: Where an edge entering a box from above comes down: this far left of the box's right side
+#: (its label is written left of it, over the box, clear of the gaps where side labels are).
+TOP_IN = 0.09
+#: Between the top of a box and the lower edge of the label of an edge entering it from above.
+TOP_LABEL_GAP = 0.015
+
+
+def top_entries(g, pos, routes, lanes, side: Collection = ()) -> dict:
+    """{(u, v): x} for the edges that enter their consumer from above, at x: edges crossing
+    exactly one gap between rows (``lanes``), with no bend point, into a box that is the
+    highest thing of its column in its row (no box or bend point between it and the lane),
+    and the only such edge (one source, one key) into that box. Others keep the left side,
+    as do the node pairs in ``side``."""
+    if not lanes:
+        return {}
+    bends = [p for b in (routes or {}).values() for p in b]
+    points = [*pos.values(), *bends]
+    found: dict = {}
+    for (u, v), lane in lanes.items():
+        if len(lane) != 1 or (routes or {}).get((u, v)) or len(g[u][v]) != 1 or (u, v) in side:
+            continue
+        x, y = pos[v]
+        lane_y = lane[0][0]
+        if any(abs(px - x) < 0.3 and y < py < lane_y for px, py in points):
+            continue
+        found.setdefault(v, []).append((u, v))
+    return {es[0]: pos[es[0][1]][0] + BOX_W / 2 - TOP_IN for es in found.values() if len(es) == 1}
+
+
+def _ports(g, pos, routes, label_h: float, skip=()):
     """Per consumer: its in-edges in port order (top to bottom) and each one's port y,
     end y and label column. Ports are spread ``label_h`` apart around the middle of the
     box; when more than fit between the neighbouring rows' ports, labels alternate
@@ -47,6 +78,8 @@ def _ports(g, pos, routes, label_h: float):
             continue
         entries = []
         for u, keyed in preds.items():
+            if (u, v) in skip:
+                continue
             keys = sorted(keyed, key=str)
             n = len(keys)
             bends = routes.get((u, v)) if routes else None
@@ -77,10 +110,19 @@ class _Plan(NamedTuple):
     gap_right: float
     off: float
     room: float  # width its label may take, in data units (padding included)
+    top: float | None = None  # the x it enters its consumer's top at, from the lane above; None: the left side
+    top_y: float = 0.0  # that box's top
 
 
 def edge_plans(
-    graph: TapeGraph, pos, routes=None, display: Shown | None = None, lanes=None, *, label_h: float = 0.125
+    graph: TapeGraph,
+    pos,
+    routes=None,
+    display: Shown | None = None,
+    lanes=None,
+    *,
+    label_h: float = 0.125,
+    side: Collection = (),
 ) -> dict:
     """Per edge key: its :class:`_Plan`.
 
@@ -91,11 +133,33 @@ def edge_plans(
     cross each column they pass horizontally at their bend point's height, changing
     height only between columns; where the layout wraps into bands (``lanes``) they
     leave their band to the right, run back along their lane and enter the next band
-    from the left.
+    from the left, or, into the top box of a column of the next band, go straight down
+    into its top (:func:`top_entries`; ``side``: node pairs that enter from the left all
+    the same).
     """
     g = display.nx if display is not None else graph.nx
     plans = {}
-    for (u, v, k), (port, end_y, col, cols) in _ports(g, pos, routes, label_h).items():
+    tops = top_entries(g, pos, routes, lanes, side)
+    for (u, v), x in tops.items():
+        (k,) = g[u][v]
+        (x0, y0), (xv, yv) = pos[u], pos[v]
+        lane = tuple(lanes[(u, v)])
+        room = x - (xv - BOX_W / 2) - 0.02  # over the box, left of where the edge comes down
+        plans[(u, v, k)] = _Plan(
+            (x0 + BOX_W / 2, y0),
+            [],
+            lane,
+            yv + BOX_H / 2 + TOP_LABEL_GAP + label_h / 2,
+            yv,
+            0,
+            1,
+            xv - BOX_W / 2,
+            0.0,
+            room,
+            x,
+            yv + BOX_H / 2,
+        )  # port: its label's height; gap_right: the box's left side
+    for (u, v, k), (port, end_y, col, cols) in _ports(g, pos, routes, label_h, tops).items():
         (x0, y0), (x1, _) = pos[u], pos[v]
         keys = g[u][v]
         n_par = len(keys)
@@ -122,6 +186,13 @@ def edge_route(plan: _Plan, label_w: float | None = None) -> tuple[Route, tuple,
     left, so it is gentle rather than steep."""
     x, y = a = plan.start
     verts, codes = [a], [MOVETO]
+    if plan.top is not None:  # from the lane under its row straight down into the box's top
+        lane_y, j = plan.lane[0]
+        right = x + RETURN_PAD + j % 4 * RETURN_STEP
+        verts += [(right, y), (right, lane_y), (plan.top, lane_y), (plan.top, plan.top_y)]
+        codes += [LINETO] * 4
+        back = ((right + plan.top) / 2, lane_y, 1.0 if plan.top < right else -1.0, 0.0)  # on the lane
+        return Route(verts, codes), label_anchor(plan), back
     returns = iter(plan.lane)
     mark = None
     stops = plan.stops
@@ -168,6 +239,16 @@ def edge_route(plan: _Plan, label_w: float | None = None) -> tuple[Route, tuple,
     if mark is None:  # a straight run from the producer: mark it half-way to the label
         mark = ((x + min(label_left, run_end)) / 2, port, -1.0, 0.0)
     return Route(verts, codes), (anchor_x, port, "right"), mark
+
+
+def label_anchor(plan: _Plan) -> tuple:
+    """Where an edge's label is written: (x, y, ha). Right-aligned on its port run in the gap
+    before its consumer; an edge entering from above: right-aligned just left of where it
+    comes down, its lower edge ``TOP_LABEL_GAP`` over the box (its plan's port)."""
+    if plan.top is not None:
+        return (plan.top - 0.012, plan.port, "right")
+    x = plan.gap_right - (CONVERGE_ROOM if abs(plan.port - plan.end_y) > 1e-9 else TAIL) - plan.col * plan.room
+    return (x, plan.port, "right")
 
 
 def _mark_on_curve(p0, p3) -> tuple:

@@ -186,6 +186,11 @@ class Scene(Restyling):
         self._make_records(plans, names)
         self._origin_records()
         self.frames = [f for f in group_frames(self) if f.gid not in self.unframed] if self.show_frames else []
+        side: set = set()
+        while blocked := self._clear_frame_names(plans, label_h):
+            side |= blocked  # frame names on both sides of where they come down: these enter from the left
+            plans = edge_plans(self.graph, self.pos, self.routes, self.display, self.lanes, label_h=label_h, side=side)
+            self._make_records(plans, names)
         self.box_magnitudes, self.magnitude_scale = self._box_magnitudes(variable_magnitudes)
         self._texts: dict = {}  # fitted texts that no longer change once their gradient arrived
         self._layer_vars: dict = {}  # group box -> its variables (see _layer_variables)
@@ -319,6 +324,38 @@ class Scene(Restyling):
         self.arrows = arrow_specs(graph, pos, display=disp, plans=plans, theme=th, route=False)
         self.edge_labels = edge_label_specs(graph, pos, fontsize=self.font, display=disp, plans=plans, theme=th)
 
+    def _clear_frame_names(self, plans, label_h: float) -> set:
+        """An edge entering a box from above writes its label left of where it comes down,
+        over the box (routing.py); where a frame's name is written there (the box is the
+        first of its frame), it writes it right of where it comes down instead. Returns the
+        (u, v) pairs with a frame's name on both sides: they enter their box from the left."""
+        tops = [(e, p) for e, p in plans.items() if p.top is not None]
+        blocked: set = set()
+        if not tops or not self.frames:
+            return blocked
+        ux, uy = self.unit
+        names = []
+        for f in self.frames:
+            name = name_label(f, self)
+            w = fonts.text_width(name.text, name.size) / ux
+            h = sum(fonts.line_box(name.size)[:2]) / uy
+            x0 = name.x if name.ha == "left" else name.x - w
+            names.append((x0, x0 + w, name.y - h, name.y))
+        for e, p in tops:
+            label = self.edge_labels[e]
+            y0, y1 = label.y - label_h / 2, label.y + label_h / 2
+
+            def hits(a: float, b: float, y0: float = y0, y1: float = y1) -> bool:
+                return any(a < n1 and n0 < b and y0 < m1 and m0 < y1 for n0, n1, m0, m1 in names)
+
+            if not hits(p.top - p.room, p.top):
+                continue
+            if hits(p.top, p.top + p.room):
+                blocked.add(e[:2])
+            else:
+                label.x, label.ha = p.top + (p.top - label.x), "left"
+        return blocked
+
     def _route_edges(self, plans) -> None:
         """Route each edge (routing.py): it turns towards its port where its widest label begins."""
         flow = self.flow
@@ -407,6 +444,8 @@ class Scene(Restyling):
         rects: dict = {}  # column of the consumer -> reserved label rectangles (y0, y1, x0, x1), by y0
         pad = LABEL_PAD * self.theme.size("edge") / unit_x
         for p in plans.values():
+            if p.top is not None:  # written over its consumer's box, not in a gap beside a gradient line
+                continue
             x1 = p.gap_right - (CONVERGE_ROOM if abs(p.port - p.end_y) > 1e-9 else TAIL) - p.col * p.room
             rects.setdefault(round(p.gap_right + BOX_W / 2), []).append(
                 (p.port - label_h / 2, p.port + label_h / 2, x1 - p.room - pad, x1 + pad)
