@@ -17,6 +17,7 @@ from ..gradients.compare import Comparison
 from ..messages import say
 from . import compare_state as cs
 from .fallback import StaticFallback
+from .widget import step_buttons
 
 __all__ = ["CompareExplorer"]
 
@@ -37,12 +38,7 @@ class CompareExplorer(StaticFallback, W.VBox):
         c["step"] = W.IntSlider(
             value=last, min=0, max=last, description=say("ui.control.step", lang), layout=W.Layout(width="420px")
         ).add_class("tv-step")
-        c["prev"] = W.Button(
-            description="◀", layout=W.Layout(width="40px"), tooltip=say("ui.control.prev", lang)
-        ).add_class("tv-prev")
-        c["next"] = W.Button(
-            description="▶", layout=W.Layout(width="40px"), tooltip=say("ui.control.next", lang)
-        ).add_class("tv-next")
+        c["prev"], c["next"] = step_buttons(lang)
         self.controls = c
         self.panes = {side: W.HTML().add_class("tv-compare") for side in cs.SIDES}
         self.ratios = W.HTML().add_class("tv-compare")

@@ -33,6 +33,14 @@ from .state import ExplorerState, GraphTargets
 __all__ = ["Explorer"]
 
 
+def step_buttons(lang: str) -> tuple[W.Button, W.Button]:
+    """The ◀ ▶ buttons beside a step slider (classes tv-prev / tv-next, which the page's
+    keys and the browser tests find), their tooltips in ``lang``."""
+    prev = W.Button(description="◀", layout=W.Layout(width="40px"), tooltip=say("ui.control.prev", lang))
+    nxt = W.Button(description="▶", layout=W.Layout(width="40px"), tooltip=say("ui.control.next", lang))
+    return prev.add_class("tv-prev"), nxt.add_class("tv-next")
+
+
 class Explorer(StaticFallback, W.VBox):
     """Step through the backward pass, switch targets, clip gradients, inspect nodes.
 
@@ -65,12 +73,7 @@ class Explorer(StaticFallback, W.VBox):
             value=first, min=0, max=last, interval=900, description=say("ui.control.play", lang)
         ).add_class("tv-play")
         self._link = W.jslink((c["play"], "value"), (c["step"], "value"))
-        c["prev"] = W.Button(
-            description="◀", layout=W.Layout(width="40px"), tooltip=say("ui.control.prev", lang)
-        ).add_class("tv-prev")
-        c["next"] = W.Button(
-            description="▶", layout=W.Layout(width="40px"), tooltip=say("ui.control.next", lang)
-        ).add_class("tv-next")
+        c["prev"], c["next"] = step_buttons(lang)
         names = list(explored.targets)
         if len(names) > 1:
             c["target"] = W.Dropdown(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from training_runs import pictured_run
 
 import tapeviz as tv
 from tapeviz.gradients.compare import Change, StructureMismatch
@@ -76,20 +76,7 @@ def test_with_and_without_stop_gradient():
 
 
 def test_two_history_steps():
-    keras.utils.set_random_seed(3)
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="tanh"), keras.layers.Dense(1)])
-    opt = keras.optimizers.SGD(0.5)
-    x = tf.constant(np.random.default_rng(0).normal(size=(8, 3)).astype("float32"))
-    y = tf.constant(np.ones((8, 1), "float32"))
-    hist = tv.History()
-    grads_at = {}
-    for step in range(3):
-        with tv.GradientTape() as tape:
-            loss = tf.reduce_mean((model(x) - y) ** 2)
-        grads = tape.gradient(loss, model.trainable_variables)
-        grads_at[step] = grads
-        hist.add(step, loss=loss, grads=grads, variables=model.trainable_variables, tape=tape)
-        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+    model, hist, grads_at = pictured_run(steps=3, lr=0.5, seed=3, data_seed=0)
     first, last = hist.recorded_steps()[0], hist.recorded_steps()[-1]
     c = tv.compare(hist.picture(first), hist.picture(last))
     for v, g0, g1 in zip(model.trainable_variables, grads_at[first], grads_at[last], strict=True):

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 import re
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from placement_check import check
+from training_runs import pictured_run
 
 import tapeviz as tv
 from tapeviz.gradients.compare import Change, StructureMismatch
@@ -145,20 +145,7 @@ def test_stop_gradient_on_and_off_calls_the_lost_edge_out(tmp_path):
 
 
 def test_two_history_steps(tmp_path):
-    keras.utils.set_random_seed(5)
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="tanh"), keras.layers.Dense(1)])
-    opt = keras.optimizers.SGD(0.3)
-    x = tf.constant(np.random.default_rng(1).normal(size=(8, 3)).astype("float32"))
-    y = tf.constant(np.ones((8, 1), "float32"))
-    hist = tv.History()
-    grads_at = {}
-    for step in range(4):
-        with tv.GradientTape() as tape:
-            loss = tf.reduce_mean((model(x) - y) ** 2)
-        grads = tape.gradient(loss, model.trainable_variables)
-        grads_at[step] = grads
-        hist.add(step, loss=loss, grads=grads, variables=model.trainable_variables, tape=tape)
-        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+    model, hist, grads_at = pictured_run(steps=4, lr=0.3, seed=5, data_seed=1)
     k, later = hist.recorded_steps()[0], hist.recorded_steps()[-1]
     c = tv.compare(hist.picture(k), hist.picture(later))
     scene = c.scene(collapsed=False)

@@ -40,3 +40,24 @@ def sigmoid_run(names, *, steps: int, lr: float, width: int = 32, seed: int = 1,
         seen.append({"loss": float(loss), "layer": {k: np.sqrt(v) for k, v in squares.items()}})
         opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
     return hist, seen
+
+
+def pictured_run(*, steps: int, lr: float, seed: int, data_seed: int):
+    """(model, hist, grads_at): a small tanh MLP trained ``steps`` SGD steps under
+    tv.GradientTape, each step added to ``hist`` with its tape (so the History keeps
+    pictures), ``grads_at[step]`` the gradients tape.gradient returned at that step."""
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="tanh"), keras.layers.Dense(1)])
+    opt = keras.optimizers.SGD(lr)
+    x = tf.constant(np.random.default_rng(data_seed).normal(size=(8, 3)).astype("float32"))
+    y = tf.constant(np.ones((8, 1), "float32"))
+    hist = tv.History()
+    grads_at = {}
+    for step in range(steps):
+        with tv.GradientTape() as tape:
+            loss = tf.reduce_mean((model(x) - y) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        grads_at[step] = grads
+        hist.add(step, loss=loss, grads=grads, variables=model.trainable_variables, tape=tape)
+        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+    return model, hist, grads_at
