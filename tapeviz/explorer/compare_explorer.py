@@ -17,6 +17,7 @@ from ..gradients.compare import Comparison
 from ..messages import say
 from . import compare_state as cs
 from .fallback import StaticFallback
+from .notebook_theme import PageTheme
 from .widget import step_buttons
 
 __all__ = ["CompareExplorer"]
@@ -28,7 +29,9 @@ class CompareExplorer(StaticFallback, W.VBox):
 
     def __init__(self, comparison: Comparison, *, names: tuple[str, str] = cs.SIDES, **options: Any):
         super().__init__()
-        if options.get("theme") == "auto":  # (the side-by-side panes do not follow the page's theme)
+        # theme="auto": light until the page says it is dark (PageTheme, below), as the explorer
+        self.auto_theme = options.get("theme") == "auto"
+        if self.auto_theme:
             options = {**options, "theme": "light"}
         self.pair = cs.ComparedPair(comparison, names)
         self.state: cs.CompareState = self.pair.initial(**options)
@@ -53,7 +56,17 @@ class CompareExplorer(StaticFallback, W.VBox):
             self.table,
         ]
         self.add_class("tv-compare-explorer")
+        self.page_theme: PageTheme | None = None
+        if self.auto_theme:
+            self.page_theme = PageTheme()
+            self.page_theme.observe(lambda ch: self._on_page_theme(ch["new"]), names="dark")
+            self.children = [*self.children, self.page_theme]
         self._render()
+
+    def _on_page_theme(self, dark: bool | None) -> None:
+        """The page switched between light and dark: both sides and the ratio picture follow."""
+        if dark is not None:
+            self._set(theme="dark" if dark else "light")
 
     def _move(self, by: int) -> None:
         slider = self.controls["step"]
@@ -74,5 +87,7 @@ class CompareExplorer(StaticFallback, W.VBox):
         self.ratios.value = cs.ratio_picture(pair, state)
 
     def close(self) -> None:
+        if self.page_theme is not None:
+            self.page_theme.close()
         self.pair.forget()
         super().close()

@@ -35,6 +35,7 @@ from .state import (
     chain_html,
     clipped_texts,
     diagnosis,
+    jump_to_origin,
     node_inspector,
     panel,
     picture,
@@ -147,14 +148,17 @@ def _track(ex: GraphTargets, state: ExplorerState, clips: list[ExplorerState] | 
         hit = box_at(ex, state, element_id) if element_id.startswith("node-") else None
         if hit is not None and hit[0] == "select":
             inspect[element_id] = node_inspector(ex, state, hit[1])
+    tables: list[str] = []
     if state.quiz:
         table = panel(ex, state.replace(quiz=False))
         tables = [f"<details class='tv-quiz-table'><summary>{_esc(say('quiz.table', lang))}</summary>{table}</details>"]
-    else:
+    jump = None
+    if not state.quiz:
         tables = [panel(ex, s) for s in clips] if clips else [panel(ex, state)]
         origin = diagnosis(ex, state)
         if origin is not None:  # why the gradient is NaN, Inf or zero, over the table (the picture marks where)
             tables = [panels.diagnosis(origin, lang) + t for t in tables]
+            jump = _jump(ex, state, inspect)
     # the step's sentence and chain rule under the picture; in a quiz, the line once the step is answered
     chain = [chain_html(ex, shown.replace(step=k)) for k in range(n)]
     chain_answered = [chain_html(ex, shown.replace(step=k, quiz=False)) for k in range(n)] if state.quiz else []
@@ -176,10 +180,24 @@ def _track(ex: GraphTargets, state: ExplorerState, clips: list[ExplorerState] | 
         "tips": hover,
         "inspect": inspect,
         "panels": tables,
+        "jump": jump,
         "quiz": questions,
         "chain": chain,
         "chainAnswered": chain_answered,
     }
+
+
+def _jump(ex: GraphTargets, state: ExplorerState, inspect: dict[str, str]) -> dict | None:
+    """The "Go to step k, where it starts" button's data (the live explorer's
+    ``jump_to_origin``): the step, the box the inspector then shows (its inspector's HTML
+    put in ``inspect`` when the hover tips did not hold it) and the button's words."""
+    there = jump_to_origin(ex, state)
+    if there is state:
+        return None
+    element_id = f"node-{there.node}"
+    if element_id not in inspect:
+        inspect[element_id] = node_inspector(ex, there, there.node)
+    return {"step": there.step, "id": element_id, "label": say("inspect.jump", state.lang, step=there.step)}
 
 
 def _words(lang: str) -> dict:
@@ -233,8 +251,12 @@ def _controls(names: list[str], state: ExplorerState, clip_values: list[float] |
             f"<label>clip_norm <input type='range' class='tv-clip-norm' min='0' max='{top}' step='1' "
             f"value='{start_clip}'></label><span class='tv-clip-value'>{clip_values[start_clip]:g}</span></div>"
         )
+    # the button goes to the step where a NaN, Inf or zero gradient starts (the script shows
+    # it, labelled, for a target that has one), over the inspector that then shows its op
+    jump = "<button type='button' class='tv-jump' hidden></button>"
     out.append(
-        f"<div class='tv-lower'><div>{clip}<div class='tv-clip-panel'></div></div><div class='tv-inspect'></div></div>"
+        f"<div class='tv-lower'><div>{clip}<div class='tv-clip-panel'></div></div>"
+        f"<div class='tv-page-side'>{jump}<div class='tv-inspect'></div></div></div>"
     )
     return "".join(out)
 

@@ -48,6 +48,10 @@ from .quiz import TOLERANCE
 __all__ = [
     "tips",
     "box_at",
+    "with_groups",
+    "open_group",
+    "close_group",
+    "open_step",
     "ExplorerState",
     "GraphTargets",
     "picture",
@@ -213,11 +217,14 @@ class GraphTargets:
         return list(self.default_shown(state).group_names)
 
     def view(self, state: ExplorerState) -> GraphView:
-        """The GraphView for this state's structure, set to its step and clipped texts."""
-        key = state.structure[:1] + (self.collapsed(state),) + state.structure[2:]
+        """The GraphView for this state's structure, set to its step and clipped texts. A
+        state whose groups are the picture's to choose (``collapsed`` None) draws the
+        picture's default, folded loops included (a fresh ``tv.save`` draws the same
+        boxes); chosen groups draw exactly those (``Options.closing``)."""
+        key = state.structure
         view = self._views.get(key)
         if view is None:
-            options = state.options.closing(key[1])
+            options = state.options if state.collapsed is None else state.options.closing(state.collapsed)
             view = self._views[key] = GraphView(
                 self.graph,
                 self.flow(state.target),
@@ -357,7 +364,7 @@ def picture(ex: GraphTargets, state: ExplorerState) -> str:
     rate, clipping while an earlier step is shown) reuse the picture."""
     overrides = clipped_texts(ex, state)
     key = (
-        state.structure[:1] + (ex.collapsed(state),) + state.structure[2:],
+        state.structure,
         step_of(ex, state),
         tuple(sorted((str(k), v) for k, v in overrides.items())),
         quiz_hidden(ex, state),
@@ -433,7 +440,53 @@ def gradients(ex: GraphTargets, state: ExplorerState, clipped: bool = True) -> d
 
 
 def _structure_key(ex: GraphTargets, state: ExplorerState) -> tuple:
-    return state.structure[:1] + (ex.collapsed(state),) + state.structure[2:]
+    # the default groups and the same groups chosen by hand are two pictures: the default
+    # folds a long loop's repeats (ac ×20), a choice draws what it names
+    return state.structure
+
+
+def _outermost(tree, groups) -> frozenset:
+    """The closed groups that are boxes: those no other closed group holds (what a closed
+    group holds does not change the picture)."""
+    return frozenset(g for g in groups if g in tree.groups and not any(a in groups for a in tree.ancestors(g)))
+
+
+def with_groups(ex: GraphTargets, state: ExplorerState, groups: frozenset, **changes) -> ExplorerState:
+    """The state with ``groups`` closed (and ``changes``). Groups that draw the picture's
+    own default come back as the default (``collapsed`` None): closing what was opened
+    brings back the default picture, its folded loop (``ac ×20``) included, not the same
+    boxes with the loop's ops unfolded. Compared with the default of the state's
+    ``depth`` / ``expand``, then with the plain default (no ``depth``, no ``expand``)."""
+    new = state.replace(**changes)
+    tree = ex.default_shown(new).tree
+    chosen = _outermost(tree, groups)
+    if chosen == _outermost(tree, ex.default_shown(new).collapsed):
+        return new.replace(collapsed=None)
+    if new.depth is not None or new.expand:
+        plain = new.replace(collapsed=None, depth=None, expand=())
+        if chosen == _outermost(tree, ex.default_shown(plain).collapsed):
+            return plain
+    return new.replace(collapsed=frozenset(groups))
+
+
+def open_group(ex: GraphTargets, state: ExplorerState, gid: str) -> ExplorerState:
+    """The state with group ``gid`` open, the groups directly inside it closed (a click on
+    its box)."""
+    tree = ex.default_shown(state).tree
+    collapsed = (set(ex.collapsed(state)) - {gid}) | set(tree.groups[gid].children)
+    return with_groups(ex, state, frozenset(collapsed))
+
+
+def close_group(ex: GraphTargets, state: ExplorerState, gid: str) -> ExplorerState:
+    """The state with group ``gid`` closed (a click on its frame); when that is what the
+    picture shows by default, the default state."""
+    return with_groups(ex, state, ex.collapsed(state) | {gid})
+
+
+def open_step(ex: GraphTargets, state: ExplorerState, k: int) -> ExplorerState:
+    """The state with step ``k`` of the opened loop drawn opened, the same groups open (a
+    click on the box of the loop's other steps)."""
+    return with_groups(ex, state, ex.collapsed(state), repeat_step=k)
 
 
 def box_at(ex: GraphTargets, state: ExplorerState, element_id: str) -> tuple[str, Any] | None:

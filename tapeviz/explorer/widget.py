@@ -339,8 +339,8 @@ class Explorer(StaticFallback, W.VBox):
         for gid in list(opened):
             opened.update(tree.ancestors(gid))
         functions = frozenset(x for kind, x in chosen if kind == "function")
-        self._set(collapsed=frozenset(groups - opened), functions=functions)
-        self._sync_groups()
+        chosen_state = st.with_groups(self.graph_targets, self.state, frozenset(groups - opened), functions=functions)
+        self._move_groups(chosen_state)
 
     def _on_canvas_click(self, element_id: str) -> None:
         """A click on the picture: a closed group's box opens it (its groups inside stay
@@ -354,15 +354,15 @@ class Explorer(StaticFallback, W.VBox):
             self.controls["node"].value = x  # the node menu sets state.node, as a pick there does
             return
         if what == "step":  # another step of an opened loop: the same groups, that step opened
-            self._set(collapsed=frozenset(self.graph_targets.collapsed(self.state)), repeat_step=x)
-            return
-        tree = self.graph_targets.default_shown(self.state).tree
-        collapsed = set(self.graph_targets.collapsed(self.state))
-        if what == "open":
-            collapsed = (collapsed - {x}) | set(tree.groups[x].children)
-        else:
-            collapsed.add(x)
-        self._set(collapsed=frozenset(collapsed))
+            self._move_groups(st.open_step(self.graph_targets, self.state, x))
+        elif what == "open":
+            self._move_groups(st.open_group(self.graph_targets, self.state, x))
+        else:  # closing what was opened brings back the default picture (st.with_groups)
+            self._move_groups(st.close_group(self.graph_targets, self.state, x))
+
+    def _move_groups(self, state: ExplorerState) -> None:
+        """Show a state whose groups changed, and tick them in the groups list."""
+        self._set(**{f: getattr(state, f) for f in ("options", "functions")})
         self._sync_groups()
 
     def _sync_groups(self) -> None:

@@ -252,8 +252,10 @@ class ChainRule:
         if border is None:  # the edges that cross the group's border: the same at every step
             border = [(u, v, key, data) for u, v, key, data in g.data_edges() if (u in chosen) != (v in chosen)]
             self._borders[chosen] = border
+        later = False
         for u, v, key, data in border:
             if not fl.arrived((u, v, key), k):
+                later = later or (v in chosen and fl.arrived((u, v, key), fl.last_step))
                 continue
             (by_tensor_in if u in chosen else by_tensor_out).setdefault(data["tensor"], []).append((u, v, key))
         inputs = tuple(
@@ -271,7 +273,7 @@ class ChainRule:
             if (a := amount(fl.total_along(edges))) is not None
         )
         label = name or ", ".join(sorted(self._sym(n) for n in chosen))
-        return GroupStep(label, chosen, k, inputs, outputs, writer=group_lines)
+        return GroupStep(label, chosen, k, inputs, outputs, later, writer=group_lines)
 
 
 def symbols(flow: GradientFlow) -> dict[str, str]:

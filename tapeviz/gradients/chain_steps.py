@@ -157,6 +157,8 @@ class GroupStep(_Written):
     step: int
     inputs: tuple[tuple[str, Amount], ...]  # at the group's outputs: (output's symbol, gradient arriving)
     outputs: tuple[tuple[str, Amount], ...]  # to the group's inputs: (input's symbol, gradient passed)
+    #: gradients to the group's inputs that leave it at a later step (none left it yet, or some)
+    later: bool = False
 
     @property
     def norm_in(self) -> float:

@@ -178,9 +178,15 @@ def group_lines(group: GroupStep, lang: str) -> list[str]:
     """A collapsed group's line: the gradient in at its outputs and out to its inputs."""
     outs = ", ".join(name for name, _ in group.inputs)
     ins = ", ".join(name for name, _ in group.outputs)
+    # nothing passed out (yet): say so, not "passes out ‖g‖ 0 to its inputs ()"
+    key = "chain.group"
+    if not group.inputs:
+        key = "chain.group_nothing_in"
+    elif not group.outputs:
+        key = "chain.group_nothing_out_yet" if group.later else "chain.group_nothing_out"
     lines = [
         say(
-            "chain.group",
+            key,
             lang,
             name=group.name,
             norm_in=f"{group.norm_in:.3g}",

@@ -333,3 +333,73 @@ def test_canvas_in_notebook7(notebook7, page):
     finally:
         if c.kc is not None:
             c.kc.stop_channels()
+
+
+LOOP_NOTEBOOK = "loop.ipynb"
+LOOP_CELLS = [
+    """\
+import numpy as np, tensorflow as tf, keras, tapeviz as tv
+keras.utils.set_random_seed(0)
+
+class ActorCritic(keras.Model):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.torso = keras.layers.Dense(8, activation="relu", name="torso")
+        self.policy = keras.layers.Dense(3, name="policy")
+        self.value = keras.layers.Dense(1, name="value")
+
+    def call(self, state):
+        h = self.torso(state)
+        return self.policy(h), self.value(h)
+
+model = ActorCritic(name="ac")
+rng = np.random.default_rng(0)
+states = rng.normal(size=(10, 1, 4)).astype("float32")
+model(tf.constant(states[0]))
+log_probs, values = [], []
+with tv.GradientTape() as tape:
+    for t in range(10):
+        logits, value = model(tf.constant(states[t]))
+        log_probs.append(tf.nn.log_softmax(logits)[0, t % 3])
+        values.append(value[0, 0])
+    advantage = tf.constant(np.arange(10.0, dtype="float32")) - tf.stack(values)
+    loss = -tf.reduce_sum(tf.stack(log_probs) * tf.stop_gradient(advantage)) + tf.reduce_sum(advantage**2)
+ex = tv.explore(tape, loss, theme="light")
+ex""",
+]
+
+
+def test_closing_an_opened_loop_brings_back_its_default_picture_in_jupyterlab(jupyterlab, page):
+    """Issue 32 on the page: the episode's model is one box of its steps; a click opens step
+    0 in a frame, a click on a box of the other steps opens step 1, a click on the frame
+    closes the loop, and the page shows the default picture again, element for element."""
+    from playwright.sync_api import expect
+
+    write_notebook(jupyterlab.root / LOOP_NOTEBOOK, LOOP_CELLS)
+    run_notebook(page, jupyterlab, LOOP_NOTEBOOK)
+    c = Canvas(page, jupyterlab)
+    expect(page.locator(f"{c.sel} svg")).to_be_visible()
+    page.locator(c.root).scroll_into_view_if_needed()
+    c.kc = kernel_client(jupyterlab)
+    try:
+        c.check_contract()
+        default = json.loads(c.kernel("import json; print(json.dumps(ex.canvas.value))"))
+        assert "ac ×10 (steps 0–9)" in default and "LogSoftmax ×10" in default  # as tv.save draws it
+        c.box("node-layer:ac").click()
+        expect(c.box("group-ac")).to_have_count(1)  # the loop opened: step 0 framed
+        c.check_contract()
+        rest = page.locator(f'{c.sel} g[id^="node-layer:"]', has_text="ac ×9")
+        expect(rest).to_have_count(1)
+        rest.click()
+        expect(page.locator(f"{c.sel} svg")).to_contain_text("ac · step 1")
+        c.check_contract()
+        screenshot(page, "canvas_loop_step1")
+        c.box("group-ac").locator("text").first.click()  # the frame's name: close the loop
+        expect(c.box("group-ac")).to_have_count(0)
+        c.check_contract()
+        assert c.kernel("print(ex.state.collapsed)").strip() == "None"
+        got = page.evaluate(_SAME_AS_FRESH_JS, [c.sel, default])
+        assert got["page"] == got["fresh"], "the page shows the default picture again"
+        screenshot(page, "canvas_loop_closed")
+    finally:
+        c.kc.stop_channels()

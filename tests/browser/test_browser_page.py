@@ -321,3 +321,49 @@ def test_two_fragments_on_one_page_step_on_their_own(page, tmp_path):
     a.close()
     b.close()
     p.done()
+
+
+def test_the_jump_button_goes_where_the_nan_starts_from_file_and_by_keyboard(page, tmp_path):
+    """The exported page's "Go to step k, where it starts" (the live explorer's
+    jump_to_origin): labelled in the page's language, reached by Tab, pressed by Enter; it
+    moves to that step with its op in the inspector, and the picture is Python's for that
+    state. A target with a healthy gradient has no button."""
+    from playwright.sync_api import expect
+
+    x = tf.Variable([0.0, 1.0])
+    with tv.GradientTape(persistent=True) as tape:
+        lg = tf.math.log(x)
+        y = tf.reduce_sum(tf.where(x > 0, lg, tf.zeros_like(x)))
+        healthy = tf.reduce_sum(x * 2.0)
+    for lang, words in (("en", "Go to step {k}, where it starts"), ("zh", "跳到第 {k} 步，问题从这里开始")):
+        targets = {"y": y, "healthy": healthy}
+        model = _explored(tape, targets, None)
+        state = model.initial(**Options.of(None, lang=lang).in_file().keywords())
+        there = st.jump_to_origin(model, state)
+        assert there.node == model.graph.node_of(lg)
+        path = tv.export_html(tape, targets, tmp_path / f"jump_{lang}.html", lang=lang)
+        p = Page(page, path)
+        jump = page.locator(".tv-page .tv-jump")
+        expect(jump).to_be_visible()
+        expect(jump).to_have_text(words.format(k=there.step))
+        assert p.step() == state.step != there.step
+        p.root.focus()
+        for _ in range(80):  # Tab from the page's box until the button has focus
+            if page.evaluate("document.activeElement && document.activeElement.classList.contains('tv-jump')"):
+                break
+            page.keyboard.press("Tab")
+        else:
+            raise AssertionError("Tab never reached the jump button")
+        page.keyboard.press("Enter")
+        assert p.step() == there.step
+        got = page.evaluate(SAME_AS_FRESH_JS, [0, st.picture(model, there)])
+        assert got["page"] == got["fresh"] and got["selected"] == [f"node-{there.node}"]
+        normal = page.evaluate(_AS_PARSED_JS, st.node_inspector(model, there, there.node))
+        assert page.locator(".tv-page .tv-inspect").inner_html() == normal
+        if lang == "en":
+            screenshot(page, "export_page_jump", full_page=True)
+        page.locator(".tv-page .tv-target").select_option("1")  # the healthy target: no button
+        expect(jump).to_be_hidden()
+        page.locator(".tv-page .tv-target").select_option("0")
+        expect(jump).to_be_visible()
+        p.done()

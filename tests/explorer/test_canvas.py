@@ -319,7 +319,9 @@ def test_a_click_opens_a_loop_one_step_at_a_time():
     step = actor_critic(steps=6)
     ex = tv.explore(step.tape, step.loss)
     tips = st.tips(ex.graph_targets, ex.state)
-    folded = next(k for k, t in tips.items() if t.split("\n")[0] == "ac")  # 6 steps fit: no fold
+    # the explorer opens on the file's default: the loop folded (ac ×6), as tv.save draws it
+    assert len(ex.graph_targets.view(ex.state).scene.boxes) == len(tv.view(step.tape, step.loss).scene.boxes)
+    folded = next(k for k, t in tips.items() if t.split("\n")[0] == "ac ×6 (steps 0–5)")
     ex._on_canvas_click(folded)
     assert "ac · step 0" in ex.canvas.value and "ac ×5 (steps 1–5)" in ex.canvas.value
     tips = st.tips(ex.graph_targets, ex.state)

@@ -50,6 +50,10 @@ def _check_every_step(ex) -> list[str]:
     return out
 
 
+def _texts(ex, k: int, lang: str) -> list[str]:
+    return st.chain_line(ex.graph_targets, ex.state.replace(step=k, lang=lang)).texts()
+
+
 def test_x_squared_at_2_gives_4():
     x = tf.Variable(2.0)
     with tv.GradientTape() as tape:
@@ -125,6 +129,14 @@ def test_clip_by_norm_shows_the_clipped_number_and_the_blocks_line():
     assert lines[-2].startswith("clip_by_norm takes in ‖g‖ 1.73 at its outputs")
     assert f"passes out ‖g‖ {float(tf.norm(want_grad)):.3g} to its inputs (gradients)" in lines[-2]
     assert lines[-1] == f"  g_gradients: {format_value(want_grad.numpy(), norm=GRAD_NORM)}"
+    # inside the box, before any gradient has left it: it says so, not "passes out ‖g‖ 0 ... ()"
+    early = [line for line in lines if line.startswith("clip_by_norm takes in") and "nothing has left" in line]
+    assert early == ["clip_by_norm takes in ‖g‖ 1.73 at its outputs (RealDiv); nothing has left it for its inputs yet"]
+    assert not any("()" in line or "‖g‖ 0 " in line for line in lines)
+    last = ex.flow.last_step
+    k = next(k for k in range(last + 1) if "nothing has left" in " ".join(_texts(ex, k, "en")))
+    assert _texts(ex, k, "zh")[0] == "clip_by_norm 在输出处（RealDiv）收到 ‖g‖ 1.73，还没有向输入传出梯度"
+    assert "passes out" in " ".join(_texts(ex, last, "en"))
     gt = ex.graph_targets
     line = st.chain_line(gt, ex.state)
     assert line.lines[0][0] == cl.Piece("clip_by_norm", ("node-layer:tf.clip_by_norm",))

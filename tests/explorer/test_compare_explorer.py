@@ -103,3 +103,34 @@ def test_two_history_steps_side_by_side():
     assert f"step {first}: step 1 of {n}" in ex.panes["a"].value
     assert f"step {last}: step 1 of {n}" in ex.panes["b"].value
     ex.close()
+
+
+def test_theme_auto_follows_the_page_as_the_explorer_does():
+    from tapeviz.picture.themes import DARK, LIGHT
+
+    c = tv.compare(_run(False), _run(True))
+    ex = tv.explore(c)  # theme="auto" by default
+    try:
+        assert ex.auto_theme and ex.state.options.theme == "light" and ex.page_theme in ex.children
+        light = (ex.panes["a"].value, ex.panes["b"].value, ex.ratios.value)
+        assert all(LIGHT.background in v and DARK.background not in v for v in light)
+        ex.page_theme.dark = True  # what the front end reports in JupyterLab's dark theme
+        assert ex.state.options.theme == "dark"
+        dark = (ex.panes["a"].value, ex.panes["b"].value, ex.ratios.value)
+        assert all(DARK.background in v for v in dark), "both sides and the ratio picture turn dark"
+        ex.controls["step"].value = 1  # a move keeps the page's theme
+        assert DARK.background in ex.panes["a"].value and DARK.background in ex.panes["b"].value
+        ex.controls["step"].value = c.a.last_step
+        ex.page_theme.dark = False
+        assert (ex.panes["a"].value, ex.panes["b"].value, ex.ratios.value) == light
+        ex.page_theme.dark = None  # the page cannot tell: the picture stays as it is
+        assert ex.state.options.theme == "light"
+    finally:
+        ex.close()
+    assert ex.page_theme.comm is None, "closing the explorer closes its theme reporter"
+    fixed = tv.explore(c, theme="dark")
+    try:
+        assert not fixed.auto_theme and fixed.page_theme is None and fixed.state.options.theme == "dark"
+        assert DARK.background in fixed.ratios.value
+    finally:
+        fixed.close()

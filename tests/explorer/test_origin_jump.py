@@ -110,3 +110,39 @@ def test_the_canvas_patches_bring_the_mark_in_and_out():
         assert patches.apply(before, forward) == at and patches.apply(at, back) == before
     finally:
         ex.close()
+
+
+def _page_data(html: str) -> dict:
+    import json
+    import re
+
+    data = re.search(r"class='tv-page-data'>(.*?)</script>", html, re.S).group(1)
+    return json.loads(data.replace("<\\/", "</"))
+
+
+def test_the_exported_page_holds_the_jump_of_each_target(tmp_path):
+    """The page's "Go to step k, where it starts" button: per target, the live explorer's
+    jump (its step, its op's box and the inspector that box shows), labelled in the page's
+    language; none for a target whose gradient is healthy."""
+    from tapeviz.api import _explored
+    from tapeviz.explorer.html_page import page_fragment
+
+    x = tf.Variable([0.0, 1.0])
+    with tv.GradientTape(persistent=True) as tape:
+        lg = tf.math.log(x)
+        y = tf.reduce_sum(tf.where(x > 0, lg, tf.zeros_like(x)))
+        healthy = tf.reduce_sum(x * 2.0)
+    for lang, words in (("en", "Go to step {k}, where it starts"), ("zh", "跳到第 {k} 步，问题从这里开始")):
+        model = _explored(tape, {"y": y, "healthy": healthy}, None)
+        state = model.initial(lang=lang)
+        html = page_fragment(model, state, targets=["y", "healthy"])
+        assert "class='tv-jump' hidden" in html  # shown by the script, for a target with a jump
+        trap, fine = _page_data(html)["targets"]
+        there = st.jump_to_origin(model, state)
+        assert trap["jump"] == {"step": there.step, "id": f"node-{there.node}", "label": words.format(k=there.step)}
+        assert there.node == model.graph.node_of(lg)
+        assert trap["inspect"][trap["jump"]["id"]] == st.node_inspector(model, there, there.node)
+        assert fine["jump"] is None
+    # a quiz page has no diagnosis and no jump (they would give the answers away)
+    quiz = page_fragment(model, model.initial(quiz=True))
+    assert _page_data(quiz)["targets"][0]["jump"] is None

@@ -197,14 +197,39 @@ def test_a_dense_layer_as_one_group_passes_tfs_norms_in_and_out():
     # by node ids, and before anything reached it: nothing in, nothing out
     same = rule.group(group.members, name="the layer")
     assert same.norm_in == group.norm_in and same.norm_out == group.norm_out
-    early = rule.group(group.members, step=0)
+    early = rule.group(group.members, step=0, name="the layer")
     assert early.inputs == () and early.outputs == ()
+    assert early.text() == "nothing has reached the layer yet" and early.text("zh") == "the layer 还没有收到梯度"
+    # in, and nothing out yet: the step where the gradient reached the layer's last op
+    k = min(s for s in range(rule.flow.last_step + 1) if rule.group(group.members, step=s).inputs)
+    half = rule.group(group.members, step=k, name="the layer")
+    assert half.outputs == () and half.later
+    norm = f"{float(tf.norm(g_h)):.3g}"
+    assert half.text().startswith(f"the layer takes in ‖g‖ {norm} at its outputs (h); nothing has left")
+    assert "还没有向输入传出梯度" in half.text("zh")
     # the whole program as one block: what comes in is the seed, what goes out every gradient
     ops = [n for n, d in rule.flow.graph.nx.nodes(data=True) if d["kind"] == "op"]
     whole = rule.group(ops, name="all")
     assert [(name, float(a.value)) for name, a in whole.inputs] == [("loss", 1.0)]
     assert whole.norm_out == pytest.approx(out, rel=1e-6)
     assert _check_formulas_against_the_flow(rule) >= 5
+
+
+def test_a_group_with_no_gradient_passes_nothing_out():
+    x = tf.Variable(2.2)
+    with tv.GradientTape() as tape:
+        w = x * 3.0
+        z = x * tf.round(w)  # Round has no gradient: nothing leaves it for w
+    rule = tv.chain_rule(tape, z)
+    g = rule.flow.graph
+    ops = [n for n, d in g.nx.nodes(data=True) if d["kind"] == "op" and d["op_type"] == "Round"]
+    block = rule.group(ops, name="block")
+    assert block.inputs and block.outputs == () and not block.later
+    assert tape.gradient(z, x) is not None
+    assert block.text().startswith("block takes in ‖g‖ ") and block.text().split("\n")[0].endswith(
+        "and passes nothing out to its inputs"
+    )
+    assert block.text("zh").split("\n")[0].endswith("不向输入传出任何梯度")
 
 
 def test_an_op_without_an_entry_names_tfs_registered_gradient_and_shows_its_numbers():

@@ -50,6 +50,17 @@ export function tvStaticGroups(svg) {
   for (const e of svg.querySelectorAll("[aria-expanded]:not([aria-disabled])")) e.setAttribute("aria-disabled", "true");
 }
 
+// The "Go to step k, where it starts" button (the live explorer's jump_to_origin): shown,
+// labelled, for a target whose gradient turns NaN, Inf or zero (`jump`: {step, id, label}),
+// hidden for one with none. A native button: Tab reaches it, Enter and Space press it.
+export function tvJumpButton(button, jump) {
+  if (!button) return;
+  button.hidden = !jump;
+  if (!jump) return;
+  if (button.textContent !== jump.label) button.textContent = jump.label;
+  button.dataset.tvStep = String(jump.step);
+}
+
 export function tvPage(root, data) {
   const $ = (sel) => root.querySelector(sel);
   const words = data.words;
@@ -150,6 +161,7 @@ export function tvPage(root, data) {
     root.dataset.tvStep = String(k);
     root.dataset.tvTarget = String(ui.t);
     root.dataset.tvOverlay = tr.overlay;
+    tvJumpButton($(".tv-jump"), data.quiz ? null : tr.t.jump);
     tvStaticGroups(tr.svg);
     if (keys) keys.refocus(); // a patched box is a new element: focus goes back to it
   };
@@ -201,6 +213,17 @@ export function tvPage(root, data) {
     ui.selected = item.id;
     show();
   };
+  const jump = $(".tv-jump");
+  if (jump) {
+    jump.addEventListener("click", () => {
+      const to = track().t.jump;
+      if (!to) return;
+      stop(); // playing on would leave the step at once
+      ui.selected = to.id; // its op in the inspector, highlighted on the picture
+      track().want = Math.max(0, Math.min(track().t.steps - 1, to.step));
+      show();
+    });
+  }
   const nav = tvNavigate(viewport, content, (e) => activate(tvItem(e.target, track().svg)));
   keys = tvBoxKeys({ root, svgOf: () => track().svg, activate });
   reset.addEventListener("click", () => nav.reset());
