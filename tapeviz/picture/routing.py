@@ -43,6 +43,36 @@ TOP_IN = 0.09
 TOP_LABEL_GAP = 0.015
 
 
+def _passed(lane) -> int:
+    """Whole bands an edge passes down the right margin before this lane (rows.Lane.passed)."""
+    return lane[2] if len(lane) > 2 else 0
+
+
+def margin_legs(pos, routes, lanes) -> dict:
+    """{(u, v): x} for the edges that pass whole bands (their lane's ``passed``): each goes
+    down the right margin at x, right of every box and bend point beside its way down and of
+    the legs that turn down beside a band's last column (``RETURN_STEP`` apart, up to four),
+    instead of across each band it passes and back under it. One x per lane: a bundle of one
+    source goes down as one line; the lane lowest at its end (the edge from highest up)
+    takes the outermost x, so the legs do not cross where they turn into their lanes."""
+    spans = {}
+    for e, lane in (lanes or {}).items():
+        if lane and _passed(lane[-1]):
+            bends = (routes or {}).get(e) or ()
+            x, y = bends[-1] if bends else pos[e[0]]
+            spans[e] = (x, y, lane[-1][0])
+    if not spans:
+        return {}
+    points = [*pos.values(), *(p for b in (routes or {}).values() for p in b)]
+    right = max(x for x, _, _ in spans.values())
+    for px, py in points:
+        if any(low - BOX_H / 2 < py < y + BOX_H / 2 for _, y, low in spans.values()):
+            right = max(right, px)
+    order = sorted({round(low, 6) for _, _, low in spans.values()}, reverse=True)  # highest lane innermost
+    base = right + BOX_W / 2 + RETURN_PAD + 4 * RETURN_STEP
+    return {e: base + order.index(round(low, 6)) * RETURN_STEP for e, (_, _, low) in spans.items()}
+
+
 def top_entries(g, pos, routes, lanes, side: Collection = ()) -> dict:
     """{(u, v): x} for the edges that enter their consumer from above, at x: edges crossing
     exactly one gap between rows (``lanes``), with no bend point, into a box that is the
@@ -112,6 +142,7 @@ class _Plan(NamedTuple):
     room: float  # width its label may take, in data units (padding included)
     top: float | None = None  # the x it enters its consumer's top at, from the lane above; None: the left side
     top_y: float = 0.0  # that box's top
+    margin: float | None = None  # the x of its way down the right margin, past whole bands; None: beside its row
 
 
 def edge_plans(
@@ -140,6 +171,7 @@ def edge_plans(
     g = display.nx if display is not None else graph.nx
     plans = {}
     tops = top_entries(g, pos, routes, lanes, side)
+    margins = margin_legs(pos, routes, lanes)
     for (u, v), x in tops.items():
         (k,) = g[u][v]
         (x0, y0), (xv, yv) = pos[u], pos[v]
@@ -158,6 +190,7 @@ def edge_plans(
             room,
             x,
             yv + BOX_H / 2,
+            margins.get((u, v)),
         )  # port: its label's height; gap_right: the box's left side
     for (u, v, k), (port, end_y, col, cols) in _ports(g, pos, routes, label_h, tops).items():
         (x0, y0), (x1, _) = pos[u], pos[v]
@@ -170,11 +203,14 @@ def edge_plans(
         gap_right = x1 - BOX_W / 2
         right_room = CONVERGE_ROOM if abs(port - end_y) > 1e-9 else TAIL
         lane = tuple(lanes.get((u, v), ())) if lanes else ()
+        margin = margins.get((u, v))
         left = gap_right - GAP + CURVE_ROOM
-        if lane and (not stops or stops[-1][0] > gap_right):  # its last lane ends in this gap: leave room for the leg
-            left = max(left, gap_right - GAP + 0.03 + lane[-1][1] % 4 * RETURN_STEP)
+        if lane and (not stops or stops[-1][0] > gap_right or margin is not None):
+            left = max(left, gap_right - GAP + 0.03 + lane[-1][1] % 4 * RETURN_STEP)  # its lane ends here: room for the leg
         room = (gap_right - right_room - left) / cols
-        plans[(u, v, k)] = _Plan((x0 + BOX_W / 2, y0 + off), stops, lane, port, end_y, col, cols, gap_right, off, room)
+        plans[(u, v, k)] = _Plan(
+            (x0 + BOX_W / 2, y0 + off), stops, lane, port, end_y, col, cols, gap_right, off, room, margin=margin
+        )
     return plans
 
 
@@ -187,8 +223,8 @@ def edge_route(plan: _Plan, label_w: float | None = None) -> tuple[Route, tuple,
     x, y = a = plan.start
     verts, codes = [a], [MOVETO]
     if plan.top is not None:  # from the lane under its row straight down into the box's top
-        lane_y, j = plan.lane[0]
-        right = x + RETURN_PAD + j % 4 * RETURN_STEP
+        lane_y, j = plan.lane[0][:2]
+        right = plan.margin if plan.margin is not None else x + RETURN_PAD + j % 4 * RETURN_STEP
         verts += [(right, y), (right, lane_y), (plan.top, lane_y), (plan.top, plan.top_y)]
         codes += [LINETO] * 4
         back = ((right + plan.top) / 2, lane_y, 1.0 if plan.top < right else -1.0, 0.0)  # on the lane
@@ -199,7 +235,7 @@ def edge_route(plan: _Plan, label_w: float | None = None) -> tuple[Route, tuple,
     for i in range(0, len(stops), 2):
         (xa, ya), (xb, yb) = stops[i], stops[i + 1]
         if xa < x:  # back to the start of the next band, along this edge's lane
-            lane_y, j = next(returns)
+            lane_y, j = next(returns)[:2]
             right, left = x + RETURN_PAD + j % 4 * RETURN_STEP, xa - GAP + 0.03 + j % 4 * RETURN_STEP
             verts += [(right, y), (right, lane_y + plan.off / 2), (left, lane_y + plan.off / 2), (left, ya), (xa, ya)]
             codes += [LINETO] * 5
@@ -216,9 +252,11 @@ def edge_route(plan: _Plan, label_w: float | None = None) -> tuple[Route, tuple,
     run_end = gap_right - (CONVERGE_ROOM if converge else TAIL)
     anchor_x = run_end - plan.col * plan.room
     label_left = anchor_x - (plan.room if label_w is None else min(label_w, plan.room))
-    if x > gap_right - 1e-9:  # arriving from a later column: a lane back to this band
-        lane_y, j = next(returns, (y, 0))
+    if x > gap_right - 1e-9 or plan.margin is not None:  # from a later column or band: a lane back to this band
+        lane_y, j = next(returns, (y, 0))[:2]
         right, left = x + RETURN_PAD + j % 4 * RETURN_STEP, gap_right - GAP + 0.03 + j % 4 * RETURN_STEP
+        if plan.margin is not None:  # past whole bands: down the right margin
+            right = plan.margin
         verts += [(right, y), (right, lane_y + plan.off / 2), (left, lane_y + plan.off / 2), (left, port)]
         codes += [LINETO] * 4
         x = left
