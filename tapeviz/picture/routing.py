@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
+from itertools import pairwise
 from typing import NamedTuple
 
 from ..record.graph import TapeGraph
@@ -15,10 +16,13 @@ from .marks import Route
 from .style import (
     BOX_H,
     BOX_W,
+    CAPTION_H,
     CONVERGE_ROOM,
     CURVE4,
     CURVE_ROOM,
     GAP,
+    INCH_X,
+    INCH_Y,
     LINETO,
     MOVETO,
     PARALLEL_GAP,
@@ -71,6 +75,89 @@ def margin_legs(pos, routes, lanes) -> dict:
     order = sorted({round(low, 6) for _, _, low in spans.values()}, reverse=True)  # highest lane innermost
     base = right + BOX_W / 2 + RETURN_PAD + 4 * RETURN_STEP
     return {e: base + order.index(round(low, 6)) * RETURN_STEP for e, (_, _, low) in spans.items()}
+
+
+#: Where an edge into a box under another one comes down beside their column: this far right
+#: of the boxes (left of the labels in that gap, which keep CURVE_ROOM from its left side).
+BESIDE = 0.03
+#: An edge takes the way beside the column if it crosses at most this many more edges than
+#: the way from the left: a picture's length is read along its edges, a crossing at a glance.
+SIDE_CROSSINGS = 1
+
+
+def side_entries(g, pos, routes, plans: dict, label_h: float, side: Collection = ()) -> dict:
+    """{(u, v): (x, beside, run_y)}: edges from the lane above into a box that has another box
+    above it in its column, from a source right of that column, that come down the gap right
+    of the column (at ``beside``), turn left under the box above (at ``run_y``, clear of its
+    caption) and enter the box's top at x, its label over the box as for :func:`top_entries`,
+    instead of running on to the gap left of the column and back. Taken when that way is
+    shorter, crosses at most ``SIDE_CROSSINGS`` more edges, runs along no other edge, and is
+    the only such edge into its box; not for the node pairs in ``side``."""
+    drawn = {e: edge_route(p)[0].vertices for e, p in plans.items()}
+    boxes = list(pos.values())
+    bends = [b for bs in (routes or {}).values() for b in bs]
+    found: dict = {}
+    for e, plan in plans.items():
+        u, v, _ = e
+        if plan.top is not None or len(plan.lane) != 1 or plan.stops or len(g[u][v]) != 1 or (u, v) in side:
+            continue
+        (xv, yv), lane_y = pos[v], plan.lane[0][0]
+        x_from = plan.margin if plan.margin is not None else plan.start[0]
+        if x_from <= xv + BOX_W / 2:
+            continue  # from the left: the gap left of the column is the near one
+        above = [py for px, py in boxes if abs(px - xv) < 0.3 and yv < py < lane_y]
+        if not above or any(abs(bx - xv) < 0.3 and yv < by < min(above) for bx, by in bends):
+            continue  # the top box of its column (top_entries), or a bend point between
+        ceiling = min(above) - BOX_H / 2 - CAPTION_H
+        top_y = yv + BOX_H / 2
+        if top_y + TOP_LABEL_GAP + label_h > ceiling - 0.01:
+            continue  # no room for its label under the box above
+        x, beside = xv + BOX_W / 2 - TOP_IN, xv + BOX_W / 2 + BESIDE
+        run_y = (top_y + TOP_LABEL_GAP + label_h + ceiling) / 2
+        alt = plan._replace(top=x, top_y=top_y, beside=beside, run_y=run_y)
+        new = edge_route(alt)[0].vertices
+        if _length(new) >= _length(drawn[e]):
+            continue
+        others = [vs for f, vs in drawn.items() if f[0] != u and f[1] != v]
+        if any(_along(new, vs) for vs in others):
+            continue
+        if sum(_crosses(new, vs) for vs in others) > sum(_crosses(drawn[e], vs) for vs in others) + SIDE_CROSSINGS:
+            continue
+        found.setdefault(v, []).append(((u, v), (x, beside, run_y)))
+    return dict(es[0] for es in found.values() if len(es) == 1)
+
+
+def _length(verts) -> float:
+    """A path's length along its control polygon, in inches (a column and a row differ)."""
+    return sum(math.hypot((b[0] - a[0]) * INCH_X, (b[1] - a[1]) * INCH_Y) for a, b in pairwise(verts))
+
+
+def _cross(p, q, r, t) -> bool:
+    """Whether segments pq and rt cross at a point inside both."""
+
+    def orient(a, b, c):
+        return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+
+    return orient(r, t, p) * orient(r, t, q) < -1e-12 and orient(p, q, r) * orient(p, q, t) < -1e-12
+
+
+def _crosses(a, b) -> bool:
+    """Whether two paths (their control polygons) cross."""
+    return any(_cross(a[i], a[i + 1], b[j], b[j + 1]) for i in range(len(a) - 1) for j in range(len(b) - 1))
+
+
+def _along(a, b, near: float = 0.012) -> bool:
+    """Whether a vertical or horizontal segment of path ``a`` runs along one of ``b``, closer
+    than ``near`` (two lines drawn as one)."""
+    for p, q in pairwise(a):
+        for r, t in pairwise(b):
+            for i in (0, 1):  # i = 0: both vertical (x equal), 1: both horizontal
+                if abs(p[i] - q[i]) < 1e-9 and abs(r[i] - t[i]) < 1e-9 and abs(p[i] - r[i]) < near:
+                    lo, hi = sorted((p[1 - i], q[1 - i]))
+                    lo2, hi2 = sorted((r[1 - i], t[1 - i]))
+                    if min(hi, hi2) - max(lo, lo2) > near:
+                        return True
+    return False
 
 
 def top_entries(g, pos, routes, lanes, side: Collection = ()) -> dict:
@@ -143,6 +230,8 @@ class _Plan(NamedTuple):
     top: float | None = None  # the x it enters its consumer's top at, from the lane above; None: the left side
     top_y: float = 0.0  # that box's top
     margin: float | None = None  # the x of its way down the right margin, past whole bands; None: beside its row
+    beside: float | None = None  # into a top past a box above it: the x of its way down beside the column
+    run_y: float = 0.0  # ... and the height it turns to the top at, between that box and this one
 
 
 def edge_plans(
@@ -169,14 +258,27 @@ def edge_plans(
     the same).
     """
     g = display.nx if display is not None else graph.nx
-    plans = {}
     tops = top_entries(g, pos, routes, lanes, side)
     margins = margin_legs(pos, routes, lanes)
-    for (u, v), x in tops.items():
+    plans = _plans(g, pos, routes, lanes, label_h, tops, {}, margins)
+    sides = side_entries(g, pos, routes, plans, label_h, side)
+    if sides:  # those edges leave their ports on the box's left side to the others
+        plans = _plans(g, pos, routes, lanes, label_h, tops, sides, margins)
+    return plans
+
+
+def _plans(g, pos, routes, lanes, label_h: float, tops: dict, sides: dict, margins: dict) -> dict:
+    """Per edge key: its :class:`_Plan` (see :func:`edge_plans`); ``tops``: {(u, v): x} of the
+    edges into a box's top from the lane above, ``sides``: {(u, v): (x, beside, run_y)} of
+    those into a box's top past the gap beside its column (:func:`side_entries`)."""
+    plans = {}
+    entering = {**tops, **{e: t[0] for e, t in sides.items()}}
+    for (u, v), x in entering.items():
         (k,) = g[u][v]
         (x0, y0), (xv, yv) = pos[u], pos[v]
         lane = tuple(lanes[(u, v)])
         room = x - (xv - BOX_W / 2) - 0.02  # over the box, left of where the edge comes down
+        beside, run_y = sides[(u, v)][1:] if (u, v) in sides else (None, None)
         plans[(u, v, k)] = _Plan(
             (x0 + BOX_W / 2, y0),
             [],
@@ -191,8 +293,10 @@ def edge_plans(
             x,
             yv + BOX_H / 2,
             margins.get((u, v)),
+            beside,
+            run_y,
         )  # port: its label's height; gap_right: the box's left side
-    for (u, v, k), (port, end_y, col, cols) in _ports(g, pos, routes, label_h, tops).items():
+    for (u, v, k), (port, end_y, col, cols) in _ports(g, pos, routes, label_h, entering).items():
         (x0, y0), (x1, _) = pos[u], pos[v]
         keys = g[u][v]
         n_par = len(keys)
@@ -205,8 +309,10 @@ def edge_plans(
         lane = tuple(lanes.get((u, v), ())) if lanes else ()
         margin = margins.get((u, v))
         left = gap_right - GAP + CURVE_ROOM
-        if lane and (not stops or stops[-1][0] > gap_right or margin is not None):
-            left = max(left, gap_right - GAP + 0.03 + lane[-1][1] % 4 * RETURN_STEP)  # its lane ends here: room for the leg
+        if lane and (
+            not stops or stops[-1][0] > gap_right or margin is not None
+        ):  # its lane ends here: room for the leg
+            left = max(left, gap_right - GAP + 0.03 + lane[-1][1] % 4 * RETURN_STEP)
         room = (gap_right - right_room - left) / cols
         plans[(u, v, k)] = _Plan(
             (x0 + BOX_W / 2, y0 + off), stops, lane, port, end_y, col, cols, gap_right, off, room, margin=margin
@@ -225,9 +331,15 @@ def edge_route(plan: _Plan, label_w: float | None = None) -> tuple[Route, tuple,
     if plan.top is not None:  # from the lane under its row straight down into the box's top
         lane_y, j = plan.lane[0][:2]
         right = plan.margin if plan.margin is not None else x + RETURN_PAD + j % 4 * RETURN_STEP
-        verts += [(right, y), (right, lane_y), (plan.top, lane_y), (plan.top, plan.top_y)]
-        codes += [LINETO] * 4
-        back = ((right + plan.top) / 2, lane_y, 1.0 if plan.top < right else -1.0, 0.0)  # on the lane
+        if plan.beside is None:
+            verts += [(right, y), (right, lane_y), (plan.top, lane_y), (plan.top, plan.top_y)]
+            codes += [LINETO] * 4
+        else:  # down beside the column, under the box above, into the top
+            verts += [(right, y), (right, lane_y), (plan.beside, lane_y), (plan.beside, plan.run_y)]
+            verts += [(plan.top, plan.run_y), (plan.top, plan.top_y)]
+            codes += [LINETO] * 6
+        turn = plan.top if plan.beside is None else plan.beside
+        back = ((right + turn) / 2, lane_y, 1.0 if turn < right else -1.0, 0.0)  # on the lane
         return Route(verts, codes), label_anchor(plan), back
     returns = iter(plan.lane)
     mark = None

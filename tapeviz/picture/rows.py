@@ -56,6 +56,7 @@ CELL_WIDTH = 1000
 #: ones (every op of a large model) are folded into bands as wide as a screen instead.
 PAGE_FIT_MOST = 60
 
+
 class Lane(NamedTuple):
     """A lane an edge runs back along, in the gap under a band, to the next band."""
 

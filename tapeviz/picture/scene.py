@@ -328,7 +328,9 @@ class Scene(Restyling):
         """An edge entering a box from above writes its label left of where it comes down,
         over the box (routing.py); where a frame's name is written there (the box is the
         first of its frame), it writes it right of where it comes down instead. Returns the
-        (u, v) pairs with a frame's name on both sides: they enter their box from the left."""
+        (u, v) pairs with a frame's name on both sides, or on the left of an edge that comes
+        down beside the box's column (its right is that edge's way): they enter their box from
+        the left."""
         tops = [(e, p) for e, p in plans.items() if p.top is not None]
         blocked: set = set()
         if not tops or not self.frames:
@@ -350,7 +352,7 @@ class Scene(Restyling):
 
             if not hits(p.top - p.room, p.top):
                 continue
-            if hits(p.top, p.top + p.room):
+            if p.beside is not None or hits(p.top, p.top + p.room):  # beside: its way down is right of it
                 blocked.add(e[:2])
             else:
                 label.x, label.ha = p.top + (p.top - label.x), "left"
