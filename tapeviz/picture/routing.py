@@ -93,7 +93,8 @@ def side_entries(g, pos, routes, plans: dict, label_h: float, side: Collection =
     instead of running on to the gap left of the column and back. Taken when that way is
     shorter, crosses at most ``SIDE_CROSSINGS`` more edges, runs along no other edge, and is
     the only such edge into its box; not for the node pairs in ``side``."""
-    drawn = {e: edge_route(p)[0].vertices for e, p in plans.items()}
+    routed = {e: edge_route(p)[0] for e, p in plans.items()}
+    drawn = {e: r.vertices for e, r in routed.items()}
     boxes = list(pos.values())
     bends = [b for bs in (routes or {}).values() for b in bs]
     found: dict = {}
@@ -119,7 +120,7 @@ def side_entries(g, pos, routes, plans: dict, label_h: float, side: Collection =
         if _length(new) >= _length(drawn[e]):
             continue
         others = [vs for f, vs in drawn.items() if f[0] != u and f[1] != v]
-        if any(_along(new, vs) for vs in others):
+        if any(_along(new, r) for f, r in routed.items() if f[0] != u and f[1] != v):
             continue
         if sum(_crosses(new, vs) for vs in others) > sum(_crosses(drawn[e], vs) for vs in others) + SIDE_CROSSINGS:
             continue
@@ -146,11 +147,12 @@ def _crosses(a, b) -> bool:
     return any(_cross(a[i], a[i + 1], b[j], b[j + 1]) for i in range(len(a) - 1) for j in range(len(b) - 1))
 
 
-def _along(a, b, near: float = 0.012) -> bool:
-    """Whether a vertical or horizontal segment of path ``a`` runs along one of ``b``, closer
-    than ``near`` (two lines drawn as one)."""
+def _along(a, b: Route, near: float = 0.012) -> bool:
+    """Whether a vertical or horizontal segment of path ``a`` runs along a straight one of
+    route ``b`` (not a curve's control polygon), closer than ``near`` (two lines drawn as one)."""
+    lines = [(b.vertices[i], b.vertices[i + 1]) for i in range(len(b.vertices) - 1) if b.codes[i + 1] == LINETO]
     for p, q in pairwise(a):
-        for r, t in pairwise(b):
+        for r, t in lines:
             for i in (0, 1):  # i = 0: both vertical (x equal), 1: both horizontal
                 if abs(p[i] - q[i]) < 1e-9 and abs(r[i] - t[i]) < 1e-9 and abs(p[i] - r[i]) < near:
                     lo, hi = sorted((p[1 - i], q[1 - i]))
