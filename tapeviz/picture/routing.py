@@ -100,7 +100,9 @@ def side_entries(g, pos, routes, plans: dict, label_h: float, side: Collection =
     found: dict = {}
     for e, plan in plans.items():
         u, v, _ = e
-        if plan.top is not None or len(plan.lane) != 1 or plan.stops or len(g[u][v]) != 1 or (u, v) in side:
+        if plan.top is not None or len(plan.lane) != 1 or len(g[u][v]) != 1 or (u, v) in side:
+            continue
+        if plan.stops and plan.margin is None:  # bend points in its own row only: past whole rows
             continue
         (xv, yv), lane_y = pos[v], plan.lane[0][0]
         x_from = plan.margin if plan.margin is not None else plan.start[0]
@@ -126,6 +128,20 @@ def side_entries(g, pos, routes, plans: dict, label_h: float, side: Collection =
             continue
         found.setdefault(v, []).append(((u, v), (x, beside, run_y)))
     return dict(es[0] for es in found.values() if len(es) == 1)
+
+
+def legs_through(plans: dict, skip, x0: float, x1: float, y0: float, y1: float) -> bool:
+    """Whether a straight vertical stretch of a planned edge other than ``skip`` passes through
+    the rectangle x0..x1, y0..y1 (e.g. where a label would be written)."""
+    for e, plan in plans.items():
+        if e == skip:
+            continue
+        verts, codes = edge_route(plan)[0]
+        for i in range(1, len(verts)):
+            (xa, ya), (xb, yb) = verts[i - 1], verts[i]
+            if codes[i] == LINETO and abs(xa - xb) < 1e-9 and x0 < xa < x1 and min(ya, yb) < y1 and y0 < max(ya, yb):
+                return True
+    return False
 
 
 def _length(verts) -> float:
@@ -174,7 +190,9 @@ def top_entries(g, pos, routes, lanes, side: Collection = ()) -> dict:
     points = [*pos.values(), *bends]
     found: dict = {}
     for (u, v), lane in lanes.items():
-        if len(lane) != 1 or (routes or {}).get((u, v)) or len(g[u][v]) != 1 or (u, v) in side:
+        if len(lane) != 1 or len(g[u][v]) != 1 or (u, v) in side:
+            continue
+        if (routes or {}).get((u, v)) and not _passed(lane[0]):  # bend points in its own row only: past whole rows
             continue
         x, y = pos[v]
         lane_y = lane[0][0]
@@ -281,9 +299,10 @@ def _plans(g, pos, routes, lanes, label_h: float, tops: dict, sides: dict, margi
         lane = tuple(lanes[(u, v)])
         room = x - (xv - BOX_W / 2) - 0.02  # over the box, left of where the edge comes down
         beside, run_y = sides[(u, v)][1:] if (u, v) in sides else (None, None)
+        stops = [(bx + d, by) for bx, by in (routes or {}).get((u, v)) or () for d in (-BOX_W / 2, BOX_W / 2)]
         plans[(u, v, k)] = _Plan(
             (x0 + BOX_W / 2, y0),
-            [],
+            stops,
             lane,
             yv + BOX_H / 2 + TOP_LABEL_GAP + label_h / 2,
             yv,
@@ -330,19 +349,6 @@ def edge_route(plan: _Plan, label_w: float | None = None) -> tuple[Route, tuple,
     left, so it is gentle rather than steep."""
     x, y = a = plan.start
     verts, codes = [a], [MOVETO]
-    if plan.top is not None:  # from the lane under its row straight down into the box's top
-        lane_y, j = plan.lane[0][:2]
-        right = plan.margin if plan.margin is not None else x + RETURN_PAD + j % 4 * RETURN_STEP
-        if plan.beside is None:
-            verts += [(right, y), (right, lane_y), (plan.top, lane_y), (plan.top, plan.top_y)]
-            codes += [LINETO] * 4
-        else:  # down beside the column, under the box above, into the top
-            verts += [(right, y), (right, lane_y), (plan.beside, lane_y), (plan.beside, plan.run_y)]
-            verts += [(plan.top, plan.run_y), (plan.top, plan.top_y)]
-            codes += [LINETO] * 6
-        turn = plan.top if plan.beside is None else plan.beside
-        back = ((right + turn) / 2, lane_y, 1.0 if turn < right else -1.0, 0.0)  # on the lane
-        return Route(verts, codes), label_anchor(plan), back
     returns = iter(plan.lane)
     mark = None
     stops = plan.stops
@@ -361,6 +367,19 @@ def edge_route(plan: _Plan, label_w: float | None = None) -> tuple[Route, tuple,
         verts.append((xb, yb))
         codes.append(LINETO)
         x, y = xb, yb
+    if plan.top is not None:  # from the lane under its row straight down into the box's top
+        lane_y, j = plan.lane[-1][:2]
+        right = plan.margin if plan.margin is not None else x + RETURN_PAD + j % 4 * RETURN_STEP
+        if plan.beside is None:
+            verts += [(right, y), (right, lane_y), (plan.top, lane_y), (plan.top, plan.top_y)]
+            codes += [LINETO] * 4
+        else:  # down beside the column, under the box above, into the top
+            verts += [(right, y), (right, lane_y), (plan.beside, lane_y), (plan.beside, plan.run_y)]
+            verts += [(plan.top, plan.run_y), (plan.top, plan.top_y)]
+            codes += [LINETO] * 6
+        turn = plan.top if plan.beside is None else plan.beside
+        back = ((right + turn) / 2, lane_y, 1.0 if turn < right else -1.0, 0.0)  # on the lane
+        return Route(verts, codes), label_anchor(plan), mark or back
     port, end_y, gap_right = plan.port, plan.end_y, plan.gap_right
     converge = abs(port - end_y) > 1e-9
     run_end = gap_right - (CONVERGE_ROOM if converge else TAIL)

@@ -15,6 +15,7 @@ from tapeviz.picture.routing import (
     edge_plans,
     edge_route,
     label_anchor,
+    legs_through,
     margin_legs,
     side_entries,
     top_entries,
@@ -113,6 +114,10 @@ def test_an_edge_past_a_whole_row_goes_down_the_right_margin():
     right = max(x for x, _ in pos.values()) + BOX_W / 2
     assert set(legs) == {(0, 4), (0, 5)} and legs[(0, 4)] == legs[(0, 5)] > right
     plans = edge_plans(SimpleNamespace(nx=g), pos, routes, lanes=lanes, label_h=0.1)
+    # 5 tops its column: straight down into its top; 4 has 3 -> 4 from the row above too: from the left
+    assert plans[(0, 5, 0)].top == pytest.approx(1.0 + BOX_W / 2 - TOP_IN) and plans[(0, 4, 0)].top is None
+    assert edge_route(plans[(0, 5, 0)])[0].vertices[-1] == pytest.approx((plans[(0, 5, 0)].top, pos[5][1] + BOX_H / 2))
+    assert edge_route(plans[(0, 4, 0)])[0].vertices[-1] == pytest.approx((-BOX_W / 2, pos[4][1]))
     for e in ((0, 4, 0), (0, 5, 0)):
         verts = edge_route(plans[e])[0].vertices
         lane_y = lanes[e[:2]][0].y
@@ -120,3 +125,14 @@ def test_an_edge_past_a_whole_row_goes_down_the_right_margin():
         assert [p[1] for p, _ in back] == [lane_y]  # one run back, along its lane
         assert max(x for x, _ in verts) == pytest.approx(legs[e[:2]])
         assert min(y for _, y in verts) >= pos[e[1]][1] - BOX_H / 2  # never below its target
+
+
+def test_legs_through_finds_another_edges_way_down():
+    """Where a label would be written right of an edge coming down into a box's top, another
+    edge's way down (here a -> c's, beside column 0) rules it out."""
+    g, pos, routes, lanes = wrapped()
+    plans = edge_plans(SimpleNamespace(nx=g), pos, routes, lanes=lanes, label_h=0.1)
+    x = plans[("a", "c", 0)].beside
+    assert legs_through(plans, ("a", "b", 0), x - 0.05, x + 0.05, -2.4, -2.2)
+    assert not legs_through(plans, ("a", "c", 0), x - 0.05, x + 0.05, -2.4, -2.2)  # its own way
+    assert not legs_through(plans, ("a", "b", 0), x + 0.02, x + 0.3, -2.4, -2.2)
