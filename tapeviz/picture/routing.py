@@ -298,7 +298,7 @@ def _plans(g, pos, routes, lanes, label_h: float, tops: dict, sides: dict, margi
         (x0, y0), (xv, yv) = pos[u], pos[v]
         lane = tuple(lanes[(u, v)])
         room = x - (xv - BOX_W / 2) - 0.02  # over the box, left of where the edge comes down
-        beside, run_y = sides[(u, v)][1:] if (u, v) in sides else (None, None)
+        beside, run_y = sides[(u, v)][1:] if (u, v) in sides else (None, 0.0)
         stops = [(bx + d, by) for bx, by in (routes or {}).get((u, v)) or () for d in (-BOX_W / 2, BOX_W / 2)]
         plans[(u, v, k)] = _Plan(
             (x0 + BOX_W / 2, y0),

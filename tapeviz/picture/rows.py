@@ -61,7 +61,7 @@ class Lane(NamedTuple):
     """A lane an edge runs back along, in the gap under a band, to the next band."""
 
     y: float
-    index: int  # among the lanes of that gap, top to bottom (drawings offset vertical legs by it)
+    order: int  # among the lanes of that gap, top to bottom (drawings offset vertical legs by it)
     passed: int = 0  # whole bands the edge passed first, down the right margin (0: from the band above)
 
 
