@@ -91,8 +91,9 @@ def side_entries(g, pos, routes, plans: dict, label_h: float, side: Collection =
     of the column (at ``beside``), turn left under the box above (at ``run_y``, clear of its
     caption) and enter the box's top at x, its label over the box as for :func:`top_entries`,
     instead of running on to the gap left of the column and back. Taken when that way is
-    shorter, crosses at most ``SIDE_CROSSINGS`` more edges, runs along no other edge, and is
-    the only such edge into its box; not for the node pairs in ``side``."""
+    shorter, crosses at most ``SIDE_CROSSINGS`` more edges and runs along no other edge; one
+    edge a box (one label fits over it): of several, the one it shortens most. Not for the
+    node pairs in ``side``."""
     routed = {e: edge_route(p)[0] for e, p in plans.items()}
     drawn = {e: r.vertices for e, r in routed.items()}
     boxes = list(pos.values())
@@ -119,15 +120,16 @@ def side_entries(g, pos, routes, plans: dict, label_h: float, side: Collection =
         run_y = (top_y + TOP_LABEL_GAP + label_h + ceiling) / 2
         alt = plan._replace(top=x, top_y=top_y, beside=beside, run_y=run_y)
         new = edge_route(alt)[0].vertices
-        if _length(new) >= _length(drawn[e]):
+        saving = _length(drawn[e]) - _length(new)
+        if saving <= 0:
             continue
         others = [vs for f, vs in drawn.items() if f[0] != u and f[1] != v]
         if any(_along(new, r) for f, r in routed.items() if f[0] != u and f[1] != v):
             continue
         if sum(_crosses(new, vs) for vs in others) > sum(_crosses(drawn[e], vs) for vs in others) + SIDE_CROSSINGS:
             continue
-        found.setdefault(v, []).append(((u, v), (x, beside, run_y)))
-    return dict(es[0] for es in found.values() if len(es) == 1)
+        found.setdefault(v, []).append((saving, (u, v), (x, beside, run_y)))
+    return dict(max(es, key=lambda t: t[0])[1:] for es in found.values())
 
 
 def legs_through(plans: dict, skip, x0: float, x1: float, y0: float, y1: float) -> bool:

@@ -136,3 +136,19 @@ def test_legs_through_finds_another_edges_way_down():
     assert legs_through(plans, ("a", "b", 0), x - 0.05, x + 0.05, -2.4, -2.2)
     assert not legs_through(plans, ("a", "c", 0), x - 0.05, x + 0.05, -2.4, -2.2)  # its own way
     assert not legs_through(plans, ("a", "b", 0), x + 0.02, x + 0.3, -2.4, -2.2)
+
+
+def test_of_two_edges_that_could_come_down_beside_one_does():
+    """One label fits over a box: of a -> c and z -> c, both shorter beside column 0, one comes
+    down there and the other keeps its port on c's left side."""
+    g, pos, routes, lanes = wrapped()
+    g.add_edge("z", "c")
+    pos["z"] = (1.0, 0.6)
+    routes[("z", "c")] = []
+    lanes[("z", "c")] = [(LANE_Y - 0.14, 1)]
+    plans = edge_plans(SimpleNamespace(nx=g), pos, routes, lanes=lanes, label_h=0.1)
+    beside = [e for e, p in plans.items() if p.beside is not None]
+    assert len(beside) == 1 and beside[0][1] == "c"
+    [other] = {("a", "c", 0), ("z", "c", 0)} - set(beside)
+    assert plans[other].top is None
+    assert edge_route(plans[other])[0].vertices[-1] == pytest.approx((-BOX_W / 2, -3.0))
