@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Hashable, Mapping, Sequence
+from typing import NamedTuple
 
 import networkx as nx
 
@@ -20,6 +21,7 @@ from .style import CAPTION_H as _CAPTION_H
 
 __all__ = [
     "wrap_bands",
+    "Lane",
     "band_columns",
     "row_lengths",
     "row_starts",
@@ -53,6 +55,15 @@ CELL_WIDTH = 1000
 #: Layouts up to this many columns are folded to fit the page (about 12 rows of 5); longer
 #: ones (every op of a large model) are folded into bands as wide as a screen instead.
 PAGE_FIT_MOST = 60
+
+
+class Lane(NamedTuple):
+    """A lane an edge runs back along, in the gap under a band, to the next band."""
+
+    y: float
+    order: int  # among the lanes of that gap, top to bottom (drawings offset vertical legs by it)
+    passed: int = 0  # whole bands the edge passed first, down the right margin (0: from the band above)
+
 
 _LANE_GAP = 0.14  # between the lanes of edges that return to the next band
 _BAND_MARGIN = 0.2  # between a band's lowest caption and its first lane, and the last lane and the next band
@@ -180,7 +191,7 @@ def wrap_bands(
     columns: int,
     layer_gap: float = 1.0,
     starts: Sequence[int] | None = None,
-) -> tuple[dict[Node, Point], dict[tuple[Node, Node], list[Point]], dict[tuple[Node, Node], list[tuple[float, int]]]]:
+) -> tuple[dict[Node, Point], dict[tuple[Node, Node], list[Point]], dict[tuple[Node, Node], list[Lane]]]:
     """Fold a layout from :func:`layered_routes` into bands of ``columns`` columns,
     stacked top to bottom like lines of text.
 
@@ -190,9 +201,12 @@ def wrap_bands(
     Returns ``(pos, routes, lanes)``.  Nodes and bend points keep their place inside
     their band.  An edge that passes from one band to the next leaves the last column
     to the right, runs back along a *lane* in the gap under its band and enters the
-    next band from the left; ``lanes[(u, v)]`` lists, for each band boundary the edge
-    crosses, that lane's y and its index among the lanes of that gap (drawings offset
-    their vertical legs by it, so parallel returns do not overlap).  Edges between
+    next band from the left; ``lanes[(u, v)]`` lists that lane (:class:`Lane`: its y and
+    its index among the lanes of that gap; drawings offset their vertical legs by it, so
+    parallel returns do not overlap).  An edge that passes whole bands keeps only its bend
+    points in its own band and one lane, under the band above its target: it goes down
+    the right margin past the bands between (``Lane.passed`` of them) instead of across
+    each of them and back under each.  Edges between
     neighbouring columns that end up in different bands get a route (possibly with no
     bend point) so that drawings route them too.  Layouts of at most ``columns``
     columns are returned unchanged, with no lanes.  ``starts``: each band's first column
@@ -208,20 +222,15 @@ def wrap_bands(
 
     top: dict[int, float] = {}
     bottom: dict[int, float] = {}
+    passed: dict[tuple[Node, Node], int] = {}  # edges down the right margin: the rows they pass
 
     def extend(b: int, hi: float, lo: float) -> None:
         top[b] = max(top.get(b, hi), hi)
         bottom[b] = min(bottom.get(b, lo), lo)
 
-    for x, y in pos.values():
-        extend(band(x), y + _BOX_H / 2, y - _BOX_H / 2 - _CAPTION_H - _BAND_MARGIN / 2)
-    for bends in routes.values():
-        for x, y in bends:
-            extend(band(x), y + _STACK_GAP / 2, y - _STACK_GAP / 2)
-
     # Which edges cross each gap between bands, each with the y it leaves its band at.
     routed = dict(routes)
-    crossing: dict[int, list[tuple[float, tuple[Node, Node]]]] = {}
+    crossing: dict[int, list[tuple[tuple, tuple[Node, Node]]]] = {}
     for u, v in dict.fromkeys(g.edges()):  # node pairs, in insertion order
         bu, bv = band(pos[u][0]), band(pos[v][0])
         if bu == bv:
@@ -230,15 +239,28 @@ def wrap_bands(
             # to the next row: straight down from its source to the lane and on to its
             # target, not along the rest of its row first
             routed[(u, v)] = []
-        bends = routed.setdefault((u, v), [])
-        stops = [pos[u], *bends]
-        for b in range(bu, bv):
-            leave_y = next(y for x, y in reversed(stops) if band(x) <= b)
-            crossing.setdefault(b, []).append((leave_y, (u, v)))
+            crossing.setdefault(bu, []).append(((0, 0, pos[u][1]), (u, v)))
+            continue
+        # past whole rows: along its own row to its right end (its bend points there), down
+        # the right margin past the rows between, and back along one lane under the row above
+        # its target, instead of across every row between and back under each. The lowest
+        # lanes there, those leaving the highest rows lowest: their legs on the right are the
+        # outermost, so the lanes and legs there do not cross.
+        bends = [p for p in routed.get((u, v), []) if band(p[0]) == bu]
+        routed[(u, v)] = bends
+        leave_y = bends[-1][1] if bends else pos[u][1]
+        crossing.setdefault(bv - 1, []).append(((1, -bu, leave_y), (u, v)))
+        passed[(u, v)] = bv - bu - 1
+
+    for x, y in pos.values():
+        extend(band(x), y + _BOX_H / 2, y - _BOX_H / 2 - _CAPTION_H - _BAND_MARGIN / 2)
+    for bends in routed.values():
+        for x, y in bends:
+            extend(band(x), y + _STACK_GAP / 2, y - _STACK_GAP / 2)
 
     # Stack the bands, each followed by the lanes of the edges returning under it.
     shift: dict[int, float] = {}
-    lanes: dict[tuple[Node, Node], list[tuple[float, int]]] = {}
+    lanes: dict[tuple[Node, Node], list[Lane]] = {}
     cursor = 0.0  # top of the next band
     for b in range(max(top) + 1):
         if b not in top:  # an empty band (a layer with no node cannot occur, but stay safe)
@@ -251,9 +273,10 @@ def wrap_bands(
         # one line and splits where its targets are.
         returning = sorted(crossing.get(b, []), key=lambda t: t[0])
         bundle: dict[tuple, int] = {}
-        for leave_y, e in returning:
-            i = bundle.setdefault((e[0], round(leave_y, 6)), len(bundle))
-            lanes.setdefault(e, []).append((first_lane - i * _LANE_GAP, i))
+        for (far, _, leave_y), e in returning:
+            # edges past whole bands: one source's are one bundle wherever they leave their band
+            i = bundle.setdefault((e[0], far, 0.0 if far else round(leave_y, 6)), len(bundle))
+            lanes.setdefault(e, []).append(Lane(first_lane - i * _LANE_GAP, i, passed.get(e, 0)))
         if returning:
             cursor = first_lane - (len(bundle) - 1) * _LANE_GAP - _BAND_MARGIN
         else:

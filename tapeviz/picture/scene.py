@@ -66,7 +66,7 @@ from .placement import (
     label_specs,
 )
 from .restyling import GradOverride, Restyling, drawn_stops
-from .routing import edge_plans, edge_route
+from .routing import edge_plans, edge_route, legs_through
 from .rows import (
     MAX_RATIO,
     NARROW_PAGE,
@@ -328,7 +328,9 @@ class Scene(Restyling):
         """An edge entering a box from above writes its label left of where it comes down,
         over the box (routing.py); where a frame's name is written there (the box is the
         first of its frame), it writes it right of where it comes down instead. Returns the
-        (u, v) pairs with a frame's name on both sides: they enter their box from the left."""
+        (u, v) pairs with a frame's name on both sides, or on the left with no room on the
+        right (an edge coming down beside the box's column, or another edge's way down there):
+        they enter their box from the left."""
         tops = [(e, p) for e, p in plans.items() if p.top is not None]
         blocked: set = set()
         if not tops or not self.frames:
@@ -350,8 +352,12 @@ class Scene(Restyling):
 
             if not hits(p.top - p.room, p.top):
                 continue
-            if hits(p.top, p.top + p.room):
-                blocked.add(e[:2])
+            if (
+                p.beside is not None
+                or hits(p.top, p.top + p.room)
+                or legs_through(plans, e, p.top, p.top + p.room, y0, y1)
+            ):
+                blocked.add(e[:2])  # beside: its way down is right of it; or another edge's way down is
             else:
                 label.x, label.ha = p.top + (p.top - label.x), "left"
         return blocked

@@ -480,7 +480,8 @@ def test_edges_of_one_source_back_to_the_next_row_share_a_lane():
 def test_an_edge_to_the_next_row_goes_down_from_its_source():
     """An edge between neighbouring rows leaves its bend points along the rest of its row
     behind: it runs from its source down to its lane and on to its target. One that
-    crosses two rows keeps them (its way down passes the rows between)."""
+    crosses two rows keeps those in its own row only and one lane, under the row above its
+    target: it passes the row between down the right margin."""
     import networkx as nx
 
     from tapeviz.picture.rows import wrap_bands
@@ -490,7 +491,8 @@ def test_an_edge_to_the_next_row_goes_down_from_its_source():
     routes = {(0, 3): [(1.0, -1.0), (2.0, -1.0)], (0, 5): [(x, -2.0) for x in (1.0, 2.0, 3.0, 4.0)]}
     _, new_routes, lanes = wrap_bands(g, pos, routes, columns=2)
     assert new_routes[(0, 3)] == [] and len(lanes[(0, 3)]) == 1
-    assert len(new_routes[(0, 5)]) == 4 and len(lanes[(0, 5)]) == 2
+    assert [x for x, _ in new_routes[(0, 5)]] == [1.0] and len(lanes[(0, 5)]) == 1
+    assert lanes[(0, 3)][0].passed == 0 and lanes[(0, 5)][0].passed == 1
 
 
 @pytest.mark.parametrize("name", MODELS)

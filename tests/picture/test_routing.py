@@ -1,13 +1,26 @@
 """Routing (tapeviz/picture/routing.py): an edge from one row into the top box of a column
-of the next row goes straight down into that box's top; every other edge keeps its port on
-its consumer's left side."""
+of the next row goes straight down into that box's top; one into a box under another comes
+down beside their column into its top when that is shorter; an edge past whole rows goes
+down the right margin; every other edge keeps its port on its consumer's left side."""
 
 from types import SimpleNamespace
 
 import networkx as nx
 import pytest
 
-from tapeviz.picture.routing import TOP_IN, edge_plans, edge_route, label_anchor, top_entries
+from tapeviz.picture.layout import layered_routes
+from tapeviz.picture.routing import (
+    BESIDE,
+    TOP_IN,
+    edge_plans,
+    edge_route,
+    label_anchor,
+    legs_through,
+    margin_legs,
+    side_entries,
+    top_entries,
+)
+from tapeviz.picture.rows import wrap_bands
 from tapeviz.picture.style import BOX_H, BOX_W
 
 LANE_Y = -1.0
@@ -55,7 +68,87 @@ def test_an_edge_from_the_row_above_comes_straight_down_into_the_box_top():
     assert y1 < y - 0.05 and y + 0.05 < LANE_Y  # between the box and the lane
     assert mark[1] == pytest.approx(LANE_Y) and mark[2] > 0  # backward: to the right, along the lane
 
-    side = edge_route(plans[("a", "c", 0)])[0]  # c has b above it: from the left, as before
-    assert side.vertices[-1][0] == pytest.approx(-BOX_W / 2)
-    assert side.vertices[-1][1] == pytest.approx(-3.0)
     assert plans[("b", "d", 0)].top is None
+
+
+def test_an_edge_into_a_box_under_another_comes_down_beside_their_column():
+    """a (right of column 0) feeds c under b: down the gap right of the column, left under b,
+    into c's top, instead of on to the gap left of the column and back (it crosses b -> d)."""
+    g, pos, routes, lanes = wrapped()
+    plans = edge_plans(SimpleNamespace(nx=g), pos, routes, lanes=lanes, label_h=0.1)
+    c = plans[("a", "c", 0)]
+    assert c.beside == pytest.approx(BOX_W / 2 + BESIDE) and c.top == pytest.approx(BOX_W / 2 - TOP_IN)
+    verts = edge_route(c)[0].vertices
+    assert verts[-1] == pytest.approx((BOX_W / 2 - TOP_IN, -3.0 + BOX_H / 2))  # into c's top
+    assert min(x for x, _ in verts) > 0  # never in the gap left of the column
+    b_caption = -2.0 - BOX_H / 2 - 0.15
+    assert -3.0 + BOX_H / 2 < c.run_y < b_caption  # under b's caption, over c
+    x, y, _ = label_anchor(c)
+    assert y + 0.05 < b_caption and x < c.top
+
+
+def test_an_edge_into_a_box_under_another_stays_left_when_beside_crosses_more():
+    """Two more edges across the gap right of the column (e -> f, e -> h at b's height and
+    under it): the way beside would cross two more edges than the way from the left."""
+    g, pos, routes, lanes = wrapped()
+    g.add_edges_from([("e", "f"), ("e", "h")])
+    pos.update({"e": (0.0, -1.6), "f": (1.0, -2.2), "h": (1.0, -2.4)})
+    plans = edge_plans(SimpleNamespace(nx=g), pos, routes, lanes=lanes, label_h=0.1)
+    assert side_entries(g, pos, routes, plans, 0.1) == {}
+    side = edge_route(plans[("a", "c", 0)])[0]
+    assert side.vertices[-1] == pytest.approx((-BOX_W / 2, -3.0))  # from the left, into its side
+    g2, pos2, routes2, lanes2 = wrapped()
+    plain = edge_plans(SimpleNamespace(nx=g2), pos2, routes2, lanes=lanes2, label_h=0.1)
+    assert side_entries(g2, pos2, routes2, plain, 0.1, side={("a", "c")}) == {}
+
+
+def test_an_edge_past_a_whole_row_goes_down_the_right_margin():
+    """A chain 0..5 in rows of two with 0 -> 4 and 0 -> 5: both pass row 1 down the right
+    margin, right of every box, as one bundle, and run back along one lane under row 1."""
+    g = nx.MultiDiGraph()
+    g.add_edges_from([(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (0, 4), (0, 5)])
+    pos, routes = layered_routes(g)
+    pos, routes, lanes = wrap_bands(g, pos, routes, columns=2)
+    assert lanes[(0, 4)] == lanes[(0, 5)] and lanes[(0, 4)][0].passed == 1
+    legs = margin_legs(pos, routes, lanes)
+    right = max(x for x, _ in pos.values()) + BOX_W / 2
+    assert set(legs) == {(0, 4), (0, 5)} and legs[(0, 4)] == legs[(0, 5)] > right
+    plans = edge_plans(SimpleNamespace(nx=g), pos, routes, lanes=lanes, label_h=0.1)
+    # 5 tops its column: straight down into its top; 4 has 3 -> 4 from the row above too: from the left
+    assert plans[(0, 5, 0)].top == pytest.approx(1.0 + BOX_W / 2 - TOP_IN) and plans[(0, 4, 0)].top is None
+    assert edge_route(plans[(0, 5, 0)])[0].vertices[-1] == pytest.approx((plans[(0, 5, 0)].top, pos[5][1] + BOX_H / 2))
+    assert edge_route(plans[(0, 4, 0)])[0].vertices[-1] == pytest.approx((-BOX_W / 2, pos[4][1]))
+    for e in ((0, 4, 0), (0, 5, 0)):
+        verts = edge_route(plans[e])[0].vertices
+        lane_y = lanes[e[:2]][0].y
+        back = [(p, q) for p, q in zip(verts, verts[1:], strict=False) if q[0] < p[0] and p[1] == q[1]]
+        assert [p[1] for p, _ in back] == [lane_y]  # one run back, along its lane
+        assert max(x for x, _ in verts) == pytest.approx(legs[e[:2]])
+        assert min(y for _, y in verts) >= pos[e[1]][1] - BOX_H / 2  # never below its target
+
+
+def test_legs_through_finds_another_edges_way_down():
+    """Where a label would be written right of an edge coming down into a box's top, another
+    edge's way down (here a -> c's, beside column 0) rules it out."""
+    g, pos, routes, lanes = wrapped()
+    plans = edge_plans(SimpleNamespace(nx=g), pos, routes, lanes=lanes, label_h=0.1)
+    x = plans[("a", "c", 0)].beside
+    assert legs_through(plans, ("a", "b", 0), x - 0.05, x + 0.05, -2.4, -2.2)
+    assert not legs_through(plans, ("a", "c", 0), x - 0.05, x + 0.05, -2.4, -2.2)  # its own way
+    assert not legs_through(plans, ("a", "b", 0), x + 0.02, x + 0.3, -2.4, -2.2)
+
+
+def test_of_two_edges_that_could_come_down_beside_one_does():
+    """One label fits over a box: of a -> c and z -> c, both shorter beside column 0, one comes
+    down there and the other keeps its port on c's left side."""
+    g, pos, routes, lanes = wrapped()
+    g.add_edge("z", "c")
+    pos["z"] = (1.0, 0.6)
+    routes[("z", "c")] = []
+    lanes[("z", "c")] = [(LANE_Y - 0.14, 1)]
+    plans = edge_plans(SimpleNamespace(nx=g), pos, routes, lanes=lanes, label_h=0.1)
+    beside = [e for e, p in plans.items() if p.beside is not None]
+    assert len(beside) == 1 and beside[0][1] == "c"
+    [other] = {("a", "c", 0), ("z", "c", 0)} - set(beside)
+    assert plans[other].top is None
+    assert edge_route(plans[other])[0].vertices[-1] == pytest.approx((-BOX_W / 2, -3.0))
