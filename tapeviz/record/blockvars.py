@@ -91,12 +91,16 @@ def _float_variables(value: Any) -> list[tf.Variable]:
     return [value] if ok else []
 
 
-def named_in_block(frame: FrameType | None, enter: tuple[CodeType, int] | None) -> dict[str, tf.Variable]:
+def named_in_block(
+    frame: FrameType | None, enter: tuple[CodeType, int] | None, local: dict | None = None
+) -> dict[str, tf.Variable]:
     """{name: variable} for every trainable float variable the block's code loads by name.
 
     ``enter`` is (the frame's code, its instruction offset) when the block was entered;
     ``frame`` is the same frame at the block's end (its offset is the __exit__ call).
-    Another code object (the tape entered in one function, left in another) gives {}."""
+    Another code object (the tape entered in one function, left in another) gives {}.
+    ``local``: the frame's ``f_locals`` when the caller has just read them (each read of
+    ``f_locals`` copies every local into the dict again)."""
     if frame is None or enter is None or enter[0] is not frame.f_code:
         return {}
     try:
@@ -105,7 +109,7 @@ def named_in_block(frame: FrameType | None, enter: tuple[CodeType, int] | None) 
         return {}
     if not names:
         return {}
-    local, glob, builtins = frame.f_locals, frame.f_globals, frame.f_builtins
+    local, glob, builtins = frame.f_locals if local is None else local, frame.f_globals, frame.f_builtins
     out: dict[str, tf.Variable] = {}
     for name in names:
         value = local.get(name, glob.get(name, builtins.get(name)))

@@ -28,16 +28,17 @@ class _Known:
     """What the walk learned per process: Keras's folders and Model class (once Keras is
     imported), the loss codes (once keras.losses is), and each code object's kind."""
 
-    __slots__ = ("keras", "dirs", "model", "loss_codes", "kinds")
+    __slots__ = ("keras", "dirs", "model", "loss_codes", "kinds", "codes")
 
     def __init__(self) -> None:
         self.keras: types.ModuleType | None = None  # the keras module the folders were read from
         self.dirs: tuple[str, ...] = ()
         self.model: type | None = None  # keras.Model: a model is the user's composition, not a layer
         self.loss_codes: frozenset | None = None
-        #: id(code) -> (code, kind bits); keyed by id (a code object's hash is not cached),
-        #: the code kept in the value so its id is not reused meanwhile
-        self.kinds: dict[int, tuple[types.CodeType, int]] = {}
+        #: id(code) -> kind bits; keyed by id (a code object's hash is not cached), the
+        #: code kept in ``codes`` so that its id is not reused meanwhile (emptied together)
+        self.kinds: dict[int, int] = {}
+        self.codes: list[types.CodeType] = []
 
 
 _known = _Known()
@@ -54,7 +55,7 @@ def _keras_dirs() -> tuple[str, ...]:
         return ()
     package = os.path.dirname(file)
     _known.keras, _known.dirs = keras, tuple({package + os.sep, os.path.realpath(package) + os.sep})
-    _known.kinds.clear()
+    _forget_kinds()
     return _known.dirs
 
 
@@ -77,7 +78,7 @@ def _loss_codes() -> frozenset:
             if code is not None:
                 codes.add(code)
     _known.loss_codes = frozenset(codes)
-    _known.kinds.clear()  # kinds learned before knew no loss code
+    _forget_kinds()  # kinds learned before knew no loss code
     return _known.loss_codes
 
 
@@ -85,8 +86,14 @@ def _kind(code: types.CodeType, losses: frozenset, dirs: tuple[str, ...]) -> int
     kind = _LOSS if code in losses else 0
     if code.co_name == "__call__" and code.co_filename.startswith(dirs):
         kind |= _LAYER
-    _known.kinds[id(code)] = (code, kind)
+    _known.kinds[id(code)] = kind
+    _known.codes.append(code)
     return kind
+
+
+def _forget_kinds() -> None:
+    _known.kinds.clear()
+    _known.codes.clear()
 
 
 def keras_scopes_at(scope: str, f, stop=None) -> tuple[list[str], list[str]]:
@@ -114,8 +121,9 @@ def keras_scopes_at(scope: str, f, stop=None) -> tuple[list[str], list[str]]:
         if f is None or f is stop:
             break
         code = f.f_code
-        entry = kinds.get(id(code))
-        kind = entry[1] if entry is not None and entry[0] is code else _kind(code, losses, dirs)
+        kind = kinds.get(id(code))
+        if kind is None:
+            kind = _kind(code, losses, dirs)
         if kind:
             obj = f.f_locals.get("self")
             name = getattr(obj, "name", None)

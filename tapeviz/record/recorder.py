@@ -423,10 +423,11 @@ class Recorder:
                 (i for i in range(len(self._generations) - 1, -1, -1) if self._generations[i] is not None), -1
             )
         watched_vars = final_tape.watched_variables() if final_tape is not None else tape._watched_variables
-        info = scan_frame(frame) if frame is not None else None
-        unread = {v.handle._id: v for v in named_in_block(frame, self._enter).values()}
+        local = frame.f_locals if frame is not None else None  # read once for both
+        info = scan_frame(frame, local) if frame is not None else None
         return Capture(
-            unread={h: v for h, v in unread.items() if h not in self.variables},
+            # the block's variables the tape never read (settle() leaves out those it saw)
+            unread={v.handle._id: v for v in named_in_block(frame, self._enter, local).values()},
             raw=self.raw,
             seen=self.seen,
             variables=self.variables,

@@ -154,14 +154,16 @@ class UserCalls:
         anchor = self.anchor
         if anchor is not None:
             for d in _memo.anchor_depths.get(key, ()):
+                if d == 2:
+                    if _getframe(2) is anchor:
+                        return self.last  # f is the anchor
+                    continue
                 try:
-                    up = _getframe(d)  # 0: this frame, 1: the callback, 2: f
+                    g = _getframe(d - 1)  # 0: this frame, 1: the callback, 2: f; g: the frame the anchor called
                 except ValueError:  # the stack is not that deep now
                     continue
-                if up is anchor:
-                    if d == 2:
-                        return self.last  # f is the anchor
-                    code = _getframe(d - 1).f_code  # the frame the anchor called
+                if g.f_back is anchor:
+                    code = g.f_code
                     entry = _memo.code_user.get(id(code))
                     kind = entry[1] if entry is not None and entry[0] is code else _code_kind(code)
                     return self.last if kind == _OTHER else self._walk(_getframe(2), index)

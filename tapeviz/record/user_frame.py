@@ -84,7 +84,7 @@ def _frame_kind(t: type) -> int:
     return kind
 
 
-def scan_frame(frame) -> FrameInfo:
+def scan_frame(frame, local: dict | None = None) -> FrameInfo:
     """Names in the frame that ran the block, and the objects that can name variables.
 
     ``names`` maps id(object) -> the name the user bound it to. Ids are only looked up
@@ -92,13 +92,15 @@ def scan_frame(frame) -> FrameInfo:
     so an id cannot point at the wrong object. Module-level names count too (notebooks
     run cells at module level); private names do not. Objects listing variables (Keras
     models, layers) are kept by weak reference and asked for variable paths only when
-    a graph is built.
+    a graph is built. ``local``: the frame's ``f_locals`` when the caller has just read
+    them (each read copies every local into the dict again).
     """
     names: dict[int, str] = {}
     variable_names: dict[int, str] = {}
     lists: dict[int, str] = {}
     holders: list = []
-    local = frame.f_locals
+    if local is None:
+        local = frame.f_locals
     items = list(local.items())
     n_local = len(items)
     # Globals the block's code refers to (a model defined at module level, used inside a
