@@ -49,7 +49,7 @@ from ..messages import say
 from ..record.graph import TapeGraph
 from ..record.values import GRAD_NORM, VALUE_NORM
 from . import fonts
-from .frames import WHOLE, group_frames, name_label, open_groups, open_spans
+from .frames import WHOLE, frame_pad, group_frames, name_label, open_groups, open_path, open_spans
 from .groups import GROUP_KINDS
 from .layout import layered_routes
 from .legend import legend_entries, legend_layout
@@ -237,7 +237,11 @@ class Scene(Restyling):
         if pos is not None:
             self._build(pos, routes or {}, {}, names, variable_magnitudes)
             return
-        pos, computed = layered_routes(dg)
+        if self.show_frames:  # each open group a block of rows of its own: its frame holds no other box
+            groups = {n: open_path(self.display, n) for n in dg}
+            pos, computed = layered_routes(dg, groups=groups, frame_pad=frame_pad(self))
+        else:
+            pos, computed = layered_routes(dg)
         if routes is not None:
             self._build(pos, routes, {}, names, variable_magnitudes)
             return

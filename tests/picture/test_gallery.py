@@ -88,23 +88,7 @@ def test_default_picture_frames_every_open_group_whole_and_named(recorded, name)
             assert inside == (f.gid in _open_groups_of(scene, n)), (name, f.gid, n)
 
 
-#: Gallery pictures whose opened groups lose their frame in a file today (issue 32 item 4,
-#: not done): the layered layout orders each column by the flow, not by group, so boxes of
-#: other groups sit inside the group's rectangle, and a file draws no frame in pieces.
-LOSES_FRAMES = {
-    "EfficientNetB0": "efficientnetb0: its input boxes sit inside the model's rectangle",
-    "U-Net": "unet: the label input y sits in the last row, under mask",
-    "VAE": "vae: eps and the KL ops among the model's boxes; vae/decoder: kl in its columns",
-}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=LOSES_FRAMES[m])) if m in LOSES_FRAMES else m
-        for m in MODELS
-    ],
-)
+@pytest.mark.parametrize("name", MODELS)
 def test_default_picture_frames_every_opened_group(recorded, name):
     """Every opened group of a file's default picture is a labelled frame: none is left
     unframed (its boxes among other groups' boxes)."""
@@ -115,12 +99,14 @@ def test_default_picture_frames_every_opened_group(recorded, name):
     assert not scene.unframed
 
 
-@pytest.mark.xfail(strict=True, reason="seq2seq/decoder: the encoder's box sits in the decoder's columns")
 def test_an_opened_decoder_is_a_frame(recorded):
     """seq2seq with expand="decoder": the opened decoder (and its cell) are frames in a file."""
+    from tapeviz.picture.frames import open_groups
+
     step, fl, _ = recorded("seq2seq LSTM")
     scene = Scene(step.tape.graph, fl, options=tv.Options(expand=("decoder",)))
     assert "seq2seq/decoder" in {f.gid for f in scene.frames}, sorted(scene.unframed)
+    assert open_groups(scene.display) == {f.gid for f in scene.frames} and not scene.unframed
 
 
 def _open_groups_of(scene, n) -> set:
@@ -311,9 +297,11 @@ def test_explorer_picture_fits_a_notebook_cell_with_no_text_below_9_pt(recorded,
 def _row_firsts(scene) -> set:
     """The first column of each row the scene folded its layout into: a box's column in
     the layered layout, less its column in its row."""
-    from tapeviz.picture.layout import layered_layout
+    from tapeviz.picture.frames import frame_pad, open_path
+    from tapeviz.picture.layout import layered_routes
 
-    unfolded = layered_layout(scene.display.nx)
+    groups = {n: open_path(scene.display, n) for n in scene.display.nx}  # as the scene laid it out
+    unfolded, _ = layered_routes(scene.display.nx, groups=groups, frame_pad=frame_pad(scene))
     return {round(unfolded[n][0]) - round(x) for n, (x, _) in scene.pos.items()}
 
 

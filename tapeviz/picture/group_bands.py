@@ -1,0 +1,264 @@
+"""Group bands: the layered layout's columns ordered and stacked so that each open group is
+one rectangle.
+
+An opened block is drawn as a frame around its boxes (frames.py). The crossing reduction
+orders each column by the flow alone, so a group's boxes may sit among those of other
+groups (an input beside the model's first op, a loss term between two of the decoder's
+layers), and then no rectangle holds the group's boxes and nothing else. Here each
+column is ordered by the group tree first: a group's slots are contiguous, nested groups
+nested, in one order of sibling groups shared by all columns (a constrained barycentre
+ordering). Then the rows are stacked by group, not per column: every group is a block
+as tall as its tallest column, with room for its frame and its name above, and the boxes
+of other groups go above or below it wherever they share a column (a skyline packing, in
+the columns' order). The layout (layout.py) calls this only when it is given groups; a
+picture with no open group keeps its plain centred columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["FramePad", "GroupOrder", "separate_columns"]
+
+Node = Hashable
+
+#: Space between the blocks of two groups (or a group and a box) stacked in one column, in rows.
+BLOCK_GAP = 0.12
+
+
+@dataclass(frozen=True)
+class FramePad:
+    """How far a frame reaches beyond its boxes, in rows (frames.py's margins): ``top`` above
+    the top box per open group nested in it plus one (its name's band), ``bottom`` under the
+    lowest box, ``nest`` more under it per group nested inside; ``box`` and ``caption`` are
+    a box's height and the gradient's strip under it."""
+
+    top: float
+    bottom: float
+    nest: float
+    box: float
+    caption: float
+
+
+class GroupOrder:
+    """The open groups of a layered layout's slots (real nodes and long edges' bend points)
+    and the order they impose on its columns.
+
+    ``paths[i]`` is the tuple of open groups (ints, outermost first) holding slot ``i``; a
+    bend point belongs to the groups both ends of its edge are in.
+    """
+
+    def __init__(self, paths: Sequence[tuple[int, ...]], layer: np.ndarray, col_start: np.ndarray) -> None:
+        self.paths = list(paths)
+        self.layer = layer
+        self.col_start = col_start
+        self.keys: dict[int, float] = {}
+        self.slot_key: list[tuple] = [()] * len(self.paths)  # the key each slot was last sorted by
+
+    def update_keys(self, rank: np.ndarray) -> None:
+        """Each group's key: the mean centred rank of its slots over all its columns, so that
+        sibling groups take one order in every column (the one the flow prefers on average)."""
+        size = np.diff(self.col_start)[self.layer]
+        centred = (rank - (size - 1) / 2.0).tolist()
+        sums: dict[int, float] = {}
+        count: dict[int, int] = {}
+        for v, path in zip(centred, self.paths, strict=True):
+            for g in path:
+                sums[g] = sums.get(g, 0.0) + v
+                count[g] = count.get(g, 0) + 1
+        self.keys = {g: sums[g] / count[g] for g in sums}
+
+    def sort_column(self, rank: np.ndarray, c: int) -> None:
+        """Reorder column ``c`` by the group tree (groups by their keys, outermost first),
+        then by the slot's own rank: each group's slots contiguous, nested ones nested."""
+        lo, hi = int(self.col_start[c]), int(self.col_start[c + 1])
+        mid = (hi - lo - 1) / 2.0
+        keys = self.keys
+        for i in range(lo, hi):
+            self.slot_key[i] = (*((keys[g], g) for g in self.paths[i]), (float(rank[i]) - mid, -1))
+        order = sorted(range(lo, hi), key=self.slot_key.__getitem__)
+        rank[order] = np.arange(hi - lo)
+
+    def sort_all(self, rank: np.ndarray) -> None:
+        """Fresh keys, then every column sorted by them: one order of siblings everywhere."""
+        self.update_keys(rank)
+        for c in range(self.col_start.size - 1):
+            self.sort_column(rank, c)
+
+    # ------------------------------------------------------------------ coordinates
+
+    def stacked_y(self, rank: np.ndarray, is_real: np.ndarray, pad: FramePad) -> dict[int, float]:
+        """y (in rows, up positive, centred on 0) of every real slot: groups stacked as blocks.
+
+        In each group (and at the top level) its direct boxes and the blocks of the groups
+        inside are placed in the order of their sort keys, each as high as the columns it
+        spans allow (a skyline): a box takes one row, a block the rows of its content plus
+        its frame's margins. Must follow :meth:`sort_all`, whose keys it reads.
+        """
+        real = [i for i in range(len(self.paths)) if is_real[i]]
+        children: dict[int | None, list] = {}  # container -> [(key, kind, id)]
+        parent: dict[int, int | None] = {}
+        cols: dict[int, list[int]] = {}  # group -> [first, last] column of its real slots
+        for i in real:
+            path = self.paths[i]
+            key = self.slot_key[i]
+            children.setdefault(path[-1] if path else None, []).append((key[-1], 0, i))
+            for depth, g in enumerate(path):
+                if g not in parent:
+                    parent[g] = path[depth - 1] if depth else None
+                    children.setdefault(parent[g], []).append(((self.keys[g], g), 1, g))
+                c = int(self.layer[i])
+                span = cols.setdefault(g, [c, c])
+                span[0], span[1] = min(span[0], c), max(span[1], c)
+        inner: dict[int, int] = {}  # open groups nested inside each (on its deepest path)
+        for i in real:
+            path = self.paths[i]
+            for depth, g in enumerate(path):
+                inner[g] = max(inner.get(g, 0), len(path) - 1 - depth)
+
+        # Blocks bottom-up (deepest groups first): local tops (down positive) of their content.
+        block_h: dict[int, float] = {}
+        offset: dict[int, dict] = {}  # container -> {item: its top inside the container}
+        order = sorted(parent, key=lambda g: -self._depth(g, parent))
+        for container in [*order, None]:
+            items = sorted(children.get(container, []), key=lambda t: t[0])
+            sky: dict[int, float] = {}
+            tops: dict = {}
+            for _, kind, ident in items:
+                lo, hi = (cols[ident][0], cols[ident][1]) if kind else (int(self.layer[ident]),) * 2
+                top = max((sky.get(c, 0.0) for c in range(lo, hi + 1)), default=0.0)
+                height = block_h[ident] if kind else 1.0
+                tops[(kind, ident)] = top
+                for c in range(lo, hi + 1):
+                    sky[c] = top + height
+            offset[container] = tops
+            if container is None:
+                continue
+            # where the content's boxes are, and the frame around them (frames.py's margins)
+            members = [i for i in real if container in self.paths[i]]
+            centre = {i: self._centre(i, container, offset, parent) for i in members}
+            k = inner[container]
+            first = min(centre.values()) - pad.box / 2 - (k + 1) * pad.top - BLOCK_GAP / 2
+            last = max(centre.values()) + pad.box / 2 + pad.bottom + k * pad.nest + BLOCK_GAP / 2
+            shift = max(0.0, -first)
+            for key in tops:
+                tops[key] += shift
+            block_h[container] = max(max(sky.values(), default=0.0) + shift, last + shift)
+        out = {}
+        for i in real:
+            out[i] = self._centre(i, None, offset, parent)
+        lowest = max(out.values(), default=0.0)
+        return {i: lowest / 2 - y for i, y in out.items()}
+
+    @staticmethod
+    def _depth(g: int, parent: Mapping[int, int | None]) -> int:
+        d = 0
+        while (g := parent[g]) is not None:  # type: ignore[assignment]
+            d += 1
+        return d
+
+    def _centre(self, i: int, container, offset, parent) -> float:
+        """Row centre of real slot ``i`` from the top of ``container`` (None: the picture)."""
+        path = self.paths[i]
+        own = path[-1] if path else None
+        y = offset[own][(0, i)] + 0.5
+        g = own
+        while g is not None and g != container:
+            up = parent[g]
+            y += offset[up][(1, g)]
+            g = up
+        return y
+
+
+def separate_columns(depth: list[int], succ: Sequence[Sequence[int]], paths: Sequence[tuple[int, ...]]) -> list[int]:
+    """Columns (``depth``, one per node) moved so that no open group shares its columns with
+    the nodes before or after it in the flow: what feeds a group is left of its first
+    column, what it feeds is right of its last one. Then a group too long for one row, in
+    rows of its own, holds no other box: the boxes beside it in a column (stacked by
+    :meth:`GroupOrder.stacked_y`) are the ones that neither feed it nor use it.
+
+    An input (a node with no producer) that feeds the group moves to just left of it; any
+    other node that feeds it makes the whole group move right (its columns keep their
+    spacing); a node that uses it moves right of it, and with it whatever it feeds; so does
+    an input of what follows the group (a label beside the model's last layer). Groups are
+    taken outermost first; a node that both uses a group and feeds it, or a branch that does
+    neither, stays where it is.
+    """
+    n = len(depth)
+    depth = list(depth)
+    pred: list[list[int]] = [[] for _ in range(n)]
+    for u, s in enumerate(succ):
+        for v in s:
+            pred[v].append(u)
+    order = _topological(succ, pred)
+    members: dict[int, list[int]] = {}
+    for i, path in enumerate(paths):
+        for g in path:
+            members.setdefault(g, []).append(i)
+    groups = sorted(members, key=lambda g: paths[members[g][0]].index(g))  # outermost first
+
+    def push() -> None:  # every edge points right again
+        for u in order:
+            for v in succ[u]:
+                if depth[v] <= depth[u]:
+                    depth[v] = depth[u] + 1
+
+    for _ in range(2):
+        for g in groups:
+            inside = set(members[g])
+            later = _reach(inside, succ)
+            earlier = _reach(inside, pred)
+            for _ in range(len(inside) + 2):  # each round moves something or stops
+                a = min(depth[i] for i in inside)
+                b = max(depth[i] for i in inside)
+                moved = False
+                for v in range(n):
+                    if v in inside or not a <= depth[v] <= b or (v in later and v in earlier):
+                        continue
+                    if v not in later and v not in earlier and pred[v]:
+                        continue  # a branch beside the group: stacked above or below it
+                    moved = True
+                    if v in later or v not in earlier:  # what it feeds, or an input of what follows it
+                        depth[v] = b + 1
+                    elif not pred[v] and a > 0:
+                        depth[v] = a - 1
+                    else:
+                        shift = depth[v] - a + 1
+                        for i in inside:
+                            depth[i] += shift
+                    push()
+                    break
+                if not moved:
+                    break
+    low = min(depth, default=0)
+    return [d - low for d in depth]
+
+
+def _topological(succ: Sequence[Sequence[int]], pred: Sequence[Sequence[int]]) -> list[int]:
+    waiting = [len(p) for p in pred]
+    queue = [i for i, w in enumerate(waiting) if w == 0]
+    out = []
+    while queue:
+        u = queue.pop()
+        out.append(u)
+        for v in succ[u]:
+            waiting[v] -= 1
+            if waiting[v] == 0:
+                queue.append(v)
+    return out
+
+
+def _reach(start: set[int], step: Sequence[Sequence[int]]) -> set[int]:
+    """The nodes reachable from ``start`` along ``step`` (successors or producers), outside it."""
+    seen: set[int] = set()
+    todo = [v for u in start for v in step[u] if v not in start]
+    while todo:
+        v = todo.pop()
+        if v in seen or v in start:
+            continue
+        seen.add(v)
+        todo.extend(step[v])
+    return seen
