@@ -183,9 +183,10 @@ def separate_columns(depth: list[int], succ: Sequence[Sequence[int]], paths: Seq
     An input (a node with no producer) that feeds the group moves to just left of it; any
     other node that feeds it makes the whole group move right (its columns keep their
     spacing); a node that uses it moves right of it, and with it whatever it feeds; so does
-    an input of what follows the group (a label beside the model's last layer). Groups are
-    taken outermost first; a node that both uses a group and feeds it, or a branch that does
-    neither, stays where it is.
+    a node that neither feeds it nor uses it (a branch beside it, a label beside the model's
+    last layer): beside a group longer than a row, no place in its columns is outside its
+    frame. Groups are taken outermost first; a node that both uses a group and feeds it
+    stays where it is.
     """
     n = len(depth)
     depth = list(depth)
@@ -211,28 +212,25 @@ def separate_columns(depth: list[int], succ: Sequence[Sequence[int]], paths: Seq
             inside = set(members[g])
             later = _reach(inside, succ)
             earlier = _reach(inside, pred)
-            for _ in range(len(inside) + 2):  # each round moves something or stops
+            for _ in range(n + 1):  # each round moves the group or what is in its columns, or stops
                 a = min(depth[i] for i in inside)
                 b = max(depth[i] for i in inside)
-                moved = False
-                for v in range(n):
-                    if v in inside or not a <= depth[v] <= b or (v in later and v in earlier):
-                        continue
-                    if v not in later and v not in earlier and pred[v]:
-                        continue  # a branch beside the group: stacked above or below it
-                    moved = True
-                    if v in later or v not in earlier:  # what it feeds, or an input of what follows it
-                        depth[v] = b + 1
-                    elif not pred[v] and a > 0:
+                stray = [v for v in range(n) if v not in inside and a <= depth[v] <= b]
+                stray = [v for v in stray if not (v in later and v in earlier)]
+                if not stray:
+                    break
+                feeding = [v for v in stray if v in earlier]
+                shift = max((depth[v] - a + 1 for v in feeding if pred[v] or a == 0), default=0)
+                if shift:  # what feeds it and cannot move left: the group moves right
+                    for i in inside:
+                        depth[i] += shift
+                else:
+                    for v in feeding:  # inputs: just left of it
                         depth[v] = a - 1
-                    else:
-                        shift = depth[v] - a + 1
-                        for i in inside:
-                            depth[i] += shift
-                    push()
-                    break
-                if not moved:
-                    break
+                    for v in stray:
+                        if v not in earlier:  # what it feeds, or a branch beside it: after it
+                            depth[v] = b + 1
+                push()
     low = min(depth, default=0)
     return [d - low for d in depth]
 

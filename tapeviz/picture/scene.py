@@ -237,7 +237,7 @@ class Scene(Restyling):
         if pos is not None:
             self._build(pos, routes or {}, {}, names, variable_magnitudes)
             return
-        if self.show_frames:  # each open group a block of rows of its own: its frame holds no other box
+        if self.show_frames == WHOLE:  # a file's frames are whole: each open group a block of its own rows
             groups = {n: open_path(self.display, n) for n in dg}
             pos, computed = layered_routes(dg, groups=groups, frame_pad=frame_pad(self))
         else:

@@ -297,11 +297,9 @@ def test_explorer_picture_fits_a_notebook_cell_with_no_text_below_9_pt(recorded,
 def _row_firsts(scene) -> set:
     """The first column of each row the scene folded its layout into: a box's column in
     the layered layout, less its column in its row."""
-    from tapeviz.picture.frames import frame_pad, open_path
-    from tapeviz.picture.layout import layered_routes
+    from tapeviz.picture.layout import layered_layout
 
-    groups = {n: open_path(scene.display, n) for n in scene.display.nx}  # as the scene laid it out
-    unfolded, _ = layered_routes(scene.display.nx, groups=groups, frame_pad=frame_pad(scene))
+    unfolded = layered_layout(scene.display.nx)
     return {round(unfolded[n][0]) - round(x) for n, (x, _) in scene.pos.items()}
 
 
