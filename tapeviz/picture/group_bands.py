@@ -57,6 +57,9 @@ class GroupOrder:
         self.col_start = col_start
         self.keys: dict[int, float] = {}
         self.slot_key: list[tuple] = [()] * len(self.paths)  # the key each slot was last sorted by
+        # columns whose slots are all in the same groups: the flow's order is the group's order
+        bounds = col_start.tolist()
+        self.uniform = [len(set(self.paths[lo:hi])) <= 1 for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
     def update_keys(self, rank: np.ndarray) -> None:
         """Each group's key: the mean centred rank of its slots over all its columns, so that
@@ -71,14 +74,20 @@ class GroupOrder:
                 count[g] = count.get(g, 0) + 1
         self.keys = {g: sums[g] / count[g] for g in sums}
 
-    def sort_column(self, rank: np.ndarray, c: int) -> None:
+    def sort_column(self, rank: np.ndarray, c: int, *, keep: bool = False) -> None:
         """Reorder column ``c`` by the group tree (groups by their keys, outermost first),
-        then by the slot's own rank: each group's slots contiguous, nested ones nested."""
+        then by the slot's own rank: each group's slots contiguous, nested ones nested.
+        ``keep``: remember every slot's key, even in a column that needs no sorting."""
+        if self.uniform[c] and not keep:
+            return
         lo, hi = int(self.col_start[c]), int(self.col_start[c + 1])
         mid = (hi - lo - 1) / 2.0
         keys = self.keys
-        for i in range(lo, hi):
-            self.slot_key[i] = (*((keys[g], g) for g in self.paths[i]), (float(rank[i]) - mid, -1))
+        ranks = rank[lo:hi].tolist()
+        for i, r in zip(range(lo, hi), ranks, strict=True):
+            self.slot_key[i] = (*((keys[g], g) for g in self.paths[i]), (r - mid, -1))
+        if self.uniform[c]:
+            return  # the keys differ by rank alone: the order stays
         order = sorted(range(lo, hi), key=self.slot_key.__getitem__)
         rank[order] = np.arange(hi - lo)
 
@@ -86,7 +95,7 @@ class GroupOrder:
         """Fresh keys, then every column sorted by them: one order of siblings everywhere."""
         self.update_keys(rank)
         for c in range(self.col_start.size - 1):
-            self.sort_column(rank, c)
+            self.sort_column(rank, c, keep=True)
 
     # ------------------------------------------------------------------ coordinates
 

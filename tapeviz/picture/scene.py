@@ -332,9 +332,10 @@ class Scene(Restyling):
         """An edge entering a box from above writes its label left of where it comes down,
         over the box (routing.py); where a frame's name is written there (the box is the
         first of its frame), it writes it right of where it comes down instead. Returns the
-        (u, v) pairs with a frame's name on both sides: they enter their box from the left."""
+        (u, v) pairs with a frame's name on both sides: they enter their box from the left;
+        so do those into the box the origin mark's tag is over (the tag fills the gap above it)."""
         tops = [(e, p) for e, p in plans.items() if p.top is not None]
-        blocked: set = set()
+        blocked: set = {e[:2] for e, _ in tops if self.origin_label is not None and e[1] == self.origin_box}
         if not tops or not self.frames:
             return blocked
         ux, uy = self.unit
