@@ -9,10 +9,12 @@ opened and can click its frame to close it again.
 Frames are plain records in data units, like boxes; the SVG writer draws them behind
 the edges (``g#group-<group id>``). Nested frames get wider margins, innermost first,
 so the lines of a group and of its parent never coincide; above the boxes, each
-frame leaves a band for its name over those of the frames inside it. The layout places boxes by
-the flow, not by group, so a group's boxes may sit among others' (a wrapped row, a
-bias beside another layer's input): then one rectangle would claim boxes that are not
-in it, and the frame is drawn in pieces around runs of its own boxes instead.
+frame leaves a band for its name over those of the frames inside it. A file's layout keeps
+each group's boxes in a rectangle of their own (group_bands.py, with :func:`frame_pad`'s
+margins); the explorer's places boxes by the flow alone, so a group's boxes may sit among
+others' (a wrapped row, a bias beside another layer's input): then one rectangle would
+claim boxes that are not in it, and the frame is drawn in pieces around runs of its own
+boxes instead.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from dataclasses import dataclass
 
 from ..messages import DEFAULT, say
 from . import fonts
-from .marks import Label
 from .group_bands import FramePad
+from .marks import Label
 from .style import BOX_H, CAPTION_H
 from .visibility import Shown
 

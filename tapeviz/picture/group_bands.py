@@ -130,7 +130,7 @@ class GroupOrder:
 
         # Blocks bottom-up (deepest groups first): local tops (down positive) of their content.
         block_h: dict[int, float] = {}
-        offset: dict[int, dict] = {}  # container -> {item: its top inside the container}
+        offset: dict[int | None, dict] = {}  # container -> {item: its top inside the container}
         order = sorted(parent, key=lambda g: -self._depth(g, parent))
         for container in [*order, None]:
             items = sorted(children.get(container, []), key=lambda t: t[0])

@@ -570,25 +570,26 @@ class _Proper:
             for i in reals:
                 y[i] = ys[i]
             # runs of bend points between two real nodes (None: the column's end)
-            above = None
+            above: int | None = None
             run: list[int] = []
-            for i in [*slots, None]:
-                if i is not None and not is_real[i]:
-                    run.append(i)
+            ends: list[int | None] = [*slots, None]
+            for at in ends:
+                if at is not None and not is_real[at]:
+                    run.append(at)
                     continue
                 d = len(run)
                 for j, k in enumerate(run):
-                    if above is None and i is None:  # a column of bend points only
+                    if above is None and at is None:  # a column of bend points only
                         y[k] = ((d - 1) / 2.0 - j) * stack
-                    elif above is None:  # above the top box
-                        y[k] = ys[i] + half_box + free / 2 + (d - 1 - j) * stack
-                    elif i is None:  # under the bottom caption
+                    elif above is None and at is not None:  # above the top box
+                        y[k] = ys[at] + half_box + free / 2 + (d - 1 - j) * stack
+                    elif above is not None and at is None:  # under the bottom caption
                         y[k] = ys[above] - half_box - caption - free / 2 - j * stack
-                    else:  # between two boxes: over the band between them
-                        band = ys[above] - ys[i] - 2 * half_box - caption
+                    elif above is not None and at is not None:  # between two boxes: over the band between them
+                        band = ys[above] - ys[at] - 2 * half_box - caption
                         y[k] = ys[above] - half_box - caption - (j + 1) * band / (d + 1)
                 run = []
-                above = i
+                above = at
         x_old = np.empty(n, dtype=np.float64)
         y_old = np.empty(n, dtype=np.float64)
         x_old[self.real] = self.layer * layer_gap

@@ -109,6 +109,26 @@ def test_an_opened_decoder_is_a_frame(recorded):
     assert open_groups(scene.display) == {f.gid for f in scene.frames} and not scene.unframed
 
 
+@pytest.mark.parametrize("depth", [2, 3])
+@pytest.mark.parametrize("name", MODELS)
+def test_depth_pictures_frame_every_opened_group_nested_or_apart(recorded, name, depth):
+    """depth= opens other groups than the default: each is a frame too, and two frames are
+    nested or apart, never overlapping (no rows cut one, no other box sits in one)."""
+    from tapeviz.picture.frames import open_groups
+
+    step, fl, _ = recorded(name)
+    scene = Scene(step.tape.graph, fl, options=tv.Options(depth=depth))
+    assert open_groups(scene.display) == {f.gid for f in scene.frames}, (name, sorted(scene.unframed))
+    for i, a in enumerate(scene.frames):
+        assert not a.parts, (name, a.gid)
+        for b in scene.frames[i + 1 :]:
+            ax, ay, bx, by = (a.x, a.x + a.w), (a.y, a.y + a.h), (b.x, b.x + b.w), (b.y, b.y + b.h)
+            apart = ax[1] <= bx[0] or bx[1] <= ax[0] or ay[1] <= by[0] or by[1] <= ay[0]
+            a_in_b = bx[0] <= ax[0] and ax[1] <= bx[1] and by[0] <= ay[0] and ay[1] <= by[1]
+            b_in_a = ax[0] <= bx[0] and bx[1] <= ax[1] and ay[0] <= by[0] and by[1] <= ay[1]
+            assert apart or a_in_b or b_in_a, (name, depth, a.gid, b.gid)
+
+
 def _open_groups_of(scene, n) -> set:
     from tapeviz.picture.frames import _open_path
 

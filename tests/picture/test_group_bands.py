@@ -29,9 +29,7 @@ def _rectangle(pos, members, pad=PAD, inner=0):
 def _strangers(pos, rect, members):
     x0, x1, y0, y1 = rect
     return [
-        n
-        for n, (x, y) in pos.items()
-        if n not in members and x0 < x < x1 and y0 < y + BOX_H / 2 and y - BOX_H / 2 < y1
+        n for n, (x, y) in pos.items() if n not in members and x0 < x < x1 and y0 < y + BOX_H / 2 and y - BOX_H / 2 < y1
     ]
 
 
