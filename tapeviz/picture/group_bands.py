@@ -34,13 +34,15 @@ class FramePad:
     """How far a frame reaches beyond its boxes, in rows (frames.py's margins): ``top`` above
     the top box per open group nested in it plus one (its name's band), ``bottom`` under the
     lowest box, ``nest`` more under it per group nested inside; ``box`` and ``caption`` are
-    a box's height and the gradient's strip under it."""
+    a box's height and the gradient's strip under it; ``stack`` the room each bend point
+    passing a frame (above or below it) takes."""
 
     top: float
     bottom: float
     nest: float
     box: float
     caption: float
+    stack: float = 0.2  # rows between bend points passing a group's frame, one above the other
 
 
 class GroupOrder:
@@ -108,9 +110,14 @@ class GroupOrder:
         its frame's margins. Must follow :meth:`sort_all`, whose keys it reads.
         """
         real = [i for i in range(len(self.paths)) if is_real[i]]
-        children: dict[int | None, list] = {}  # container -> [(key, kind, id)]
+        children: dict[int | None, list] = {}  # container -> [(key, kind, id)]: 0 a box, 1 a group, 2 a bend point
+        for i in range(len(self.paths)):
+            if not is_real[i]:
+                path = self.paths[i]
+                children.setdefault(path[-1] if path else None, []).append((self.slot_key[i][-1], 2, i))
         parent: dict[int, int | None] = {}
         cols: dict[int, list[int]] = {}  # group -> [first, last] column of its real slots
+        self._cols = cols
         for i in real:
             path = self.paths[i]
             key = self.slot_key[i]
@@ -134,12 +141,15 @@ class GroupOrder:
         order = sorted(parent, key=lambda g: -self._depth(g, parent))
         for container in [*order, None]:
             items = sorted(children.get(container, []), key=lambda t: t[0])
+            spacers = self._spacers(items)
             sky: dict[int, float] = {}
             tops: dict = {}
             for _, kind, ident in items:
-                lo, hi = (cols[ident][0], cols[ident][1]) if kind else (int(self.layer[ident]),) * 2
+                if kind == 2 and ident not in spacers:
+                    continue  # a bend point between boxes: in the band under a box (layout.py)
+                lo, hi = (cols[ident][0], cols[ident][1]) if kind == 1 else (int(self.layer[ident]),) * 2
                 top = max((sky.get(c, 0.0) for c in range(lo, hi + 1)), default=0.0)
-                height = block_h[ident] if kind else 1.0
+                height = block_h[ident] if kind == 1 else 1.0 if kind == 0 else pad.stack
                 tops[(kind, ident)] = top
                 for c in range(lo, hi + 1):
                     sky[c] = top + height
@@ -159,8 +169,36 @@ class GroupOrder:
         out = {}
         for i in real:
             out[i] = self._centre(i, None, offset, parent)
+        for container, tops in offset.items():
+            for kind, ident in tops:
+                if kind == 2:
+                    out[ident] = self._centre(ident, None, offset, parent, kind=2, half=pad.stack / 2)
         lowest = max(out.values(), default=0.0)
         return {i: lowest / 2 - y for i, y in out.items()}
+
+    def _spacers(self, items: list) -> set[int]:
+        """The bend points of ``items`` (one container's, in order) next to a group's block in
+        their column, or in a run of bend points that is: they pass the block outside its
+        frame, each in a row of its own (:data:`FramePad.stack`), not through its name."""
+        by_col: dict[int, list] = {}
+        for _, kind, ident in items:
+            if kind == 1:
+                for c in range(self._cols[ident][0], self._cols[ident][1] + 1):
+                    by_col.setdefault(c, []).append((1, ident))
+            else:
+                by_col.setdefault(int(self.layer[ident]), []).append((kind, ident))
+        out: set[int] = set()
+        for seq in by_col.values():
+            run: list[int] = []
+            before = None
+            for kind, ident in [*seq, (None, None)]:
+                if kind == 2:
+                    run.append(ident)
+                    continue
+                if run and (before == 1 or kind == 1):
+                    out.update(run)
+                run, before = [], kind
+        return out
 
     @staticmethod
     def _depth(g: int, parent: Mapping[int, int | None]) -> int:
@@ -169,11 +207,12 @@ class GroupOrder:
             d += 1
         return d
 
-    def _centre(self, i: int, container, offset, parent) -> float:
-        """Row centre of real slot ``i`` from the top of ``container`` (None: the picture)."""
+    def _centre(self, i: int, container, offset, parent, kind: int = 0, half: float = 0.5) -> float:
+        """Row centre of slot ``i`` (a box, or a bend point: ``kind`` 2) from the top of
+        ``container`` (None: the picture); ``half`` its row's half height."""
         path = self.paths[i]
         own = path[-1] if path else None
-        y = offset[own][(0, i)] + 0.5
+        y = offset[own][(kind, i)] + half
         g = own
         while g is not None and g != container:
             up = parent[g]

@@ -553,9 +553,10 @@ class _Proper:
 
     def stacked_coordinates(self, layer_gap: float, node_gap: float, pad: FramePad) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`coordinates` with the rows stacked by group (:meth:`GroupOrder.stacked_y`):
-        real nodes where their group's block puts them; bend points, as there, in the free
-        band under the real node above them in their column (spread over it), or stacked
-        above the top node / below the bottom one."""
+        real nodes where their group's block puts them, and so are bend points next to a
+        block (outside its frame); the others, as there, in the free band under the real
+        node above them in their column (spread over it), or stacked above the top node /
+        below the bottom one."""
         assert self.groups is not None
         n = self.layer.size
         is_real = self.real < self.n_real
@@ -590,6 +591,9 @@ class _Proper:
                         y[k] = ys[above] - half_box - caption - (j + 1) * band / (d + 1)
                 run = []
                 above = at
+        for k, at_y in ys.items():  # bend points passing a frame: where the stacking put them
+            if not is_real[k]:
+                y[k] = at_y
         x_old = np.empty(n, dtype=np.float64)
         y_old = np.empty(n, dtype=np.float64)
         x_old[self.real] = self.layer * layer_gap

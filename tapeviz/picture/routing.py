@@ -216,7 +216,7 @@ def edge_route(plan: _Plan, label_w: float | None = None) -> tuple[Route, tuple,
     run_end = gap_right - (CONVERGE_ROOM if converge else TAIL)
     anchor_x = run_end - plan.col * plan.room
     label_left = anchor_x - (plan.room if label_w is None else min(label_w, plan.room))
-    if x > gap_right - 1e-9:  # arriving from a later column: a lane back to this band
+    if x > gap_right - 1e-9 or (plan.lane and not stops):  # from a later column, or a row above: its lane
         lane_y, j = next(returns, (y, 0))
         right, left = x + RETURN_PAD + j % 4 * RETURN_STEP, gap_right - GAP + 0.03 + j % 4 * RETURN_STEP
         verts += [(right, y), (right, lane_y + plan.off / 2), (left, lane_y + plan.off / 2), (left, port)]
