@@ -169,7 +169,7 @@ class GroupOrder:
         out = {}
         for i in real:
             out[i] = self._centre(i, None, offset, parent)
-        for container, tops in offset.items():
+        for tops in offset.values():
             for kind, ident in tops:
                 if kind == 2:
                     out[ident] = self._centre(ident, None, offset, parent, kind=2, half=pad.stack / 2)
