@@ -26,7 +26,7 @@ __all__ = ["FramePad", "GroupOrder", "separate_columns"]
 Node = Hashable
 
 #: Space between the blocks of two groups (or a group and a box) stacked in one column, in rows.
-BLOCK_GAP = 0.12
+BLOCK_GAP = 0.1
 
 
 @dataclass(frozen=True)
