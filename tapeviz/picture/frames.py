@@ -9,10 +9,12 @@ opened and can click its frame to close it again.
 Frames are plain records in data units, like boxes; the SVG writer draws them behind
 the edges (``g#group-<group id>``). Nested frames get wider margins, innermost first,
 so the lines of a group and of its parent never coincide; above the boxes, each
-frame leaves a band for its name over those of the frames inside it. The layout places boxes by
-the flow, not by group, so a group's boxes may sit among others' (a wrapped row, a
-bias beside another layer's input): then one rectangle would claim boxes that are not
-in it, and the frame is drawn in pieces around runs of its own boxes instead.
+frame leaves a band for its name over those of the frames inside it. A file's layout keeps
+each group's boxes in a rectangle of their own (group_bands.py, with :func:`frame_pad`'s
+margins); the explorer's places boxes by the flow alone, so a group's boxes may sit among
+others' (a wrapped row, a bias beside another layer's input): then one rectangle would
+claim boxes that are not in it, and the frame is drawn in pieces around runs of its own
+boxes instead.
 """
 
 from __future__ import annotations
@@ -21,11 +23,22 @@ from dataclasses import dataclass
 
 from ..messages import DEFAULT, say
 from . import fonts
+from .group_bands import FramePad
 from .marks import Label
-from .style import CAPTION_H
+from .style import BOX_H, CAPTION_H
 from .visibility import Shown
 
-__all__ = ["WHOLE", "GroupFrame", "group_frames", "name_label", "open_spans", "frame_of", "open_groups"]
+__all__ = [
+    "WHOLE",
+    "GroupFrame",
+    "group_frames",
+    "name_label",
+    "open_spans",
+    "frame_of",
+    "open_groups",
+    "open_path",
+    "frame_pad",
+]
 
 PAD_X, PAD_TOP, PAD_BOTTOM = 0.05, 0.11, CAPTION_H + 0.03  # data units around the innermost frame
 NEST_X, NEST_Y = 0.035, 0.04  # more margin per open group inside
@@ -115,6 +128,18 @@ def name_label(f: GroupFrame, scene) -> Label:
     )
 
 
+def _name_band(scene) -> float:
+    """The band above a frame's boxes its name is written in (data units), per frame inside."""
+    size = scene.theme.size("frame")
+    return max(PAD_TOP, (sum(fonts.line_box(size)[:2]) + NAME_Y + 1.0) / scene.unit[1])
+
+
+def frame_pad(scene) -> FramePad:
+    """How far a scene's frames reach beyond their boxes: the room the layout keeps around
+    each open group's boxes (:func:`tapeviz.picture.layout.layered_routes`)."""
+    return FramePad(top=_name_band(scene), bottom=PAD_BOTTOM, nest=NEST_Y, box=BOX_H, caption=CAPTION_H)
+
+
 def group_frames(scene) -> list[GroupFrame]:
     """The frames of a scene's open groups, outermost first (so inner ones are drawn on top).
     Above its boxes, a frame leaves room for its name (:func:`name_label`). A scene whose
@@ -124,8 +149,7 @@ def group_frames(scene) -> list[GroupFrame]:
     tree = getattr(display, "tree", None)
     if tree is None or not tree.groups:
         return []
-    size = scene.theme.size("frame")
-    pad_top = max(PAD_TOP, (sum(fonts.line_box(size)[:2]) + NAME_Y + 1.0) / scene.unit[1])
+    pad_top = _name_band(scene)
     bounds: dict[str, list[float]] = {}
     inner: dict[str, int] = {}  # open groups nested inside, on the deepest path
     members: dict[str, list] = {}

@@ -32,9 +32,10 @@ from itertools import pairwise
 import networkx as nx
 import numpy as np
 
+from .group_bands import FramePad, GroupOrder, separate_columns
 from .style import BOX_H, CAPTION_H
 
-__all__ = ["layered_layout", "layered_routes", "layers", "count_crossings", "STACK_GAP"]
+__all__ = ["layered_layout", "layered_routes", "layers", "count_crossings", "STACK_GAP", "FramePad"]
 
 Node = Hashable
 Point = tuple[float, float]
@@ -94,6 +95,8 @@ def layered_routes(
     layer_gap: float = 1.0,
     node_gap: float = 1.0,
     sweeps: int = 4,
+    groups: Mapping[Node, Sequence[Hashable]] | None = None,
+    frame_pad: FramePad | None = None,
 ) -> tuple[dict[Node, Point], dict[tuple[Node, Node], list[Point]]]:
     """Positions of :func:`layered_layout` plus bend points for long edges.
 
@@ -124,8 +127,14 @@ def layered_routes(
     points.  Passing each bend point horizontally, from the left side of its
     column's boxes to their right side, keeps a drawn edge off every box:
     between columns there are no boxes at all.
+
+    ``groups`` maps nodes to the open groups holding them (outermost first), each to be
+    drawn as a frame around its boxes, with margins ``frame_pad`` (in rows): then every
+    column is ordered by the group tree first and the rows are stacked by group
+    (group_bands.py), so that no box of another group sits inside a group's rectangle.
+    Without groups (or when no node is in one) the columns are centred as above.
     """
-    return _place(g, layer_gap, node_gap, sweeps, want_routes=True)
+    return _place(g, layer_gap, node_gap, sweeps, want_routes=True, groups=groups, frame_pad=frame_pad)
 
 
 def layers(g: nx.DiGraph, *, sweeps: int = 4) -> list[list[Node]]:
@@ -359,6 +368,22 @@ class _Proper:
         self.other_u, self.other_v = self.seg_u[~chain], self.seg_v[~chain]
         self.other_col = self.seg_col[~chain]
         self.slot_col = np.repeat(np.arange(n_layers), col_size)  # column of each slot
+        self.groups: GroupOrder | None = None  # set by group_by: columns ordered by group too
+
+    def group_by(self, real_paths: Sequence[tuple[int, ...]]) -> None:
+        """Order columns by the open groups ``real_paths[i]`` of each real node (ints, outermost
+        first) from now on; a long edge's bend points are in the groups both its ends are in."""
+        paths = list(real_paths)
+        for u, v, span in zip(self.edge_u.tolist(), self.edge_v.tolist(), self.edge_span.tolist(), strict=True):
+            if span > 1:
+                a, b = real_paths[u], real_paths[v]
+                n = 0
+                while n < min(len(a), len(b)) and a[n] == b[n]:
+                    n += 1
+                paths.extend([a[:n]] * (span - 1))
+        by_id = [paths[i] for i in self.real.tolist()]
+        self.groups = GroupOrder(by_id, self.layer, self.col_start)
+        self.groups.sort_all(self.rank)
 
     # ---------------------------------------------------------------- sweeps
 
@@ -374,6 +399,9 @@ class _Proper:
         n_cols = self.col_start.size - 1
         cols = range(1, n_cols) if forward else range(n_cols - 2, -1, -1)
         rank, col_start, seg_start = self.rank, self.col_start, self.seg_start
+        grouped = self.groups
+        if grouped is not None:
+            grouped.update_keys(rank)
         for c in cols:
             lo, hi = int(col_start[c]), int(col_start[c + 1])
             if hi - lo < 2:
@@ -388,6 +416,8 @@ class _Proper:
                 _reorder_small(rank, lo, hi, who_list[a:b], rank[other[a:b]].tolist())
             else:
                 _reorder_numpy(rank, lo, hi, who[a:b], rank[other[a:b]])
+            if grouped is not None:  # each group's slots together, in the siblings' shared order
+                grouped.sort_column(rank, c)
 
     def crossings(self, stop_at: int | None = None) -> int:
         """Crossings between neighbouring columns, long edges via their dummies.
@@ -521,6 +551,55 @@ class _Proper:
         y_old[self.real] = y_new
         return x_old, y_old
 
+    def stacked_coordinates(self, layer_gap: float, node_gap: float, pad: FramePad) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`coordinates` with the rows stacked by group (:meth:`GroupOrder.stacked_y`):
+        real nodes where their group's block puts them, and so are bend points next to a
+        block (outside its frame); the others, as there, in the free band under the real
+        node above them in their column (spread over it), or stacked above the top node /
+        below the bottom one."""
+        assert self.groups is not None
+        n = self.layer.size
+        is_real = self.real < self.n_real
+        ys = self.groups.stacked_y(self.rank, is_real, pad)
+        y = np.zeros(n, dtype=np.float64)
+        half_box, caption, stack = BOX_H / 2, CAPTION_H, _STACK_GAP
+        free = 1.0 - 2 * half_box - caption
+        for c in range(self.col_start.size - 1):
+            lo, hi = int(self.col_start[c]), int(self.col_start[c + 1])
+            slots = sorted(range(lo, hi), key=lambda i: self.rank[i])
+            reals = [i for i in slots if is_real[i]]
+            for i in reals:
+                y[i] = ys[i]
+            # runs of bend points between two real nodes (None: the column's end)
+            above: int | None = None
+            run: list[int] = []
+            ends: list[int | None] = [*slots, None]
+            for at in ends:
+                if at is not None and not is_real[at]:
+                    run.append(at)
+                    continue
+                d = len(run)
+                for j, k in enumerate(run):
+                    if above is None and at is None:  # a column of bend points only
+                        y[k] = ((d - 1) / 2.0 - j) * stack
+                    elif above is None and at is not None:  # above the top box
+                        y[k] = ys[at] + half_box + free / 2 + (d - 1 - j) * stack
+                    elif above is not None and at is None:  # under the bottom caption
+                        y[k] = ys[above] - half_box - caption - free / 2 - j * stack
+                    elif above is not None and at is not None:  # between two boxes: over the band between them
+                        band = ys[above] - ys[at] - 2 * half_box - caption
+                        y[k] = ys[above] - half_box - caption - (j + 1) * band / (d + 1)
+                run = []
+                above = at
+        for k, at_y in ys.items():  # bend points passing a frame: where the stacking put them
+            if not is_real[k]:
+                y[k] = at_y
+        x_old = np.empty(n, dtype=np.float64)
+        y_old = np.empty(n, dtype=np.float64)
+        x_old[self.real] = self.layer * layer_gap
+        y_old[self.real] = y * node_gap
+        return x_old, y_old
+
     def columns(self) -> list[np.ndarray]:
         """Original node indices per column, in rank order, dummies dropped."""
         real = self.real < self.n_real
@@ -572,15 +651,26 @@ def _reorder_small(rank: np.ndarray, lo: int, hi: int, who: list[int], other_ran
 
 
 def _place(
-    g: nx.DiGraph, layer_gap: float, node_gap: float, sweeps: int, *, want_routes: bool
+    g: nx.DiGraph,
+    layer_gap: float,
+    node_gap: float,
+    sweeps: int,
+    *,
+    want_routes: bool,
+    groups: Mapping[Node, Sequence[Hashable]] | None = None,
+    frame_pad: FramePad | None = None,
 ) -> tuple[dict[Node, Point], dict[tuple[Node, Node], list[Point]]]:
     """Positions (and, if wanted, bend points) for the public layout functions."""
     if layer_gap <= 0 or node_gap <= 0:
         raise ValueError("layer_gap and node_gap must be positive")
-    nodes, proper, _, _ = _reduce(g, sweeps)
+    nodes, proper, _, _ = _reduce(g, sweeps, groups)
     if proper is None:  # an empty graph
         return {}, {}
-    xs, ys = proper.coordinates(layer_gap, node_gap)
+    if proper.groups is not None:
+        pad = frame_pad or FramePad(top=0.0, bottom=0.0, nest=0.0, box=BOX_H, caption=CAPTION_H)
+        xs, ys = proper.stacked_coordinates(layer_gap, node_gap, pad)
+    else:
+        xs, ys = proper.coordinates(layer_gap, node_gap)
     n_real = len(nodes)
     pos = {n: (x, y) for n, x, y in zip(nodes, xs[:n_real].tolist(), ys[:n_real].tolist(), strict=True)}
     routes: dict[tuple[Node, Node], list[Point]] = {}
@@ -612,15 +702,24 @@ def _ordered_layers(g: nx.DiGraph, sweeps: int) -> tuple[list[Node], list[np.nda
     return nodes, proper.columns(), initial, best
 
 
-def _reduce(g: nx.DiGraph, sweeps: int) -> tuple[list[Node], _Proper | None, int | None, int | None]:
+def _reduce(
+    g: nx.DiGraph, sweeps: int, groups: Mapping[Node, Sequence[Hashable]] | None = None
+) -> tuple[list[Node], _Proper | None, int | None, int | None]:
     """:func:`_ordered_layers` before the columns are read out (dummies included);
-    no _Proper (None) for an empty graph."""
+    no _Proper (None) for an empty graph. With ``groups`` (node -> its open groups,
+    outermost first) every order tried keeps each group's slots together."""
     if sweeps < 0:
         raise ValueError("sweeps must be >= 0")
     nodes, depth, succ = _assign_layers(g)
     if not nodes:
         return [], None, 0, 0
+    ids: dict[Hashable, int] = {}
+    paths = [tuple(ids.setdefault(gid, len(ids)) for gid in groups.get(n, ())) for n in nodes] if groups else []
+    if ids:  # no group shares its columns with what feeds it or uses it
+        depth = separate_columns(depth, succ, paths)
     proper = _Proper(depth, succ)
+    if ids:
+        proper.group_by(paths)
     if not sweeps:
         return nodes, proper, None, None
     initial = best = proper.crossings()
@@ -633,6 +732,8 @@ def _reduce(g: nx.DiGraph, sweeps: int) -> tuple[list[Node], _Proper | None, int
         if score < best:
             best, best_rank = score, proper.rank.copy()
     proper.rank = best_rank
+    if proper.groups is not None:  # one order of sibling groups in every column, for stacking
+        proper.groups.sort_all(proper.rank)
     return nodes, proper, initial, best
 
 

@@ -387,7 +387,8 @@ def edge_route(plan: _Plan, label_w: float | None = None) -> tuple[Route, tuple,
     run_end = gap_right - (CONVERGE_ROOM if converge else TAIL)
     anchor_x = run_end - plan.col * plan.room
     label_left = anchor_x - (plan.room if label_w is None else min(label_w, plan.room))
-    if x > gap_right - 1e-9 or plan.margin is not None:  # from a later column or band: a lane back to this band
+    # from a later column or band, past whole bands, or from a row above with no bend point: a lane
+    if x > gap_right - 1e-9 or plan.margin is not None or (plan.lane and not stops):
         lane_y, j = next(returns, (y, 0))[:2]
         right, left = x + RETURN_PAD + j % 4 * RETURN_STEP, gap_right - GAP + 0.03 + j % 4 * RETURN_STEP
         if plan.margin is not None:  # past whole bands: down the right margin

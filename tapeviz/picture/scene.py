@@ -49,7 +49,7 @@ from ..messages import say
 from ..record.graph import TapeGraph
 from ..record.values import GRAD_NORM, VALUE_NORM
 from . import fonts
-from .frames import WHOLE, group_frames, name_label, open_groups, open_spans
+from .frames import WHOLE, frame_pad, group_frames, name_label, open_groups, open_path, open_spans
 from .groups import GROUP_KINDS
 from .layout import layered_routes
 from .legend import legend_entries, legend_layout
@@ -237,7 +237,11 @@ class Scene(Restyling):
         if pos is not None:
             self._build(pos, routes or {}, {}, names, variable_magnitudes)
             return
-        pos, computed = layered_routes(dg)
+        if self.show_frames == WHOLE:  # a file's frames are whole: each open group a block of its own rows
+            groups = {n: open_path(self.display, n) for n in dg}
+            pos, computed = layered_routes(dg, groups=groups, frame_pad=frame_pad(self))
+        else:
+            pos, computed = layered_routes(dg)
         if routes is not None:
             self._build(pos, routes, {}, names, variable_magnitudes)
             return
@@ -330,9 +334,10 @@ class Scene(Restyling):
         first of its frame), it writes it right of where it comes down instead. Returns the
         (u, v) pairs with a frame's name on both sides, or on the left with no room on the
         right (an edge coming down beside the box's column, or another edge's way down there):
-        they enter their box from the left."""
+        they enter their box from the left; so do those into the box the origin mark's tag is
+        over (the tag fills the gap above it)."""
         tops = [(e, p) for e, p in plans.items() if p.top is not None]
-        blocked: set = set()
+        blocked: set = {e[:2] for e, _ in tops if self.origin_label is not None and e[1] == self.origin_box}
         if not tops or not self.frames:
             return blocked
         ux, uy = self.unit

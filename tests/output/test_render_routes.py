@@ -183,9 +183,11 @@ def test_example_pictures_keep_edges_off_boxes(name):
     view = tv.view(run.tape, run.target)
     assert_edges_avoid_other_boxes(view)
     assert_edges_end_at_consumer_left_side(view)
-    # the drawing shows exactly the crossings the routed order has
+    # the drawing shows exactly the crossings the routed order has (in one row: count_crossings
+    # reads a layered layout, and rows put boxes of different columns one above the other)
     g = view.display.nx
-    assert count_crossings(g, view.pos, view.routes) <= count_crossings(g, view.pos)
+    if not view.scene.lanes:
+        assert count_crossings(g, view.pos, view.routes) <= count_crossings(g, view.pos)
 
 
 def test_limits_and_figure_cover_the_routes():

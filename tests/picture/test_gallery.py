@@ -88,23 +88,7 @@ def test_default_picture_frames_every_open_group_whole_and_named(recorded, name)
             assert inside == (f.gid in _open_groups_of(scene, n)), (name, f.gid, n)
 
 
-#: Gallery pictures whose opened groups lose their frame in a file today (issue 32 item 4,
-#: not done): the layered layout orders each column by the flow, not by group, so boxes of
-#: other groups sit inside the group's rectangle, and a file draws no frame in pieces.
-LOSES_FRAMES = {
-    "EfficientNetB0": "efficientnetb0: its input boxes sit inside the model's rectangle",
-    "U-Net": "unet: the label input y sits in the last row, under mask",
-    "VAE": "vae: eps and the KL ops among the model's boxes; vae/decoder: kl in its columns",
-}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=LOSES_FRAMES[m])) if m in LOSES_FRAMES else m
-        for m in MODELS
-    ],
-)
+@pytest.mark.parametrize("name", MODELS)
 def test_default_picture_frames_every_opened_group(recorded, name):
     """Every opened group of a file's default picture is a labelled frame: none is left
     unframed (its boxes among other groups' boxes)."""
@@ -115,12 +99,34 @@ def test_default_picture_frames_every_opened_group(recorded, name):
     assert not scene.unframed
 
 
-@pytest.mark.xfail(strict=True, reason="seq2seq/decoder: the encoder's box sits in the decoder's columns")
 def test_an_opened_decoder_is_a_frame(recorded):
     """seq2seq with expand="decoder": the opened decoder (and its cell) are frames in a file."""
+    from tapeviz.picture.frames import open_groups
+
     step, fl, _ = recorded("seq2seq LSTM")
     scene = Scene(step.tape.graph, fl, options=tv.Options(expand=("decoder",)))
     assert "seq2seq/decoder" in {f.gid for f in scene.frames}, sorted(scene.unframed)
+    assert open_groups(scene.display) == {f.gid for f in scene.frames} and not scene.unframed
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+@pytest.mark.parametrize("name", MODELS)
+def test_depth_pictures_frame_every_opened_group_nested_or_apart(recorded, name, depth):
+    """depth= opens other groups than the default: each is a frame too, and two frames are
+    nested or apart, never overlapping (no rows cut one, no other box sits in one)."""
+    from tapeviz.picture.frames import open_groups
+
+    step, fl, _ = recorded(name)
+    scene = Scene(step.tape.graph, fl, options=tv.Options(depth=depth))
+    assert open_groups(scene.display) == {f.gid for f in scene.frames}, (name, sorted(scene.unframed))
+    for i, a in enumerate(scene.frames):
+        assert not a.parts, (name, a.gid)
+        for b in scene.frames[i + 1 :]:
+            ax, ay, bx, by = (a.x, a.x + a.w), (a.y, a.y + a.h), (b.x, b.x + b.w), (b.y, b.y + b.h)
+            apart = ax[1] <= bx[0] or bx[1] <= ax[0] or ay[1] <= by[0] or by[1] <= ay[0]
+            a_in_b = bx[0] <= ax[0] and ax[1] <= bx[1] and by[0] <= ay[0] and ay[1] <= by[1]
+            b_in_a = ax[0] <= bx[0] and bx[1] <= ax[1] and ay[0] <= by[0] and by[1] <= ay[1]
+            assert apart or a_in_b or b_in_a, (name, depth, a.gid, b.gid)
 
 
 def _open_groups_of(scene, n) -> set:
