@@ -38,6 +38,7 @@ __all__ = [
     "open_groups",
     "open_path",
     "frame_pad",
+    "frame_reach",
 ]
 
 PAD_X, PAD_TOP, PAD_BOTTOM = 0.05, 0.11, CAPTION_H + 0.03  # data units around the innermost frame
@@ -138,6 +139,20 @@ def frame_pad(scene) -> FramePad:
     """How far a scene's frames reach beyond their boxes: the room the layout keeps around
     each open group's boxes (:func:`tapeviz.picture.layout.layered_routes`)."""
     return FramePad(top=_name_band(scene), bottom=PAD_BOTTOM, nest=NEST_Y, box=BOX_H, caption=CAPTION_H)
+
+
+def frame_reach(scene, nodes) -> dict:
+    """How far the frames around each of ``nodes`` can reach beyond its box and gradient
+    text, (above, below) in data units: a box in ``L`` open groups has up to ``L`` name
+    bands above it and the outermost frame's bottom margin under it (:func:`group_frames`).
+    Rows keep this room (rows.py), so a frame and its name stay inside their row."""
+    pad_top = _name_band(scene)
+    out = {}
+    for n in nodes:
+        depth = len(_open_path(scene.display, n))
+        if depth:
+            out[n] = (depth * pad_top, PAD_BOTTOM - CAPTION_H + (depth - 1) * NEST_Y)
+    return out
 
 
 def group_frames(scene) -> list[GroupFrame]:

@@ -191,6 +191,7 @@ def wrap_bands(
     columns: int,
     layer_gap: float = 1.0,
     starts: Sequence[int] | None = None,
+    reach: Mapping[Node, tuple[float, float]] | None = None,
 ) -> tuple[dict[Node, Point], dict[tuple[Node, Node], list[Point]], dict[tuple[Node, Node], list[Lane]]]:
     """Fold a layout from :func:`layered_routes` into bands of ``columns`` columns,
     stacked top to bottom like lines of text.
@@ -210,7 +211,9 @@ def wrap_bands(
     neighbouring columns that end up in different bands get a route (possibly with no
     bend point) so that drawings route them too.  Layouts of at most ``columns``
     columns are returned unchanged, with no lanes.  ``starts``: each band's first column
-    (e.g. from :func:`row_starts`) instead of one every ``columns``.
+    (e.g. from :func:`row_starts`) instead of one every ``columns``. ``reach``: how far
+    beyond its box and gradient text each node's frames reach, (above, below); a band keeps
+    that room.
     """
     col = {n: int(round(x / layer_gap)) for n, (x, _) in pos.items()}
     if not col or max(col.values()) < columns:
@@ -252,8 +255,10 @@ def wrap_bands(
         crossing.setdefault(bv - 1, []).append(((1, -bu, leave_y), (u, v)))
         passed[(u, v)] = bv - bu - 1
 
-    for x, y in pos.values():
-        extend(band(x), y + _BOX_H / 2, y - _BOX_H / 2 - _CAPTION_H - _BAND_MARGIN / 2)
+    reach = reach or {}
+    for n, (x, y) in pos.items():
+        up, down = reach.get(n, (0.0, 0.0))
+        extend(band(x), y + _BOX_H / 2 + up, y - _BOX_H / 2 - _CAPTION_H - down - _BAND_MARGIN / 2)
     for bends in routed.values():
         for x, y in bends:
             extend(band(x), y + _STACK_GAP / 2, y - _STACK_GAP / 2)

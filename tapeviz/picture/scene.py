@@ -49,7 +49,7 @@ from ..messages import say
 from ..record.graph import TapeGraph
 from ..record.values import GRAD_NORM, VALUE_NORM
 from . import fonts
-from .frames import WHOLE, frame_pad, group_frames, name_label, open_groups, open_path, open_spans
+from .frames import WHOLE, frame_pad, frame_reach, group_frames, name_label, open_groups, open_path, open_spans
 from .groups import GROUP_KINDS
 from .layout import layered_routes
 from .legend import legend_entries, legend_layout
@@ -289,7 +289,9 @@ class Scene(Restyling):
         n_columns = len({round(x) for x, _ in pos.values()})
         firsts = starts if starts is not None else list(range(0, n_columns, columns))
         self._splits = split_frames(firsts, spans, columns) if n_columns > columns else 0
-        return wrap_bands(dg, pos, routes, columns=columns, starts=starts)
+        # a file's rows keep room for its whole frames and their names (group_bands.py stacks them)
+        reach = frame_reach(self, dg) if self.show_frames == WHOLE else None
+        return wrap_bands(dg, pos, routes, columns=columns, starts=starts, reach=reach)
 
     def _list_what_is_shown(self) -> None:
         """The targets, kinds of boxes, stop reasons and chip kinds on the picture (the legend's entries)."""

@@ -627,3 +627,34 @@ def test_wrap_bands_folds_a_long_chain_and_keeps_narrow_layouts():
     assert max(ys[32:]) < lanes[(3, 40)][0].y < min(ys[16:32])
     lane_y, _, _ = lanes[(15, 16)][0]
     assert min(ys[:16]) > lane_y > max(ys[16:32])  # the lane runs between the band it leaves and the next
+
+
+def test_wrap_bands_keeps_the_room_frames_reach_beyond_their_boxes():
+    """``reach``: a node's frames reach above its box (their names) and below its text; the
+    band keeps that room, so the next band starts that much lower."""
+    from tapeviz.picture.rows import wrap_bands
+
+    chain = nx.MultiDiGraph()
+    nx.add_path(chain, range(8))
+    pos, routes = layered_routes(chain)
+    plain, _, _ = wrap_bands(chain, pos, routes, columns=4)
+    framed, _, _ = wrap_bands(chain, pos, routes, columns=4, reach={5: (0.7, 0.0), 1: (0.0, 0.3)})
+    gap = plain[4][1] - framed[4][1]  # band 1 under band 0: node 1's 0.3 below, node 5's 0.7 above
+    assert gap == pytest.approx(1.0)
+    assert plain[0][1] == framed[0][1]  # the first band does not move
+
+
+def test_frame_reach_counts_the_open_groups_around_each_box(recorded):
+    """Each box in L open groups: L name bands above it, the outermost frame's margin under it."""
+    from tapeviz.picture.frames import PAD_BOTTOM, frame_pad, frame_reach, open_path
+    from tapeviz.picture.style import CAPTION_H
+
+    _, _, scene = recorded("U-Net")
+    reach = frame_reach(scene, scene.display.nx)
+    band = frame_pad(scene).top
+    nested = [n for n in scene.display.nx if len(open_path(scene.display, n)) == 2]
+    outside = [n for n in scene.display.nx if not open_path(scene.display, n)]
+    assert nested and outside
+    for n in nested:
+        assert reach[n][0] == pytest.approx(2 * band) and reach[n][1] > PAD_BOTTOM - CAPTION_H
+    assert not set(outside) & set(reach)

@@ -65,7 +65,7 @@ def test_an_edge_past_a_whole_row_runs_back_along_one_lane(recorded):
     ):
         _, _, scene = recorded(name)
         [(u, v, _, verts)] = edges_between(scene, source, target)
-        assert scene.lanes[(u, v)][0].passed == 1, name
+        assert scene.lanes[(u, v)][0].passed >= 1, name  # down the right margin, past whole rows
         back = [(a, b) for a, b in zip(verts, verts[1:], strict=False) if b[0] < a[0] - 1.0 and abs(a[1] - b[1]) < 1e-9]
         assert len(back) == 1, (name, back)
         assert px_length(scene, verts) <= most * px_distance(scene, scene.pos[u], scene.pos[v]), name
