@@ -10,7 +10,7 @@ The variants with a part taken out record less (or wrongly): they exist to be ti
 Variants (``--variants``, comma-separated; ``+`` combines removals):
   plain       tf.GradientTape
   tv          tv.GradientTape as it is
-  scopes      the Keras-scope walk answered from a per-process dict by scope string
+  scopes      the Keras-scope walk (where it still runs) answered from a per-process dict by scope string
   kstack      Keras's name-scope stack not read: every new scope walked (as before the fifth pass)
   anchor      the user-call anchor check (UserCalls.below) answering "the last call"
   api         no TF API-call walk
