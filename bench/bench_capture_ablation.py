@@ -10,7 +10,8 @@ The variants with a part taken out record less (or wrongly): they exist to be ti
 Variants (``--variants``, comma-separated; ``+`` combines removals):
   plain       tf.GradientTape
   tv          tv.GradientTape as it is
-  scopes      the Keras-scope walk answered from a per-process dict by scope string
+  scopes      the Keras-scope walk (where it still runs) answered from a per-process dict by scope string
+  kstack      Keras's name-scope stack not read: every new scope walked (as before the fifth pass)
   anchor      the user-call anchor check (UserCalls.below) answering "the last call"
   api         no TF API-call walk
   block       no read of the block's frame at the end (scan_frame, named_in_block)
@@ -52,7 +53,7 @@ import tapeviz as tv
 from tapeviz.record import callsites, hooks, recorder, user_calls
 
 _WALKS = "scopes+anchor+api+block+reentry"
-DEFAULT = f"plain,tv,scopes,anchor,api,block,reentry,classes,patches,{_WALKS},{_WALKS}+patches,floor,floor0"
+DEFAULT = f"plain,tv,kstack,scopes,anchor,api,block,reentry,classes,patches,{_WALKS},{_WALKS}+patches,floor,floor0"
 MODE = {"removed": frozenset()}  # the variant being timed now
 
 
@@ -71,6 +72,8 @@ def _install_switches() -> None:
         return answers[scope]
 
     recorder.keras_scopes_at = keras_scopes_at
+    from_stack = recorder.from_keras_stack
+    recorder.from_keras_stack = lambda scope, mark: None if _off("kstack") else from_stack(scope, mark)
     below = user_calls.UserCalls.below
     user_calls.UserCalls.below = lambda self, index, key: self.last if _off("anchor") else below(self, index, key)
     current = callsites.ApiCalls.current

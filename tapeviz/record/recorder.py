@@ -28,7 +28,7 @@ from .capture import Capture
 from .derivatives import DerivativeRecord
 from .hooks import Patches
 from .hookstate import active as _active
-from .keras_scopes import keras_scopes_at
+from .keras_scopes import from_keras_stack, keras_scopes_at, keras_stack_mark
 from .numpy_exports import Export, Reentry
 from .records import R_ATTRS, R_BACKWARD, R_FN, R_IN, R_OUT, R_SCOPE, R_SITE, R_TYPE, user_scope
 from .user_calls import UserCalls
@@ -238,6 +238,7 @@ class Recorder:
         thread, get_ident = self._thread_id, _get_ident
         block = self.user_calls.block  # the frame that entered the block: where a loss-scope walk ends
         last_site = self._last_site
+        keras_mark = keras_stack_mark()  # Keras's name-scope stack as the block begins
 
         def callback(op_type, inputs, attrs, outputs, op_name=None, graph=None):
             if graph is not None:  # graph construction (tf.function tracing) is not an execution
@@ -259,8 +260,11 @@ class Recorder:
             scope = tld.scope_name
             if scope and scope not in scopes_seen:
                 scopes_seen.add(scope)
-                losses, layers = keras_scopes_at(scope, sys._getframe(1), block)
-                loss_scopes.update(losses)
+                # a layer's scope is told by Keras's own name-scope stack; the rest is walked
+                layers = from_keras_stack(scope, keras_mark) if block is not None else None
+                if layers is None:
+                    losses, layers = keras_scopes_at(scope, sys._getframe(1), block)
+                    loss_scopes.update(losses)
                 layer_scopes.update(layers)
                 user_scopes[scope] = user_scope(scope, layer_scopes, loss_scopes)
             if scope:
