@@ -1,5 +1,5 @@
 """How long a default picture's edges are and how often they cross: the gallery's models
-and the issue's pictures (tests/gallery_models.py), one row each.
+and the issue's pictures (tests/support/gallery_models.py), one row each.
 
 Run: python bench/bench_edges.py [--json out.json] [--compare before.json after.json]
 
@@ -9,7 +9,7 @@ above), the length of its longest edge, and its edge crossings (pairs of edges o
 different sources and targets whose paths cross; the segments of a path are its
 vertices). ``--json`` writes the rows; ``--compare a b`` prints two runs side by side
 (e.g. an untouched main's and a branch's: run this file with each checkout first on
-PYTHONPATH, the same tests/gallery_models.py for both).
+PYTHONPATH, the same tests/support/gallery_models.py for both).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))  # gallery_models
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 MODELS = [
