@@ -28,8 +28,9 @@ from .style import (
     MAX_INCHES,
 )
 from .themes import BELOW, LIGHT, Theme
+from .value_text import fit_value
 from .visibility import Shown
-from .wording import box_names, node_subtitle, node_value_text
+from .wording import box_names, node_subtitle, node_value
 
 
 def _nodes(graph: TapeGraph, display: Shown | None):
@@ -151,7 +152,8 @@ def label_specs(
                 top -= (h + gap) / ppu_y
         title = "\n".join(title_lines)
         value_size = theme.size("value", fontsize)
-        value = fonts.fit(node_value_text(graph, n, display), inner, value_size)
+        got = node_value(graph, n, display)
+        value = "" if got is None else fit_value(got[0], inner, value_size, summary=got[1])  # every number whole
         labels[n] = (
             Label(x, centres[0], title, fontsize, color=theme.text, weight="bold"),
             Label(
