@@ -128,8 +128,8 @@ class Restyling:
 
     def _fit_value(self, value, room: float, size: float, prefix: str = "") -> str:
         """``prefix + value`` in ``room`` points, every number whole (:func:`fit_value`:
-        the value as written, its first numbers and "…", its shape and norm, its norm)."""
-        return fit_value(value, room, size, norm=GRAD_NORM, prefix=prefix)
+        the gradient as written, else its shape and norm, its norm, its first numbers and "…")."""
+        return fit_value(value, room, size, norm=GRAD_NORM, prefix=prefix, norm_first=True)
 
     def set_step(self, step: int | None) -> None:
         """Style every record for the flow as it stands after steps 0..`step` (None: the
