@@ -85,9 +85,6 @@ def _numbers_whole(text: str, value, summary=None, norm: str = VALUE_NORM) -> st
     "…" and only at a list's end; a norm is the value's norm to 3 digits."""
     if not text:
         return None
-    if ELLIPSIS in text and not text.rstrip("]").endswith(ELLIPSIS) and not text.rstrip("]").endswith(", " + ELLIPSIS):
-        if re.search(r"[\d.]" + ELLIPSIS, text):
-            return f"a number cut: {text!r}"
     if re.search(r"[\d.]" + ELLIPSIS, text):
         return f"a number cut: {text!r}"
     body = text.split("∂ ", 1)[-1].lstrip("⚠ ")
@@ -144,6 +141,14 @@ def test_fit_value_summarises_by_whole_elements_then_shape_and_norm():
     g = np.array([0.5, -0.25])
     text = fit_value(g, fonts.text_width("∂ [0.5, …]", size) + 0.5, size, norm=GRAD_NORM, prefix="∂ ")
     assert text == "∂ [0.5, …]"
+    # a gradient says how big it is first: shape and norm before its first numbers
+    g3 = np.array([0.5, -0.25, 0.125])
+    norm = f"{float(np.linalg.norm(g3)):.3g}"
+    room = fonts.text_width(f"∂ 3 ‖g‖ {norm}", size) + 0.5
+    assert room < fonts.text_width("∂ " + format_value(g3), size)
+    assert fit_value(g3, room, size, norm=GRAD_NORM, prefix="∂ ", norm_first=True) == f"∂ 3 ‖g‖ {norm}"
+    assert fit_value(g3, room, size, norm=GRAD_NORM, prefix="∂ ").endswith(", …]")  # values: first numbers first
+    assert fit_value(g3, 1.0, size, norm=GRAD_NORM, prefix="∂ ", norm_first=True) == ""  # nothing, never a cut number
 
 
 # ----------------------------------------------------------------------------- real pictures
@@ -198,3 +203,15 @@ def test_the_actor_critic_explorer_picture_reads_whole(recorded):
     first = _element_texts(np.asarray(value))
     assert shown.startswith(f"[[{first[0]}, ") and shown.endswith(", …]]"), shown
     assert _numbers_whole(shown, value) is None
+    # every writer shows the scene's text: the explorer's SVG and the matplotlib drawing (PNG)
+    from tapeviz.explorer.state import picture
+    from tapeviz.output.svg import to_svg
+
+    explorer = tv.explore(step.tape, step.loss)
+    assert f">{shown}</text>" in picture(explorer.graph_targets, explorer.state)
+    view = explorer.view
+    assert f">{shown}</text>" in to_svg(view)
+    drawn = [t.get_text() for t in view.artists.labels[n]]
+    assert shown in drawn and "stack of 20\nlog_probs" in [
+        t.get_text() for trio in view.artists.labels.values() for t in trio
+    ]
