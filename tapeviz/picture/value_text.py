@@ -41,7 +41,8 @@ def fit_value(
         return text
     if a is not None and a.dtype.kind in "SUO":
         return fonts.fit(text, room, size)
-    heads = [prefix + value_head(a, k) for k in range(listed_items(a) - 1, 0, -1)]  # the first k numbers, "…"
+    # the first k numbers, then "…"
+    heads = [] if a is None else [prefix + value_head(a, k) for k in range(listed_items(a) - 1, 0, -1)]
     if a is not None and a.size > 1:
         text = prefix + format_value(a, summary, max_items=1, norm=norm)  # shape and norm
     norms = [text, prefix + text[text.index(norm) :]] if norm in text else []  # the norm alone: the shape is on the box
