@@ -26,23 +26,25 @@ def fit_value(
     norm: str = VALUE_NORM,
     prefix: str = "",
     norm_first: bool = False,
+    max_items: int = 6,
 ) -> str:
     """``prefix`` and ``value`` in at most ``room`` points at ``size`` (see the module's
     rule); '' when not even the shortest form fits. ``norm_first`` (a gradient: how big it
-    is says most) tries the shape and norm before the first numbers. A value that is not
+    is says most) tries the shape and norm before the first numbers; ``max_items`` as
+    format_value takes it (a tag lists 4). A value that is not
     numbers (a string tensor) is written as format_value writes it and cut like any text."""
 
     def fits(text: str) -> bool:
         return fonts.text_width(text, size) <= room
 
     a = None if value is None else np.asarray(value)
-    text = prefix + format_value(a, summary, norm=norm)
+    text = prefix + format_value(a, summary, max_items, norm=norm)
     if fits(text):
         return text
     if a is not None and a.dtype.kind in "SUO":
         return fonts.fit(text, room, size)
     # the first k numbers, then "…"
-    heads = [] if a is None else [prefix + value_head(a, k) for k in range(listed_items(a) - 1, 0, -1)]
+    heads = [] if a is None else [prefix + value_head(a, k) for k in range(listed_items(a, max_items) - 1, 0, -1)]
     if a is not None and a.size > 1:
         text = prefix + format_value(a, summary, max_items=1, norm=norm)  # shape and norm
     norms = [text, prefix + text[text.index(norm) :]] if norm in text else []  # the norm alone: the shape is on the box

@@ -215,3 +215,20 @@ def test_the_actor_critic_explorer_picture_reads_whole(recorded):
     assert shown in drawn and "stack of 20\nlog_probs" in [
         t.get_text() for trio in view.artists.labels.values() for t in trio
     ]
+
+
+def test_a_folded_constant_tag_too_narrow_keeps_its_numbers_whole():
+    """A 4-number constant folded into its op is a tag on the box; in a file's 6.5 pt tags
+    and the explorer's 9 pt ones it is too wide for the box: its first numbers whole, "…"."""
+    from tapeviz.picture.scene import Scene
+
+    x = tf.Variable([1.0, 2.0, 3.0, 4.0])
+    c = np.array([-0.1234567, -0.2345678, -0.3456789, -0.4567891], np.float32)
+    with tv.GradientTape() as tape:
+        y = tf.reduce_sum(x * tf.constant(c))  # made inside, unnamed: folded into * as a tag
+    for scene in (Scene(tape.graph, tv.flow(tape, y)), tv.explore(tape, y).view.scene):
+        tags = [t.text for tags in scene.chips.values() for t in tags]
+        shown = [t for t in tags if t.startswith("[")]
+        assert len(shown) == 1 and shown[0].endswith(", …]"), tags
+        assert _numbers_whole(shown[0], c) is None, shown
+        assert "axis [0]" in tags
