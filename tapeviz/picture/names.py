@@ -107,6 +107,7 @@ def name_lines(name: str, width: float, size: float, weight="normal", *, lines: 
 #: a lower-case letter or digit and a capital (``Softmax|Cross``), before a capital's word after
 #: an acronym (``HTTP|Server``).
 _PART = re.compile(r".+?(?:[/_\-.]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|$)")
+_NUMBER = re.compile(r"[\d/_\-.–]+")
 
 
 def _words(name: str) -> list[str]:
@@ -123,10 +124,16 @@ def _words(name: str) -> list[str]:
 
 
 def _parts(word: str) -> list[str]:
-    """``word`` in the pieces it may break between (see :data:`_PART`); its trailing space
-    stays on its last piece."""
+    """``word`` in the pieces it may break between (see :data:`_PART`), a piece of digits
+    joined to the one before (``layer_`` / ``normalization_1``, never ``…_`` / ``1``); its
+    trailing space stays on its last piece."""
     core = word.rstrip(" ")
-    parts = _PART.findall(core) or [core]
+    parts: list[str] = []
+    for part in _PART.findall(core) or [core]:
+        if parts and _NUMBER.fullmatch(part):  # a number stays with the name it counts: dense_7/, normalization_1
+            parts[-1] += part
+        else:
+            parts.append(part)
     parts[-1] += word[len(core) :]
     return parts
 

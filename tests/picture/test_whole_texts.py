@@ -67,6 +67,10 @@ def test_an_identifier_too_wide_alone_breaks_at_its_parts():
         "SparseSoftmaxCross",
         "EntropyWithLogits",
     ]
+    # a number stays with the name it counts (Keras' layer_normalization_1)
+    width = fonts.text_width("layer_normalization_", EXPLORER_TITLE, "bold") + 1
+    assert fonts.text_width("layer_normalization_1", EXPLORER_TITLE, "bold") > width
+    assert name_lines("layer_normalization_1", width, EXPLORER_TITLE, "bold") == ["layer_", "normalization_1"]
     width = fonts.text_width("x a_long_", 8.0, "bold") + 1
     assert fonts.text_width("a_long_name", 8.0, "bold") > width
     # a word too wide alone breaks after its "_", starting on the line it reached
