@@ -287,11 +287,3 @@ def edge_code(stop) -> str:
 def grad_text(value) -> str:
     """What a box shows under it for the gradient that reached it."""
     return "∂ " + ("None" if value is None else format_value(np.asarray(value), norm=GRAD_NORM))
-
-
-def compact(value) -> str:
-    """A shorter rendering of a gradient: its shape and norm (a scalar stays itself)."""
-    a = np.asarray(value)
-    if a.size <= 1:
-        return format_value(a)
-    return format_value(a, max_items=1, norm=GRAD_NORM)
