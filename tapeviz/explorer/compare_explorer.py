@@ -18,9 +18,13 @@ from ..messages import say
 from . import compare_state as cs
 from .fallback import StaticFallback
 from .notebook_theme import PageTheme
+from .static_files import text
 from .widget import step_buttons
 
 __all__ = ["CompareExplorer"]
+
+#: The sides' style sheet (static/compare.css): they fit the cell, wrapped or scaled, never cut.
+CSS = "<style>\n" + text("compare.css") + "</style>\n"
 
 
 class CompareExplorer(StaticFallback, W.VBox):
@@ -51,7 +55,9 @@ class CompareExplorer(StaticFallback, W.VBox):
         c["next"].on_click(lambda _: self._move(1))
         self.children = [
             W.HBox([c["prev"], c["step"], c["next"]]),
-            W.HBox([self.panes["a"], self.panes["b"]], layout=W.Layout(align_items="flex-start", overflow="auto")),
+            W.HBox([self.panes["a"], self.panes["b"]], layout=W.Layout(align_items="flex-start")).add_class(
+                "tv-compare-sides"
+            ),
             self.ratios,
             self.table,
         ]
@@ -83,7 +89,7 @@ class CompareExplorer(StaticFallback, W.VBox):
             fl = pair.comparison.a if side == "a" else pair.comparison.b
             k = cs.side_step(pair, state, side)
             heading = say("ui.compare.side", lang, name=pair.names[cs.SIDES.index(side)], k=k, n=fl.last_step)
-            self.panes[side].value = f"<div><b>{html.escape(heading)}</b></div>{svg}"
+            self.panes[side].value = f"{CSS}<div><b>{html.escape(heading)}</b></div>{svg}"
         self.ratios.value = cs.ratio_picture(pair, state)
 
     def close(self) -> None:

@@ -10,6 +10,7 @@ model's own name, shared by all, drops away), and the whole path is the box's to
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Mapping
 
 from . import fonts
@@ -17,7 +18,6 @@ from . import fonts
 __all__ = ["short_names", "name_lines", "call_title", "OPERATORS"]
 
 SEP = "/"
-_BREAK_AFTER = "/_-. "  # a name breaks after these before it breaks inside a word
 
 
 def short_names(paths: Mapping[Hashable, str]) -> dict[Hashable, str]:
@@ -83,33 +83,90 @@ def call_title(api: str | None, op_type: str) -> str:
 
 
 def name_lines(name: str, width: float, size: float, weight="normal", *, lines: int = 2) -> list[str]:
-    """``name`` broken into at most ``lines`` lines of at most ``width`` points: after a
-    ``/``, ``_``, ``-``, ``.`` or space where one fits, else inside a word; only a name longer
-    than all the lines together is cut (with "…", at the end of the last line)."""
-    out = _break(name, width, size, weight, lines, 0.0)
-    if out and out[-1].endswith(fonts.ELLIPSIS):  # a break one "…" wider (the line has none) may save it
-        fuller = _break(name, width, size, weight, lines, fonts.text_width(fonts.ELLIPSIS, size, weight))
-        if not fuller[-1].endswith(fonts.ELLIPSIS):
-            return fuller
-    return out
+    """``name`` broken into at most ``lines`` lines of at most ``width`` points, between its
+    words: a line ends at a space, and a note in brackets (``(3 alike)``) stays whole. A word
+    (an identifier, ``log_probs``) breaks only when it alone is wider than ``width``: after a
+    ``/``, ``_``, ``-``, ``.`` or between camelCase parts (``Softmax|Cross``), a part wider
+    still where the line is full. When the words need more than ``lines`` lines, every word
+    may break at those places, then anywhere; only a name longer than all the lines
+    together is cut (with "…", at the end of the last line)."""
+    if fonts.text_width(name, size, weight) <= width:
+        return [name] if name else []
+    words = _words(name)
+    out = _fill(words, width, size, weight)
+    if len(out) > lines:  # more lines than the box has: every word may break at its parts
+        out = _fill([p for w in words for p in _parts(w)], width, size, weight)
+    if len(out) > lines:  # still more: a line ends where it is full
+        out = _fill(list(name), width, size, weight)
+    if len(out) > lines:
+        out = out[: lines - 1] + [fonts.fit("".join(out[lines - 1 :]).strip(" "), width, size, weight)]
+    return [line.strip(" ") for line in out if line.strip(" ")]
 
 
-def _break(name: str, width: float, size: float, weight, lines: int, more: float) -> list[str]:
-    """name_lines's lines, each break sought in the start that ``fonts.fit`` keeps in
-    ``width + more`` points (``fit`` keeps room for an ellipsis)."""
-    out: list[str] = []
-    rest = name
-    while rest and len(out) < lines - 1 and fonts.text_width(rest, size, weight) > width:
-        head = fonts.fit(rest, width + more, size, weight).removesuffix(fonts.ELLIPSIS)
-        if not head:
-            break
-        cut = head.rfind("(")  # a note in brackets ("(3 alike)", "(call 2)") stays whole
-        while cut > 0 and head.startswith("()", cut):  # not a call's brackets: gradient_penalty()/critic
-            cut = head.rfind("(", 0, cut)
-        if cut <= len(head) // 3:
-            cut = max((head.rfind(c) for c in _BREAK_AFTER), default=-1) + 1
-        cut = cut if cut > len(head) // 3 else len(head)  # a break near the start wastes the line
-        out.append(rest[:cut].rstrip(" "))
-        rest = rest[cut:]
-    out.append(fonts.fit(rest, width, size, weight))
-    return [line for line in out if line]
+#: Where an identifier may break when it alone is too wide: after a run of separators, between
+#: a lower-case letter or digit and a capital (``Softmax|Cross``), before a capital's word after
+#: an acronym (``HTTP|Server``).
+_PART = re.compile(r".+?(?:[/_\-.]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|$)")
+_NUMBER = re.compile(r"[\d/_\-.–]+")
+
+
+def _words(name: str) -> list[str]:
+    """The words of ``name`` with the spaces after them: a line may end after any. Spaces
+    inside brackets do not part words (``(3 alike)``, ``(steps 0–19)`` is one)."""
+    out, word, depth = [], "", 0
+    for c in name:
+        word += c
+        depth += (c in "([") - (c in ")]")
+        if c == " " and depth <= 0:
+            out.append(word)
+            word = ""
+    return out + [word] if word else out
+
+
+def _parts(word: str) -> list[str]:
+    """``word`` in the pieces it may break between (see :data:`_PART`), a piece of digits
+    joined to the one before (``layer_`` / ``normalization_1``, never ``…_`` / ``1``); its
+    trailing space stays on its last piece."""
+    core = word.rstrip(" ")
+    parts: list[str] = []
+    for part in _PART.findall(core) or [core]:
+        if parts and _NUMBER.fullmatch(part):  # a number stays with the name it counts: dense_7/, normalization_1
+            parts[-1] += part
+        else:
+            parts.append(part)
+    parts[-1] += word[len(core) :]
+    return parts
+
+
+def _fill(units: list[str], width: float, size: float, weight) -> list[str]:
+    """``units`` laid into lines of at most ``width`` points (spaces at a line's ends not
+    counted), each line as full as it can be: a line ends only between units. A unit wider
+    than a line alone breaks at its parts (:func:`_parts`), a part wider still where the
+    line is full. The lines keep their spaces: joined, they are the name."""
+
+    def fits(text: str) -> bool:
+        return fonts.text_width(text.strip(" "), size, weight) <= width
+
+    lines: list[str] = []
+    current = ""
+    for unit in units:
+        if fits(current + unit):
+            current += unit
+            continue
+        for piece in [unit] if fits(unit) else _parts(unit):
+            if fits(current + piece):
+                current += piece
+            elif fits(piece):
+                lines.append(current)
+                current = piece
+            else:  # no place to break: where the line is full
+                current += piece
+                while not fits(current) and len(current) > 1:
+                    cut = len(fonts.fit(current, width, size, weight).removesuffix(fonts.ELLIPSIS)) or 1
+                    while cut < len(current) and fits(current[: cut + 1]):  # (fit kept room for a "…")
+                        cut += 1
+                    lines.append(current[:cut])
+                    current = current[cut:]
+    if current.strip(" "):
+        lines.append(current)
+    return [line for line in lines if line.strip(" ")]

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..messages import DEFAULT, Phrase, localize
 from ..record.graph import TapeGraph
+from ..record.values import format_value
 from . import fonts
 from .marks import Arrow, Box, Label
 from .names import name_lines
@@ -28,8 +29,9 @@ from .style import (
     MAX_INCHES,
 )
 from .themes import BELOW, LIGHT, Theme
+from .value_text import fit_value
 from .visibility import Shown
-from .wording import box_names, node_subtitle, node_value_text
+from .wording import box_names, node_subtitle, node_value
 
 
 def _nodes(graph: TapeGraph, display: Shown | None):
@@ -151,7 +153,8 @@ def label_specs(
                 top -= (h + gap) / ppu_y
         title = "\n".join(title_lines)
         value_size = theme.size("value", fontsize)
-        value = fonts.fit(node_value_text(graph, n, display), inner, value_size)
+        got = node_value(graph, n, display)
+        value = "" if got is None else fit_value(got[0], inner, value_size, summary=got[1])  # every number whole
         labels[n] = (
             Label(x, centres[0], title, fontsize, color=theme.text, weight="bold"),
             Label(
@@ -203,14 +206,11 @@ def chip_specs(
             used += w + 3.0
         if len(kept) < len(chips):
             rest = len(chips) - len(kept)
-            if not kept:  # not even one fits whole: the first, cut to the room left
-                text = (
-                    fonts.fit(
-                        chips[0].text, inner - 2 * pad - fonts.text_width(f"+{rest - 1}", size) - 2 * pad - 3, size
-                    )
-                    if rest > 1
-                    else fonts.fit(chips[0].text, inner - 2 * pad, size)
-                )
+            if not kept:  # not even one fits whole: the first, shortened to the room left
+                room = inner - 2 * pad
+                if rest > 1:
+                    room -= fonts.text_width(f"+{rest - 1}", size) + 2 * pad + 3
+                text = _shortened_chip(chips[0], room, size)
                 if text:
                     kept.append((text, chips[0].kind, fonts.text_width(text, size) + 2 * pad))
                     used = kept[0][2] + 3.0
@@ -241,6 +241,17 @@ def chip_specs(
             left += (w + 3.0) / unit[0]
         out[n] = tags
     return out
+
+
+def _shortened_chip(chip, room: float, size: float) -> str:
+    """A tag's text in ``room`` points: a value's (``axis [0, 1, 2, 3]``) with its numbers
+    whole (:func:`fit_value`: its first numbers and "…", its shape and norm), a name's cut."""
+    if chip.value is None or chip.kind != "value":
+        return fonts.fit(chip.text, room, size)
+    value, summary = chip.value
+    written = format_value(value, summary, max_items=4)
+    label = chip.text[: -len(written)] if chip.text.endswith(written) else ""  # "axis ", "指数 "
+    return fit_value(value, room, size, summary=summary, prefix=label, max_items=4)
 
 
 def grad_specs(

@@ -36,8 +36,9 @@ from .style import (
     REASON_STYLE,
 )
 from .themes import Theme, mix
+from .value_text import fit_value
 from .visibility import Shown
-from .wording import compact, edge_code, grad_text, is_bad, node_title
+from .wording import edge_code, grad_text, is_bad, node_title
 
 __all__ = ["GradOverride", "Restyling", "drawn_stops"]
 
@@ -126,16 +127,9 @@ class Restyling:
         self.set_step(self.step)
 
     def _fit_value(self, value, room: float, size: float, prefix: str = "") -> str:
-        """``prefix + value`` in ``room`` points: the value as written, else its shape and
-        norm, else cut with an ellipsis."""
-        text = prefix + format_value(value, norm=GRAD_NORM)
-        if fonts.text_width(text, size) <= room:
-            return text
-        if GRAD_NORM not in text:  # (a shape and norm already: compact would write the same)
-            text = prefix + compact(value)
-        if fonts.text_width(text, size) <= room or GRAD_NORM not in text:
-            return fonts.fit(text, room, size)
-        return fonts.fit(prefix + text[text.index(GRAD_NORM) :], room, size)  # the norm alone: the shape is on the box
+        """``prefix + value`` in ``room`` points, every number whole (:func:`fit_value`:
+        the gradient as written, else its shape and norm, its norm, its first numbers and "…")."""
+        return fit_value(value, room, size, norm=GRAD_NORM, prefix=prefix, norm_first=True)
 
     def set_step(self, step: int | None) -> None:
         """Style every record for the flow as it stands after steps 0..`step` (None: the

@@ -135,6 +135,8 @@ class Chip:
     kind: str  # "value", "random" or "input" (a tensor the user named)
     index: int  # the consumer's input position (-1 on a collapsed group)
     members: tuple = field(default=(), compare=False)  # the original nodes folded into it
+    # a value chip's tensor (value, summary): a tag too narrow for it shortens it with whole numbers
+    value: tuple | None = field(default=None, compare=False, repr=False)
 
 
 # --------------------------------------------------------------------------- the display graph
@@ -752,7 +754,13 @@ class _Decision:
         op = G.nodes[consumer].get("op_type", "")
         n_inputs = len(g.capture.ops[G.nodes[consumer]["op_index"]].inputs) if G.nodes[consumer]["kind"] == "op" else 0
         role = _ROLES.get((op, index)) or (_ROLES.get((op, -1)) if index == n_inputs - 1 else None)
-        return Chip(Phrase(f"ui.chip.role.{role}", value=value) if role else value, "value", index, members)
+        return Chip(
+            Phrase(f"ui.chip.role.{role}", value=value) if role else value,
+            "value",
+            index,
+            members,
+            value=(info.value, info.summary),
+        )
 
     # -- groups and the display graph ------------------------------------------------
     @functools.cached_property

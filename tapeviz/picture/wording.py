@@ -247,8 +247,9 @@ def node_subtitle(graph: TapeGraph, node, display: Shown | None = None, lang: st
     return d.get("via") or ""
 
 
-def node_value_text(graph: TapeGraph, node, display: Shown | None = None) -> str:
-    """Bottom line: the forward value (or its summary); a layer shows its output's."""
+def node_value(graph: TapeGraph, node, display: Shown | None = None) -> tuple[Any, dict | None] | None:
+    """(value, summary) a box's bottom line writes: its forward value; a layer's is its
+    output's; None when the box has none."""
     dd = display.nx.nodes[node] if display is not None else {}
     if display is not None and dd.get("kind") == "layer":
         ops = [m for m in display.members[node] if graph.nx.nodes[m]["kind"] == "op"]
@@ -258,11 +259,18 @@ def node_value_text(graph: TapeGraph, node, display: Shown | None = None) -> str
         outs = graph.nx.nodes[dd["function"]].get("outputs") or []
         j = dd.get("ret_index")
         if j is None or j >= len(outs):
-            return ""
+            return None
         returned = graph.tensors[outs[j]]
-        return format_value(returned.value, returned.summary)
+        return returned.value, returned.summary
     info = graph.output_info(node)
-    return "" if info is None else format_value(info.value, info.summary)
+    return None if info is None else (info.value, info.summary)
+
+
+def node_value_text(graph: TapeGraph, node, display: Shown | None = None) -> str:
+    """Bottom line: the forward value (or its summary) written whole; a layer shows its
+    output's (a box fits it to its room with :func:`tapeviz.picture.value_text.fit_value`)."""
+    got = node_value(graph, node, display)
+    return "" if got is None else format_value(*got)
 
 
 #: Causes whose stops carry a short label of their own instead of their reason's code.
@@ -279,11 +287,3 @@ def edge_code(stop) -> str:
 def grad_text(value) -> str:
     """What a box shows under it for the gradient that reached it."""
     return "∂ " + ("None" if value is None else format_value(np.asarray(value), norm=GRAD_NORM))
-
-
-def compact(value) -> str:
-    """A shorter rendering of a gradient: its shape and norm (a scalar stays itself)."""
-    a = np.asarray(value)
-    if a.size <= 1:
-        return format_value(a)
-    return format_value(a, max_items=1, norm=GRAD_NORM)

@@ -17,6 +17,8 @@ __all__ = [
     "format_bytes",
     "shape_text",
     "format_value",
+    "listed_items",
+    "value_head",
     "sum_squares",
     "TIMES",
     "VALUE_NORM",
@@ -79,6 +81,8 @@ def format_bytes(n: int) -> str:
 #: forward value's norm, ``‖g‖`` a gradient's (the legend explains both once).
 TIMES = "×"
 VALUE_NORM, GRAD_NORM = "‖·‖", "‖g‖"
+#: What stands for the numbers a shortened list leaves out.
+ELLIPSIS = "…"
 
 
 def shape_text(shape) -> str:
@@ -136,6 +140,40 @@ def _norm_summary(a: np.ndarray) -> dict:
     if not math.isfinite(sq):
         return summarize(a)
     return {"shape": tuple(a.shape), "norm": math.sqrt(sq)}
+
+
+def listed_items(value: np.ndarray | None, max_items: int = 6) -> int:
+    """How many numbers :func:`format_value` lists for ``value`` (0: it writes a scalar, a
+    shape and norm, or a text instead): the numbers :func:`value_head` may leave out."""
+    if value is None:
+        return 0
+    a = np.asarray(value)
+    return a.size if a.ndim and 1 < a.size <= max_items and a.dtype.kind not in "SUO" else 0
+
+
+def value_head(value: np.ndarray, k: int) -> str:
+    """The first ``k`` numbers of a listed value, each written as :func:`format_value`
+    writes it, then "…" and every bracket closed: ``[[-0.2618, -2.202, …]]``. A text too
+    narrow for the whole list shows this, never a number cut in two."""
+    text, _ = _head(np.asarray(value), max(k, 0))
+    return text
+
+
+def _head(a: np.ndarray, k: int) -> tuple[str, bool]:
+    """(text of a's first k numbers, whether some were left out)."""
+    if a.ndim == 0:
+        return _fmt_scalar(a.item()), False
+    parts = []
+    for x in a:
+        if k <= 0:
+            parts.append(ELLIPSIS)
+            return "[" + ", ".join(parts) + "]", True
+        text, cut = _head(x, k)
+        parts.append(text)
+        k -= int(np.asarray(x).size)
+        if cut:
+            return "[" + ", ".join(parts) + "]", True
+    return "[" + ", ".join(parts) + "]", False
 
 
 def _fmt_nested(a: np.ndarray) -> str:

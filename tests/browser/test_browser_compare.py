@@ -28,9 +28,35 @@ CELLS = [
         "ex = tv.explore(c, names=('plain', 'stopped'))\n"
         "ex"
     ),
+    "tv.explore(*run(False))",  # the main explorer of one pass, in the same cell width
 ]
 
 ROOT = ".jp-NotebookPanel:not(.lm-mod-hidden) .tv-compare-explorer"
+CANVAS = ".jp-NotebookPanel:not(.lm-mod-hidden) .tv-canvas"
+
+# Right and left edges (CSS px) of each picture and of the output area holding it, and
+# whether anything around a picture scrolls sideways (scrollWidth beyond clientWidth).
+_EDGES_JS = """
+(sel) => Array.from(document.querySelectorAll(sel)).map(svg => {  // (an svg, or any element)
+  const area = svg.closest('.jp-OutputArea-output');
+  const a = area.getBoundingClientRect(), r = svg.getBoundingClientRect();
+  let scrolls = false;
+  for (let e = svg.parentElement; e && e !== area; e = e.parentElement) {
+    if (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== 'visible') scrolls = true;
+  }
+  return {left: r.left, right: r.right, width: r.width, areaLeft: a.left, areaRight: a.right,
+          scrolls: scrolls || area.scrollWidth > area.clientWidth + 1};
+})
+"""
+
+
+def _edges(page, sel: str) -> list[dict]:
+    return page.evaluate(_EDGES_JS, sel)
+
+
+def _inside(got: dict) -> bool:
+    return got["areaLeft"] - 1 <= got["left"] and got["right"] <= got["areaRight"] + 1 and not got["scrolls"]
+
 
 # Each pane's heading and its picture's title; the ratio pane's texts.
 _PANES_JS = """
@@ -77,6 +103,16 @@ def test_the_compare_explorer_draws_both_passes_and_the_ratios_and_one_slider_mo
     assert a["title"].startswith(f"Step {last_a}/{last_a}") and b["title"].startswith(f"Step {last_b}/{last_b}")
     assert a["width"] > 100 and b["width"] > 100 and ratios["width"] > 100, "every picture is drawn, not empty"
     assert "lost" in ratios["texts"], "the ratio picture says what b lost"
+    # both sides whole in the cell: no side cut at its right edge, nothing to scroll sideways
+    sides = _edges(page, f"{ROOT} .tv-compare-sides svg")
+    assert len(sides) == 2 and all(_inside(e) for e in sides), sides
+    ratio = _edges(page, f"{ROOT} > .tv-compare svg")
+    assert len(ratio) == 1 and _inside(ratio[0]), ratio
+    # the main explorer in the same cell width is not cut either
+    page.wait_for_selector(f"{CANVAS} svg", timeout=60_000)
+    canvas = _edges(page, f"{CANVAS} svg")
+    assert len(canvas) == 1 and _inside(canvas[0]), canvas
+    page.locator(f"{ROOT} .tv-compare-sides").scroll_into_view_if_needed()
     screenshot(page, "compare_explorer_lab")
     page.locator(f"{ROOT} .tv-compare").nth(2).scroll_into_view_if_needed()
     screenshot(page, "compare_explorer_lab_ratios")
@@ -94,4 +130,22 @@ def test_the_compare_explorer_draws_both_passes_and_the_ratios_and_one_slider_mo
     a, b, _ = _wait_headings(page, f"plain: step 2 of {last_a}", f"stopped: step 2 of {last_b}")
     assert a["title"].startswith(f"Step 2/{last_a}") and b["title"].startswith(f"Step 2/{last_b}")
     assert handle.get_attribute("aria-valuetext") == "2"
+
+    # a narrower window: a side wider than the cell scales down to its width (its viewBox), still whole
+    wide = [e["width"] for e in _edges(page, f"{ROOT} .tv-compare-sides svg")]
+    page.set_viewport_size({"width": 900, "height": 1000})
+    page.wait_for_function(
+        "sel => { const r = document.querySelector(sel); return r && r.getBoundingClientRect().right <= 900; }",
+        arg=ROOT,
+        timeout=30_000,
+    )
+    sides = _edges(page, f"{ROOT} .tv-compare-sides svg")
+    assert all(_inside(e) for e in sides), sides
+    assert any(e["width"] < w - 1 for e, w in zip(sides, wide, strict=True)), (sides, wide)  # scaled, not cut
+    # the main explorer keeps its 9 pt text (to_svg fit=True): a picture wider than the cell pans
+    # and scrolls inside the canvas's viewport, and that viewport is inside the cell
+    viewport = _edges(page, f"{CANVAS} .tv-viewport")
+    assert viewport[0]["right"] <= viewport[0]["areaRight"] + 1, viewport
+    page.locator(f"{ROOT} .tv-compare-sides").scroll_into_view_if_needed()
+    screenshot(page, "compare_explorer_lab_narrow")
     assert not unexpected_page_errors(errors, server), errors
