@@ -328,15 +328,11 @@ def test_the_jump_button_goes_where_the_nan_starts_from_file_and_by_keyboard(pag
     jump_to_origin): labelled in the page's language, reached by Tab, pressed by Enter; it
     moves to that step with its op in the inspector, and the picture is Python's for that
     state. A target with a healthy gradient has no button."""
+    from diagnosis_check import JUMP_WORDS, log_of_zero
     from playwright.sync_api import expect
 
-    x = tf.Variable([0.0, 1.0])
-    with tv.GradientTape(persistent=True) as tape:
-        lg = tf.math.log(x)
-        y = tf.reduce_sum(tf.where(x > 0, lg, tf.zeros_like(x)))
-        healthy = tf.reduce_sum(x * 2.0)
-    for lang, words in (("en", "Go to step {k}, where it starts"), ("zh", "跳到第 {k} 步，问题从这里开始")):
-        targets = {"y": y, "healthy": healthy}
+    tape, targets, lg = log_of_zero()
+    for lang, words in JUMP_WORDS:
         model = _explored(tape, targets, None)
         state = model.initial(**Options.of(None, lang=lang).in_file().keywords())
         there = st.jump_to_origin(model, state)

@@ -124,16 +124,14 @@ def test_the_exported_page_holds_the_jump_of_each_target(tmp_path):
     """The page's "Go to step k, where it starts" button: per target, the live explorer's
     jump (its step, its op's box and the inspector that box shows), labelled in the page's
     language; none for a target whose gradient is healthy."""
+    from diagnosis_check import JUMP_WORDS, log_of_zero
+
     from tapeviz.api import _explored
     from tapeviz.explorer.html_page import page_fragment
 
-    x = tf.Variable([0.0, 1.0])
-    with tv.GradientTape(persistent=True) as tape:
-        lg = tf.math.log(x)
-        y = tf.reduce_sum(tf.where(x > 0, lg, tf.zeros_like(x)))
-        healthy = tf.reduce_sum(x * 2.0)
-    for lang, words in (("en", "Go to step {k}, where it starts"), ("zh", "跳到第 {k} 步，问题从这里开始")):
-        model = _explored(tape, {"y": y, "healthy": healthy}, None)
+    tape, targets, lg = log_of_zero()
+    for lang, words in JUMP_WORDS:
+        model = _explored(tape, targets, None)
         state = model.initial(lang=lang)
         html = page_fragment(model, state, targets=["y", "healthy"])
         assert "class='tv-jump' hidden" in html  # shown by the script, for a target with a jump

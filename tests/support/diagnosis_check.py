@@ -20,3 +20,23 @@ def check_no_false_diagnosis(fl, source, want, what: str = "") -> bool:
         healthy = False
     assert (d is None) == healthy, (what, d)
     return healthy
+
+
+#: The "Go to step k, where it starts" button's words, per language (messages en / zh).
+JUMP_WORDS = (("en", "Go to step {k}, where it starts"), ("zh", "跳到第 {k} 步，问题从这里开始"))
+
+
+def log_of_zero():
+    """A persistent tape with two targets: ``y`` sums log(x) where x > 0, so the log of the
+    0 gives -inf and its gradient NaN (tf.where's trap); ``healthy`` is finite. Returns
+    ``(tape, {"y": y, "healthy": healthy}, lg)``, ``lg`` the log op's output."""
+    import tensorflow as tf
+
+    import tapeviz as tv
+
+    x = tf.Variable([0.0, 1.0])
+    with tv.GradientTape(persistent=True) as tape:
+        lg = tf.math.log(x)
+        y = tf.reduce_sum(tf.where(x > 0, lg, tf.zeros_like(x)))
+        healthy = tf.reduce_sum(x * 2.0)
+    return tape, {"y": y, "healthy": healthy}, lg
