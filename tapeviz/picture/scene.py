@@ -111,6 +111,10 @@ def _checked_wrap(wrap):
 #: Rows that keep every frame whole are taken over the first that fit the page but split
 #: one, unless they make the picture more than this many times as tall.
 SPLIT_FREE_TALLER = 1.5
+#: The explorer's picture (laid out by the flow, its frames drawn in pieces where another
+#: group's box sits among a group's) is laid out with whole frames instead unless that makes
+#: it more than this many times as tall (the VAE's: a 4:1 strip, 1.35 times as tall).
+WHOLE_TALLER = 1.2
 
 
 class Scene(Restyling):
@@ -232,19 +236,35 @@ class Scene(Restyling):
     def _place(self, pos, routes, names, variable_magnitudes) -> None:
         """Positions and edge routes (the layered layout, folded into rows by rows.py: the
         fewest rows that fit the page and are not a strip, else the best miss), then every
-        record placed for them."""
-        dg = self.display.nx
+        record placed for them. A file's open groups are whole frames (group_bands.py); the
+        explorer's are too where its plain layout would draw one in pieces and whole frames
+        make it at most :data:`WHOLE_TALLER` times as tall."""
         if pos is not None:
             self._build(pos, routes or {}, {}, names, variable_magnitudes)
             return
-        if self.show_frames == WHOLE:  # a file's frames are whole: each open group a block of its own rows
-            groups = {n: open_path(self.display, n) for n in dg}
-            pos, computed = layered_routes(dg, groups=groups, frame_pad=frame_pad(self))
-        else:
-            pos, computed = layered_routes(dg)
+        pos, computed = self._layered(grouped=self.show_frames == WHOLE)  # a file's frames are whole
         if routes is not None:
             self._build(pos, routes, {}, names, variable_magnitudes)
             return
+        self._fold(pos, computed, names, variable_magnitudes)
+        if self.show_frames is True and any(f.parts for f in self.frames):
+            # the explorer's frame in pieces: whole frames too, unless they make a much taller picture
+            plain_height = self.canvas[1]
+            self._fold(*self._layered(grouped=True), names, variable_magnitudes)
+            if self.canvas[1] > WHOLE_TALLER * plain_height or any(f.parts for f in self.frames):
+                self._fold(pos, computed, names, variable_magnitudes)
+
+    def _layered(self, *, grouped: bool) -> tuple[dict, dict]:
+        """The layered layout's positions and routes; ``grouped``: each open group a block of
+        its own rows (group_bands.py), so that its frame is one rectangle."""
+        dg = self.display.nx
+        if not grouped:
+            return layered_routes(dg)
+        groups = {n: open_path(self.display, n) for n in dg}
+        return layered_routes(dg, groups=groups, frame_pad=frame_pad(self))
+
+    def _fold(self, pos, computed, names, variable_magnitudes) -> None:
+        """Fold the layout into rows (the first choice that fits, see :meth:`_place`) and build."""
         n_columns = len({x for x, _ in pos.values()})
         if self.wrap is not None:
             choices = [self.wrap]

@@ -514,3 +514,19 @@ def test_default_picture_marks_no_nan_origin(recorded, name):
     grads = [g for g in fl.gradients().values() if g is not None]
     assert grads and all(np.all(np.isfinite(g)) for g in grads)
     assert flow_origin(fl) is None
+
+
+def test_explorer_frames_are_whole_where_that_keeps_the_picture_short(recorded):
+    """The explorer lays its picture out by the flow; where that draws a frame in pieces
+    (EfficientNetB0: the inputs' boxes inside the model's rectangle), it takes the file's
+    whole frames instead, unless they make it more than WHOLE_TALLER times as tall (the
+    VAE: a strip, 1.35 times as tall), where the pieces stay."""
+    for name in ("EfficientNetB0", "VAE"):
+        step, _, _ = recorded(name)
+        scene = tv.explore(step.tape, step.loss).view.scene
+        pieces = [f.gid for f in scene.frames if f.parts]
+        if name == "EfficientNetB0":
+            assert scene.frames and not pieces, name
+        else:
+            assert pieces == ["vae"] and scene.canvas[1] <= 2.5 * scene.canvas[0], name  # not a strip
+        check(scene, (name, "explorer"))
