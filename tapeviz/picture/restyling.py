@@ -204,6 +204,8 @@ class Restyling:
             # a cause with a label of its own (no gradient registered) says it; else the reason
             code = say(edge_code(first), self.lang)
             full = code if len(members) == 1 else say("ui.edge.stopped_n", self.lang, code=code, n=len(members))
+            if fonts.text_width(full, text.size, style="italic") > room:
+                full = code  # the count goes first: a reason cut ("not_watche…") reads as a typo
             text.text = fonts.fit(full, room, text.size, style="italic")
             text.color, text.style = th.stop_text, "italic"
             return

@@ -236,3 +236,15 @@ def test_a_folded_constant_tag_too_narrow_keeps_its_numbers_whole():
         assert len(shown) == 1 and shown[0].endswith(", …]"), tags
         assert _numbers_whole(shown[0], c) is None, shown
         assert "axis [0]" in tags
+
+
+def test_a_stopped_bundle_too_narrow_for_its_count_keeps_its_reason_whole(recorded):
+    """WGAN-GP in the explorer: two unwatched inputs of gradient_penalty() run in one bundle
+    whose label "not_watched (2)" does not fit its gap; the count goes, the reason stays
+    whole (it read "not_watche…")."""
+    step, _, _ = recorded("WGAN-GP")
+    scene = tv.explore(step.tape, step.loss).view.scene
+    labels = scene.edge_labels.items()
+    stopped = [lbl.text for e, lbl in labels if len(scene.arrows[e].members) > 1 and lbl.style == "italic"]
+    assert "not_watched" in stopped
+    assert not [t for lbl in scene.edge_labels.values() if fonts.ELLIPSIS in (t := lbl.text)]
